@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs the core micro-benchmarks and the same ops in PyTorch with the same thread count, and
+# prints one JSON line per workload: {"workload", "myelin", "pytorch", "unit", "ratio"}
+# (ratio > 1: Myelin is faster). usage: bench/run.sh [threads]   (default: nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+threads=${1:-$(nproc)}
+if [ ! -x build/bench/myelin_bench_ops ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build --target myelin_bench_ops -j"$(nproc)" >/dev/null
+fi
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "bench/run.sh: PyTorch is needed for the comparison: apt-get install python3-torch" >&2
+  exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+OMP_NUM_THREADS=$threads MYELIN_NUM_THREADS=$threads build/bench/myelin_bench_ops \
+  --benchmark_format=json --benchmark_min_time=1 >"$tmp/myelin.json" 2>/dev/null
+OMP_NUM_THREADS=$threads /usr/bin/python3 bench/torch_ops.py --threads "$threads" >"$tmp/torch.json"
+/usr/bin/python3 - "$tmp/myelin.json" "$tmp/torch.json" "$threads" <<'PY'
+import json, sys
+m = {b["name"]: b for b in json.load(open(sys.argv[1]))["benchmarks"]}
+t = json.load(open(sys.argv[2]))
+threads = int(sys.argv[3])
+def secs(name):
+    b = m[name]
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
+    return b["real_time"] * scale
+def line(workload, ours, theirs, unit, higher_is_better, **extra):
+    ratio = ours / theirs if higher_is_better else theirs / ours
+    d = {"workload": workload, "myelin": round(ours, 3), "pytorch": round(theirs, 3), "unit": unit,
+         "ratio": round(ratio, 2), "threads": threads}
+    d.update(extra)
+    print(json.dumps(d))
+peak = m["BM_fma_peak"]["flops"] / 1e9
+ours = 2 * 1024**3 / secs("BM_sgemm_1024") / 1e9
+line("sgemm_1024", ours, 2 * 1024**3 / t["sgemm_1024"] / 1e9, "GFLOP/s", True,
+     peak_gflops=round(peak, 1), myelin_pct_of_peak=round(100 * ours / peak, 1))
+for w in ("add_4M", "mul_4M", "relu_4M"):
+    n = 4 << 20
+    line(w, n / secs("BM_" + w) / 1e9, n / t[w] / 1e9, "Gelem/s", True)
+n = 4096 * 1000
+line("softmax_4096x1000", n / secs("BM_softmax_4096x1000") / 1e9, n / t["softmax_4096x1000"] / 1e9, "Gelem/s", True)
+line("small_add_fwd_bwd", secs("BM_small_add_fwd_bwd") * 1e6, t["small_add_fwd_bwd"] * 1e6, "us/iter", False)
+PY

@@ -1,0 +1,129 @@
+// matmul / mm / bmm. Everything lowers to one differentiable batched product of 3-D operands
+// whose matrices are row- or column-major views (a transposed operand is never copied).
+#include "autograd/function.h"
+#include "tensor/tensor_impl.h"
+
+namespace myelin {
+
+using autograd::Node;
+using autograd::record;
+using autograd::SavedTensor;
+using namespace detail;
+
+namespace {
+
+std::string shape2(const Tensor& t) {
+    std::string s;
+    for (int d = 0; d < t.dim(); ++d) s += (d ? "x" : "") + std::to_string(t.size(d));
+    return s;
+}
+
+DType check_dtypes(const char* op, const Tensor& a, const Tensor& b) {
+    if (a.dtype() != b.dtype())
+        throw DTypeError(std::string(op) + ": expected both operands to have the same dtype, but got " +
+                         dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()));
+    if (!is_floating(a.dtype()))
+        throw DTypeError(std::string(op) + ": only floating point dtypes are supported, got " + dtype_name(a.dtype()));
+    check_same_device(a, b, op);
+    return a.dtype();
+}
+
+// A 3-D operand the GEMM kernel can read: one of the last two strides must be 1.
+Tensor gemm_ready(const Tensor& t, DType compute) {
+    Tensor c = t.dtype() == compute ? t : raw_convert(t, compute);
+    const bool row = c.stride(2) == 1 || c.size(2) == 1;
+    const bool col = c.stride(1) == 1 || c.size(1) == 1;
+    return row || col ? c : raw_convert(c, compute);
+}
+
+// c[B,M,N] = a[B,M,K] @ b[B,K,N] with autograd; batch dims of a or b may have stride 0.
+Tensor batched_product(const Tensor& a, const Tensor& b) {
+    const DType rt = a.dtype();
+    const DType ct = compute_dtype(rt);
+    const Tensor ac = gemm_ready(a, ct), bc = gemm_ready(b, ct);
+    Tensor out = make_tensor({a.size(0), a.size(1), b.size(2)}, ct, a.device());
+    backend_for(a).batched_gemm(view_of(ac), view_of(bc), view_of(out), false);
+    if (ct != rt) out = raw_convert(out, rt);
+    if (autograd::needs_grad({&a, &b}))
+        record("BmmBackward0", {&a, &b}, out, [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g, const Node& n) {
+            TensorList r(2);
+            if (n.needs_input_grad(0)) r[0] = batched_product(g, sb.unpack(n).transpose(1, 2));
+            if (n.needs_input_grad(1)) r[1] = batched_product(sa.unpack(n).transpose(1, 2), g);
+            return r;
+        });
+    return out;
+}
+
+} // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+    if (a.dim() != 2 || b.dim() != 2)
+        throw ShapeError("mm: expected 2-D tensors, got " + std::to_string(a.dim()) + "-D and " + std::to_string(b.dim()) + "-D");
+    check_dtypes("mm", a, b);
+    if (a.size(1) != b.size(0))
+        throw ShapeError("mm: mat1 and mat2 shapes cannot be multiplied (" + shape2(a) + " and " + shape2(b) + ")");
+    return batched_product(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+    if (a.dim() != 3 || b.dim() != 3)
+        throw ShapeError("bmm: expected 3-D tensors, got " + std::to_string(a.dim()) + "-D and " + std::to_string(b.dim()) + "-D");
+    check_dtypes("bmm", a, b);
+    if (a.size(0) != b.size(0) || a.size(2) != b.size(1))
+        throw ShapeError("bmm: batch1 and batch2 shapes cannot be multiplied (" + shape2(a) + " and " + shape2(b) + ")");
+    return batched_product(a, b);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    check_dtypes("matmul", a, b);
+    if (a.dim() == 0 || b.dim() == 0)
+        throw ShapeError("matmul: both arguments need at least 1 dimension, got " + std::to_string(a.dim()) + "-D and " + std::to_string(b.dim()) + "-D");
+    const int64_t k_a = a.size(-1);
+    const int64_t k_b = b.dim() == 1 ? b.size(0) : b.size(-2);
+    if (k_a != k_b)
+        throw ShapeError("matmul: shapes cannot be multiplied (" + shape2(a) + " and " + shape2(b) + "): " +
+                         std::to_string(k_a) + " != " + std::to_string(k_b));
+    if (a.dim() == 1 && b.dim() == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+    if (a.dim() == 2 && b.dim() == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
+    if (a.dim() == 1 && b.dim() == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+    if (a.dim() == 2 && b.dim() == 2) return mm(a, b);
+    // [..., M, K] @ [K, N]: fold the batch into M for one big GEMM.
+    if (b.dim() <= 2 && a.dim() >= 3) {
+        const Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+        Dims out_shape = a.shape();
+        out_shape[out_shape.size() - 1] = b2.size(1);
+        Tensor r = mm(a.reshape({-1, k_a}), b2).reshape(out_shape);
+        return b.dim() == 1 ? r.squeeze(-1) : r;
+    }
+    // General: broadcast batch dims, then one batched product.
+    const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+    const Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+    Dims batch_a, batch_b;
+    for (int d = 0; d < a2.dim() - 2; ++d) batch_a.push_back(a2.size(d));
+    for (int d = 0; d < b2.dim() - 2; ++d) batch_b.push_back(b2.size(d));
+    Dims batch;
+    try {
+        batch = broadcast_shapes(batch_a, batch_b);
+    } catch (const ShapeError& e) {
+        throw ShapeError(std::string("matmul: batch dimensions do not broadcast: ") + e.what());
+    }
+    const int64_t m = a2.size(-2), n = b2.size(-1), nb = batch.numel();
+    Dims ea = batch, eb = batch;
+    ea.push_back(m);
+    ea.push_back(k_a);
+    eb.push_back(k_a);
+    eb.push_back(n);
+    const Tensor a3 = a2.expand(ea).reshape({nb, m, k_a});
+    const Tensor b3 = b2.expand(eb).reshape({nb, k_a, n});
+    Dims out_shape = batch;
+    out_shape.push_back(m);
+    out_shape.push_back(n);
+    Tensor r = batched_product(a3, b3).reshape(out_shape);
+    if (a.dim() == 1) r = r.squeeze(-2);
+    if (b.dim() == 1) r = r.squeeze(-1);
+    return r;
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return myelin::matmul(*this, other); }
+
+} // namespace myelin

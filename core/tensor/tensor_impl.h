@@ -1,0 +1,97 @@
+#pragma once
+// Internal: the data behind a Tensor handle, and helpers the op implementations share.
+#include <myelin/autograd.h>
+#include <myelin/error.h>
+#include <myelin/tensor.h>
+
+#include "backend/backend.h"
+
+#include <memory>
+#include <vector>
+
+namespace myelin {
+
+// A block of device memory shared by a tensor and all its views. The version counter lives here
+// so an in-place write through any view invalidates values saved for backward from any other.
+struct Storage {
+    void* data = nullptr;
+    size_t nbytes = 0;
+    Device device;
+    uint32_t version = 0;
+
+    Storage(size_t bytes, Device dev);
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+};
+
+struct AutogradMeta {
+    std::shared_ptr<TensorImpl> grad;
+    std::shared_ptr<autograd::Node> grad_fn;
+    std::weak_ptr<autograd::Node> grad_accumulator; // leaves: AccumulateGrad, created lazily
+    struct Hook {
+        uint64_t id;
+        GradHook fn;
+    };
+    std::vector<Hook> hooks; // leaf gradient hooks (non-leaf hooks live on grad_fn)
+    uint64_t next_hook_id = 0;
+    uint32_t output_nr = 0;
+    bool requires_grad = false;
+    bool retains_grad = false;
+};
+
+struct TensorImpl {
+    std::shared_ptr<Storage> storage;
+    Dims shape;
+    Dims strides;
+    int64_t offset = 0; // in elements
+    int64_t numel = 0;
+    DType dtype = DType::Float32;
+    Device device;
+    bool contiguous = true;
+    std::unique_ptr<AutogradMeta> autograd;
+
+    void* data() const {
+        return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(dtype_size(dtype));
+    }
+    void refresh(); // recompute numel and contiguous after shape/strides change
+    AutogradMeta& meta() {
+        if (!autograd) autograd = std::make_unique<AutogradMeta>();
+        return *autograd;
+    }
+    bool requires_grad() const { return autograd && autograd->requires_grad; }
+};
+
+namespace detail {
+
+Dims contiguous_strides(const Dims& shape);
+// Wraps a negative dim and checks the range; `op` names the caller in the message.
+int wrap_dim(int dim, int ndim, const char* op);
+// A fresh tensor (no autograd) with contiguous layout.
+Tensor make_tensor(const Dims& shape, DType dtype, Device device);
+// A view of `base`'s storage with the given geometry (no autograd).
+Tensor make_view(const Tensor& base, const Dims& shape, const Dims& strides, int64_t offset);
+backend::View view_of(const Tensor& t);
+// Copy into a new contiguous tensor of `dtype` without recording autograd.
+Tensor raw_convert(const Tensor& src, DType dtype);
+// `t` seen with out_shape through broadcasting (0 strides), for kernels.
+backend::View broadcast_view(const Tensor& t, const Dims& out_shape);
+backend::Backend& backend_for(const Tensor& t);
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+void bump_version(const Tensor& t);
+// The dtype kernels compute in: f16/bf16 -> f32, u8/bool -> i64.
+DType compute_dtype(DType t);
+// Sums `grad` down to `shape` (undoing broadcasting).
+Tensor sum_to(const Tensor& grad, const Dims& shape);
+std::string describe(const Tensor& t); // "float32 [2, 3]"
+// PyTorch's result_type for two tensors / a tensor and a scalar.
+DType result_type(const Tensor& a, const Tensor& b);
+DType scalar_result_type(DType t, double s);
+// Kernel calls without autograd: inputs converted to `compute`, result converted to `out_dtype`.
+Tensor binary_raw(const char* name, backend::BinaryOp op, const Tensor& a, const Tensor& b,
+                  DType compute, DType out_dtype, backend::OpParams p = {});
+Tensor unary_raw(backend::UnaryOp op, const Tensor& x, DType compute, DType out_dtype,
+                 backend::OpParams p = {});
+
+} // namespace detail
+} // namespace myelin
