@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# Debian packages Myelin Studio needs to build, test and run. Sourced by run.sh and test.sh.
+#
+#   myelin_ensure_deps   installs whatever is missing (as root), or prints the apt-get command
+#                        and exits 1 when run as another user.
+
+MYELIN_DEBIAN_PACKAGES=(
+    build-essential
+    cmake
+    ninja-build
+    ccache
+    pkg-config
+    qt6-base-dev
+    libqcustomplot-dev
+    libsqlite3-dev
+    libopenblas-openmp-dev
+    libdnnl-dev
+    libbenchmark-dev
+    libgl-dev
+    dataset-fashion-mnist
+)
+
+# Prints the packages from MYELIN_DEBIAN_PACKAGES that dpkg does not report as installed.
+myelin_missing_packages() {
+    local pkg status
+    for pkg in "${MYELIN_DEBIAN_PACKAGES[@]}"; do
+        status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+        if [[ "$status" != "installed" ]]; then
+            echo "$pkg"
+        fi
+    done
+}
+
+myelin_ensure_deps() {
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        echo "myelin: dpkg-query not found; this script expects Debian 12 (or a derivative)." >&2
+        echo "myelin: install these packages by other means: ${MYELIN_DEBIAN_PACKAGES[*]}" >&2
+        return 1
+    fi
+
+    local missing
+    mapfile -t missing < <(myelin_missing_packages)
+    if ((${#missing[@]} == 0)); then
+        echo "myelin: all ${#MYELIN_DEBIAN_PACKAGES[@]} required Debian packages are installed"
+        return 0
+    fi
+
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "myelin: missing Debian packages: ${missing[*]}" >&2
+        echo "myelin: run this as root, then try again:" >&2
+        echo "  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}" >&2
+        exit 1
+    fi
+
+    echo "myelin: installing missing Debian packages: ${missing[*]}"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}

@@ -1,0 +1,260 @@
+// MainWindow driven offscreen: menus, status bar, title, dialogs, and a screenshot artifact.
+#include "backends_dialog.h"
+#include "main_window.h"
+#include "theme.h"
+
+#include <myelin/device.h>
+#include <myelin/version.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QFrame>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QUndoCommand>
+#include <QUndoStack>
+#include <QtTest>
+
+using myelin::ui::MainWindow;
+
+namespace {
+
+QString artifactsDir() {
+    QString dir = qEnvironmentVariable("MYELIN_TEST_ARTIFACTS");
+    if (dir.isEmpty()) dir = QDir::temp().filePath(QStringLiteral("myelin-test-artifacts"));
+    QDir().mkpath(dir);
+    return dir;
+}
+
+void saveScreenshot(QWidget& widget, const QString& fileName) {
+    const QString path = QDir(artifactsDir()).filePath(fileName);
+    const QPixmap shot = widget.grab();
+    QVERIFY(!shot.isNull());
+    QVERIFY2(shot.save(path), qPrintable(QStringLiteral("cannot write ") + path));
+    qInfo("screenshot: %s", qPrintable(path));
+}
+
+QString plainTitle(const QMenu* menu) {
+    return menu->title().remove(QLatin1Char('&'));
+}
+
+class CounterCommand : public QUndoCommand {
+  public:
+    explicit CounterCommand(int& counter) : counter_(counter) { setText(QStringLiteral("step")); }
+    void redo() override { ++counter_; }
+    void undo() override { --counter_; }
+
+  private:
+    int& counter_;
+};
+
+} // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void menusExist();
+    void onlyUndoRedoStartDisabled();
+    void statusBarShowsBackends();
+    void titleWithoutProject();
+    void titleWithProject();
+    void missingProjectStillOpens();
+    void welcomePageShowsBackends();
+    void undoRedoFollowStack();
+    void statusBarToggles();
+    void fullScreenToggles();
+    void backendsDialogListsBackends();
+    void aboutDialogShowsVersion();
+    void screenshot();
+};
+
+void TestMainWindow::initTestCase() {
+    myelin::ui::applyStudioTheme(*qApp);
+    QVERIFY(!myelin::ui::studioIcon().isNull());
+}
+
+void TestMainWindow::menusExist() {
+    MainWindow w;
+    const QStringList expected = {QStringLiteral("File"), QStringLiteral("Edit"),
+                                  QStringLiteral("View"), QStringLiteral("Train"),
+                                  QStringLiteral("Help")};
+    QStringList titles;
+    for (QAction* action : w.menuBar()->actions())
+        if (action->menu() != nullptr) titles << plainTitle(action->menu());
+    QCOMPARE(titles, expected);
+
+    for (const char* name : {"menuFile", "menuEdit", "menuView", "menuTrain", "menuHelp"})
+        QVERIFY2(w.findChild<QMenu*>(QString::fromLatin1(name)) != nullptr, name);
+    for (const char* name : {"actionQuit", "actionUndo", "actionRedo", "actionToggleStatusBar",
+                             "actionFullScreen", "actionBackends", "actionAbout", "actionAboutQt"})
+        QVERIFY2(w.findChild<QAction*>(QString::fromLatin1(name)) != nullptr, name);
+}
+
+// No placeholder entries: every menu action works now, except undo/redo with an empty stack.
+void TestMainWindow::onlyUndoRedoStartDisabled() {
+    MainWindow w;
+    for (QMenu* menu : w.menuBar()->findChildren<QMenu*>()) {
+        QVERIFY2(!menu->actions().isEmpty(), qPrintable(plainTitle(menu)));
+        for (QAction* action : menu->actions()) {
+            if (action->isSeparator()) continue;
+            const QString name = action->objectName();
+            const bool undoRedo =
+                name == QLatin1String("actionUndo") || name == QLatin1String("actionRedo");
+            QVERIFY2(action->isEnabled() != undoRedo, qPrintable(action->text()));
+        }
+    }
+}
+
+void TestMainWindow::statusBarShowsBackends() {
+    MainWindow w;
+    auto* label = w.statusBar()->findChild<QLabel*>(QStringLiteral("backendsLabel"));
+    QVERIFY(label != nullptr);
+    QVERIFY2(label->text().contains(QStringLiteral("CPU")), qPrintable(label->text()));
+    QCOMPARE(label->text(), QString::fromStdString(myelin::backends_summary()));
+}
+
+void TestMainWindow::titleWithoutProject() {
+    MainWindow w;
+    QCOMPARE(w.windowTitle(), QStringLiteral("Myelin Studio"));
+    QVERIFY(w.projectPath().isEmpty());
+    QCOMPARE(w.size(), QSize(1280, 800));
+}
+
+void TestMainWindow::titleWithProject() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("fashion_mlp.myelin"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("{}\n");
+    file.close();
+
+    MainWindow w(path);
+    QCOMPARE(w.windowTitle(), QStringLiteral("Myelin Studio — fashion_mlp.myelin"));
+    QCOMPARE(w.projectPath(), QFileInfo(path).absoluteFilePath());
+}
+
+void TestMainWindow::missingProjectStillOpens() {
+    MainWindow w(QStringLiteral("/nonexistent/dir/missing.myelin"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QCOMPARE(w.windowTitle(), QStringLiteral("Myelin Studio"));
+    QVERIFY(w.projectPath().isEmpty());
+    auto* notice = w.findChild<QLabel*>(QStringLiteral("projectNotice"));
+    QVERIFY(notice != nullptr);
+    QVERIFY(notice->isVisible());
+    QVERIFY2(notice->text().contains(QStringLiteral("missing.myelin")), qPrintable(notice->text()));
+    saveScreenshot(w, QStringLiteral("main_window_missing_project.png"));
+}
+
+void TestMainWindow::welcomePageShowsBackends() {
+    MainWindow w;
+    auto* title = w.findChild<QLabel*>(QStringLiteral("welcomeTitle"));
+    QVERIFY(title != nullptr);
+    QCOMPARE(title->text(), QStringLiteral("Myelin Studio"));
+    QVERIFY(w.findChild<QLabel*>(QStringLiteral("welcomeSubtitle")) != nullptr);
+    QVERIFY(w.findChild<QLabel*>(QStringLiteral("welcomeRoadmap")) != nullptr);
+
+    const auto backends = myelin::available_backends();
+    const QList<QFrame*> cards = w.findChildren<QFrame*>(QStringLiteral("backendCard"));
+    QCOMPARE(cards.size(), static_cast<qsizetype>(backends.size()));
+    QCOMPARE(cards.first()->property("backend").toString(), QStringLiteral("CPU"));
+}
+
+void TestMainWindow::undoRedoFollowStack() {
+    MainWindow w;
+    auto* undo = w.findChild<QAction*>(QStringLiteral("actionUndo"));
+    auto* redo = w.findChild<QAction*>(QStringLiteral("actionRedo"));
+    QVERIFY(!undo->isEnabled());
+    QVERIFY(!redo->isEnabled());
+
+    int counter = 0;
+    w.undoStack()->push(new CounterCommand(counter));
+    QCOMPARE(counter, 1);
+    QVERIFY(undo->isEnabled());
+    undo->trigger();
+    QCOMPARE(counter, 0);
+    QVERIFY(redo->isEnabled());
+    redo->trigger();
+    QCOMPARE(counter, 1);
+}
+
+void TestMainWindow::statusBarToggles() {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* toggle = w.findChild<QAction*>(QStringLiteral("actionToggleStatusBar"));
+    QVERIFY(toggle->isChecked());
+    QVERIFY(w.statusBar()->isVisible());
+    toggle->trigger();
+    QVERIFY(!w.statusBar()->isVisible());
+    toggle->trigger();
+    QVERIFY(w.statusBar()->isVisible());
+}
+
+void TestMainWindow::fullScreenToggles() {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* fullScreen = w.findChild<QAction*>(QStringLiteral("actionFullScreen"));
+    QVERIFY(!fullScreen->isChecked());
+    fullScreen->trigger();
+    QTRY_VERIFY(w.windowState().testFlag(Qt::WindowFullScreen));
+    QVERIFY(fullScreen->isChecked());
+    fullScreen->trigger();
+    QTRY_VERIFY(!w.windowState().testFlag(Qt::WindowFullScreen));
+    QVERIFY(!fullScreen->isChecked());
+}
+
+void TestMainWindow::backendsDialogListsBackends() {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.findChild<QAction*>(QStringLiteral("actionBackends"))->trigger();
+
+    auto* dialog = w.findChild<myelin::ui::BackendsDialog*>();
+    QVERIFY(dialog != nullptr);
+    QVERIFY(QTest::qWaitForWindowExposed(dialog));
+    auto* table = dialog->findChild<QTableWidget*>(QStringLiteral("backendsTable"));
+    QVERIFY(table != nullptr);
+    const auto backends = myelin::available_backends();
+    QCOMPARE(table->rowCount(), static_cast<int>(backends.size()));
+    QCOMPARE(table->item(0, 0)->text(), QStringLiteral("CPU"));
+    QCOMPARE(table->item(0, 2)->text(), QString::fromStdString(backends.front().details));
+    saveScreenshot(*dialog, QStringLiteral("backends_dialog.png"));
+    dialog->close();
+}
+
+void TestMainWindow::aboutDialogShowsVersion() {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.findChild<QAction*>(QStringLiteral("actionAbout"))->trigger();
+
+    auto* box = w.findChild<QMessageBox*>(QStringLiteral("aboutDialog"));
+    QVERIFY(box != nullptr);
+    QVERIFY(box->text().contains(QString::fromLatin1(myelin::version())));
+    QVERIFY(box->text().contains(QStringLiteral("CPU")));
+    QVERIFY(QTest::qWaitForWindowExposed(box));
+    saveScreenshot(*box, QStringLiteral("about_dialog.png"));
+    box->close();
+}
+
+void TestMainWindow::screenshot() {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    saveScreenshot(w, QStringLiteral("main_window.png"));
+}
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

@@ -1,0 +1,29 @@
+#pragma once
+// The studio's look: Fusion style, a calm light palette, one style sheet, and the app icon.
+#include <QColor>
+#include <QIcon>
+
+class QApplication;
+
+namespace myelin::ui {
+
+// Colours shared by widgets that paint or style themselves.
+namespace colors {
+inline const QColor kWindow{0xF4, 0xF5, 0xF7};
+inline const QColor kSurface{0xFF, 0xFF, 0xFF};
+inline const QColor kBorder{0xDD, 0xE1, 0xE6};
+inline const QColor kText{0x1F, 0x29, 0x33};
+inline const QColor kMutedText{0x52, 0x60, 0x6D};
+inline const QColor kAccent{0x2F, 0x62, 0x96};
+inline const QColor kAccentSoft{0xE6, 0xEE, 0xF6};
+inline const QColor kOk{0x2E, 0x8B, 0x57};
+} // namespace colors
+
+// Applies style, palette, font and style sheet to the whole application. Call once, after
+// the QApplication exists and before the first window is shown.
+void applyStudioTheme(QApplication& app);
+
+// The application icon (a neuron with a myelinated axon), from the compiled-in resources.
+QIcon studioIcon();
+
+} // namespace myelin::ui

@@ -1,0 +1,197 @@
+#include "welcome_page.h"
+
+#include "theme.h"
+
+#include <myelin/device.h>
+#include <myelin/version.h>
+
+#include <QFont>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+namespace myelin::ui {
+
+namespace {
+
+constexpr int kContentWidth = 760;
+
+const char* kStyleSheet = R"(
+#welcomePage { background: #F4F5F7; }
+#welcomeTitle { font-size: 26pt; font-weight: bold; color: #1F2933; }
+#welcomeSubtitle { font-size: 13pt; color: #52606D; }
+QLabel[class="sectionHeading"] { font-size: 9pt; font-weight: bold; color: #7B8794; }
+#backendCard, #roadmapCard {
+    background: #FFFFFF;
+    border: 1px solid #DDE1E6;
+    border-radius: 8px;
+}
+QLabel[class="backendName"] { font-size: 12pt; font-weight: bold; color: #1F2933; }
+QLabel[class="backendDetails"] { color: #52606D; }
+QLabel[class="backendDot"] { background: #2E8B57; border-radius: 5px; }
+#welcomeRoadmap { color: #1F2933; font-size: 10.5pt; }
+#welcomeStatus { color: #52606D; }
+#projectNotice {
+    background: #E6EEF6;
+    border: 1px solid #C9D8E8;
+    border-radius: 8px;
+    color: #1F2933;
+    padding: 12px 16px;
+}
+#welcomeFooter { color: #7B8794; font-size: 9pt; }
+)";
+
+QLabel* makeLabel(const QString& text, const char* objectName, QWidget* parent) {
+    auto* label = new QLabel(text, parent);
+    label->setObjectName(QString::fromLatin1(objectName));
+    return label;
+}
+
+QLabel* makeSectionHeading(const QString& text, QWidget* parent) {
+    auto* label = new QLabel(text.toUpper(), parent);
+    label->setProperty("class", QStringLiteral("sectionHeading"));
+    QFont font = label->font();
+    font.setLetterSpacing(QFont::AbsoluteSpacing, 1.0);
+    label->setFont(font);
+    return label;
+}
+
+QFrame* makeBackendCard(const BackendInfo& backend, QWidget* parent) {
+    auto* card = new QFrame(parent);
+    card->setObjectName(QStringLiteral("backendCard"));
+    card->setProperty("backend", QString::fromStdString(backend.name));
+    card->setMinimumWidth(230);
+
+    auto* dot = new QLabel(card);
+    dot->setProperty("class", QStringLiteral("backendDot"));
+    dot->setFixedSize(10, 10);
+    dot->setToolTip(QObject::tr("Available"));
+
+    auto* name = new QLabel(QString::fromStdString(backend.name), card);
+    name->setProperty("class", QStringLiteral("backendName"));
+
+    auto* details = new QLabel(QString::fromStdString(backend.details), card);
+    details->setProperty("class", QStringLiteral("backendDetails"));
+    details->setWordWrap(true);
+
+    auto* nameRow = new QHBoxLayout;
+    nameRow->setSpacing(8);
+    nameRow->addWidget(dot, 0, Qt::AlignVCenter);
+    nameRow->addWidget(name, 1);
+
+    auto* layout = new QVBoxLayout(card);
+    layout->setContentsMargins(16, 14, 16, 14);
+    layout->setSpacing(6);
+    layout->addLayout(nameRow);
+    layout->addWidget(details);
+    return card;
+}
+
+} // namespace
+
+WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("welcomePage"));
+    setAttribute(Qt::WA_StyledBackground, true);
+    setStyleSheet(QString::fromLatin1(kStyleSheet));
+
+    auto* content = new QWidget(this);
+    content->setObjectName(QStringLiteral("welcomeContent"));
+    content->setMaximumWidth(kContentWidth);
+
+    // Header: icon, title, subtitle.
+    auto* logo = makeLabel(QString(), "welcomeLogo", content);
+    logo->setPixmap(studioIcon().pixmap(QSize(88, 88)));
+    logo->setFixedSize(88, 88);
+
+    auto* title = makeLabel(tr("Myelin Studio"), "welcomeTitle", content);
+    auto* subtitle = makeLabel(tr("Build neural networks, train them, and see what they learn."),
+                               "welcomeSubtitle", content);
+    subtitle->setWordWrap(true);
+
+    auto* titles = new QVBoxLayout;
+    titles->setSpacing(4);
+    titles->addStretch(1);
+    titles->addWidget(title);
+    titles->addWidget(subtitle);
+    titles->addStretch(1);
+
+    auto* header = new QHBoxLayout;
+    header->setSpacing(20);
+    header->addWidget(logo, 0, Qt::AlignVCenter);
+    header->addLayout(titles, 1);
+
+    // Compute backends found in this process.
+    auto* backendRow = new QHBoxLayout;
+    backendRow->setSpacing(12);
+    for (const BackendInfo& backend : available_backends())
+        backendRow->addWidget(makeBackendCard(backend, content));
+    backendRow->addStretch(1);
+
+    // What the studio will do, and where it stands today.
+    auto* roadmapCard = new QFrame(content);
+    roadmapCard->setObjectName(QStringLiteral("roadmapCard"));
+    auto* roadmap = makeLabel(
+        tr("Assemble layers in a visual graph editor, pick a loss, an optimizer and a "
+           "learning-rate schedule, press Train, and watch losses, accuracy and gradients live. "
+           "Every run is stored, so it can be compared with earlier runs, resumed and exported."),
+        "welcomeRoadmap", roadmapCard);
+    roadmap->setWordWrap(true);
+    auto* statusLine = makeLabel(tr("This build ships the tensor and autograd core and the "
+                                    "headless myelin tool; the graph editor and the training "
+                                    "panels come next."),
+                                 "welcomeStatus", roadmapCard);
+    statusLine->setWordWrap(true);
+    auto* roadmapLayout = new QVBoxLayout(roadmapCard);
+    roadmapLayout->setContentsMargins(18, 16, 18, 16);
+    roadmapLayout->setSpacing(10);
+    roadmapLayout->addWidget(roadmap);
+    roadmapLayout->addWidget(statusLine);
+
+    projectNotice_ = makeLabel(QString(), "projectNotice", content);
+    projectNotice_->setWordWrap(true);
+    projectNotice_->setTextFormat(Qt::RichText);
+    projectNotice_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    projectNotice_->hide();
+
+    auto* footer =
+        makeLabel(tr("Version %1  ·  Qt %2")
+                      .arg(QString::fromLatin1(myelin::version()), QString::fromLatin1(qVersion())),
+                  "welcomeFooter", content);
+
+    auto* column = new QVBoxLayout(content);
+    column->setContentsMargins(0, 0, 0, 0);
+    column->setSpacing(0);
+    column->addLayout(header);
+    column->addSpacing(40);
+    column->addWidget(makeSectionHeading(tr("Compute backends"), content));
+    column->addSpacing(10);
+    column->addLayout(backendRow);
+    column->addSpacing(32);
+    column->addWidget(makeSectionHeading(tr("What the studio will do"), content));
+    column->addSpacing(10);
+    column->addWidget(roadmapCard);
+    column->addSpacing(24);
+    column->addWidget(projectNotice_);
+    column->addSpacing(24);
+    column->addWidget(footer);
+
+    // Centre the column horizontally; keep it in the upper part of tall windows.
+    auto* centering = new QHBoxLayout;
+    centering->addStretch(1);
+    centering->addWidget(content, 100);
+    centering->addStretch(1);
+
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(48, 56, 48, 32);
+    outer->addStretch(1);
+    outer->addLayout(centering);
+    outer->addStretch(2);
+}
+
+void WelcomePage::setProjectNotice(const QString& text) {
+    projectNotice_->setText(text);
+    projectNotice_->setVisible(!text.isEmpty());
+}
+
+} // namespace myelin::ui
