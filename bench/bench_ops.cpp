@@ -25,7 +25,8 @@ static void BM_fma_peak(benchmark::State& state) {
 #pragma omp parallel reduction(+ : sink)
         {
             v16 acc[kChains];
-            const v16 m = {} + 0.999999f, c = {} + 1e-7f;
+            const v16 m = v16{} + 0.999999f;
+            const v16 c = v16{} + 1e-7f;
             for (int i = 0; i < kChains; ++i) acc[i] = v16{} + static_cast<float>(i);
             for (int64_t it = 0; it < kIters; ++it)
                 for (int i = 0; i < kChains; ++i) acc[i] = acc[i] * m + c;

@@ -27,9 +27,9 @@ Node::Node() : sequence_nr_(g_sequence.fetch_add(1, std::memory_order_relaxed)) 
 }
 Node::~Node() { g_live_nodes.fetch_sub(1, std::memory_order_relaxed); }
 
-HookHandle Node::add_pre_hook(uint32_t output_nr, GradHook hook) {
+HookHandle Node::add_pre_hook(GradHook hook) {
     const uint64_t id = next_hook_id_++;
-    pre_hooks_.push_back({id, output_nr, std::move(hook)});
+    pre_hooks_.push_back({id, std::move(hook)});
     // The handle must not keep the node alive (hooks often outlive a graph).
     return HookHandle([weak = weak_from_this(), id] {
         auto self = weak.lock();
@@ -43,11 +43,11 @@ HookHandle Node::add_pre_hook(uint32_t output_nr, GradHook hook) {
     });
 }
 
-void Node::run_pre_hooks(TensorList& grads) {
+void Node::run_pre_hooks(Tensor& grad) {
     for (auto& h : pre_hooks_) {
-        if (h.output_nr >= grads.size() || !grads[h.output_nr].defined()) continue;
-        Tensor replaced = h.fn(grads[h.output_nr]);
-        if (replaced.defined()) grads[h.output_nr] = std::move(replaced);
+        if (!grad.defined()) return;
+        Tensor replaced = h.fn(grad);
+        if (replaced.defined()) grad = std::move(replaced);
     }
 }
 
@@ -90,12 +90,10 @@ Tensor SavedTensor::unpack(const Node& owner) const {
 }
 
 AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> variable)
-    : variable_(std::move(variable)) {
-    set_num_outputs(1);
-}
+    : variable_(std::move(variable)) {}
 
-TensorList AccumulateGrad::apply(TensorList&& grads) {
-    Tensor g = std::move(grads[0]);
+TensorList AccumulateGrad::apply(Tensor&& grad) {
+    Tensor g = std::move(grad);
     if (!g.defined()) return {};
     AutogradMeta& meta = variable_->meta();
     for (auto& h : meta.hooks) {
@@ -111,7 +109,16 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
         meta.grad = exclusive ? g.impl_ptr() : g.clone().impl_ptr();
     } else {
         Tensor existing(meta.grad);
-        existing.add_(g);
+        if (existing.dtype() == g.dtype() && existing.shape() == g.shape() &&
+            existing.device() == g.device() && !g.shares_storage(existing)) {
+            // The common case: one kernel call, no promotion or autograd bookkeeping.
+            detail::backend_for(existing).binary(backend::BinaryOp::Add, detail::view_of(existing),
+                                                 detail::view_of(g), detail::view_of(existing),
+                                                 {1.0, 0.0});
+            detail::bump_version(existing);
+        } else {
+            existing.add_(g);
+        }
     }
     return {};
 }
@@ -149,119 +156,132 @@ namespace {
 
 bool all_finite(const Tensor& t) {
     if (!t.is_floating_point()) return true;
-    const Tensor finite = isfinite(t);
-    const Tensor bad = logical_not(finite);
-    return sum(bad.to(DType::Int64)).item<int64_t>() == 0;
+    return sum(logical_not(isfinite(t)).to(DType::Int64)).item<int64_t>() == 0;
 }
 
-void add_gradient(Node& node, uint32_t slot, Tensor&& g) {
-    if (node.engine_grads.size() < node.num_outputs()) node.engine_grads.resize(node.num_outputs());
-    Tensor& buffer = node.engine_grads[slot];
-    if (!buffer.defined())
-        buffer = std::move(g);
+void add_gradient(Node& node, Tensor&& g) {
+    if (!node.engine_grad.defined())
+        node.engine_grad = std::move(g);
     else
-        buffer = add(buffer, g); // out of place: the buffer may alias another gradient
+        node.engine_grad = add(node.engine_grad, g); // out of place: it may alias another gradient
 }
+
+// Scratch vectors reused across backward calls on this thread (no allocation per call).
+struct EngineScratch {
+    std::vector<Node*> stack;
+    std::vector<Node*> ready;
+    std::vector<std::shared_ptr<Node>> roots;
+};
 
 } // namespace
 
-void backward(const TensorList& outputs, const TensorList& grad_outputs, bool retain_graph) {
-    if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
-        throw AutogradError("backward(): got " + std::to_string(outputs.size()) + " outputs but " +
-                            std::to_string(grad_outputs.size()) + " gradients");
+void run_backward(const Tensor* outputs, const Tensor* grad_outputs, size_t n, bool retain_graph) {
     NoGradGuard no_grad; // gradients are plain values; no graph is built through backward
-    const uint64_t epoch = g_epoch.fetch_add(1) + 1;
+    const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+    thread_local EngineScratch scratch;
+    // A hook may itself call backward: use this frame's own scratch when nested.
+    EngineScratch local;
+    static thread_local int depth = 0;
+    EngineScratch& s = depth == 0 ? scratch : local;
+    ++depth;
+    struct DepthGuard {
+        EngineScratch& s;
+        ~DepthGuard() {
+            --depth;
+            s.stack.clear();
+            s.ready.clear();
+            s.roots.clear();
+        }
+    } guard{s};
 
-    std::vector<std::pair<Edge, Tensor>> roots;
-    for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
         const Tensor& out = outputs[i];
         if (!out.defined() || !out.requires_grad())
             throw AutogradError("element " + std::to_string(i) +
                                 " of tensors does not require grad and does not have a grad_fn");
-        Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
-        if (!g.defined()) {
-            if (out.numel() != 1)
-                throw AutogradError("grad can be implicitly created only for scalar outputs; got "
-                                    "an output of shape " +
-                                    out.shape().str() + ": pass a gradient to backward()");
-            g = ones_like(out);
-        } else if (!(g.shape() == out.shape())) {
-            throw ShapeError("backward(): gradient has shape " + g.shape().str() +
+        const Tensor& given = grad_outputs ? grad_outputs[i] : Tensor();
+        if (given.defined() && !(given.shape() == out.shape()))
+            throw ShapeError("backward(): gradient has shape " + given.shape().str() +
                              " but the output has shape " + out.shape().str());
-        }
-        roots.emplace_back(gradient_edge(out), std::move(g));
+        if (!given.defined() && out.numel() != 1)
+            throw AutogradError("grad can be implicitly created only for scalar outputs; got an "
+                                "output of shape " +
+                                out.shape().str() + ": pass a gradient to backward()");
+        s.roots.push_back(gradient_edge(out).fn);
     }
 
     // Count, for every reachable node, how many edges lead into it.
-    std::vector<Node*> stack;
-    for (auto& [edge, g] : roots) {
-        Node* n = edge.fn.get();
-        if (n->engine_epoch != epoch) {
-            n->engine_epoch = epoch;
-            n->engine_dependencies = 0;
-            n->engine_grads.clear();
-            stack.push_back(n);
+    for (const auto& root : s.roots) {
+        Node* r = root.get();
+        if (r->engine_epoch != epoch) {
+            r->engine_epoch = epoch;
+            r->engine_dependencies = 0;
+            r->engine_grad = Tensor();
+            s.stack.push_back(r);
         }
     }
-    std::vector<Node*> order;
-    while (!stack.empty()) {
-        Node* n = stack.back();
-        stack.pop_back();
-        for (const Edge& e : n->next_edges()) {
+    while (!s.stack.empty()) {
+        Node* node = s.stack.back();
+        s.stack.pop_back();
+        for (const Edge& e : node->next_edges()) {
             Node* next = e.fn.get();
             if (!next) continue;
             if (next->engine_epoch != epoch) {
                 next->engine_epoch = epoch;
                 next->engine_dependencies = 0;
-                next->engine_grads.clear();
-                stack.push_back(next);
+                next->engine_grad = Tensor();
+                s.stack.push_back(next);
             }
             ++next->engine_dependencies;
         }
     }
 
-    // Keep the root nodes alive for the whole pass.
-    std::vector<std::shared_ptr<Node>> keep;
-    for (auto& [edge, g] : roots) {
-        keep.push_back(edge.fn);
-        add_gradient(*edge.fn, edge.input_nr, std::move(g));
+    for (size_t i = 0; i < n; ++i) {
+        const Tensor& given = grad_outputs ? grad_outputs[i] : Tensor();
+        add_gradient(*s.roots[i], given.defined() ? Tensor(given) : ones_like(outputs[i]));
     }
-    std::vector<Node*> ready;
-    for (auto& [edge, g] : roots)
-        if (edge.fn->engine_dependencies == 0 && edge.fn->engine_epoch == epoch) {
-            edge.fn->engine_dependencies = -1; // queued once
-            ready.push_back(edge.fn.get());
+    for (const auto& root : s.roots)
+        if (root->engine_dependencies == 0) {
+            root->engine_dependencies = -1; // queued once
+            s.ready.push_back(root.get());
         }
 
     const bool anomaly = is_anomaly_enabled();
-    while (!ready.empty()) {
-        Node* n = ready.back();
-        ready.pop_back();
-        TensorList grads = std::move(n->engine_grads);
-        n->engine_grads.clear();
-        if (grads.size() < n->num_outputs()) grads.resize(n->num_outputs());
-        if (n->has_pre_hooks()) n->run_pre_hooks(grads);
-        TensorList input_grads = n->apply(std::move(grads));
-        if (!retain_graph) n->release_saved();
+    while (!s.ready.empty()) {
+        Node* node = s.ready.back();
+        s.ready.pop_back();
+        Tensor grad = std::move(node->engine_grad);
+        node->engine_grad = Tensor();
+        if (node->has_pre_hooks()) node->run_pre_hooks(grad);
+        TensorList input_grads = node->apply(std::move(grad));
+        if (!retain_graph) node->release_saved();
         if (anomaly) {
             for (size_t i = 0; i < input_grads.size(); ++i)
                 if (input_grads[i].defined() && !all_finite(input_grads[i]))
-                    throw AutogradError(std::string("Function '") + n->name() +
+                    throw AutogradError(std::string("Function '") + node->name() +
                                         "' returned nan or inf values in its " +
                                         std::to_string(i) + "th output (detected by anomaly mode)");
         }
-        const auto& edges = n->next_edges();
+        const auto& edges = node->next_edges();
         for (size_t i = 0; i < edges.size(); ++i) {
             Node* next = edges[i].fn.get();
             if (!next) continue;
             if (i < input_grads.size() && input_grads[i].defined())
-                add_gradient(*next, edges[i].input_nr, std::move(input_grads[i]));
+                add_gradient(*next, std::move(input_grads[i]));
             if (--next->engine_dependencies == 0) {
                 next->engine_dependencies = -1;
-                ready.push_back(next);
+                s.ready.push_back(next);
             }
         }
     }
+}
+
+void backward(const TensorList& outputs, const TensorList& grad_outputs, bool retain_graph) {
+    if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
+        throw AutogradError("backward(): got " + std::to_string(outputs.size()) + " outputs but " +
+                            std::to_string(grad_outputs.size()) + " gradients");
+    run_backward(outputs.data(), grad_outputs.empty() ? nullptr : grad_outputs.data(),
+                 outputs.size(), retain_graph);
 }
 
 } // namespace myelin::autograd

@@ -32,10 +32,10 @@ template <typename F> class FunctionNode final : public Node {
 public:
     FunctionNode(const char* name, F&& fn) : name_(name), fn_(std::move(fn)) {}
     const char* name() const override { return name_; }
-    TensorList apply(TensorList&& grads) override {
+    TensorList apply(Tensor&& grad) override {
         if (!fn_) throw_released(*this);
-        if (grads.empty() || !grads[0].defined()) return TensorList(next_edges().size());
-        return (*fn_)(grads[0], *this);
+        if (!grad.defined()) return TensorList(next_edges().size());
+        return (*fn_)(grad, *this);
     }
     void release_saved() override { fn_.reset(); }
 
@@ -49,7 +49,7 @@ class AccumulateGrad final : public Node {
 public:
     explicit AccumulateGrad(std::shared_ptr<TensorImpl> variable);
     const char* name() const override { return "AccumulateGrad"; }
-    TensorList apply(TensorList&& grads) override;
+    TensorList apply(Tensor&& grad) override;
     const std::shared_ptr<TensorImpl>& variable() const { return variable_; }
 
 private:
@@ -66,6 +66,8 @@ inline bool needs_grad(std::initializer_list<const Tensor*> inputs) {
 bool any_requires_grad(const TensorList& inputs);
 
 Edge gradient_edge(const Tensor& t);
+// backward() over raw arrays (grad_outputs may be null: implicit ones for scalars).
+void run_backward(const Tensor* outputs, const Tensor* grad_outputs, size_t n, bool retain_graph);
 // Makes `output` a non-leaf produced by `node` (output_nr 0).
 void set_history(Tensor& output, std::shared_ptr<Node> node);
 

@@ -11,10 +11,10 @@ using autograd::record;
 using autograd::SavedTensor;
 
 Storage::Storage(size_t bytes, Device dev) : nbytes(bytes), device(dev) {
-    data = backend::get(dev.type).allocate(bytes);
+    data = dev.is_cpu() && bytes <= kInlineBytes ? inline_data : backend::get(dev.type).allocate(bytes);
 }
 Storage::~Storage() {
-    if (data) backend::get(device.type).deallocate(data, nbytes);
+    if (data && data != inline_data) backend::get(device.type).deallocate(data, nbytes);
 }
 
 void TensorImpl::refresh() {
@@ -224,8 +224,7 @@ std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-    autograd::backward({*this}, gradient.defined() ? TensorList{gradient} : TensorList{},
-                       retain_graph);
+    autograd::run_backward(this, gradient.defined() ? &gradient : nullptr, 1, retain_graph);
 }
 
 void Tensor::retain_grad() const {
@@ -235,7 +234,7 @@ void Tensor::retain_grad() const {
     if (is_leaf() || i.autograd->retains_grad) return;
     i.autograd->retains_grad = true;
     std::weak_ptr<TensorImpl> weak = impl_;
-    i.autograd->grad_fn->add_pre_hook(i.autograd->output_nr, [weak](const Tensor& g) {
+    i.autograd->grad_fn->add_pre_hook([weak](const Tensor& g) {
         if (auto self = weak.lock()) {
             AutogradMeta& meta = self->meta();
             if (!meta.grad)
@@ -270,7 +269,7 @@ HookHandle Tensor::register_hook(GradHook hook) const {
     TensorImpl& i = checked(impl_);
     if (!i.requires_grad())
         throw AutogradError("cannot register a hook on a tensor that doesn't require gradient");
-    if (i.autograd->grad_fn) return i.autograd->grad_fn->add_pre_hook(i.autograd->output_nr, hook);
+    if (i.autograd->grad_fn) return i.autograd->grad_fn->add_pre_hook(hook);
     AutogradMeta& meta = *i.autograd;
     const uint64_t id = meta.next_hook_id++;
     meta.hooks.push_back({id, std::move(hook)});

@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace myelin {
@@ -18,6 +19,9 @@ struct Storage {
     size_t nbytes = 0;
     Device device;
     uint32_t version = 0;
+    // Small CPU tensors live inside the Storage object itself: one allocation instead of two.
+    static constexpr size_t kInlineBytes = 64;
+    alignas(16) unsigned char inline_data[kInlineBytes];
 
     Storage(size_t bytes, Device dev);
     ~Storage();
@@ -49,14 +53,15 @@ struct TensorImpl {
     DType dtype = DType::Float32;
     Device device;
     bool contiguous = true;
-    std::unique_ptr<AutogradMeta> autograd;
+    // Inline rather than heap-allocated: a tensor that requires grad costs no extra allocation.
+    std::optional<AutogradMeta> autograd;
 
     void* data() const {
         return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(dtype_size(dtype));
     }
     void refresh(); // recompute numel and contiguous after shape/strides change
     AutogradMeta& meta() {
-        if (!autograd) autograd = std::make_unique<AutogradMeta>();
+        if (!autograd) autograd.emplace();
         return *autograd;
     }
     bool requires_grad() const { return autograd && autograd->requires_grad; }

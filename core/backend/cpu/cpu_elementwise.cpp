@@ -68,6 +68,36 @@ Iter make_iter(std::initializer_list<const View*> views) {
     return it;
 }
 
+// True when every operand is contiguous with out's shape: one flat run, no coalescing needed.
+bool is_flat(const View& out, std::initializer_list<const View*> inputs) {
+    if (!out.is_contiguous()) return false;
+    for (const View* v : inputs) {
+        if (v->ndim != out.ndim || !v->is_contiguous()) return false;
+        for (int d = 0; d < out.ndim; ++d)
+            if (v->shape[d] != out.shape[d]) return false;
+    }
+    return true;
+}
+
+Iter flat_iter(const View& out, std::initializer_list<const View*> inputs) {
+    Iter it;
+    it.ndim = 1;
+    it.numel = out.numel();
+    it.shape[0] = it.numel;
+    it.base[0] = static_cast<char*>(out.data);
+    it.elem[0] = dtype_size(out.dtype);
+    it.strides[0][0] = 1;
+    int op = 1;
+    for (const View* v : inputs) {
+        it.base[op] = static_cast<char*>(v->data);
+        it.elem[op] = dtype_size(v->dtype);
+        it.strides[op][0] = 1;
+        ++op;
+    }
+    it.nops = op;
+    return it;
+}
+
 // Calls body(ptrs[], inner_strides[], count) for every innermost run in [begin, end) of the
 // flattened outer index space; ptrs point at the first element of each run.
 template <typename Body> void for_each_run(const Iter& it, int64_t begin, int64_t end, Body&& body) {
@@ -157,7 +187,7 @@ template <typename D, typename S> inline D convert(S s) {
 // --- unary / binary loops ------------------------------------------------------------------------
 
 template <UnaryOp OP, typename T> void unary_loop(const View& x, const View& out, const OpParams& p) {
-    Iter it = make_iter({&out, &x});
+    Iter it = is_flat(out, {&x}) ? flat_iter(out, {&x}) : make_iter({&out, &x});
     run(it, [&p](char** ptr, const int64_t* st, int64_t n) {
         T* o = reinterpret_cast<T*>(ptr[0]);
         const T* a = reinterpret_cast<const T*>(ptr[1]);
@@ -197,7 +227,7 @@ template <typename T> void predicate_loop(UnaryOp op, const View& x, const View&
 
 template <BinaryOp OP, typename T, typename Out>
 void binary_loop(const View& a, const View& b, const View& out, const OpParams& p) {
-    Iter it = make_iter({&out, &a, &b});
+    Iter it = is_flat(out, {&a, &b}) ? flat_iter(out, {&a, &b}) : make_iter({&out, &a, &b});
     run(it, [&p](char** ptr, const int64_t* st, int64_t n) {
         Out* o = reinterpret_cast<Out*>(ptr[0]);
         const T* x = reinterpret_cast<const T*>(ptr[1]);

@@ -14,12 +14,13 @@ class Node;
 
 struct Edge {
     std::shared_ptr<Node> fn;
-    uint32_t input_nr = 0; // which of fn's gradient inputs this edge feeds
+    uint32_t input_nr = 0; // the producer's output index (always 0 today: one output per node)
     bool valid() const { return fn != nullptr; }
 };
 
-// A recorded operation. apply() receives one gradient per forward output (undefined when no
-// gradient flowed into that output) and returns one gradient per next edge.
+// A recorded operation with one forward output (ops with several outputs record one node per
+// differentiable output). apply() receives the gradient of that output and returns one gradient
+// per next edge (undefined where no gradient flows).
 class Node : public std::enable_shared_from_this<Node> {
 public:
     Node();
@@ -28,20 +29,18 @@ public:
     Node& operator=(const Node&) = delete;
 
     virtual const char* name() const = 0; // "AddBackward0", "AccumulateGrad"
-    virtual TensorList apply(TensorList&& grad_outputs) = 0;
+    virtual TensorList apply(Tensor&& grad_output) = 0;
     // Frees saved tensors after a backward pass without retain_graph.
     virtual void release_saved() {}
 
     const std::vector<Edge>& next_edges() const { return next_edges_; }
     std::vector<Edge>& mutable_next_edges() { return next_edges_; }
-    uint32_t num_outputs() const { return num_outputs_; }
-    void set_num_outputs(uint32_t n) { num_outputs_ = n; }
     uint64_t sequence_nr() const { return sequence_nr_; }
 
-    // Hooks on one forward output's gradient (non-leaf Tensor::register_hook, retain_grad).
-    HookHandle add_pre_hook(uint32_t output_nr, GradHook hook);
+    // Hooks on the output's gradient (non-leaf Tensor::register_hook, retain_grad).
+    HookHandle add_pre_hook(GradHook hook);
     bool has_pre_hooks() const { return !pre_hooks_.empty(); }
-    void run_pre_hooks(TensorList& grads);
+    void run_pre_hooks(Tensor& grad);
 
     // True when next edge i leads somewhere, i.e. input i needs a gradient.
     bool needs_input_grad(size_t i) const {
@@ -49,20 +48,18 @@ public:
     }
 
     // Engine scratch space: valid only during one backward pass.
-    TensorList engine_grads;
+    Tensor engine_grad;
     int engine_dependencies = 0;
     uint64_t engine_epoch = 0;
 
 private:
     struct PreHook {
         uint64_t id;
-        uint32_t output_nr;
         GradHook fn;
     };
     std::vector<Edge> next_edges_;
     std::vector<PreHook> pre_hooks_;
     uint64_t next_hook_id_ = 0;
-    uint32_t num_outputs_ = 1;
     uint64_t sequence_nr_;
 };
 
