@@ -132,7 +132,8 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
     const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
     // Symmetric evaluation from both ends, as PyTorch does, so the last value is exactly `end`.
     const int64_t half = steps / 2;
-    for (int64_t i = 0; i < steps; ++i)
+    if (steps == 1) p[0] = start;
+    for (int64_t i = 0; i < steps && steps > 1; ++i)
         p[i] = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
     return host_then_device(raw_convert(host, opts.dtype), opts);
 }

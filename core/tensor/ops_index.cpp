@@ -128,18 +128,20 @@ Tensor cat(const TensorList& tensors, int dim) {
     Tensor out = make_tensor(shape, rt, first.device());
     int64_t offset = 0;
     std::vector<int64_t> sizes;
+    std::vector<DType> dtypes;
     for (const Tensor& t : tensors) {
+        dtypes.push_back(t.dtype());
         const Tensor part = make_view(out, t.shape(), out.strides(), offset * out.stride(dim));
         backend_for(out).copy(view_of(t), view_of(part));
         offset += t.size(dim);
         sizes.push_back(t.size(dim));
     }
     if (autograd::any_requires_grad(tensors))
-        autograd::record_list("CatBackward0", tensors, out, [dim, sizes](const Tensor& g, const Node& n) {
+        autograd::record_list("CatBackward0", tensors, out, [dim, sizes, dtypes](const Tensor& g, const Node& n) {
             TensorList r(sizes.size());
             int64_t start = 0;
             for (size_t i = 0; i < sizes.size(); ++i) {
-                if (n.needs_input_grad(i)) r[i] = g.narrow(dim, start, sizes[i]);
+                if (n.needs_input_grad(i)) r[i] = g.narrow(dim, start, sizes[i]).to(dtypes[i]);
                 start += sizes[i];
             }
             return r;

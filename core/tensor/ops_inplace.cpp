@@ -40,11 +40,58 @@ void check_not_leaf(const Tensor& self, const char* op) {
                             op + "); wrap it in NoGradGuard or use the out-of-place form");
 }
 
+// The region of a base-shaped contiguous tensor `t` that `view` covers within `base`.
+Tensor region(const Tensor& t, const Dims& shape, const Dims& strides, int64_t offset) {
+    return make_view(t, shape, strides, offset);
+}
+
+// In-place write through a view: the base's history becomes CopySlices(old base, result) and
+// the view becomes a view of the new base (PyTorch's CopySlices / AsStridedBackward).
+void rebase_view(Tensor& self, const Tensor& result, const char* op) {
+    Tensor base(self.impl()->view_base);
+    if (base.is_leaf() && base.requires_grad())
+        throw AutogradError(std::string("a view of a leaf tensor that requires grad is being used "
+                                        "in an in-place operation (") +
+                            op + ")");
+    if (!base.is_contiguous())
+        throw AutogradError(std::string(op) +
+                            ": in-place modification of a view of a non-contiguous tensor that "
+                            "requires grad is not supported; call contiguous() on the base first");
+    const Dims shape = self.shape(), strides = self.strides();
+    const int64_t offset = self.storage_offset() - base.storage_offset();
+    autograd::record("CopySlices", {&base, &result}, base,
+                     [shape, strides, offset](const Tensor& g, const autograd::Node& n) {
+                         TensorList r(2);
+                         const Tensor gc = g.contiguous();
+                         if (n.needs_input_grad(1)) r[1] = region(gc, shape, strides, offset).clone();
+                         if (n.needs_input_grad(0)) {
+                             Tensor gb = g.clone();
+                             region(gb, shape, strides, offset).zero_();
+                             r[0] = gb;
+                         }
+                         return r;
+                     });
+    Tensor view_of_new_base = self;
+    autograd::record("AsStridedBackward0", {&base}, view_of_new_base,
+                     [bs = base.shape(), shape, strides, offset](const Tensor& g, const autograd::Node&) {
+                         Tensor gb = zeros(bs, g.options());
+                         region(gb, shape, strides, offset).copy_(g);
+                         return TensorList{gb};
+                     });
+}
+
 // Writes the data with `raw` and, when recording, gives self the history of graph(clone(self)).
 Tensor& apply_inplace(Tensor& self, const Tensor* other, const char* op,
                       const std::function<Tensor(const Tensor&)>& graph,
                       const std::function<void()>& raw) {
-    if (recording(self, other)) {
+    if (recording(self, other) && self.impl()->view_base) {
+        const Tensor r = graph(self.clone());
+        {
+            autograd::NoGradGuard no_grad;
+            raw();
+        }
+        rebase_view(self, r, op);
+    } else if (recording(self, other)) {
         check_not_leaf(self, op);
         const Tensor r = graph(self.clone());
         {

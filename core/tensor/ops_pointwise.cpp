@@ -88,6 +88,17 @@ static Tensor grad_binary(BinaryOp op, const Tensor& g, const Tensor& saved, OpP
 
 namespace {
 
+// What backward needs to hand an input its gradient: undo broadcasting, then cast back to the
+// input's dtype (a float32 input of a float64 op gets a float32 gradient, as in PyTorch).
+struct InputMeta {
+    Dims shape;
+    DType dtype;
+};
+Tensor reduce_grad(const Tensor& g, const InputMeta& in) {
+    const Tensor r = sum_to(g, in.shape);
+    return r.dtype() == in.dtype ? r : r.to(in.dtype);
+}
+
 DType float_result(DType t) { return is_floating(t) ? t : DType::Float32; }
 
 Tensor binary_with_grad(const char* name, const char* node, BinaryOp op, const Tensor& a,
@@ -96,22 +107,22 @@ Tensor binary_with_grad(const char* name, const char* node, BinaryOp op, const T
     if (op == BinaryOp::Div || op == BinaryOp::Pow) rt = float_result(rt);
     Tensor out = binary_raw(name, op, a, b, compute_dtype(rt), rt, {alpha, 0});
     if (!autograd::needs_grad({&a, &b})) return out;
-    const Dims as = a.shape(), bs = b.shape();
+    const InputMeta as{a.shape(), a.dtype()}, bs{b.shape(), b.dtype()};
     switch (op) {
     case BinaryOp::Add:
     case BinaryOp::Sub:
         record(node, {&a, &b}, out, [as, bs, alpha, sub = op == BinaryOp::Sub](const Tensor& g, const Node& n) {
             TensorList r(2);
-            if (n.needs_input_grad(0)) r[0] = sum_to(g, as);
-            if (n.needs_input_grad(1)) r[1] = sum_to(alpha == 1.0 && !sub ? g : g * (sub ? -alpha : alpha), bs);
+            if (n.needs_input_grad(0)) r[0] = reduce_grad(g, as);
+            if (n.needs_input_grad(1)) r[1] = reduce_grad(alpha == 1.0 && !sub ? g : g * (sub ? -alpha : alpha), bs);
             return r;
         });
         break;
     case BinaryOp::Mul:
         record(node, {&a, &b}, out, [as, bs, sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g, const Node& n) {
             TensorList r(2);
-            if (n.needs_input_grad(0)) r[0] = sum_to(g * sb.unpack(n), as);
-            if (n.needs_input_grad(1)) r[1] = sum_to(g * sa.unpack(n), bs);
+            if (n.needs_input_grad(0)) r[0] = reduce_grad(g * sb.unpack(n), as);
+            if (n.needs_input_grad(1)) r[1] = reduce_grad(g * sa.unpack(n), bs);
             return r;
         });
         break;
@@ -119,8 +130,8 @@ Tensor binary_with_grad(const char* name, const char* node, BinaryOp op, const T
         record(node, {&a, &b}, out, [as, bs, sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g, const Node& n) {
             TensorList r(2);
             const Tensor bv = sb.unpack(n);
-            if (n.needs_input_grad(0)) r[0] = sum_to(g / bv, as);
-            if (n.needs_input_grad(1)) r[1] = sum_to(-g * sa.unpack(n) / (bv * bv), bs);
+            if (n.needs_input_grad(0)) r[0] = reduce_grad(g / bv, as);
+            if (n.needs_input_grad(1)) r[1] = reduce_grad(-g * sa.unpack(n) / (bv * bv), bs);
             return r;
         });
         break;
@@ -128,12 +139,12 @@ Tensor binary_with_grad(const char* name, const char* node, BinaryOp op, const T
         record(node, {&a, &b}, out, [as, bs, sa = SavedTensor(a), sb = SavedTensor(b), so = SavedTensor(out, true)](const Tensor& g, const Node& n) {
             TensorList r(2);
             const Tensor av = sa.unpack(n), bv = sb.unpack(n);
-            if (n.needs_input_grad(0)) r[0] = sum_to(g * bv * pow(av, bv - 1.0), as);
+            if (n.needs_input_grad(0)) r[0] = reduce_grad(g * bv * pow(av, bv - 1.0), as);
             if (n.needs_input_grad(1)) {
                 // d/db a^b = a^b log a, defined as 0 where a == 0 and b >= 0 (PyTorch)
                 const Tensor zero_base = gt(eq(av, 0.0).to(DType::Int64) + ge(bv, 0.0).to(DType::Int64), 1.0);
                 Tensor gb = where(zero_base, zeros_like(g), g * so.unpack(n) * log(av));
-                r[1] = sum_to(gb, bs);
+                r[1] = reduce_grad(gb, bs);
             }
             return r;
         });
@@ -146,8 +157,8 @@ Tensor binary_with_grad(const char* name, const char* node, BinaryOp op, const T
             const Tensor tie = eq(av, bv);
             const Tensor half = g * 0.5;
             TensorList r(2);
-            if (n.needs_input_grad(0)) r[0] = sum_to(where(tie, half, where(a_wins, g, zeros_like(g))), as);
-            if (n.needs_input_grad(1)) r[1] = sum_to(where(tie, half, where(a_wins, zeros_like(g), g)), bs);
+            if (n.needs_input_grad(0)) r[0] = reduce_grad(where(tie, half, where(a_wins, g, zeros_like(g))), as);
+            if (n.needs_input_grad(1)) r[1] = reduce_grad(where(tie, half, where(a_wins, zeros_like(g), g)), bs);
             return r;
         });
         break;
@@ -403,11 +414,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     Tensor out = make_tensor(shape, rt, a.device());
     backend_for(a).where(broadcast_view(cond, shape), broadcast_view(ac, shape), broadcast_view(bc, shape), view_of(out));
     if (autograd::needs_grad({&a, &b}))
-        record("WhereBackward0", {&a, &b}, out, [c = cond, as = a.shape(), bs = b.shape()](const Tensor& g, const Node& n) {
+        record("WhereBackward0", {&a, &b}, out, [c = cond, as = InputMeta{a.shape(), a.dtype()}, bs = InputMeta{b.shape(), b.dtype()}](const Tensor& g, const Node& n) {
             TensorList r(2);
             const Tensor z = zeros({}, g.options());
-            if (n.needs_input_grad(0)) r[0] = sum_to(where(c, g, z), as);
-            if (n.needs_input_grad(1)) r[1] = sum_to(where(c, z, g), bs);
+            if (n.needs_input_grad(0)) r[0] = reduce_grad(where(c, g, z), as);
+            if (n.needs_input_grad(1)) r[1] = reduce_grad(where(c, z, g), bs);
             return r;
         });
     return out;

@@ -84,7 +84,7 @@ Tensor Tensor::view(const Dims& requested) const {
                          " is not compatible with input tensor's size and stride (" +
                          this->shape().str() + ", " + strides().str() +
                          "); use reshape() instead");
-    Tensor out = make_view(*this, shape, st, storage_offset());
+    Tensor out = make_alias(*this, shape, st, storage_offset());
     if (autograd::needs_grad({this}))
         record("ViewBackward0", {this}, out, [in = this->shape()](const Tensor& g, const Node&) {
             return TensorList{reshape_backward(g, in)};
@@ -114,7 +114,7 @@ Tensor Tensor::permute(const Dims& order) const {
         st[i] = strides()[d];
         inverse[d] = i;
     }
-    Tensor out = make_view(*this, shape, st, storage_offset());
+    Tensor out = make_alias(*this, shape, st, storage_offset());
     if (autograd::needs_grad({this}))
         record("PermuteBackward0", {this}, out, [inverse](const Tensor& g, const Node&) {
             return TensorList{g.permute(inverse)};
@@ -130,7 +130,7 @@ Tensor Tensor::transpose(int d0, int d1) const {
     Dims shape = this->shape(), st = strides();
     std::swap(shape[d0], shape[d1]);
     std::swap(st[d0], st[d1]);
-    Tensor out = make_view(*this, shape, st, storage_offset());
+    Tensor out = make_alias(*this, shape, st, storage_offset());
     if (autograd::needs_grad({this}))
         record("TransposeBackward0", {this}, out, [d0, d1](const Tensor& g, const Node&) {
             return TensorList{g.transpose(d0, d1)};
@@ -146,7 +146,7 @@ Tensor Tensor::t() const {
 }
 
 static Tensor reshape_view(const Tensor& x, const Dims& shape, const Dims& st, const char* name) {
-    Tensor out = make_view(x, shape, st, x.storage_offset());
+    Tensor out = make_alias(x, shape, st, x.storage_offset());
     if (autograd::needs_grad({&x}))
         record(name, {&x}, out, [in = x.shape()](const Tensor& g, const Node&) {
             return TensorList{g.reshape(in)};
@@ -240,7 +240,7 @@ Tensor Tensor::expand(const Dims& requested) const {
                              ". Tensor sizes: " + this->shape().str());
         }
     }
-    Tensor out = make_view(*this, shape, st, storage_offset());
+    Tensor out = make_alias(*this, shape, st, storage_offset());
     if (autograd::needs_grad({this}))
         record("ExpandBackward0", {this}, out, [in = this->shape()](const Tensor& g, const Node&) {
             return TensorList{sum_to(g, in)};
@@ -280,7 +280,7 @@ Tensor Tensor::slice(int d, std::optional<int64_t> start_opt, std::optional<int6
     Dims shape = this->shape(), st = strides();
     shape[d] = (end - start + step - 1) / step;
     st[d] *= step;
-    Tensor out = make_view(*this, shape, st, storage_offset() + start * strides()[d]);
+    Tensor out = make_alias(*this, shape, st, storage_offset() + start * strides()[d]);
     if (autograd::needs_grad({this}))
         record("SliceBackward0", {this}, out,
                [in = this->shape(), d, start, end, step](const Tensor& g, const Node&) {
@@ -301,7 +301,7 @@ Tensor Tensor::select(int d, int64_t index) const {
     Dims shape = this->shape(), st = strides();
     shape.erase(d);
     st.erase(d);
-    Tensor out = make_view(*this, shape, st, storage_offset() + index * strides()[d]);
+    Tensor out = make_alias(*this, shape, st, storage_offset() + index * strides()[d]);
     if (autograd::needs_grad({this}))
         record("SelectBackward0", {this}, out, [in = this->shape(), d, index](const Tensor& g, const Node&) {
             return slice_backward(g.unsqueeze(d), in, d, index, index + 1, 1);

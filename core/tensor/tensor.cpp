@@ -78,6 +78,13 @@ Tensor make_view(const Tensor& base, const Dims& shape, const Dims& strides, int
     return Tensor(std::move(impl));
 }
 
+Tensor make_alias(const Tensor& base, const Dims& shape, const Dims& strides, int64_t offset) {
+    Tensor v = make_view(base, shape, strides, offset);
+    const auto& b = base.impl()->view_base;
+    v.impl()->view_base = b ? b : base.impl_ptr();
+    return v;
+}
+
 backend::View view_of(const Tensor& t) {
     backend::View v;
     const TensorImpl& i = *t.impl();

@@ -53,6 +53,9 @@ struct TensorImpl {
     DType dtype = DType::Float32;
     Device device;
     bool contiguous = true;
+    // For views made by view ops: the tensor whose storage this one aliases (the root of a chain
+    // of views), so an in-place write through the view can rebase the base's autograd history.
+    std::shared_ptr<TensorImpl> view_base;
     // Inline rather than heap-allocated: a tensor that requires grad costs no extra allocation.
     std::optional<AutogradMeta> autograd;
 
@@ -76,6 +79,8 @@ int wrap_dim(int dim, int ndim, const char* op);
 Tensor make_tensor(const Dims& shape, DType dtype, Device device);
 // A view of `base`'s storage with the given geometry (no autograd).
 Tensor make_view(const Tensor& base, const Dims& shape, const Dims& strides, int64_t offset);
+// The same, remembering the root base for in-place autograd (what the view ops return).
+Tensor make_alias(const Tensor& base, const Dims& shape, const Dims& strides, int64_t offset);
 backend::View view_of(const Tensor& t);
 // Copy into a new contiguous tensor of `dtype` without recording autograd.
 Tensor raw_convert(const Tensor& src, DType dtype);

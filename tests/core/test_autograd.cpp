@@ -163,6 +163,20 @@ private slots:
         QCOMPARE(values(z), std::vector<float>({7, 14}));
     }
 
+    void inplace_through_views() {
+        // writing into a slice of a tensor that does not require grad gives it a history
+        Tensor w = leaf({1, 2, 3});
+        Tensor y = zeros({2, 3});
+        y.select(0, 1).copy_(w * 2.0);
+        QVERIFY(y.requires_grad());
+        QCOMPARE(QString(y.grad_fn()->name()), QStringLiteral("CopySlices"));
+        (y * y).sum().backward();
+        QCOMPARE(values(w.grad()), std::vector<float>({8, 16, 24}));
+        // a view of a leaf that requires grad cannot be modified in place
+        Tensor leaf_base = leaf({1, 2});
+        QVERIFY(error_of<AutogradError>([&] { leaf_base.narrow(0, 0, 1).mul_(2.0); }).contains("view of a leaf"));
+    }
+
     void anomaly_mode_names_the_op() {
         Tensor x = leaf({0, 1}, DType::Float64);
         {

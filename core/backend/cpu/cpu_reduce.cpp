@@ -272,7 +272,10 @@ template <typename T> struct SumOp {
             a.s += b.s;
         } else {
             const double t = a.s + b.s;
-            a.c += (std::abs(a.s) >= std::abs(b.s) ? (a.s - t) + b.s : (b.s - t) + a.s) + b.c;
+            // The rounding error of the addition (skipped once the sum is inf or NaN).
+            if (std::isfinite(t))
+                a.c += std::abs(a.s) >= std::abs(b.s) ? (a.s - t) + b.s : (b.s - t) + a.s;
+            a.c += b.c;
             a.s = t;
         }
     }

@@ -17,6 +17,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -629,7 +630,8 @@ void test_softmax() {
         const DType dt = iter % 2 ? DType::Float64 : DType::Float32;
         const bool f32 = dt == DType::Float32;
         const bool log = (iter / 2) % 2;
-        std::vector<int64_t> shape = rand_shape(int(rand_int(1, 4)), iter % 10 == 0 ? 300 : 9);
+        std::vector<int64_t> shape = iter % 10 == 0 ? rand_shape(int(rand_int(1, 2)), 300)
+                                                    : rand_shape(int(rand_int(1, 4)), 9);
         if (iter % 37 == 0) shape = {64, 600};     // threaded rows
         if (iter % 41 == 0) shape = {40, 30, 300}; // threaded columns
         const int ndim = int(shape.size());
@@ -669,7 +671,11 @@ void test_softmax() {
                 for (int64_t d = 0; d < D; ++d) {
                     const ld want = log ? shifted(d) - std::log(s) : std::exp(shifted(d)) / s;
                     const ld got = y.get(at(d));
-                    const ld tol = log ? rtol * (std::fabs(want) + 1e-6) : rtol * std::fabs(want);
+                    // log: log(sum) of a sum near 1 carries an absolute rounding error of a
+                    // few eps, as in PyTorch. f32 values below the subnormal range round to 0.
+                    const ld eps = f32 ? ld(FLT_EPSILON) : ld(DBL_EPSILON);
+                    const ld tol = log ? rtol * std::fabs(want) + 4 * eps * (1 - shifted(d))
+                                       : rtol * std::fabs(want) + (f32 ? 1.5e-45 : 1e-300);
                     if (!close(got, want, tol)) {
                         if (bad++ < 2)
                             std::printf("   softmax y %.10Lg want %.10Lg\n", got, want);
@@ -708,10 +714,11 @@ void test_softmax() {
         const double v2[] = {0.0, -90.0, -103.0, -200.0};
         for (int i = 0; i < 4; ++i) x2.set(i, v2[i]);
         cpu.softmax(x2.v, 0, false, y2.v);
-        bool ok = std::fabs(y2.get(0) - 1.0) < 1e-7 && y2.get(3) == 0.0;
-        for (int i = 1; i < 3; ++i) {
+        const bool f32 = dt == DType::Float32;
+        bool ok = std::fabs(y2.get(0) - 1.0) < 1e-7 && (f32 ? y2.get(3) == 0.0 : y2.get(3) > 0);
+        for (int i = 1; i < (f32 ? 3 : 4); ++i) {
             const double want = std::exp(v2[i]);
-            const double tol = dt == DType::Float32 ? std::max(1e-6 * want, 1.5e-45) : 1e-12 * want;
+            const double tol = f32 ? std::max(1e-6 * want, 1.5e-45) : 1e-12 * want;
             ok = ok && std::fabs(y2.get(i) - want) <= tol;
         }
         check(ok, std::string("softmax underflow ") + dtype_name(dt));
