@@ -5,9 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
-if [ ! -x build/bench/myelin_bench_ops ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build build --target myelin_bench_ops -j"$(nproc)" >/dev/null
+if [ ! -x build/bench/myelin_bench_ops ] || [ ! -x build/bench/myelin_train_fashion ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_BUILD_BENCH=ON >/dev/null
+  cmake --build build --target myelin_bench_ops myelin_train_fashion -j"$(nproc)" >/dev/null
 fi
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   echo "bench/run.sh: PyTorch is needed for the comparison: apt-get install python3-torch" >&2
@@ -18,11 +18,23 @@ trap 'rm -rf "$tmp"' EXIT
 OMP_NUM_THREADS=$threads MYELIN_NUM_THREADS=$threads build/bench/myelin_bench_ops \
   --benchmark_format=json --benchmark_min_time=1 >"$tmp/myelin.json" 2>/dev/null
 OMP_NUM_THREADS=$threads /usr/bin/python3 bench/torch_ops.py --threads "$threads" >"$tmp/torch.json"
-/usr/bin/python3 - "$tmp/myelin.json" "$tmp/torch.json" "$threads" <<'PY'
+# Training steps (batch 128, Adam), each framework and model in its own process so peak RSS is
+# the workload's own.
+steps_mlp=${MYELIN_BENCH_STEPS_MLP:-200}
+steps_cnn=${MYELIN_BENCH_STEPS_CNN:-30}
+for model in mlp cnn; do
+  steps=$([ "$model" = mlp ] && echo "$steps_mlp" || echo "$steps_cnn")
+  OMP_NUM_THREADS=$threads build/bench/myelin_train_fashion --model "$model" --steps "$steps" \
+    --threads "$threads" >"$tmp/myelin_$model.json"
+  OMP_NUM_THREADS=$threads /usr/bin/python3 bench/torch_train_step.py --model "$model" \
+    --steps "$steps" --threads "$threads" >"$tmp/torch_$model.json"
+done
+/usr/bin/python3 - "$tmp" "$threads" <<'PY'
 import json, sys
-m = {b["name"]: b for b in json.load(open(sys.argv[1]))["benchmarks"]}
-t = json.load(open(sys.argv[2]))
-threads = int(sys.argv[3])
+tmp = sys.argv[1]
+m = {b["name"]: b for b in json.load(open(tmp + "/myelin.json"))["benchmarks"]}
+t = json.load(open(tmp + "/torch.json"))
+threads = int(sys.argv[2])
 def secs(name):
     b = m[name]
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
@@ -43,4 +55,10 @@ for w in ("add_4M", "mul_4M", "relu_4M"):
 n = 4096 * 1000
 line("softmax_4096x1000", n / secs("BM_softmax_4096x1000") / 1e9, n / t["softmax_4096x1000"] / 1e9, "Gelem/s", True)
 line("small_add_fwd_bwd", secs("BM_small_add_fwd_bwd") * 1e6, t["small_add_fwd_bwd"] * 1e6, "us/iter", False)
+for model in ("mlp", "cnn"):
+    ours = json.load(open(f"{tmp}/myelin_{model}.json"))
+    theirs = json.load(open(f"{tmp}/torch_{model}.json"))
+    line("train_step_" + model, ours["train_samples_per_s"], theirs["train_samples_per_s"], "samples/s",
+         True, myelin_peak_rss_mb=round(ours["peak_rss_mb"], 1),
+         pytorch_peak_rss_mb=round(theirs["peak_rss_mb"], 1))
 PY

@@ -16,6 +16,7 @@ MYELIN_DEBIAN_PACKAGES=(
     libopenblas-openmp-dev
     libdnnl-dev
     libbenchmark-dev
+    zlib1g-dev
     libgl-dev
     dataset-fashion-mnist
 )

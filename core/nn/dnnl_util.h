@@ -1,0 +1,60 @@
+#pragma once
+// Internal: the one oneDNN CPU engine and stream of the process, memory wrappers over tensors,
+// and a small primitive cache keyed by shape (training reuses the same shapes every step, and
+// primitive creation costs far more than a small convolution).
+#include "tensor/tensor_impl.h"
+
+#include <dnnl.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace myelin::nn::dnnl_util {
+
+inline dnnl::engine& engine() {
+    static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+    return e;
+}
+
+// oneDNN CPU streams are cheap, but a stream is not safe to share across threads: one per thread.
+inline dnnl::stream& stream() {
+    thread_local dnnl::stream s(engine());
+    return s;
+}
+
+// A oneDNN memory object over a contiguous tensor's data (no copy).
+inline dnnl::memory memory_of(const dnnl::memory::desc& md, const Tensor& t) {
+    return dnnl::memory(md, engine(), t.data_ptr());
+}
+
+inline dnnl::memory::dims dims_of(std::initializer_list<int64_t> v) {
+    return dnnl::memory::dims(v.begin(), v.end());
+}
+
+// Cache of primitive bundles keyed by a vector of integers (shape, attributes, kind). Bounded:
+// cleared when it grows past `limit` entries (shapes rarely vary that much).
+template <typename Entry> class PrimitiveCache {
+  public:
+    using Key = std::vector<int64_t>;
+    template <typename Make> std::shared_ptr<Entry> get(const Key& key, Make&& make) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            auto it = map_.find(key);
+            if (it != map_.end()) return it->second;
+        }
+        std::shared_ptr<Entry> e = make();
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (map_.size() >= limit_) map_.clear();
+        map_.emplace(key, e);
+        return e;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::map<Key, std::shared_ptr<Entry>> map_;
+    size_t limit_ = 512;
+};
+
+} // namespace myelin::nn::dnnl_util

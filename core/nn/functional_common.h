@@ -1,0 +1,48 @@
+#pragma once
+// Internal: validation helpers shared by the functional ops (messages name the op, the expected
+// and the actual shape or dtype).
+#include "tensor/tensor_impl.h"
+
+#include <string>
+
+namespace myelin::nn::detail {
+
+[[noreturn]] inline void shape_error(const char* op, const std::string& msg) {
+    throw ShapeError(std::string(op) + ": " + msg);
+}
+
+// float32 or float64 (what the kernels of these ops compute in).
+inline void require_f32_f64(const char* op, const char* what, const Tensor& t) {
+    if (t.dtype() != DType::Float32 && t.dtype() != DType::Float64)
+        throw DTypeError(std::string(op) + ": expected " + what +
+                         " of dtype float32 or float64, got " + dtype_name(t.dtype()));
+}
+
+inline void require_floating(const char* op, const char* what, const Tensor& t) {
+    if (!t.is_floating_point())
+        throw DTypeError(std::string(op) + ": expected " + what +
+                         " of a floating point dtype, got " + dtype_name(t.dtype()));
+}
+
+// `t` (when defined) has the same dtype as `x`.
+inline void require_same_dtype(const char* op, const char* what, const Tensor& t, const Tensor& x) {
+    if (t.defined() && t.dtype() != x.dtype())
+        throw DTypeError(std::string(op) + ": expected " + what + " to have the input's dtype " +
+                         dtype_name(x.dtype()) + ", got " + dtype_name(t.dtype()));
+}
+
+inline void require_dim(const char* op, const char* what, const Tensor& t, int ndim,
+                        const char* layout) {
+    if (t.dim() != ndim)
+        shape_error(op, std::string("expected ") + what + " " + layout + " (" +
+                            std::to_string(ndim) + "-D), got " + t.shape().str());
+}
+
+// Bias (when defined): 1-D of size n.
+inline void require_vector(const char* op, const char* what, const Tensor& t, int64_t n) {
+    if (t.defined() && (t.dim() != 1 || t.size(0) != n))
+        shape_error(op, std::string("expected ") + what + " of shape [" + std::to_string(n) +
+                            "], got " + t.shape().str());
+}
+
+} // namespace myelin::nn::detail
