@@ -85,7 +85,39 @@ Dims out_shape(const Tensor& x, int64_t OH, int64_t OW) {
     return s;
 }
 
+// The common 2x2 / stride 2 window fully inside the input, unrolled (same NaN rule: a NaN
+// replaces the running maximum, so the last NaN in scan order wins, as in PyTorch).
+template <typename T> bool max_forward_2x2(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
+    if (g.kh != 2 || g.kw != 2 || g.sh != 2 || g.sw != 2 || g.ph != 0 || g.pw != 0 || g.dh != 1 ||
+        g.dw != 1 || 2 * g.OH > g.H || 2 * g.OW > g.W)
+        return false;
+    const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+#pragma omp parallel for if (g.planes * OHW * 4 > kParallelWork)
+    for (int64_t p = 0; p < g.planes; ++p) {
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+            const T* r0 = x + p * HW + 2 * oh * g.W;
+            const T* r1 = r0 + g.W;
+            T* yo = y + p * OHW + oh * g.OW;
+            int64_t* io = idx ? idx + p * OHW + oh * g.OW : nullptr;
+            const int64_t base = 2 * oh * g.W;
+            for (int64_t ow = 0; ow < g.OW; ++ow) {
+                const int64_t c = 2 * ow;
+                T m = r0[c];
+                int64_t best = base + c;
+                const T v1 = r0[c + 1], v2 = r1[c], v3 = r1[c + 1];
+                if (v1 > m || std::isnan(v1)) m = v1, best = base + c + 1;
+                if (v2 > m || std::isnan(v2)) m = v2, best = base + g.W + c;
+                if (v3 > m || std::isnan(v3)) m = v3, best = base + g.W + c + 1;
+                yo[ow] = m;
+                if (io) io[ow] = best;
+            }
+        }
+    }
+    return true;
+}
+
 template <typename T> void max_forward(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
+    if (max_forward_2x2(x, y, idx, g)) return;
     const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
 #pragma omp parallel for if (g.planes * OHW * g.kh * g.kw > kParallelWork)
     for (int64_t p = 0; p < g.planes; ++p) {
