@@ -32,7 +32,7 @@ done
 /usr/bin/python3 - "$tmp" "$threads" <<'PY'
 import json, sys
 tmp = sys.argv[1]
-m = {b["name"]: b for b in json.load(open(tmp + "/myelin.json"))["benchmarks"]}
+m = {b["name"].split("/")[0]: b for b in json.load(open(tmp + "/myelin.json"))["benchmarks"]}
 t = json.load(open(tmp + "/torch.json"))
 threads = int(sys.argv[2])
 def secs(name):

@@ -119,6 +119,9 @@ template <typename F> void run_kernel(const F& f) {
 }
 #endif
 
+// Below this many elements a thread team costs more than it saves.
+constexpr int64_t kParallelElements = 1 << 16;
+
 template <typename T> struct SgdArgs {
     T lr, momentum, dampening_c, weight_decay;
     bool nesterov, maximize, first;
@@ -127,6 +130,8 @@ template <typename T>
 void sgd_kernel(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n,
                 const SgdArgs<T>& a) {
     const T neg_lr = -a.lr;
+    // Element-wise and independent: split across threads when large (same result).
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T d = a.maximize ? -g[i] : g[i];
         if (a.weight_decay != T(0)) d = add_alpha(d, a.weight_decay, p[i]);
@@ -151,6 +156,8 @@ template <typename T> struct AdamArgs {
 template <typename T>
 void adam_kernel(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
                  T* __restrict vmax, int64_t n, const AdamArgs<T>& a) {
+    // Element-wise and independent: split across threads when large (same result).
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T grad = a.maximize ? -g[i] : g[i];
         if (a.decoupled)
@@ -178,6 +185,8 @@ template <typename T> struct RmsArgs {
 template <typename T>
 void rmsprop_kernel(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict ga,
                     T* __restrict buf, int64_t n, const RmsArgs<T>& a) {
+    // Element-wise and independent: split across threads when large (same result).
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T grad = a.maximize ? -g[i] : g[i];
         if (a.weight_decay != T(0)) grad = add_alpha(grad, a.weight_decay, p[i]);
@@ -209,6 +218,8 @@ template <typename T> struct AdagradArgs {
 template <typename T>
 void adagrad_kernel(T* __restrict p, const T* __restrict g, T* __restrict sum, int64_t n,
                     const AdagradArgs<T>& a) {
+    // Element-wise and independent: split across threads when large (same result).
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T grad = a.maximize ? -g[i] : g[i];
         if (a.weight_decay != T(0)) grad = add_alpha(grad, a.weight_decay, p[i]);
