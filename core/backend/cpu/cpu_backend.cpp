@@ -29,13 +29,15 @@ void* CpuBackend::allocate(size_t nbytes) {
     if (nbytes == 0) return nullptr;
     // Small blocks: plain malloc (16-byte aligned, the cheapest path: per-op overhead matters).
     // Larger blocks: 64-byte alignment for full cache lines and aligned AVX-512 loads.
-    void* p = nbytes <= 1024 ? std::malloc(nbytes)
-                             : std::aligned_alloc(64, (nbytes + 63) & ~size_t(63));
+    void* p =
+        nbytes <= 1024 ? std::malloc(nbytes) : std::aligned_alloc(64, (nbytes + 63) & ~size_t(63));
     if (!p) throw std::bad_alloc();
     return p;
 }
 
-void CpuBackend::deallocate(void* p, size_t) { std::free(p); }
+void CpuBackend::deallocate(void* p, size_t) {
+    std::free(p);
+}
 
 void CpuBackend::copy_from_host(void* dst, const void* src, size_t nbytes) {
     if (nbytes) std::memcpy(dst, src, nbytes);

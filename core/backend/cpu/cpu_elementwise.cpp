@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace myelin::backend {
 namespace {
@@ -52,18 +52,21 @@ Iter make_iter(std::initializer_list<const View*> views) {
             if (mergeable) {
                 it.shape[it.ndim - 1] *= size;
                 i = 0;
-                for (const View* v : views) it.strides[i++][it.ndim - 1] = v->strides[d];
+                for (const View* v : views)
+                    it.strides[i++][it.ndim - 1] = v->strides[d];
                 continue;
             }
         }
         int i = 0;
-        for (const View* v : views) it.strides[i++][it.ndim] = v->strides[d];
+        for (const View* v : views)
+            it.strides[i++][it.ndim] = v->strides[d];
         it.shape[it.ndim++] = size;
     }
     if (it.ndim == 0) { // a single element
         it.ndim = 1;
         it.shape[0] = 1;
-        for (int i = 0; i < it.nops; ++i) it.strides[i][0] = 0;
+        for (int i = 0; i < it.nops; ++i)
+            it.strides[i][0] = 0;
     }
     return it;
 }
@@ -100,15 +103,18 @@ Iter flat_iter(const View& out, std::initializer_list<const View*> inputs) {
 
 // Calls body(ptrs[], inner_strides[], count) for every innermost run in [begin, end) of the
 // flattened outer index space; ptrs point at the first element of each run.
-template <typename Body> void for_each_run(const Iter& it, int64_t begin, int64_t end, Body&& body) {
+template <typename Body>
+void for_each_run(const Iter& it, int64_t begin, int64_t end, Body&& body) {
     const int inner = it.ndim - 1;
     const int64_t inner_size = it.shape[inner];
     int64_t inner_strides[kMaxOperands] = {};
-    for (int o = 0; o < it.nops; ++o) inner_strides[o] = it.strides[o][inner];
+    for (int o = 0; o < it.nops; ++o)
+        inner_strides[o] = it.strides[o][inner];
     for (int64_t row = begin; row < end; ++row) {
         char* ptrs[kMaxOperands] = {};
         int64_t rem = row;
-        for (int o = 0; o < it.nops; ++o) ptrs[o] = it.base[o];
+        for (int o = 0; o < it.nops; ++o)
+            ptrs[o] = it.base[o];
         for (int d = inner - 1; d >= 0; --d) {
             const int64_t idx = rem % it.shape[d];
             rem /= it.shape[d];
@@ -156,13 +162,20 @@ template <typename Body> void run(const Iter& it, Body&& body) {
 
 template <typename F> void dispatch_any(DType t, F&& f) {
     switch (t) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(Half{});
-    case DType::BFloat16: return f(BFloat16{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::Bool: return f(bool{});
+    case DType::Float32:
+        return f(float{});
+    case DType::Float64:
+        return f(double{});
+    case DType::Float16:
+        return f(Half{});
+    case DType::BFloat16:
+        return f(BFloat16{});
+    case DType::Int64:
+        return f(int64_t{});
+    case DType::UInt8:
+        return f(uint8_t{});
+    case DType::Bool:
+        return f(bool{});
     }
 }
 
@@ -186,7 +199,8 @@ template <typename D, typename S> inline D convert(S s) {
 
 // --- unary / binary loops ------------------------------------------------------------------------
 
-template <UnaryOp OP, typename T> void unary_loop(const View& x, const View& out, const OpParams& p) {
+template <UnaryOp OP, typename T>
+void unary_loop(const View& x, const View& out, const OpParams& p) {
     Iter it = is_flat(out, {&x}) ? flat_iter(out, {&x}) : make_iter({&out, &x});
     run(it, [&p](char** ptr, const int64_t* st, int64_t n) {
         T* o = reinterpret_cast<T*>(ptr[0]);
@@ -199,9 +213,11 @@ template <UnaryOp OP, typename T> void unary_loop(const View& x, const View& out
         };
         if (st[0] == 1 && st[1] == 1) {
 #pragma omp simd
-            for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+            for (int64_t i = 0; i < n; ++i)
+                o[i] = f(a[i]);
         } else {
-            for (int64_t i = 0; i < n; ++i) o[i * st[0]] = f(a[i * st[1]]);
+            for (int64_t i = 0; i < n; ++i)
+                o[i * st[0]] = f(a[i * st[1]]);
         }
     });
 }
@@ -240,22 +256,28 @@ void binary_loop(const View& a, const View& b, const View& out, const OpParams& 
         };
         if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
 #pragma omp simd
-            for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+            for (int64_t i = 0; i < n; ++i)
+                o[i] = f(x[i], y[i]);
         } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
             const T yv = y[0];
 #pragma omp simd
-            for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
+            for (int64_t i = 0; i < n; ++i)
+                o[i] = f(x[i], yv);
         } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
             const T xv = x[0];
 #pragma omp simd
-            for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
+            for (int64_t i = 0; i < n; ++i)
+                o[i] = f(xv, y[i]);
         } else {
-            for (int64_t i = 0; i < n; ++i) o[i * st[0]] = f(x[i * st[1]], y[i * st[2]]);
+            for (int64_t i = 0; i < n; ++i)
+                o[i * st[0]] = f(x[i * st[1]], y[i * st[2]]);
         }
     });
 }
 
-constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::Ge; }
+constexpr bool is_comparison(BinaryOp op) {
+    return op >= BinaryOp::Eq && op <= BinaryOp::Ge;
+}
 
 template <BinaryOp OP>
 void binary_typed(const View& a, const View& b, const View& out, const OpParams& p) {
@@ -263,18 +285,25 @@ void binary_typed(const View& a, const View& b, const View& out, const OpParams&
     constexpr bool kIntOk = OP <= BinaryOp::Ge && OP != BinaryOp::Div && OP != BinaryOp::Pow;
     switch (a.dtype) {
     case DType::Float32:
-        if constexpr (kCompare) return binary_loop<OP, float, bool>(a, b, out, p);
-        else return binary_loop<OP, float, float>(a, b, out, p);
+        if constexpr (kCompare)
+            return binary_loop<OP, float, bool>(a, b, out, p);
+        else
+            return binary_loop<OP, float, float>(a, b, out, p);
     case DType::Float64:
-        if constexpr (kCompare) return binary_loop<OP, double, bool>(a, b, out, p);
-        else return binary_loop<OP, double, double>(a, b, out, p);
+        if constexpr (kCompare)
+            return binary_loop<OP, double, bool>(a, b, out, p);
+        else
+            return binary_loop<OP, double, double>(a, b, out, p);
     case DType::Int64:
         if constexpr (kIntOk) {
-            if constexpr (kCompare) return binary_loop<OP, int64_t, bool>(a, b, out, p);
-            else return binary_loop<OP, int64_t, int64_t>(a, b, out, p);
+            if constexpr (kCompare)
+                return binary_loop<OP, int64_t, bool>(a, b, out, p);
+            else
+                return binary_loop<OP, int64_t, int64_t>(a, b, out, p);
         }
         [[fallthrough]];
-    default: unsupported("binary op", a.dtype);
+    default:
+        unsupported("binary op", a.dtype);
     }
 }
 
@@ -284,27 +313,30 @@ template <UnaryOp OP> void unary_typed(const View& x, const View& out, const OpP
                             OP == UnaryOp::AddScalar || OP == UnaryOp::MulScalar ||
                             OP == UnaryOp::RSubScalar || OP == UnaryOp::Clamp;
     switch (x.dtype) {
-    case DType::Float32: return unary_loop<OP, float>(x, out, p);
-    case DType::Float64: return unary_loop<OP, double>(x, out, p);
+    case DType::Float32:
+        return unary_loop<OP, float>(x, out, p);
+    case DType::Float64:
+        return unary_loop<OP, double>(x, out, p);
     case DType::Int64:
         if constexpr (kIntOk) return unary_loop<OP, int64_t>(x, out, p);
         [[fallthrough]];
-    default: unsupported("unary op", x.dtype);
+    default:
+        unsupported("unary op", x.dtype);
     }
 }
 
-template <size_t kBytes> struct Bytes {
-    unsigned char b[kBytes];
-};
+template <size_t kBytes> struct Bytes { unsigned char b[kBytes]; };
 
-template <typename T> void where_loop(const View& c, const View& a, const View& b, const View& out) {
+template <typename T>
+void where_loop(const View& c, const View& a, const View& b, const View& out) {
     Iter it = make_iter({&out, &c, &a, &b});
     run(it, [](char** ptr, const int64_t* st, int64_t n) {
         T* o = reinterpret_cast<T*>(ptr[0]);
         const bool* m = reinterpret_cast<const bool*>(ptr[1]);
         const T* x = reinterpret_cast<const T*>(ptr[2]);
         const T* y = reinterpret_cast<const T*>(ptr[3]);
-        for (int64_t i = 0; i < n; ++i) o[i * st[0]] = m[i * st[1]] ? x[i * st[2]] : y[i * st[3]];
+        for (int64_t i = 0; i < n; ++i)
+            o[i * st[0]] = m[i * st[1]] ? x[i * st[2]] : y[i * st[3]];
     });
 }
 
@@ -325,9 +357,11 @@ void CpuBackend::copy(const View& src, const View& dst) {
                 D* o = reinterpret_cast<D*>(ptr[0]);
                 const S* a = reinterpret_cast<const S*>(ptr[1]);
                 if (st[0] == 1 && st[1] == 1) {
-                    for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(a[i]);
+                    for (int64_t i = 0; i < n; ++i)
+                        o[i] = convert<D>(a[i]);
                 } else {
-                    for (int64_t i = 0; i < n; ++i) o[i * st[0]] = convert<D>(a[i * st[1]]);
+                    for (int64_t i = 0; i < n; ++i)
+                        o[i * st[0]] = convert<D>(a[i * st[1]]);
                 }
             });
         });
@@ -342,9 +376,11 @@ void CpuBackend::fill(const View& dst, double value) {
         run(it, [v](char** ptr, const int64_t* st, int64_t n) {
             D* o = reinterpret_cast<D*>(ptr[0]);
             if (st[0] == 1) {
-                for (int64_t i = 0; i < n; ++i) o[i] = v;
+                for (int64_t i = 0; i < n; ++i)
+                    o[i] = v;
             } else {
-                for (int64_t i = 0; i < n; ++i) o[i * st[0]] = v;
+                for (int64_t i = 0; i < n; ++i)
+                    o[i * st[0]] = v;
             }
         });
     });
@@ -362,7 +398,8 @@ void CpuBackend::unary(UnaryOp op, const View& x, const View& out, const OpParam
         });
     }
 #define MYELIN_UNARY_CASE(NAME)                                                                    \
-    case U::NAME: return unary_typed<U::NAME>(x, out, p);
+    case U::NAME:                                                                                  \
+        return unary_typed<U::NAME>(x, out, p);
     switch (op) {
         MYELIN_UNARY_CASE(Neg)
         MYELIN_UNARY_CASE(Abs)
@@ -392,7 +429,8 @@ void CpuBackend::unary(UnaryOp op, const View& x, const View& out, const OpParam
         MYELIN_UNARY_CASE(RSubScalar)
         MYELIN_UNARY_CASE(RDivScalar)
         MYELIN_UNARY_CASE(Clamp)
-    default: throw Error("unary: unknown op");
+    default:
+        throw Error("unary: unknown op");
     }
 #undef MYELIN_UNARY_CASE
 }
@@ -401,7 +439,8 @@ void CpuBackend::binary(BinaryOp op, const View& a, const View& b, const View& o
                         const OpParams& p) {
     using B = BinaryOp;
 #define MYELIN_BINARY_CASE(NAME)                                                                   \
-    case B::NAME: return binary_typed<B::NAME>(a, b, out, p);
+    case B::NAME:                                                                                  \
+        return binary_typed<B::NAME>(a, b, out, p);
     switch (op) {
         MYELIN_BINARY_CASE(Add)
         MYELIN_BINARY_CASE(Sub)
@@ -425,18 +464,24 @@ void CpuBackend::binary(BinaryOp op, const View& a, const View& b, const View& o
         MYELIN_BINARY_CASE(SoftplusBackward)
         MYELIN_BINARY_CASE(SigmoidBackward)
         MYELIN_BINARY_CASE(TanhBackward)
-    default: throw Error("binary: unknown op");
+    default:
+        throw Error("binary: unknown op");
     }
 #undef MYELIN_BINARY_CASE
 }
 
 void CpuBackend::where(const View& cond, const View& a, const View& b, const View& out) {
     switch (dtype_size(out.dtype)) {
-    case 1: return where_loop<Bytes<1>>(cond, a, b, out);
-    case 2: return where_loop<Bytes<2>>(cond, a, b, out);
-    case 4: return where_loop<Bytes<4>>(cond, a, b, out);
-    case 8: return where_loop<Bytes<8>>(cond, a, b, out);
-    default: unsupported("where", out.dtype);
+    case 1:
+        return where_loop<Bytes<1>>(cond, a, b, out);
+    case 2:
+        return where_loop<Bytes<2>>(cond, a, b, out);
+    case 4:
+        return where_loop<Bytes<4>>(cond, a, b, out);
+    case 8:
+        return where_loop<Bytes<8>>(cond, a, b, out);
+    default:
+        unsupported("where", out.dtype);
     }
 }
 

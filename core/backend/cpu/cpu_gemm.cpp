@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ struct MatLayout {
     int64_t ld = 1;
 };
 
-MatLayout mat_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
+MatLayout mat_layout_any(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
     if (rows <= 1 && cols <= 1) return {true, false, 1};
     // A size-1 dim never moves the pointer, so its stride is whatever suits BLAS.
     if (rows == 1) {
@@ -41,11 +42,17 @@ MatLayout mat_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
     return {};
 }
 
+MatLayout mat_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
+    const MatLayout l = mat_layout_any(rows, cols, s_r, s_c);
+    return l.ld <= std::numeric_limits<blasint>::max() ? l : MatLayout{}; // BLAS ld is 32-bit
+}
+
 // Copies a strided rows x cols matrix into a packed row-major buffer.
 template <typename T>
 void pack(const T* src, int64_t rows, int64_t cols, int64_t s_r, int64_t s_c, T* dst) {
     for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[r * s_r + c * s_c];
+        for (int64_t c = 0; c < cols; ++c)
+            dst[r * cols + c] = src[r * s_r + c * s_c];
 }
 
 inline void gemm_call(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m,
@@ -65,7 +72,8 @@ inline void gemm_call(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
 // (the OpenMP build of OpenBLAS runs single-threaded inside a parallel region).
 constexpr int64_t kSmallGemm = 64 * 64 * 64;
 
-template <typename T> void batched_gemm_impl(const View& a, const View& b, const View& c, bool acc) {
+template <typename T>
+void batched_gemm_impl(const View& a, const View& b, const View& c, bool acc) {
     const int64_t B = c.shape[0], M = c.shape[1], N = c.shape[2], K = a.shape[2];
     if (B == 0 || M == 0 || N == 0) return;
     T* cp = static_cast<T*>(c.data);
@@ -106,34 +114,38 @@ template <typename T> void batched_gemm_impl(const View& a, const View& b, const
     auto one = [&](const T* am, const T* bm, T* cm, int64_t m) {
         if (!lc.col_major) {
             gemm_call(CblasRowMajor, la.col_major ? CblasTrans : CblasNoTrans,
-                      lb.col_major ? CblasTrans : CblasNoTrans, m, N, K, am, la.ld, bm, lb.ld,
-                      beta, cm, lc.ld);
+                      lb.col_major ? CblasTrans : CblasNoTrans, m, N, K, am, la.ld, bm, lb.ld, beta,
+                      cm, lc.ld);
         } else {
             gemm_call(CblasColMajor, la.col_major ? CblasNoTrans : CblasTrans,
-                      lb.col_major ? CblasNoTrans : CblasTrans, m, N, K, am, la.ld, bm, lb.ld,
-                      beta, cm, lc.ld);
+                      lb.col_major ? CblasNoTrans : CblasTrans, m, N, K, am, la.ld, bm, lb.ld, beta,
+                      cm, lc.ld);
         }
     };
 
     // A batch of row-major A over one shared B with C rows following each other is a single
     // (B*M) x K GEMM: the usual Linear layer over a [batch, seq, features] input.
-    if (B > 1 && sb == 0 && !la.col_major && !lc.col_major && sa == M * la.ld &&
-        sc == M * lc.ld) {
+    if (B > 1 && sb == 0 && !la.col_major && !lc.col_major && sa == M * la.ld && sc == M * lc.ld) {
         one(ap, bp, cp, B * M);
         return;
     }
     if (B > 1 && M * N * K < kSmallGemm && B * M * N * K >= kParallelGrain &&
         omp_get_max_threads() > 1) {
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < B; ++i) one(ap + i * sa, bp + i * sb, cp + i * sc, M);
+        for (int64_t i = 0; i < B; ++i)
+            one(ap + i * sa, bp + i * sb, cp + i * sc, M);
         return;
     }
-    for (int64_t i = 0; i < B; ++i) one(ap + i * sa, bp + i * sb, cp + i * sc, M);
+    for (int64_t i = 0; i < B; ++i)
+        one(ap + i * sa, bp + i * sb, cp + i * sc, M);
 }
 
 std::string shape_str(const View& v) {
     std::string s = "[";
-    for (int d = 0; d < v.ndim; ++d) s += (d ? ", " : "") + std::to_string(v.shape[d]);
+    for (int d = 0; d < v.ndim; ++d) {
+        if (d) s += ", ";
+        s += std::to_string(v.shape[d]);
+    }
     return s + "]";
 }
 
@@ -150,17 +162,24 @@ void CpuBackend::batched_gemm(const View& a, const View& b, const View& c, bool 
     if (a.ndim != 3 || b.ndim != 3 || c.ndim != 3 || a.shape[0] != c.shape[0] ||
         b.shape[0] != c.shape[0] || a.shape[1] != c.shape[1] || b.shape[2] != c.shape[2] ||
         a.shape[2] != b.shape[1])
-        throw ShapeError("batched_gemm(): shapes " + shape_str(a) + " @ " + shape_str(b) +
-                         " -> " + shape_str(c) + " do not match [B, M, K] @ [B, K, N] -> [B, M, N]");
+        throw ShapeError("batched_gemm(): shapes " + shape_str(a) + " @ " + shape_str(b) + " -> " +
+                         shape_str(c) + " do not match [B, M, K] @ [B, K, N] -> [B, M, N]");
     const int64_t M = c.shape[1], N = c.shape[2];
+    // BLAS takes 32-bit sizes (the batch may be fused into M, so check the product too).
+    constexpr int64_t kBlasMax = std::numeric_limits<blasint>::max();
+    if (c.shape[0] * M > kBlasMax || N > kBlasMax || a.shape[2] > kBlasMax)
+        throw ShapeError("batched_gemm(): matrix dimensions " + shape_str(a) + " @ " +
+                         shape_str(b) + " exceed the BLAS limit of " + std::to_string(kBlasMax));
     if (c.numel() > 0) {
         if (!mat_layout(M, N, c.strides[1], c.strides[2]).ok)
             throw ShapeError("batched_gemm(): the output matrices must be row- or column-major");
         if (c.shape[0] > 1 && c.strides[0] == 0)
             throw ShapeError("batched_gemm(): the output cannot be broadcast over the batch");
     }
-    if (a.dtype == DType::Float32) batched_gemm_impl<float>(a, b, c, accumulate);
-    else batched_gemm_impl<double>(a, b, c, accumulate);
+    if (a.dtype == DType::Float32)
+        batched_gemm_impl<float>(a, b, c, accumulate);
+    else
+        batched_gemm_impl<double>(a, b, c, accumulate);
 }
 
 } // namespace myelin::backend

@@ -30,18 +30,22 @@ template <int NS> struct Counter {
     int64_t off[NS] = {};
 
     void seek(int64_t flat) {
-        for (int s = 0; s < NS; ++s) off[s] = 0;
+        for (int s = 0; s < NS; ++s)
+            off[s] = 0;
         for (int d = n - 1; d >= 0; --d) {
             idx[d] = flat % shape[d];
             flat /= shape[d];
-            for (int s = 0; s < NS; ++s) off[s] += idx[d] * strides[s][d];
+            for (int s = 0; s < NS; ++s)
+                off[s] += idx[d] * strides[s][d];
         }
     }
     void next() {
         for (int d = n - 1; d >= 0; --d) {
-            for (int s = 0; s < NS; ++s) off[s] += strides[s][d];
+            for (int s = 0; s < NS; ++s)
+                off[s] += strides[s][d];
             if (++idx[d] < shape[d]) return;
-            for (int s = 0; s < NS; ++s) off[s] -= idx[d] * strides[s][d];
+            for (int s = 0; s < NS; ++s)
+                off[s] -= idx[d] * strides[s][d];
             idx[d] = 0;
         }
     }
@@ -90,7 +94,10 @@ template <typename F> void for_each_int(const View& v, const F& fn) {
 
 std::string shape_str(const View& v) {
     std::string s = "[";
-    for (int d = 0; d < v.ndim; ++d) s += (d ? ", " : "") + std::to_string(v.shape[d]);
+    for (int d = 0; d < v.ndim; ++d) {
+        if (d) s += ", ";
+        s += std::to_string(v.shape[d]);
+    }
     return s + "]";
 }
 
@@ -196,18 +203,22 @@ void gather_rows(const GatherPlan& g, const E* x, const int64_t* index, E* out, 
         const int64_t* ib = index + c.off[2];
         if (is == 0) { // one index for the whole run: a strided row copy
             const E* src = xb + ib[0] * g.x_dim_stride;
-            if (os == 1 && xs == 1) std::memcpy(o, src, sizeof(E) * size_t(len));
+            if (os == 1 && xs == 1)
+                std::memcpy(o, src, sizeof(E) * size_t(len));
             else
-                for (int64_t j = 0; j < len; ++j) o[j * os] = src[j * xs];
+                for (int64_t j = 0; j < len; ++j)
+                    o[j * os] = src[j * xs];
         } else {
-            for (int64_t j = 0; j < len; ++j) o[j * os] = xb[j * xs + ib[j * is] * g.x_dim_stride];
+            for (int64_t j = 0; j < len; ++j)
+                o[j * os] = xb[j * xs + ib[j * is] * g.x_dim_stride];
         }
     }
 }
 
 void run_gather(const GatherPlan& g, const View& x, const View& index, const View& out) {
     int64_t numel = 1;
-    for (int d = 0; d < g.n; ++d) numel *= g.shape[d];
+    for (int d = 0; d < g.n; ++d)
+        numel *= g.shape[d];
     if (numel == 0) return;
     const int64_t rows = numel / g.shape[g.n - 1];
     const auto* ip = static_cast<const int64_t*>(index.data);
@@ -243,7 +254,8 @@ void scatter_add_impl(const View& self, int dim, const View& index, const View& 
     // Iterate over the index's shape; self's coordinate at dim comes from the index.
     const int n = index.ndim;
     int64_t ss[kMaxDims];
-    for (int d = 0; d < n; ++d) ss[d] = d == dim ? 0 : self.strides[d];
+    for (int d = 0; d < n; ++d)
+        ss[d] = d == dim ? 0 : self.strides[d];
     T* sp = static_cast<T*>(self.data);
     const T* cp = static_cast<const T*>(src.data);
     const auto* ip = static_cast<const int64_t*>(index.data);
@@ -277,7 +289,8 @@ void CpuBackend::index_select(const View& x_in, int dim, const View& index, cons
         throw DTypeError(std::string(op) + "(): output dtype " + dtype_name(out.dtype) +
                          " does not match the input's " + dtype_name(x.dtype));
     bool ok = index.ndim <= 1 && out.ndim == x.ndim && out.shape[dim] == index.numel();
-    for (int d = 0; ok && d < x.ndim; ++d) ok = d == dim || out.shape[d] == x.shape[d];
+    for (int d = 0; ok && d < x.ndim; ++d)
+        ok = d == dim || out.shape[d] == x.shape[d];
     if (!ok)
         throw ShapeError(std::string(op) + "(): input " + shape_str(x_in) + ", index " +
                          shape_str(index) + " and output " + shape_str(out_in) + " do not agree");
@@ -344,17 +357,20 @@ void CpuBackend::scatter_add(const View& self_in, int dim, const View& index_in,
         throw ShapeError(std::string(op) + "(): self " + shape_str(self_in) + ", index " +
                          shape_str(index_in) + " and source " + shape_str(src_in) +
                          " do not agree");
-    const bool arithmetic = self.dtype == DType::Float32 || self.dtype == DType::Float64 ||
-                            self.dtype == DType::Int64;
+    const bool arithmetic =
+        self.dtype == DType::Float32 || self.dtype == DType::Float64 || self.dtype == DType::Int64;
     if (!arithmetic)
         throw DTypeError(std::string(op) + "(): dtype " + dtype_name(self.dtype) +
                          " is not supported (expected float32, float64 or int64)");
     validate_indices(op, index, dim, self.shape[dim]);
     if (index.numel() == 0) return;
     switch (self.dtype) {
-    case DType::Float32: return scatter_add_impl<float>(self, dim, index, src);
-    case DType::Float64: return scatter_add_impl<double>(self, dim, index, src);
-    default: return scatter_add_impl<int64_t>(self, dim, index, src);
+    case DType::Float32:
+        return scatter_add_impl<float>(self, dim, index, src);
+    case DType::Float64:
+        return scatter_add_impl<double>(self, dim, index, src);
+    default:
+        return scatter_add_impl<int64_t>(self, dim, index, src);
     }
 }
 

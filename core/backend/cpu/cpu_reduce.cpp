@@ -26,6 +26,17 @@
 #include <type_traits>
 #include <vector>
 
+// Hot loops are compiled twice, for baseline x86-64 and for x86-64-v3 (AVX2 + FMA), and picked
+// at load time by the CPU; the helpers they call are forced inline so they get the wide code
+// too. Sums use a fixed number of lanes whatever the vector width, so the two versions differ
+// only where g++ contracts a*b+c into an FMA (last-bit differences, as between PyTorch builds).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(MYELIN_NO_CLONES)
+#define MYELIN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MYELIN_CLONES
+#endif
+#define MYELIN_INLINE [[gnu::always_inline]] inline
+
 namespace myelin::backend {
 namespace {
 
@@ -34,16 +45,26 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 const char* reduce_name(ReduceOp op) {
     switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Mean: return "mean";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::ArgMax: return "argmax";
-    case ReduceOp::ArgMin: return "argmin";
-    case ReduceOp::Var: return "var";
-    case ReduceOp::Norm: return "norm";
-    case ReduceOp::LogSumExp: return "logsumexp";
-    default: return "reduce";
+    case ReduceOp::Sum:
+        return "sum";
+    case ReduceOp::Mean:
+        return "mean";
+    case ReduceOp::Max:
+        return "max";
+    case ReduceOp::Min:
+        return "min";
+    case ReduceOp::ArgMax:
+        return "argmax";
+    case ReduceOp::ArgMin:
+        return "argmin";
+    case ReduceOp::Var:
+        return "var";
+    case ReduceOp::Norm:
+        return "norm";
+    case ReduceOp::LogSumExp:
+        return "logsumexp";
+    default:
+        return "reduce";
     }
 }
 
@@ -53,8 +74,10 @@ const char* reduce_name(ReduceOp op) {
 }
 
 template <typename T> inline bool is_nan(T v) {
-    if constexpr (std::is_floating_point_v<T>) return v != v;
-    else return false;
+    if constexpr (std::is_floating_point_v<T>)
+        return v != v;
+    else
+        return false;
 }
 
 // v replaces the current extreme m: strictly better, or the first NaN (NaN wins and sticks).
@@ -66,33 +89,64 @@ template <bool Max, typename T> inline bool better(T v, T m) {
 // Vectorisable building blocks. Independent lanes let the compiler keep several vector
 // accumulators in flight without reassociating a single sum (no -ffast-math needed).
 
-constexpr int kLanes = 16;
+// 32 lanes: 8 AVX2 accumulators of doubles, enough to hide the add latency.
+constexpr int kLanes = 32;
 
-// Sum of f(i) over [lo, hi) in double. Blocks of kBlock elements use kLanes accumulators; larger
-// ranges split in halves (pairwise), so rounding error grows with log(n), not n.
-template <typename F> double cascade_sum(int64_t lo, int64_t hi, const F& f) {
+// Sum of f(i) over [lo, hi) in double. Blocks of kBlock elements use kLanes accumulators;
+// block sums are combined with Neumaier compensation, so the rounding error stays at that of
+// one block (float64 sums must match PyTorch to 1e-10) instead of growing with n.
+template <typename F> MYELIN_INLINE double cascade_sum(int64_t lo, int64_t hi, const F& f) {
     constexpr int64_t kBlock = 2048;
-    if (hi - lo > kBlock) {
-        const int64_t mid = lo + ((hi - lo) / 2 + kLanes - 1) / kLanes * kLanes;
-        return cascade_sum(lo, mid, f) + cascade_sum(mid, hi, f);
-    }
-    double acc[kLanes] = {};
-    int64_t i = lo;
-    for (; i + kLanes <= hi; i += kLanes) {
+    double sum = 0.0, comp = 0.0;
+    for (int64_t b = lo; b < hi; b += kBlock) {
+        const int64_t e = std::min(hi, b + kBlock);
+        double x = 0.0;
+        int64_t i = b;
+        if (e - b >= kLanes) {
+            // Lanes start from the first kLanes elements: no zeroing (which g++ turns into a
+            // slow rep stos).
+            double acc[kLanes];
 #pragma omp simd
-        for (int l = 0; l < kLanes; ++l) acc[l] += f(i + l);
+            for (int l = 0; l < kLanes; ++l)
+                acc[l] = f(b + l);
+            for (i = b + kLanes; i + kLanes <= e; i += kLanes) {
+#pragma omp simd
+                for (int l = 0; l < kLanes; ++l)
+                    acc[l] += f(i + l);
+            }
+            // Pairwise tree over the lanes.
+#pragma GCC unroll 8
+            for (int w = kLanes / 2; w > 0; w /= 2) {
+#pragma GCC unroll 32
+                for (int l = 0; l < w; ++l)
+                    acc[l] += acc[l + w];
+            }
+            x = acc[0];
+        }
+        for (; i < e; ++i) // the tail, or a whole short run (tiny rows)
+            x += f(i);
+        if (b == lo) {
+            sum = x;
+            continue;
+        }
+        const double t = sum + x;
+        if (std::isfinite(t)) comp += std::abs(sum) >= std::abs(x) ? (sum - t) + x : (x - t) + sum;
+        sum = t;
     }
-    double tail = 0.0;
-    for (; i < hi; ++i) tail += f(i);
-    for (int w = kLanes / 2; w > 0; w /= 2)
-        for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-    return acc[0] + tail;
+    return sum + comp;
 }
 
 // Max (or min) of f(i) over [0, n), n >= 1; a NaN anywhere makes the result NaN.
-template <bool Max, typename V, typename F> V lane_extreme(int64_t n, const F& f) {
+template <bool Max, typename V, typename F> MYELIN_INLINE V lane_extreme(int64_t n, const F& f) {
+    if (n < kLanes) {
+        V r = f(0);
+        for (int64_t i = 1; i < n; ++i)
+            if (better<Max>(f(i), r)) r = f(i);
+        return r;
+    }
     V m[kLanes];
-    for (int l = 0; l < kLanes; ++l) m[l] = f(0);
+    for (int l = 0; l < kLanes; ++l)
+        m[l] = f(0);
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes) {
 #pragma omp simd
@@ -103,6 +157,7 @@ template <bool Max, typename V, typename F> V lane_extreme(int64_t n, const F& f
         }
     }
     V r = m[0];
+#pragma GCC unroll 32
     for (int l = 1; l < kLanes; ++l)
         if (better<Max>(m[l], r)) r = m[l];
     for (; i < n; ++i)
@@ -112,7 +167,7 @@ template <bool Max, typename V, typename F> V lane_extreme(int64_t n, const F& f
 
 // c ? a : b through bit masks. A plain ?: lets the compiler move arithmetic into a conditional
 // block, which under the default -ftrapping-math stops the vectoriser.
-inline float select(bool c, float a, float b) {
+MYELIN_INLINE float select(bool c, float a, float b) {
     const uint32_t m = 0u - static_cast<uint32_t>(c);
     return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) |
                                 (std::bit_cast<uint32_t>(b) & ~m));
@@ -121,7 +176,7 @@ inline float select(bool c, float a, float b) {
 // exp for float in branch-free, vectorisable form (Cephes expf polynomial, Cody-Waite range
 // reduction): within about 2 ulp, with overflow to inf, gradual underflow to subnormals and 0,
 // and NaN passed through. std::exp does not vectorise without -ffast-math.
-inline float fast_expf(float x) {
+MYELIN_INLINE float fast_expf(float x) {
     float xc = select(x > -104.0f, x, -104.0f); // also maps NaN to a finite value
     xc = select(xc < 88.8f, xc, 88.8f);
     // Round x*log2(e) to nearest with the 1.5*2^23 trick (exact under default rounding).
@@ -143,9 +198,11 @@ inline float fast_expf(float x) {
     return select(x != x, x, p * s1 * s2);
 }
 
-template <typename T> inline T exp_t(T x) {
-    if constexpr (std::is_same_v<T, float>) return fast_expf(x);
-    else return std::exp(x);
+template <typename T> MYELIN_INLINE T exp_t(T x) {
+    if constexpr (std::is_same_v<T, float>)
+        return fast_expf(x);
+    else
+        return std::exp(x);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -161,18 +218,22 @@ template <int NS> struct Counter {
     int64_t off[NS] = {};
 
     void seek(int64_t flat) {
-        for (int s = 0; s < NS; ++s) off[s] = 0;
+        for (int s = 0; s < NS; ++s)
+            off[s] = 0;
         for (int d = n - 1; d >= 0; --d) {
             idx[d] = flat % shape[d];
             flat /= shape[d];
-            for (int s = 0; s < NS; ++s) off[s] += idx[d] * strides[s][d];
+            for (int s = 0; s < NS; ++s)
+                off[s] += idx[d] * strides[s][d];
         }
     }
     void next() {
         for (int d = n - 1; d >= 0; --d) {
-            for (int s = 0; s < NS; ++s) off[s] += strides[s][d];
+            for (int s = 0; s < NS; ++s)
+                off[s] += strides[s][d];
             if (++idx[d] < shape[d]) return;
-            for (int s = 0; s < NS; ++s) off[s] -= idx[d] * strides[s][d];
+            for (int s = 0; s < NS; ++s)
+                off[s] -= idx[d] * strides[s][d];
             idx[d] = 0;
         }
     }
@@ -237,10 +298,13 @@ Layout make_layout(const View& x, int reduced_dims, bool reorder_reduced) {
 //   empty()                             the result of an empty reduction
 //   store(k, state)                     write output k (and its index)
 //   Lanes, lanes_begin/step/state       the column loop: n outputs side by side, one reduced
-//                                       position (`row`) at a time, p contiguous over outputs
+//                                       position (`row`) at a time, p contiguous over outputs;
+//                                       optionally lanes_step4, four rows at a time
 // Lane arrays hold kChunk outputs; they live on the stack of the thread that owns them.
 
-constexpr int kChunk = 256;
+// Outputs per column task: wide enough that each reduced row is read in long contiguous runs,
+// small enough that the lane accumulators stay in L1.
+constexpr int kChunk = 1024;
 
 template <typename T> struct SumOp {
     static constexpr bool kInt = std::is_integral_v<T>;
@@ -255,17 +319,21 @@ template <typename T> struct SumOp {
     void* out = nullptr;
     DType out_dtype = DType::Float32;
 
-    State segment(const T* p, int64_t n, int64_t stride, int64_t) const {
+    MYELIN_INLINE State segment(const T* p, int64_t n, int64_t stride, int64_t) const {
         if constexpr (kInt) {
             Acc s = 0;
-            for (int64_t i = 0; i < n; ++i) s += static_cast<Acc>(p[i * stride]);
+            for (int64_t i = 0; i < n; ++i)
+                s += static_cast<Acc>(p[i * stride]);
             return {s, 0};
         } else if (stride == 1) {
             return {cascade_sum(0, n, [p](int64_t i) { return double(p[i]); }), 0};
         } else {
-            return {cascade_sum(0, n, [p, stride](int64_t i) { return double(p[i * stride]); }),
-                    0};
+            return strided(p, n, stride);
         }
+    }
+    // Strided runs are rare and bound by their scattered loads: compiled once, not per clone.
+    [[gnu::noinline]] static State strided(const T* p, int64_t n, int64_t stride) {
+        return {cascade_sum(0, n, [p, stride](int64_t i) { return double(p[i * stride]); }), 0};
     }
     static void merge(State& a, const State& b) {
         if constexpr (kInt) {
@@ -307,7 +375,7 @@ template <typename T> struct SumOp {
         Acc block[kChunk];
         int rows;
     };
-    void lanes_begin(Lanes& L, const T* p, int n, int64_t) const {
+    MYELIN_INLINE void lanes_begin(Lanes& L, const T* p, int n, int64_t) const {
 #pragma omp simd
         for (int j = 0; j < n; ++j) {
             L.total[j] = 0;
@@ -315,10 +383,28 @@ template <typename T> struct SumOp {
         }
         L.rows = 1;
     }
-    void lanes_step(Lanes& L, const T* p, int n, int64_t) const {
+    MYELIN_INLINE void lanes_step(Lanes& L, const T* p, int n, int64_t) const {
 #pragma omp simd
-        for (int j = 0; j < n; ++j) L.block[j] += static_cast<Acc>(p[j]);
-        if (++L.rows == kFlush) {
+        for (int j = 0; j < n; ++j)
+            L.block[j] += static_cast<Acc>(p[j]);
+        if (++L.rows >= kFlush) {
+#pragma omp simd
+            for (int j = 0; j < n; ++j) {
+                L.total[j] += L.block[j];
+                L.block[j] = 0;
+            }
+            L.rows = 0;
+        }
+    }
+    // Four rows per pass: one load/store of the accumulators instead of four.
+    MYELIN_INLINE void lanes_step4(Lanes& L, const T* const* p, int n) const {
+        const T *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+#pragma omp simd
+        for (int j = 0; j < n; ++j)
+            L.block[j] += (static_cast<Acc>(p0[j]) + static_cast<Acc>(p1[j])) +
+                          (static_cast<Acc>(p2[j]) + static_cast<Acc>(p3[j]));
+        L.rows += 4;
+        if (L.rows >= kFlush) {
 #pragma omp simd
             for (int j = 0; j < n; ++j) {
                 L.total[j] += L.block[j];
@@ -342,10 +428,10 @@ template <typename T, bool Max> struct MinMaxOp {
         int64_t i;
     };
 
-    void* out = nullptr;   // values, or nullptr for argmax/argmin
+    void* out = nullptr;    // values, or nullptr for argmax/argmin
     int64_t* idx = nullptr; // indices, or nullptr
 
-    static State segment(const T* p, int64_t n, int64_t stride, int64_t first) {
+    MYELIN_INLINE static State segment(const T* p, int64_t n, int64_t stride, int64_t first) {
         if (stride != 1) {
             State s{p[0], first};
             for (int64_t i = 1; i < n; ++i)
@@ -369,9 +455,11 @@ template <typename T, bool Max> struct MinMaxOp {
         }
         int64_t i = best_block;
         if (is_nan(best)) {
-            while (!is_nan(p[i])) ++i;
+            while (!is_nan(p[i]))
+                ++i;
         } else {
-            while (p[i] != best) ++i;
+            while (p[i] != best)
+                ++i;
         }
         return {best, first + i};
     }
@@ -388,13 +476,13 @@ template <typename T, bool Max> struct MinMaxOp {
         T v[kChunk];
         int64_t i[kChunk];
     };
-    static void lanes_begin(Lanes& L, const T* p, int n, int64_t row) {
+    MYELIN_INLINE static void lanes_begin(Lanes& L, const T* p, int n, int64_t row) {
         for (int j = 0; j < n; ++j) {
             L.v[j] = p[j];
             L.i[j] = row;
         }
     }
-    static void lanes_step(Lanes& L, const T* p, int n, int64_t row) {
+    MYELIN_INLINE static void lanes_step(Lanes& L, const T* p, int n, int64_t row) {
         for (int j = 0; j < n; ++j) {
             if (better<Max>(p[j], L.v[j])) {
                 L.v[j] = p[j];
@@ -416,17 +504,20 @@ template <typename T> struct VarOp {
     double correction = 1.0;
     T* out = nullptr;
 
-    static State segment(const T* p, int64_t n, int64_t stride, int64_t) {
-        auto two_pass = [n](const auto& f) {
-            const double mean = cascade_sum(0, n, f) / double(n);
-            const double m2 = cascade_sum(0, n, [&](int64_t i) {
-                const double d = f(i) - mean;
-                return d * d;
-            });
-            return State{n, mean, m2};
-        };
-        if (stride == 1) return two_pass([p](int64_t i) { return double(p[i]); });
-        return two_pass([p, stride](int64_t i) { return double(p[i * stride]); });
+    MYELIN_INLINE static State segment(const T* p, int64_t n, int64_t stride, int64_t) {
+        if (stride == 1) return two_pass(n, [p](int64_t i) { return double(p[i]); });
+        return strided(p, n, stride);
+    }
+    [[gnu::noinline]] static State strided(const T* p, int64_t n, int64_t stride) {
+        return two_pass(n, [p, stride](int64_t i) { return double(p[i * stride]); });
+    }
+    template <typename F> MYELIN_INLINE static State two_pass(int64_t n, const F& f) {
+        const double mean = cascade_sum(0, n, f) / double(n);
+        const double m2 = cascade_sum(0, n, [&](int64_t i) {
+            const double d = f(i) - mean;
+            return d * d;
+        });
+        return State{n, mean, m2};
     }
     static void merge(State& a, const State& b) {
         if (b.n == 0) return;
@@ -453,7 +544,7 @@ template <typename T> struct VarOp {
         double m2[kChunk];
         int64_t n;
     };
-    static void lanes_begin(Lanes& L, const T* p, int n, int64_t) {
+    MYELIN_INLINE static void lanes_begin(Lanes& L, const T* p, int n, int64_t) {
 #pragma omp simd
         for (int j = 0; j < n; ++j) {
             L.mean[j] = double(p[j]);
@@ -461,7 +552,7 @@ template <typename T> struct VarOp {
         }
         L.n = 1;
     }
-    static void lanes_step(Lanes& L, const T* p, int n, int64_t) {
+    MYELIN_INLINE static void lanes_step(Lanes& L, const T* p, int n, int64_t) {
         const double inv = 1.0 / double(++L.n);
 #pragma omp simd
         for (int j = 0; j < n; ++j) {
@@ -471,7 +562,9 @@ template <typename T> struct VarOp {
             L.m2[j] += d * (x - L.mean[j]);
         }
     }
-    static State lanes_state(const Lanes& L, int j) { return {L.n, L.mean[j], L.m2[j]}; }
+    static State lanes_state(const Lanes& L, int j) {
+        return {L.n, L.mean[j], L.m2[j]};
+    }
 };
 
 // Vector norms. Sums and extremes of |x| accumulate in double (x^2 of a float cannot
@@ -485,24 +578,37 @@ template <typename T> struct NormOp {
     double p = 2.0;
     T* out = nullptr;
 
-    State segment(const T* x, int64_t n, int64_t stride, int64_t) const {
+    MYELIN_INLINE State segment(const T* x, int64_t n, int64_t stride, int64_t) const {
         if (stride == 1) return reduce_run(n, [x](int64_t i) { return double(x[i]); });
+        return strided(x, n, stride);
+    }
+    [[gnu::noinline]] State strided(const T* x, int64_t n, int64_t stride) const {
         return reduce_run(n, [x, stride](int64_t i) { return double(x[i * stride]); });
     }
-    template <typename F> double reduce_run(int64_t n, const F& f) const {
+    // The common norms (2, 1, inf) get inlined wide code; the rest is compiled once.
+    template <typename F> MYELIN_INLINE double reduce_run(int64_t n, const F& f) const {
         switch (kind) {
-        case NormKind::Two: return cascade_sum(0, n, [&](int64_t i) { return f(i) * f(i); });
-        case NormKind::One: return cascade_sum(0, n, [&](int64_t i) { return std::abs(f(i)); });
+        case NormKind::Two:
+            return cascade_sum(0, n, [&](int64_t i) { return f(i) * f(i); });
+        case NormKind::One:
+            return cascade_sum(0, n, [&](int64_t i) { return std::abs(f(i)); });
+        case NormKind::Inf:
+            return lane_extreme<true, double>(n, [&](int64_t i) { return std::abs(f(i)); });
+        default:
+            return rare(n, f);
+        }
+    }
+    template <typename F> [[gnu::noinline]] double rare(int64_t n, const F& f) const {
+        switch (kind) {
         case NormKind::Zero:
             return cascade_sum(0, n, [&](int64_t i) { return f(i) != 0.0 ? 1.0 : 0.0; });
         case NormKind::P:
             return cascade_sum(0, n, [&](int64_t i) { return std::pow(std::abs(f(i)), p); });
-        case NormKind::Inf:
-            return lane_extreme<true, double>(n, [&](int64_t i) { return std::abs(f(i)); });
         case NormKind::NegInf:
             return lane_extreme<false, double>(n, [&](int64_t i) { return std::abs(f(i)); });
+        default:
+            return 0.0;
         }
-        return 0.0;
     }
     void merge(State& a, const State& b) const {
         if (kind == NormKind::Inf) {
@@ -516,39 +622,47 @@ template <typename T> struct NormOp {
     static State empty() { return 0.0; } // inf norms of empty input throw earlier
     void store(int64_t k, const State& s) const {
         double v = s;
-        if (kind == NormKind::Two) v = std::sqrt(s);
-        else if (kind == NormKind::P) v = std::pow(s, 1.0 / p);
+        if (kind == NormKind::Two)
+            v = std::sqrt(s);
+        else if (kind == NormKind::P)
+            v = std::pow(s, 1.0 / p);
         out[k] = static_cast<T>(v);
     }
 
     struct Lanes {
         double acc[kChunk];
     };
-    void lanes_begin(Lanes& L, const T* x, int n, int64_t) const {
+    MYELIN_INLINE void lanes_begin(Lanes& L, const T* x, int n, int64_t) const {
         if (kind == NormKind::Inf || kind == NormKind::NegInf) {
-            for (int j = 0; j < n; ++j) L.acc[j] = std::abs(double(x[j]));
+            for (int j = 0; j < n; ++j)
+                L.acc[j] = std::abs(double(x[j]));
         } else {
-            for (int j = 0; j < n; ++j) L.acc[j] = 0.0;
+            for (int j = 0; j < n; ++j)
+                L.acc[j] = 0.0;
             lanes_step(L, x, n, 0);
         }
     }
-    void lanes_step(Lanes& L, const T* x, int n, int64_t) const {
+    MYELIN_INLINE void lanes_step(Lanes& L, const T* x, int n, int64_t) const {
         double* acc = L.acc;
         switch (kind) {
         case NormKind::Two:
 #pragma omp simd
-            for (int j = 0; j < n; ++j) acc[j] += double(x[j]) * double(x[j]);
+            for (int j = 0; j < n; ++j)
+                acc[j] += double(x[j]) * double(x[j]);
             break;
         case NormKind::One:
 #pragma omp simd
-            for (int j = 0; j < n; ++j) acc[j] += std::abs(double(x[j]));
+            for (int j = 0; j < n; ++j)
+                acc[j] += std::abs(double(x[j]));
             break;
         case NormKind::Zero:
 #pragma omp simd
-            for (int j = 0; j < n; ++j) acc[j] += x[j] != T(0) ? 1.0 : 0.0;
+            for (int j = 0; j < n; ++j)
+                acc[j] += x[j] != T(0) ? 1.0 : 0.0;
             break;
         case NormKind::P:
-            for (int j = 0; j < n; ++j) acc[j] += std::pow(std::abs(double(x[j])), p);
+            for (int j = 0; j < n; ++j)
+                acc[j] += std::pow(std::abs(double(x[j])), p);
             break;
         case NormKind::Inf:
             for (int j = 0; j < n; ++j)
@@ -560,7 +674,9 @@ template <typename T> struct NormOp {
             break;
         }
     }
-    static State lanes_state(const Lanes& L, int j) { return L.acc[j]; }
+    static State lanes_state(const Lanes& L, int j) {
+        return L.acc[j];
+    }
 };
 
 // log(sum(exp(x))) as (m, s) with sum(exp(x)) = s * exp(m). m = -inf: every element is -inf
@@ -573,11 +689,14 @@ template <typename T> struct LogSumExpOp {
 
     T* out = nullptr;
 
-    static State segment(const T* p, int64_t n, int64_t stride, int64_t) {
+    MYELIN_INLINE static State segment(const T* p, int64_t n, int64_t stride, int64_t) {
         if (stride == 1) return run(n, [p](int64_t i) { return p[i]; });
+        return strided(p, n, stride);
+    }
+    [[gnu::noinline]] static State strided(const T* p, int64_t n, int64_t stride) {
         return run(n, [p, stride](int64_t i) { return p[i * stride]; });
     }
-    template <typename F> static State run(int64_t n, const F& f) {
+    template <typename F> MYELIN_INLINE static State run(int64_t n, const F& f) {
         const T m = lane_extreme<true, T>(n, f);
         if (is_nan(m) || std::isinf(m)) return special(m);
         const double s = cascade_sum(0, n, [&](int64_t i) { return double(exp_t<T>(f(i) - m)); });
@@ -611,14 +730,14 @@ template <typename T> struct LogSumExpOp {
         double m[kChunk];
         double s[kChunk];
     };
-    static void lanes_begin(Lanes& L, const T* p, int n, int64_t) {
+    MYELIN_INLINE static void lanes_begin(Lanes& L, const T* p, int n, int64_t) {
         for (int j = 0; j < n; ++j) {
             L.m[j] = -kInf;
             L.s[j] = 0.0;
         }
         lanes_step(L, p, n, 0);
     }
-    static void lanes_step(Lanes& L, const T* p, int n, int64_t) {
+    MYELIN_INLINE static void lanes_step(Lanes& L, const T* p, int n, int64_t) {
         for (int j = 0; j < n; ++j) {
             const double x = double(p[j]);
             double& m = L.m[j];
@@ -649,8 +768,8 @@ int thread_count(int64_t work) {
 
 // Reduces flat positions [lo, hi) (hi > lo) of the block at `base` into one state.
 template <typename T, typename Op>
-typename Op::State reduce_span(const Op& op, const Layout& L, const T* base, int64_t lo,
-                               int64_t hi) {
+MYELIN_INLINE typename Op::State reduce_span(const Op& op, const Layout& L, const T* base,
+                                             int64_t lo, int64_t hi) {
     const int64_t n_in = L.rs[L.nr - 1];
     const int64_t s_in = L.rst[L.nr - 1];
     if (L.nr == 1) return op.segment(base + lo * s_in, hi - lo, s_in, lo);
@@ -663,8 +782,10 @@ typename Op::State reduce_span(const Op& op, const Layout& L, const T* base, int
     while (pos < hi) {
         const int64_t len = std::min(n_in - in, hi - pos);
         const auto part = op.segment(base + outer.off[0] + in * s_in, len, s_in, pos);
-        if (first) st = part;
-        else op.merge(st, part);
+        if (first)
+            st = part;
+        else
+            op.merge(st, part);
         first = false;
         pos += len;
         in = 0;
@@ -673,45 +794,52 @@ typename Op::State reduce_span(const Op& op, const Layout& L, const T* base, int
     return st;
 }
 
+template <typename Op> struct Partial {
+    int64_t k = -1; // output, or -1 for an unused slot
+    typename Op::State st{};
+};
+
+// Reduces flat (output, position) range [g0, g1): outputs covered whole are stored, the (at most
+// two) cut at the ends go to partials[0..1].
+template <typename T, typename Op>
+MYELIN_CLONES void rows_range(const Op& op, const Layout& L, const T* x, int64_t g0, int64_t g1,
+                              Partial<Op>* partials) {
+    const int64_t R = L.R;
+    Counter<1> kept{L.nk, L.ks, {L.kst}};
+    int64_t k = g0 / R;
+    kept.seek(k);
+    int np = 0;
+    while (g0 < g1) {
+        const int64_t r0 = g0 - k * R;
+        const int64_t r1 = std::min(R, g1 - k * R);
+        const auto st = reduce_span(op, L, x + kept.off[0], r0, r1);
+        if (r0 == 0 && r1 == R)
+            op.store(k, st);
+        else
+            partials[np++] = {k, st};
+        g0 = (k + 1) * R;
+        ++k;
+        kept.next();
+    }
+}
+
 // Row loop: threads split the flat (output, position) space evenly; outputs covered by one
 // thread are stored directly, split ones are merged afterwards in thread order.
 template <typename T, typename Op> void reduce_rows(const Op& op, const Layout& L, const T* x) {
-    const int64_t K = L.K, R = L.R;
-    const int nt = static_cast<int>(std::min<int64_t>(thread_count(K * R), K * R));
-    auto run = [&](int64_t g0, int64_t g1, auto&& on_partial) {
-        if (g0 >= g1) return;
-        Counter<1> kept{L.nk, L.ks, {L.kst}};
-        int64_t k = g0 / R;
-        kept.seek(k);
-        while (g0 < g1) {
-            const int64_t r0 = g0 - k * R;
-            const int64_t r1 = std::min(R, g1 - k * R);
-            const auto st = reduce_span(op, L, x + kept.off[0], r0, r1);
-            if (r0 == 0 && r1 == R) op.store(k, st);
-            else on_partial(k, st);
-            g0 = (k + 1) * R;
-            ++k;
-            kept.next();
-        }
-    };
+    const int64_t total = L.K * L.R;
+    const int nt = static_cast<int>(std::min<int64_t>(thread_count(total), total));
     if (nt <= 1) {
-        run(0, K * R, [](int64_t, const auto&) {});
+        rows_range<T, Op>(op, L, x, 0, total, nullptr);
         return;
     }
-    struct Partial {
-        int64_t k = -1;
-        typename Op::State st{};
-    };
-    std::vector<Partial> parts(2 * static_cast<size_t>(nt));
+    std::vector<Partial<Op>> parts(2 * static_cast<size_t>(nt));
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
         const int n = omp_get_num_threads();
-        const int64_t total = K * R;
         const int64_t g0 = total / n * t + std::min<int64_t>(t, total % n);
         const int64_t g1 = g0 + total / n + (t < total % n ? 1 : 0);
-        int np = 0;
-        run(g0, g1, [&](int64_t k, const auto& st) { parts[2 * t + np++] = {k, st}; });
+        rows_range<T, Op>(op, L, x, g0, g1, &parts[2 * size_t(t)]);
     }
     for (size_t i = 0; i < parts.size();) {
         if (parts[i].k < 0) {
@@ -727,12 +855,37 @@ template <typename T, typename Op> void reduce_rows(const Op& op, const Layout& 
     }
 }
 
+// Folds reduced rows [r0, r1) (r1 > r0) of n side-by-side outputs at p into lanes.
+template <typename T, typename Op>
+MYELIN_CLONES void fold_rows(const Op& op, const Layout& L, const T* p, int n, int64_t r0,
+                             int64_t r1, typename Op::Lanes& lanes) {
+    Counter<1> rows{L.nr, L.rs, {L.rst}};
+    rows.seek(r0);
+    op.lanes_begin(lanes, p + rows.off[0], n, r0);
+    int64_t r = r0 + 1;
+    if constexpr (requires(const T* const* q) { op.lanes_step4(lanes, q, n); }) {
+        for (; r + 4 <= r1; r += 4) {
+            const T* q[4];
+            for (int u = 0; u < 4; ++u) {
+                rows.next();
+                q[u] = p + rows.off[0];
+            }
+            op.lanes_step4(lanes, q, n);
+        }
+    }
+    for (; r < r1; ++r) {
+        rows.next();
+        op.lanes_step(lanes, p + rows.off[0], n, r);
+    }
+}
+
 // Column loop over kept dim `c` (unit stride): tasks are (other kept position, chunk of c).
 template <typename T, typename Op>
 void reduce_columns(const Op& op, const Layout& L, const T* x, int c) {
     // Output strides of the (simplified, contiguous) kept shape.
     int64_t ost[kMaxDims];
-    for (int d = L.nk - 1; d >= 0; --d) ost[d] = d == L.nk - 1 ? 1 : ost[d + 1] * L.ks[d + 1];
+    for (int d = L.nk - 1; d >= 0; --d)
+        ost[d] = d == L.nk - 1 ? 1 : ost[d + 1] * L.ks[d + 1];
     // The other kept dims, in order.
     int no = 0;
     int64_t osh[kMaxDims], oxs[kMaxDims], oos[kMaxDims];
@@ -746,7 +899,8 @@ void reduce_columns(const Op& op, const Layout& L, const T* x, int c) {
     const int64_t width = L.ks[c];
     const int64_t chunks = (width + kChunk - 1) / kChunk;
     int64_t n_outer = 1;
-    for (int d = 0; d < no; ++d) n_outer *= osh[d];
+    for (int d = 0; d < no; ++d)
+        n_outer *= osh[d];
     const int64_t tasks = n_outer * chunks;
     const int64_t R = L.R;
     const int nt = thread_count(L.K * R);
@@ -759,32 +913,28 @@ void reduce_columns(const Op& op, const Layout& L, const T* x, int c) {
         xoff = o.off[0] + j0;
         ooff = o.off[1] + j0 * ost[c];
     };
-    // Folds reduced rows [r0, r1) (r1 > r0) into lanes.
-    auto fold = [&](typename Op::Lanes& lanes, const T* p, int n, int64_t r0, int64_t r1) {
-        Counter<1> rows{L.nr, L.rs, {L.rst}};
-        rows.seek(r0);
-        op.lanes_begin(lanes, p + rows.off[0], n, r0);
-        for (int64_t r = r0 + 1; r < r1; ++r) {
-            rows.next();
-            op.lanes_step(lanes, p + rows.off[0], n, r);
-        }
-    };
 
     auto whole_task = [&](int64_t t) {
         int64_t xoff, ooff, j0;
         int n;
         task_origin(t, xoff, ooff, j0, n);
         typename Op::Lanes lanes;
-        fold(lanes, x + xoff, n, 0, R);
-        for (int j = 0; j < n; ++j) op.store(ooff + j * ost[c], op.lanes_state(lanes, j));
+        fold_rows<T, Op>(op, L, x + xoff, n, 0, R, lanes);
+        for (int j = 0; j < n; ++j)
+            op.store(ooff + j * ost[c], op.lanes_state(lanes, j));
     };
-    if (nt <= 1 || (tasks < 2 && R < 2 * nt)) {
-        for (int64_t t = 0; t < tasks; ++t) whole_task(t);
+    // Splitting one task's rows costs a merge buffer and a second pass over the outputs: only
+    // worth it for larger inputs (the [128, 256] bias gradient is faster on one thread).
+    const bool split_rows = tasks < nt && R >= 2 * nt && L.K * R >= 4 * kParallelGrain;
+    if (nt <= 1 || (tasks < 2 && !split_rows)) {
+        for (int64_t t = 0; t < tasks; ++t)
+            whole_task(t);
         return;
     }
-    if (tasks >= nt || R < 2 * nt) {
+    if (!split_rows) {
 #pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t t = 0; t < tasks; ++t) whole_task(t);
+        for (int64_t t = 0; t < tasks; ++t)
+            whole_task(t);
         return;
     }
     // Few tasks but many rows: split the rows of each task across threads, merge in order.
@@ -802,12 +952,14 @@ void reduce_columns(const Op& op, const Layout& L, const T* x, int c) {
             used = nth;
             const int64_t r0 = R * tid / nth, r1 = R * (tid + 1) / nth;
             typename Op::Lanes lanes;
-            fold(lanes, x + xoff, n, r0, r1);
-            for (int j = 0; j < n; ++j) parts[size_t(tid) * kChunk + j] = op.lanes_state(lanes, j);
+            fold_rows<T, Op>(op, L, x + xoff, n, r0, r1, lanes);
+            for (int j = 0; j < n; ++j)
+                parts[size_t(tid) * kChunk + j] = op.lanes_state(lanes, j);
         }
         for (int j = 0; j < n; ++j) {
             auto st = parts[size_t(j)];
-            for (int p = 1; p < used; ++p) op.merge(st, parts[size_t(p) * kChunk + j]);
+            for (int p = 1; p < used; ++p)
+                op.merge(st, parts[size_t(p) * kChunk + j]);
             op.store(ooff + j * ost[c], st);
         }
     }
@@ -816,7 +968,8 @@ void reduce_columns(const Op& op, const Layout& L, const T* x, int c) {
 template <typename T, typename Op> void run_reduce(const Op& op, const Layout& L, const View& x) {
     if (L.K == 0) return;
     if (L.R == 0) {
-        for (int64_t k = 0; k < L.K; ++k) op.store(k, Op::empty());
+        for (int64_t k = 0; k < L.K; ++k)
+            op.store(k, Op::empty());
         return;
     }
     const T* data = static_cast<const T*>(x.data);
@@ -846,7 +999,8 @@ void check_out(const char* name, const View& x, int reduced_dims, const View& ou
         throw ShapeError(std::string(name) + "(): cannot reduce " + std::to_string(reduced_dims) +
                          " dims of a " + std::to_string(x.ndim) + "-d tensor");
     bool ok = out.ndim == x.ndim - reduced_dims && out.is_contiguous();
-    for (int d = 0; ok && d < out.ndim; ++d) ok = out.shape[d] == x.shape[d];
+    for (int d = 0; ok && d < out.ndim; ++d)
+        ok = out.shape[d] == x.shape[d];
     if (!ok)
         throw ShapeError(std::string(name) +
                          "(): output must be contiguous with the kept dims of the input");
@@ -871,29 +1025,41 @@ void reduce_typed(ReduceOp op, const View& x, int reduced_dims, const View& out,
         return run_reduce<T>(s, L, x);
     }
     case ReduceOp::Max:
-    case ReduceOp::ArgMax: return run_reduce<T>(MinMaxOp<T, true>{vals, idx}, L, x);
+    case ReduceOp::ArgMax:
+        return run_reduce<T>(MinMaxOp<T, true>{vals, idx}, L, x);
     case ReduceOp::Min:
-    case ReduceOp::ArgMin: return run_reduce<T>(MinMaxOp<T, false>{vals, idx}, L, x);
-    default: break;
+    case ReduceOp::ArgMin:
+        return run_reduce<T>(MinMaxOp<T, false>{vals, idx}, L, x);
+    default:
+        break;
     }
     if constexpr (std::is_floating_point_v<T>) {
         T* o = static_cast<T*>(out.data);
         switch (op) {
-        case ReduceOp::Var: return run_reduce<T>(VarOp<T>{p.a, o}, L, x);
+        case ReduceOp::Var:
+            return run_reduce<T>(VarOp<T>{p.a, o}, L, x);
         case ReduceOp::Norm: {
             NormOp<T> n;
             n.p = p.a;
             n.out = o;
-            if (p.a == 2.0) n.kind = NormKind::Two;
-            else if (p.a == 1.0) n.kind = NormKind::One;
-            else if (p.a == 0.0) n.kind = NormKind::Zero;
-            else if (p.a == kInf) n.kind = NormKind::Inf;
-            else if (p.a == -kInf) n.kind = NormKind::NegInf;
-            else n.kind = NormKind::P;
+            if (p.a == 2.0)
+                n.kind = NormKind::Two;
+            else if (p.a == 1.0)
+                n.kind = NormKind::One;
+            else if (p.a == 0.0)
+                n.kind = NormKind::Zero;
+            else if (p.a == kInf)
+                n.kind = NormKind::Inf;
+            else if (p.a == -kInf)
+                n.kind = NormKind::NegInf;
+            else
+                n.kind = NormKind::P;
             return run_reduce<T>(n, L, x);
         }
-        case ReduceOp::LogSumExp: return run_reduce<T>(LogSumExpOp<T>{o}, L, x);
-        default: break;
+        case ReduceOp::LogSumExp:
+            return run_reduce<T>(LogSumExpOp<T>{o}, L, x);
+        default:
+            break;
         }
     }
     throw Error(std::string(reduce_name(op)) + "(): unsupported reduce op for dtype " +
@@ -903,37 +1069,43 @@ void reduce_typed(ReduceOp op, const View& x, int reduced_dims, const View& out,
 // ---------------------------------------------------------------------------------------------
 // Softmax over dim of a contiguous tensor, seen as [outer, D, inner].
 
-template <typename T> void softmax_row(const T* x, T* y, int64_t D, bool log) {
+template <typename T> MYELIN_CLONES void softmax_row(const T* x, T* y, int64_t D, bool log) {
     const T m = lane_extreme<true, T>(D, [x](int64_t i) { return x[i]; });
+    // exp into y first: a plain vector loop, then a separate sum (faster than fusing the two).
+#pragma omp simd
+    for (int64_t i = 0; i < D; ++i)
+        y[i] = exp_t<T>(x[i] - m);
+    const double s = cascade_sum(0, D, [y](int64_t i) { return double(y[i]); });
     if (log) {
-        const double s = cascade_sum(0, D, [x, m](int64_t i) { return double(exp_t<T>(x[i] - m)); });
         const T ls = static_cast<T>(std::log(s));
 #pragma omp simd
-        for (int64_t i = 0; i < D; ++i) y[i] = (x[i] - m) - ls;
-        return;
+        for (int64_t i = 0; i < D; ++i)
+            y[i] = (x[i] - m) - ls;
+    } else {
+        const T inv = static_cast<T>(1.0 / s);
+#pragma omp simd
+        for (int64_t i = 0; i < D; ++i)
+            y[i] *= inv;
     }
-#pragma omp simd
-    for (int64_t i = 0; i < D; ++i) y[i] = exp_t<T>(x[i] - m);
-    const double s = cascade_sum(0, D, [y](int64_t i) { return double(y[i]); });
-    const T inv = static_cast<T>(1.0 / s);
-#pragma omp simd
-    for (int64_t i = 0; i < D; ++i) y[i] *= inv;
 }
 
 // inner > 1: columns of a [D, inner] slab, n at a time starting at column j0.
 template <typename T>
-void softmax_cols(const T* x, T* y, int64_t D, int64_t inner, int64_t j0, int n, bool log) {
+MYELIN_CLONES void softmax_cols(const T* x, T* y, int64_t D, int64_t inner, int64_t j0, int n,
+                                bool log) {
     T m[kChunk];
     double s[kChunk];
     x += j0;
     y += j0;
-    for (int j = 0; j < n; ++j) m[j] = x[j];
+    for (int j = 0; j < n; ++j)
+        m[j] = x[j];
     for (int64_t d = 1; d < D; ++d) {
         const T* row = x + d * inner;
         for (int j = 0; j < n; ++j)
             m[j] = (row[j] > m[j] || is_nan(row[j])) ? row[j] : m[j];
     }
-    for (int j = 0; j < n; ++j) s[j] = 0.0;
+    for (int j = 0; j < n; ++j)
+        s[j] = 0.0;
     for (int64_t d = 0; d < D; ++d) {
         const T* row = x + d * inner;
         T* out = y + d * inner;
@@ -946,65 +1118,77 @@ void softmax_cols(const T* x, T* y, int64_t D, int64_t inner, int64_t j0, int n,
     }
     if (log) {
         T ls[kChunk];
-        for (int j = 0; j < n; ++j) ls[j] = static_cast<T>(std::log(s[j]));
+        for (int j = 0; j < n; ++j)
+            ls[j] = static_cast<T>(std::log(s[j]));
         for (int64_t d = 0; d < D; ++d) {
             const T* row = x + d * inner;
             T* out = y + d * inner;
 #pragma omp simd
-            for (int j = 0; j < n; ++j) out[j] = (row[j] - m[j]) - ls[j];
+            for (int j = 0; j < n; ++j)
+                out[j] = (row[j] - m[j]) - ls[j];
         }
     } else {
         T inv[kChunk];
-        for (int j = 0; j < n; ++j) inv[j] = static_cast<T>(1.0 / s[j]);
+        for (int j = 0; j < n; ++j)
+            inv[j] = static_cast<T>(1.0 / s[j]);
         for (int64_t d = 0; d < D; ++d) {
             T* out = y + d * inner;
 #pragma omp simd
-            for (int j = 0; j < n; ++j) out[j] *= inv[j];
+            for (int j = 0; j < n; ++j)
+                out[j] *= inv[j];
         }
     }
 }
 
 // softmax:     gx = y * (gy - sum(gy * y))
 // log_softmax: gx = gy - exp(y) * sum(gy)
-template <typename T> void softmax_backward_row(const T* y, const T* gy, T* gx, int64_t D, bool log) {
+template <typename T>
+MYELIN_CLONES void softmax_backward_row(const T* y, const T* gy, T* gx, int64_t D, bool log) {
     if (log) {
         const T s = static_cast<T>(cascade_sum(0, D, [gy](int64_t i) { return double(gy[i]); }));
 #pragma omp simd
-        for (int64_t i = 0; i < D; ++i) gx[i] = gy[i] - exp_t<T>(y[i]) * s;
+        for (int64_t i = 0; i < D; ++i)
+            gx[i] = gy[i] - exp_t<T>(y[i]) * s;
     } else {
-        const T dot = static_cast<T>(
-            cascade_sum(0, D, [y, gy](int64_t i) { return double(gy[i]) * double(y[i]); }));
+        const T dot =
+            static_cast<T>(cascade_sum(0, D, [y, gy](int64_t i) { return double(gy[i] * y[i]); }));
 #pragma omp simd
-        for (int64_t i = 0; i < D; ++i) gx[i] = y[i] * (gy[i] - dot);
+        for (int64_t i = 0; i < D; ++i)
+            gx[i] = y[i] * (gy[i] - dot);
     }
 }
 
 template <typename T>
-void softmax_backward_cols(const T* y, const T* gy, T* gx, int64_t D, int64_t inner, int64_t j0,
-                           int n, bool log) {
+MYELIN_CLONES void softmax_backward_cols(const T* y, const T* gy, T* gx, int64_t D, int64_t inner,
+                                         int64_t j0, int n, bool log) {
     double s[kChunk];
     y += j0;
     gy += j0;
     gx += j0;
-    for (int j = 0; j < n; ++j) s[j] = 0.0;
+    for (int j = 0; j < n; ++j)
+        s[j] = 0.0;
     for (int64_t d = 0; d < D; ++d) {
         const T* yr = y + d * inner;
         const T* gr = gy + d * inner;
 #pragma omp simd
-        for (int j = 0; j < n; ++j) s[j] += log ? double(gr[j]) : double(gr[j]) * double(yr[j]);
+        for (int j = 0; j < n; ++j)
+            s[j] += double(log ? gr[j] : gr[j] * yr[j]);
     }
     T st[kChunk];
-    for (int j = 0; j < n; ++j) st[j] = static_cast<T>(s[j]);
+    for (int j = 0; j < n; ++j)
+        st[j] = static_cast<T>(s[j]);
     for (int64_t d = 0; d < D; ++d) {
         const T* yr = y + d * inner;
         const T* gr = gy + d * inner;
         T* out = gx + d * inner;
         if (log) {
 #pragma omp simd
-            for (int j = 0; j < n; ++j) out[j] = gr[j] - exp_t<T>(yr[j]) * st[j];
+            for (int j = 0; j < n; ++j)
+                out[j] = gr[j] - exp_t<T>(yr[j]) * st[j];
         } else {
 #pragma omp simd
-            for (int j = 0; j < n; ++j) out[j] = yr[j] * (gr[j] - st[j]);
+            for (int j = 0; j < n; ++j)
+                out[j] = yr[j] * (gr[j] - st[j]);
         }
     }
 }
@@ -1024,16 +1208,21 @@ SoftmaxShape softmax_shape(const char* name, const View& x, int dim,
     if (!x.is_contiguous()) throw ShapeError(std::string(name) + "(): input must be contiguous");
     for (const View* v : others) {
         bool ok = v->dtype == x.dtype && v->ndim == x.ndim && v->is_contiguous();
-        for (int d = 0; ok && d < x.ndim; ++d) ok = v->shape[d] == x.shape[d];
+        for (int d = 0; ok && d < x.ndim; ++d)
+            ok = v->shape[d] == x.shape[d];
         if (!ok)
-            throw ShapeError(std::string(name) +
-                             "(): all operands must be contiguous with the input's shape and dtype");
+            throw ShapeError(
+                std::string(name) +
+                "(): all operands must be contiguous with the input's shape and dtype");
     }
     SoftmaxShape s;
     for (int d = 0; d < x.ndim; ++d) {
-        if (d < dim) s.outer *= x.shape[d];
-        else if (d == dim) s.D = x.shape[d];
-        else s.inner *= x.shape[d];
+        if (d < dim)
+            s.outer *= x.shape[d];
+        else if (d == dim)
+            s.D = x.shape[d];
+        else
+            s.inner *= x.shape[d];
     }
     return s;
 }
@@ -1049,20 +1238,25 @@ template <typename F> void for_each_slab(const SoftmaxShape& s, const F& body) {
         body(o, j0, static_cast<int>(std::min<int64_t>(kChunk, s.inner - j0)));
     };
     if (nt <= 1 || tasks < 2) {
-        for (int64_t t = 0; t < tasks; ++t) one(t);
+        for (int64_t t = 0; t < tasks; ++t)
+            one(t);
         return;
     }
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t t = 0; t < tasks; ++t) one(t);
+    for (int64_t t = 0; t < tasks; ++t)
+        one(t);
 }
 
-template <typename T> void softmax_impl(const View& x, const SoftmaxShape& s, bool log, const View& out) {
+template <typename T>
+void softmax_impl(const View& x, const SoftmaxShape& s, bool log, const View& out) {
     const T* xp = static_cast<const T*>(x.data);
     T* yp = static_cast<T*>(out.data);
     const int64_t slab = s.D * s.inner;
     for_each_slab(s, [&](int64_t o, int64_t j0, int n) {
-        if (s.inner == 1) softmax_row(xp + o * slab, yp + o * slab, s.D, log);
-        else softmax_cols(xp + o * slab, yp + o * slab, s.D, s.inner, j0, n, log);
+        if (s.inner == 1)
+            softmax_row(xp + o * slab, yp + o * slab, s.D, log);
+        else
+            softmax_cols(xp + o * slab, yp + o * slab, s.D, s.inner, j0, n, log);
     });
 }
 
@@ -1075,8 +1269,10 @@ void softmax_backward_impl(const View& y, const View& gy, const SoftmaxShape& s,
     const int64_t slab = s.D * s.inner;
     for_each_slab(s, [&](int64_t o, int64_t j0, int n) {
         const int64_t b = o * slab;
-        if (s.inner == 1) softmax_backward_row(yp + b, gp + b, xp + b, s.D, log);
-        else softmax_backward_cols(yp + b, gp + b, xp + b, s.D, s.inner, j0, n, log);
+        if (s.inner == 1)
+            softmax_backward_row(yp + b, gp + b, xp + b, s.D, log);
+        else
+            softmax_backward_cols(yp + b, gp + b, xp + b, s.D, s.inner, j0, n, log);
     });
 }
 
@@ -1093,7 +1289,8 @@ void CpuBackend::reduce(ReduceOp op, const View& x, int reduced_dims, const View
             throw DTypeError(std::string(name) + "(): indices must be int64, got " +
                              dtype_name(indices->dtype));
         bool ok = indices->ndim == out.ndim && indices->is_contiguous();
-        for (int d = 0; ok && d < out.ndim; ++d) ok = indices->shape[d] == out.shape[d];
+        for (int d = 0; ok && d < out.ndim; ++d)
+            ok = indices->shape[d] == out.shape[d];
         if (!ok)
             throw ShapeError(std::string(name) +
                              "(): indices must be contiguous with the output's shape");
@@ -1126,7 +1323,8 @@ void CpuBackend::reduce(ReduceOp op, const View& x, int reduced_dims, const View
                          " does not match the expected " + dtype_name(want));
 
     int64_t R = 1;
-    for (int d = x.ndim - reduced_dims; d < x.ndim; ++d) R *= x.shape[d];
+    for (int d = x.ndim - reduced_dims; d < x.ndim; ++d)
+        R *= x.shape[d];
     if (R == 0) {
         if (is_minmax)
             throw IndexError(std::string(name) + "(): cannot reduce over a zero-size dimension");
@@ -1136,9 +1334,15 @@ void CpuBackend::reduce(ReduceOp op, const View& x, int reduced_dims, const View
     }
 
     switch (x.dtype) {
-    case DType::Float32: reduce_typed<float>(op, x, reduced_dims, out, vals, idx, p); break;
-    case DType::Float64: reduce_typed<double>(op, x, reduced_dims, out, vals, idx, p); break;
-    default: reduce_typed<int64_t>(op, x, reduced_dims, out, vals, idx, p); break;
+    case DType::Float32:
+        reduce_typed<float>(op, x, reduced_dims, out, vals, idx, p);
+        break;
+    case DType::Float64:
+        reduce_typed<double>(op, x, reduced_dims, out, vals, idx, p);
+        break;
+    default:
+        reduce_typed<int64_t>(op, x, reduced_dims, out, vals, idx, p);
+        break;
     }
     if (idx_copy) std::memcpy(idx_copy, idx, sizeof(int64_t) * size_t(out.numel()));
 }
@@ -1147,8 +1351,10 @@ void CpuBackend::softmax(const View& x, int dim, bool log, const View& out) {
     const char* name = log ? "log_softmax" : "softmax";
     const SoftmaxShape s = softmax_shape(name, x, dim, {&out});
     if (s.outer * s.D * s.inner == 0) return;
-    if (x.dtype == DType::Float32) softmax_impl<float>(x, s, log, out);
-    else softmax_impl<double>(x, s, log, out);
+    if (x.dtype == DType::Float32)
+        softmax_impl<float>(x, s, log, out);
+    else
+        softmax_impl<double>(x, s, log, out);
 }
 
 void CpuBackend::softmax_backward(const View& y, const View& grad_y, int dim, bool log,
@@ -1156,8 +1362,10 @@ void CpuBackend::softmax_backward(const View& y, const View& grad_y, int dim, bo
     const char* name = log ? "log_softmax_backward" : "softmax_backward";
     const SoftmaxShape s = softmax_shape(name, y, dim, {&grad_y, &grad_x});
     if (s.outer * s.D * s.inner == 0) return;
-    if (y.dtype == DType::Float32) softmax_backward_impl<float>(y, grad_y, s, log, grad_x);
-    else softmax_backward_impl<double>(y, grad_y, s, log, grad_x);
+    if (y.dtype == DType::Float32)
+        softmax_backward_impl<float>(y, grad_y, s, log, grad_x);
+    else
+        softmax_backward_impl<double>(y, grad_y, s, log, grad_x);
 }
 
 } // namespace myelin::backend
