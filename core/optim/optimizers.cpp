@@ -153,9 +153,33 @@ template <typename T> struct AdamArgs {
         bias_correction2_sqrt, neg_step_size;
     bool decoupled, amsgrad, maximize;
 };
+// Adam's common configurations (no amsgrad, no maximize; L2 decay only when set) without
+// per-element branches, so the loop vectorises. Same operations, same rounding as the general
+// loop below.
+template <typename T, bool kDecoupled>
+void adam_fast(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t n,
+               const AdamArgs<T>& a) {
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) {
+        T grad = g[i];
+        if constexpr (kDecoupled) p[i] = p[i] * a.decay_factor;
+        m[i] = add_alpha(m[i] * a.beta1, a.one_minus_beta1, grad);
+        v[i] = addcmul(v[i] * a.beta2, a.one_minus_beta2, grad, grad);
+        const T denom = std::sqrt(v[i]) / a.bias_correction2_sqrt + a.eps;
+        p[i] = p[i] + a.neg_step_size * m[i] / denom;
+    }
+}
+
 template <typename T>
 void adam_kernel(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
                  T* __restrict vmax, int64_t n, const AdamArgs<T>& a) {
+    if (!a.amsgrad && !a.maximize && (a.decoupled || a.weight_decay == T(0))) {
+        if (a.decoupled)
+            adam_fast<T, true>(p, g, m, v, n, a);
+        else
+            adam_fast<T, false>(p, g, m, v, n, a);
+        return;
+    }
     // Element-wise and independent: split across threads when large (same result).
 #pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
