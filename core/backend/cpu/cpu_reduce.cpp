@@ -10,6 +10,7 @@
 // Every op is a small class with a mergeable State, so a block can be split across threads and
 // the partial results combined in a fixed order (deterministic for a given thread count).
 #include "backend/cpu/cpu_backend.h"
+#include "backend/kernels/elementwise.h"
 
 #include <myelin/error.h>
 
@@ -173,34 +174,9 @@ MYELIN_INLINE float select(bool c, float a, float b) {
                                 (std::bit_cast<uint32_t>(b) & ~m));
 }
 
-// exp for float in branch-free, vectorisable form (Cephes expf polynomial, Cody-Waite range
-// reduction): within about 2 ulp, with overflow to inf, gradual underflow to subnormals and 0,
-// and NaN passed through. std::exp does not vectorise without -ffast-math.
-MYELIN_INLINE float fast_expf(float x) {
-    float xc = select(x > -104.0f, x, -104.0f); // also maps NaN to a finite value
-    xc = select(xc < 88.8f, xc, 88.8f);
-    // Round x*log2(e) to nearest with the 1.5*2^23 trick (exact under default rounding).
-    const float fn = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    const int n = static_cast<int>(fn);
-    const float r = (xc - fn * 0.693359375f) - fn * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    // 2^n in two factors so n down to -150 (subnormal results) needs no special case.
-    const int n1 = n >> 1;
-    const int n2 = n - n1;
-    const float s1 = std::bit_cast<float>((n1 + 127) << 23);
-    const float s2 = std::bit_cast<float>((n2 + 127) << 23);
-    return select(x != x, x, p * s1 * s2);
-}
-
 template <typename T> MYELIN_INLINE T exp_t(T x) {
     if constexpr (std::is_same_v<T, float>)
-        return fast_expf(x);
+        return kernels::fast_expf(x);
     else
         return std::exp(x);
 }

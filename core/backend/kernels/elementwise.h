@@ -4,6 +4,7 @@
 #include "backend/backend.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 
@@ -17,13 +18,34 @@ namespace myelin::kernels {
 
 using backend::OpParams;
 
-// exp for float that compilers vectorise (std::exp does not without -ffast-math): Cody-Waite
-// range reduction and a degree-6 polynomial; max error ~1 ulp over the float range.
+// Bits of a float as int and back (memcpy: valid in host and device code, folds to a move).
+MYELIN_HD int32_t float_bits(float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof i);
+    return i;
+}
+MYELIN_HD float bits_float(int32_t i) {
+    float f;
+    std::memcpy(&f, &i, sizeof f);
+    return f;
+}
+// c ? a : b through bit masks: a plain ?: lets the compiler move arithmetic into a conditional
+// block, which under the default -ftrapping-math stops the vectoriser.
+MYELIN_HD float bit_select(bool c, float a, float b) {
+    const int32_t m = -static_cast<int32_t>(c);
+    return bits_float((float_bits(a) & m) | (float_bits(b) & ~m));
+}
+
+// exp for float in branch-free, vectorisable form (std::exp does not vectorise without
+// -ffast-math, which we refuse): Cephes polynomial after Cody-Waite range reduction. At most
+// 0.99 ulp over the float range, overflow to inf, gradual underflow, NaN passed through.
 MYELIN_HD float fast_expf(float x) {
-    x = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-    const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
-    float r = x - n * 0.693145751953125f;
-    r = r - n * 1.428606765330187045e-06f;
+    float xc = bit_select(x > -104.0f, x, -104.0f); // also maps NaN to a finite value
+    xc = bit_select(xc < 88.8f, xc, 88.8f);
+    // Round x*log2(e) to nearest with the 1.5*2^23 trick (exact under default rounding).
+    const float fn = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    const int n = static_cast<int>(fn);
+    const float r = (xc - fn * 0.693359375f) - fn * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
@@ -31,18 +53,10 @@ MYELIN_HD float fast_expf(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    // scale by 2^n through the exponent bits; n in [-151, 129] needs two steps at the ends
-    const int ni = static_cast<int>(n);
-    const int half = ni / 2;
-    const auto pow2 = [](int e) {
-        union {
-            int32_t i;
-            float f;
-        } u;
-        u.i = (e + 127) << 23;
-        return u.f;
-    };
-    return p * pow2(half) * pow2(ni - half);
+    // 2^n in two factors so n down to -150 (subnormal results) needs no special case.
+    const int n1 = n >> 1;
+    const int n2 = n - n1;
+    return bit_select(x != x, x, p * bits_float((n1 + 127) << 23) * bits_float((n2 + 127) << 23));
 }
 MYELIN_HD double fast_exp(double x) { return std::exp(x); }
 MYELIN_HD float fast_exp(float x) { return fast_expf(x); }
