@@ -6,6 +6,8 @@
 
 #include <QtTest>
 
+#include "test_support.h"
+
 using namespace myelin;
 using autograd::live_node_count;
 
@@ -14,16 +16,6 @@ Tensor leaf(std::initializer_list<double> v, DType t = DType::Float32) {
     return tensor(v, TensorOptions(t).with_requires_grad());
 }
 std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
-template <typename E, typename F> QString error_of(F&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QStringLiteral("wrong exception type: ") + e.what();
-    }
-    return QStringLiteral("no exception");
-}
 } // namespace
 
 class TestAutograd : public QObject {

@@ -10,6 +10,8 @@
 
 #include <QtTest>
 
+#include "test_support.h"
+
 #include <memory>
 #include <set>
 
@@ -19,16 +21,6 @@ using nn::Reduction;
 
 namespace {
 
-template <typename E, typename Fn> QString error_of(Fn&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QStringLiteral("wrong exception type: ") + e.what();
-    }
-    return QStringLiteral("no exception");
-}
 
 Tensor run_loss(const golden::Case& c, const std::map<std::string, Tensor>& t) {
     const std::string loss = c.attr("loss");

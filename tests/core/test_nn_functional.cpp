@@ -9,6 +9,8 @@
 
 #include <QtTest>
 
+#include "test_support.h"
+
 #include <cmath>
 
 using namespace myelin;
@@ -23,16 +25,6 @@ Tensor rnd(const Dims& shape, uint64_t seed, DType t = DType::Float64, bool grad
     return x;
 }
 
-template <typename E, typename Fn> QString error_of(Fn&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QStringLiteral("wrong exception type: ") + e.what();
-    }
-    return QStringLiteral("no exception");
-}
 
 #define CHECK_ERROR(Type, expr, ...)                                                               \
     do {                                                                                           \

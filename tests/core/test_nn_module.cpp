@@ -13,6 +13,8 @@
 
 #include <QtTest>
 
+#include "test_support.h"
+
 #include <cmath>
 #include <map>
 
@@ -22,16 +24,6 @@ namespace F = myelin::nn::functional;
 
 namespace {
 
-template <typename E, typename Fn> QString error_of(Fn&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QStringLiteral("wrong exception type: ") + e.what();
-    }
-    return QStringLiteral("no exception");
-}
 
 using KeyShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 

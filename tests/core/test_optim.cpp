@@ -13,6 +13,8 @@
 
 #include <QtTest>
 
+#include "test_support.h"
+
 #include <memory>
 
 using namespace myelin;
@@ -25,16 +27,6 @@ namespace {
 constexpr double kRtol = 1e-6;
 constexpr double kAtol = 1e-7;
 
-template <typename E, typename Fn> QString error_of(Fn&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QStringLiteral("wrong exception type: ") + e.what();
-    }
-    return QStringLiteral("no exception");
-}
 
 // Options of a golden case (group 0) and the overrides of group 1.
 std::unique_ptr<Optimizer> make_optimizer(const golden::Case& c, const std::vector<Tensor>& p) {

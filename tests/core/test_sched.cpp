@@ -9,6 +9,8 @@
 
 #include <QtTest>
 
+#include "test_support.h"
+
 #include <memory>
 
 using namespace myelin;
@@ -16,16 +18,6 @@ using namespace myelin::optim;
 
 namespace {
 
-template <typename E, typename Fn> QString error_of(Fn&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QStringLiteral("wrong exception type: ") + e.what();
-    }
-    return QStringLiteral("no exception");
-}
 
 // Two groups with lr 0.1 and 0.01, as the generator.
 std::unique_ptr<Optimizer> make_optimizer(const std::string& kind) {

@@ -6,6 +6,8 @@
 
 #include <QtTest>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -13,16 +15,6 @@ using namespace myelin;
 
 namespace {
 std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
-template <typename E, typename F> QString error_of(F&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QStringLiteral("wrong exception type: ") + e.what();
-    }
-    return QStringLiteral("no exception");
-}
 } // namespace
 
 class TestTensor : public QObject {
