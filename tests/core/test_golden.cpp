@@ -1,22 +1,18 @@
 // Golden-value parity with PyTorch: every op of tensor.h, forward and backward, on fixtures
 // written by tests/golden/gen_golden.py (format and tolerances: tests/golden/README.md), plus
 // gradcheck on every float64 case with a gradient.
+#include "golden_support.h"
+
 #include <QtTest>
 
 #include <myelin/autograd.h>
 #include <myelin/tensor.h>
 
-#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,6 +25,16 @@ using myelin::DType;
 using myelin::Tensor;
 using myelin::TensorList;
 
+using golden::compareMeta;
+using golden::extractValues;
+using golden::FixtureError;
+using golden::makeTensor;
+using golden::Mismatches;
+using golden::parseIntList;
+using golden::parseNumber;
+using golden::TensorData;
+using golden::Tolerance;
+
 namespace {
 
 // Minimum case counts per file: a truncated or missing fixture must fail, not pass vacuously.
@@ -39,19 +45,6 @@ const char* const kFixtureFiles[] = {"ops_f32.txt", "ops_f64.txt"};
 // ---------------------------------------------------------------------------------------------
 // Fixture model and parser
 
-struct FixtureError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-template <typename T> T parseNumber(const std::string& s) {
-    T value{};
-    const char* first = s.data();
-    const char* last = s.data() + s.size();
-    auto [ptr, ec] = std::from_chars(first, last, value);
-    if (ec != std::errc() || ptr != last) throw FixtureError("bad number '" + s + "'");
-    return value;
-}
-
 DType parseDType(const std::string& tag) {
     if (tag == "f32") return DType::Float32;
     if (tag == "f64") return DType::Float64;
@@ -61,21 +54,6 @@ DType parseDType(const std::string& tag) {
     if (tag == "u8") return DType::UInt8;
     if (tag == "bool") return DType::Bool;
     throw FixtureError("unknown dtype tag '" + tag + "'");
-}
-
-std::vector<int64_t> parseIntList(const std::string& s) {
-    if (s.size() < 2 || s.front() != '[' || s.back() != ']')
-        throw FixtureError("bad list '" + s + "'");
-    std::vector<int64_t> out;
-    std::string body = s.substr(1, s.size() - 2);
-    size_t pos = 0;
-    while (!body.empty() && pos <= body.size()) {
-        size_t comma = body.find(',', pos);
-        if (comma == std::string::npos) comma = body.size();
-        out.push_back(parseNumber<int64_t>(body.substr(pos, comma - pos)));
-        pos = comma + 1;
-    }
-    return out;
 }
 
 class Attrs {
@@ -110,14 +88,6 @@ class Attrs {
 
   private:
     std::map<std::string, std::string> values_;
-};
-
-// Values are kept as double: float32/16 values widen exactly, and the integers in the fixtures
-// are small enough to be exact too.
-struct TensorData {
-    DType dtype = DType::Float32;
-    Dims shape;
-    std::vector<double> values;
 };
 
 struct ViewStep {
@@ -155,193 +125,87 @@ TensorData parseTensor(const std::vector<std::string>& tok, size_t pos) {
     TensorData t;
     t.dtype = parseDType(tok[pos]);
     t.shape = Dims(parseIntList(tok[pos + 1]));
-    const size_t n = static_cast<size_t>(t.shape.numel());
-    if (tok.size() - pos - 2 != n)
-        throw FixtureError("expected " + std::to_string(n) + " values for shape " + t.shape.str() +
-                           ", got " + std::to_string(tok.size() - pos - 2));
-    t.values.reserve(n);
-    for (size_t k = pos + 2; k < tok.size(); ++k) {
-        if (t.dtype == DType::Float64) {
-            t.values.push_back(parseNumber<double>(tok[k]));
-        } else if (myelin::is_floating(t.dtype)) {
-            t.values.push_back(static_cast<double>(parseNumber<float>(tok[k])));
-        } else {
-            t.values.push_back(static_cast<double>(parseNumber<int64_t>(tok[k])));
-        }
-    }
+    golden::parseValues(tok, pos + 2, static_cast<size_t>(t.shape.numel()), t);
     return t;
 }
 
-std::vector<std::string> splitTokens(const std::string& line) {
-    std::vector<std::string> tok;
-    std::istringstream in(line);
-    std::string s;
-    while (in >> s)
-        tok.push_back(s);
-    return tok;
+// The op-suite lines of a case (op, attr, in, view, out, gout, grad); false for any other.
+bool parseCaseLine(Case& c, const std::vector<std::string>& tok, const std::string& line) {
+    const std::string& kw = tok[0];
+    if (kw == "op" && tok.size() == 2) {
+        c.op = tok[1];
+    } else if (kw == "attr" && tok.size() == 3) {
+        c.attrs.set(tok[1], tok[2]);
+    } else if (kw == "in" && tok.size() >= 4) {
+        InputSpec spec;
+        spec.rg = static_cast<int>(parseNumber<int64_t>(tok[2]));
+        if (spec.rg < 0 || spec.rg > 2) throw FixtureError("bad rg");
+        std::vector<std::string> t2{tok[1]};
+        t2.insert(t2.end(), tok.begin() + 3, tok.end());
+        spec.data = parseTensor(t2, 0);
+        c.inputs.push_back(std::move(spec));
+    } else if (kw == "view" && tok.size() >= 2) {
+        if (c.inputs.empty()) throw FixtureError("'view' before any 'in'");
+        ViewStep step;
+        step.kind = tok[1];
+        step.text = line.substr(5);
+        for (size_t k = 2; k < tok.size(); ++k) {
+            if (tok[k] == "none")
+                step.args.push_back(std::nullopt);
+            else
+                step.args.push_back(parseNumber<int64_t>(tok[k]));
+        }
+        c.inputs.back().recipe.push_back(std::move(step));
+    } else if (kw == "out" && tok.size() >= 4) {
+        OutputSpec spec;
+        spec.requiresGrad = parseNumber<int64_t>(tok[2]) != 0;
+        std::vector<std::string> t2{tok[1]};
+        t2.insert(t2.end(), tok.begin() + 3, tok.end());
+        spec.data = parseTensor(t2, 0);
+        c.outputs.push_back(std::move(spec));
+    } else if (kw == "gout" && tok.size() >= 3) {
+        c.gouts[static_cast<int>(parseNumber<int64_t>(tok[1]))] = parseTensor(tok, 2);
+    } else if (kw == "grad" && tok.size() >= 3) {
+        const int k = static_cast<int>(parseNumber<int64_t>(tok[1]));
+        if (tok[2] == "none")
+            c.grads[k] = std::nullopt;
+        else
+            c.grads[k] = parseTensor(tok, 2);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// At 'end': an op, at least one output, and gradients only where they can exist.
+void validate(const Case& c) {
+    if (c.op.empty()) throw FixtureError("case without 'op'");
+    if (c.outputs.empty()) throw FixtureError("case without 'out'");
+    for (const auto& [k, g] : c.gouts) {
+        if (k < 0 || k >= static_cast<int>(c.outputs.size()) || !c.outputs[k].requiresGrad)
+            throw FixtureError("gout for output " + std::to_string(k) +
+                               " that does not require grad");
+    }
+    for (const auto& [k, g] : c.grads) {
+        if (k < 0 || k >= static_cast<int>(c.inputs.size()) || c.inputs[k].rg == 0)
+            throw FixtureError("grad for input " + std::to_string(k) +
+                               " that does not require grad");
+    }
 }
 
 std::vector<Case> parseFile(const std::string& path, const std::string& label) {
-    std::ifstream in(path);
-    if (!in) throw FixtureError("cannot open " + path);
-    std::vector<Case> cases;
-    std::optional<Case> cur;
-    std::string line;
-    int lineNo = 0;
-    while (std::getline(in, line)) {
-        ++lineNo;
-        try {
-            if (line.empty() || line[0] == '#') continue;
-            auto tok = splitTokens(line);
-            const std::string& kw = tok[0];
-            if (kw == "case") {
-                if (cur) throw FixtureError("'case' before 'end'");
-                if (tok.size() != 2) throw FixtureError("'case' takes one name");
-                cur = Case{};
-                cur->name = tok[1];
-                cur->file = label;
-                cur->line = lineNo;
-                continue;
-            }
-            if (!cur) throw FixtureError("'" + kw + "' outside a case");
-            if (kw == "op" && tok.size() == 2) {
-                cur->op = tok[1];
-            } else if (kw == "attr" && tok.size() == 3) {
-                cur->attrs.set(tok[1], tok[2]);
-            } else if (kw == "in" && tok.size() >= 4) {
-                InputSpec spec;
-                spec.rg = static_cast<int>(parseNumber<int64_t>(tok[2]));
-                if (spec.rg < 0 || spec.rg > 2) throw FixtureError("bad rg");
-                std::vector<std::string> t2{tok[1]};
-                t2.insert(t2.end(), tok.begin() + 3, tok.end());
-                spec.data = parseTensor(t2, 0);
-                cur->inputs.push_back(std::move(spec));
-            } else if (kw == "view" && tok.size() >= 2) {
-                if (cur->inputs.empty()) throw FixtureError("'view' before any 'in'");
-                ViewStep step;
-                step.kind = tok[1];
-                step.text = line.substr(5);
-                for (size_t k = 2; k < tok.size(); ++k) {
-                    if (tok[k] == "none")
-                        step.args.push_back(std::nullopt);
-                    else
-                        step.args.push_back(parseNumber<int64_t>(tok[k]));
-                }
-                cur->inputs.back().recipe.push_back(std::move(step));
-            } else if (kw == "out" && tok.size() >= 4) {
-                OutputSpec spec;
-                spec.requiresGrad = parseNumber<int64_t>(tok[2]) != 0;
-                std::vector<std::string> t2{tok[1]};
-                t2.insert(t2.end(), tok.begin() + 3, tok.end());
-                spec.data = parseTensor(t2, 0);
-                cur->outputs.push_back(std::move(spec));
-            } else if (kw == "gout" && tok.size() >= 3) {
-                cur->gouts[static_cast<int>(parseNumber<int64_t>(tok[1]))] = parseTensor(tok, 2);
-            } else if (kw == "grad" && tok.size() >= 3) {
-                const int k = static_cast<int>(parseNumber<int64_t>(tok[1]));
-                if (tok[2] == "none")
-                    cur->grads[k] = std::nullopt;
-                else
-                    cur->grads[k] = parseTensor(tok, 2);
-            } else if (kw == "end" && tok.size() == 1) {
-                if (cur->op.empty()) throw FixtureError("case without 'op'");
-                if (cur->outputs.empty()) throw FixtureError("case without 'out'");
-                for (const auto& [k, g] : cur->gouts) {
-                    if (k < 0 || k >= static_cast<int>(cur->outputs.size()) ||
-                        !cur->outputs[k].requiresGrad)
-                        throw FixtureError("gout for output " + std::to_string(k) +
-                                           " that does not require grad");
-                }
-                for (const auto& [k, g] : cur->grads) {
-                    if (k < 0 || k >= static_cast<int>(cur->inputs.size()) ||
-                        cur->inputs[k].rg == 0)
-                        throw FixtureError("grad for input " + std::to_string(k) +
-                                           " that does not require grad");
-                }
-                cases.push_back(std::move(*cur));
-                cur.reset();
-            } else {
-                throw FixtureError("malformed '" + kw + "' line");
-            }
-        } catch (const FixtureError& e) {
-            throw FixtureError(label + ":" + std::to_string(lineNo) + ": " + e.what());
-        }
-    }
-    if (cur) throw FixtureError(label + ": unterminated case " + cur->name);
-    return cases;
+    return golden::parseFixtureFile<Case>(path, label, parseCaseLine, validate);
 }
 
-struct Fixtures {
-    std::vector<Case> cases;
-    std::map<std::string, int> perFile; // label -> case count
-    std::vector<std::string> errors;
-};
+using Fixtures = golden::Fixtures<Case>;
 
 const Fixtures& fixtures() {
-    static const Fixtures fx = [] {
-        Fixtures f;
-        for (const char* file : kFixtureFiles) {
-            const std::string path = std::string(MYELIN_SOURCE_DIR) + "/tests/golden/" + file;
-            try {
-                auto cases = parseFile(path, file);
-                f.perFile[file] = static_cast<int>(cases.size());
-                for (auto& c : cases)
-                    f.cases.push_back(std::move(c));
-            } catch (const std::exception& e) {
-                f.errors.push_back(e.what());
-                f.perFile[file] = 0;
-            }
-        }
-        return f;
-    }();
+    static const Fixtures fx = golden::loadFixtures<Case>(kFixtureFiles, parseFile);
     return fx;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Building tensors
-
-Tensor makeTensor(const TensorData& d) {
-    const size_t n = d.values.size();
-    switch (d.dtype) {
-    case DType::Float32: {
-        std::vector<float> v(d.values.begin(), d.values.end());
-        return myelin::from_vector(v, d.shape, myelin::TensorOptions(DType::Float32));
-    }
-    case DType::Float64:
-        return myelin::from_vector(d.values, d.shape, myelin::TensorOptions(DType::Float64));
-    case DType::Float16: {
-        std::vector<myelin::Half> v;
-        for (double x : d.values)
-            v.emplace_back(static_cast<float>(x));
-        return myelin::from_blob(v.data(), DType::Float16, d.shape, DType::Float16);
-    }
-    case DType::BFloat16: {
-        std::vector<myelin::BFloat16> v;
-        for (double x : d.values)
-            v.emplace_back(static_cast<float>(x));
-        return myelin::from_blob(v.data(), DType::BFloat16, d.shape, DType::BFloat16);
-    }
-    case DType::Int64: {
-        std::vector<int64_t> v;
-        for (double x : d.values)
-            v.push_back(static_cast<int64_t>(x));
-        return myelin::from_vector(v, d.shape, myelin::TensorOptions(DType::Int64));
-    }
-    case DType::UInt8: {
-        std::vector<uint8_t> v;
-        for (double x : d.values)
-            v.push_back(static_cast<uint8_t>(x));
-        return myelin::from_blob(v.data(), DType::UInt8, d.shape, DType::UInt8);
-    }
-    case DType::Bool: {
-        auto v = std::make_unique<bool[]>(n == 0 ? 1 : n);
-        for (size_t k = 0; k < n; ++k)
-            v[k] = d.values[k] != 0.0;
-        return myelin::from_blob(v.get(), DType::Bool, d.shape, DType::Bool);
-    }
-    }
-    throw FixtureError("unhandled dtype");
-}
 
 int64_t arg(const ViewStep& s, size_t k) {
     if (k >= s.args.size() || !s.args[k]) throw FixtureError("bad view recipe '" + s.text + "'");
@@ -771,11 +635,6 @@ const std::map<std::string, OpFn>& opTable() {
 // ---------------------------------------------------------------------------------------------
 // Comparison
 
-struct Tolerance {
-    double rtol;
-    double atol;
-};
-
 // Ops whose float32 results are sums of many terms: the summation order is implementation
 // defined, so the rounding error scales with sum(|terms|) * 2^-24 (terms here are O(1), 10-50 of
 // them), not with the result. See tests/golden/README.md.
@@ -805,74 +664,16 @@ Tolerance tolerance(const Case& c, DType dtype, bool isGrad, bool gradAccumulate
     return {1e-5, 1e-6};
 }
 
-std::vector<double> extractValues(const Tensor& t) {
-    std::vector<double> out;
-    switch (t.dtype()) {
-    case DType::Float32:
-        for (float v : t.to_vector<float>())
-            out.push_back(v);
-        break;
-    case DType::Float64:
-        out = t.to_vector<double>();
-        break;
-    case DType::Float16:
-    case DType::BFloat16:
-        for (float v : t.to(DType::Float32).to_vector<float>())
-            out.push_back(v);
-        break;
-    case DType::Int64:
-        for (int64_t v : t.to_vector<int64_t>())
-            out.push_back(static_cast<double>(v));
-        break;
-    case DType::UInt8:
-        for (uint8_t v : t.to_vector<uint8_t>())
-            out.push_back(v);
-        break;
-    case DType::Bool:
-        for (bool v : t.to_vector<bool>())
-            out.push_back(v ? 1.0 : 0.0);
-        break;
-    }
-    return out;
-}
-
-std::string fmtValue(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-}
-
-std::string multiIndex(const Dims& shape, size_t flat) {
-    if (shape.empty()) return "[]";
-    std::vector<int64_t> idx(static_cast<size_t>(shape.size()));
-    for (int d = shape.size() - 1; d >= 0; --d) {
-        idx[static_cast<size_t>(d)] = static_cast<int64_t>(flat) % shape[d];
-        flat /= static_cast<size_t>(shape[d]);
-    }
-    std::string s = "[";
-    for (size_t k = 0; k < idx.size(); ++k) {
-        if (k) s += ',';
-        s += std::to_string(idx[k]);
-    }
-    return s + "]";
-}
-
 // Returns an empty string when `actual` matches `expected`, else a description of the mismatch.
+// A NaN expects NaN and an infinity the same infinity (ops of non-finite inputs).
 std::string compareTensor(const std::string& what, const Tensor& actual, const TensorData& expected,
                           Tolerance tol) {
-    if (!actual.defined()) return what + ": undefined tensor";
-    if (actual.dtype() != expected.dtype)
-        return what + ": dtype " + myelin::dtype_name(actual.dtype()) + ", expected " +
-               myelin::dtype_name(expected.dtype);
-    if (!(actual.shape() == expected.shape))
-        return what + ": shape " + actual.shape().str() + ", expected " + expected.shape.str();
+    if (std::string meta = compareMeta(what, actual, expected); !meta.empty()) return meta;
     const std::vector<double> got = extractValues(actual);
     if (got.size() != expected.values.size())
         return what + ": to_vector gave " + std::to_string(got.size()) + " values for " +
                std::to_string(expected.values.size()) + " elements";
-    int bad = 0;
-    std::string detail;
-    double worst = 0.0;
+    Mismatches bad;
     for (size_t k = 0; k < got.size(); ++k) {
         const double e = expected.values[k];
         const double g = got[k];
@@ -882,19 +683,11 @@ std::string compareTensor(const std::string& what, const Tensor& actual, const T
         else if (std::isinf(e))
             ok = g == e;
         else
-            ok = std::isfinite(g) && std::fabs(g - e) <= tol.atol + tol.rtol * std::fabs(e);
-        if (ok) continue;
-        ++bad;
-        if (std::isfinite(g) && std::isfinite(e)) worst = std::max(worst, std::fabs(g - e));
-        if (bad <= 4)
-            detail += "\n    element " + std::to_string(k) + " " + multiIndex(expected.shape, k) +
-                      ": expected " + fmtValue(e) + ", actual " + fmtValue(g);
+            ok = golden::withinTolerance(g, e, tol);
+        if (!ok) bad.add(expected.shape, k, e, g, std::isfinite(g) && std::isfinite(e));
     }
-    if (bad == 0) return {};
-    return what + " (" + myelin::dtype_name(expected.dtype) + " " + expected.shape.str() +
-           "): " + std::to_string(bad) + " of " + std::to_string(got.size()) +
-           " elements differ (rtol " + fmtValue(tol.rtol) + ", atol " + fmtValue(tol.atol) +
-           ", max |diff| " + fmtValue(worst) + ")" + detail;
+    if (bad.empty()) return {};
+    return bad.report(what, expected, got.size(), false, tol);
 }
 
 std::string caseHeader(const Case& c) {
@@ -980,8 +773,8 @@ void TestGolden::fixturesLoaded() {
     for (const auto& e : fx.errors)
         qWarning("%s", e.c_str());
     QVERIFY2(fx.errors.empty(), fx.errors.empty() ? "" : fx.errors.front().c_str());
-    const int f32 = fx.perFile.count("ops_f32.txt") ? fx.perFile.at("ops_f32.txt") : 0;
-    const int f64 = fx.perFile.count("ops_f64.txt") ? fx.perFile.at("ops_f64.txt") : 0;
+    const int f32 = fx.count("ops_f32.txt");
+    const int f64 = fx.count("ops_f64.txt");
     QVERIFY2(f32 >= kMinCasesF32,
              qPrintable(QStringLiteral("ops_f32.txt has %1 cases, expected >= %2 (run "
                                        "tests/golden/gen_golden.py)")

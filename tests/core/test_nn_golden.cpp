@@ -6,6 +6,8 @@
 // running statistics after the forward are compared with PyTorch's. Fixtures:
 // tests/golden/nn_f32.txt and nn_f64.txt, written by tests/golden/gen_golden_nn.py (format in its
 // docstring and in tests/golden/README.md).
+#include "golden_support.h"
+
 #include <QtTest>
 
 #include <myelin/autograd.h>
@@ -13,18 +15,15 @@
 #include <myelin/nn/module.h>
 #include <myelin/tensor.h>
 
-#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
-#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #ifndef MYELIN_SOURCE_DIR
@@ -38,6 +37,16 @@ using myelin::TensorList;
 namespace nn = myelin::nn;
 using std::make_shared;
 
+using golden::compareMeta;
+using golden::extractValues;
+using golden::FixtureError;
+using golden::makeTensor;
+using golden::Mismatches;
+using golden::parseIntList;
+using golden::parseNumber;
+using golden::TensorData;
+using golden::Tolerance;
+
 namespace {
 
 // A truncated or missing fixture must fail, not pass vacuously.
@@ -48,39 +57,11 @@ const char* const kFixtureFiles[] = {"nn_f32.txt", "nn_f64.txt"};
 // ---------------------------------------------------------------------------------------------
 // Fixture model and parser
 
-struct FixtureError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-template <typename T> T parseNumber(const std::string& s) {
-    T value{};
-    const char* first = s.data();
-    const char* last = s.data() + s.size();
-    auto [ptr, ec] = std::from_chars(first, last, value);
-    if (ec != std::errc() || ptr != last) throw FixtureError("bad number '" + s + "'");
-    return value;
-}
-
 DType parseDType(const std::string& tag) {
     if (tag == "f32") return DType::Float32;
     if (tag == "f64") return DType::Float64;
     if (tag == "i64") return DType::Int64;
     throw FixtureError("unknown dtype tag '" + tag + "'");
-}
-
-std::vector<int64_t> parseIntList(const std::string& s) {
-    if (s.size() < 2 || s.front() != '[' || s.back() != ']')
-        throw FixtureError("bad list '" + s + "'");
-    std::vector<int64_t> out;
-    const std::string body = s.substr(1, s.size() - 2);
-    size_t pos = 0;
-    while (!body.empty() && pos <= body.size()) {
-        size_t comma = body.find(',', pos);
-        if (comma == std::string::npos) comma = body.size();
-        out.push_back(parseNumber<int64_t>(body.substr(pos, comma - pos)));
-        pos = comma + 1;
-    }
-    return out;
 }
 
 // Constructor options of a case ("opt <key> <value>"); absent keys take the C++ defaults, which
@@ -131,16 +112,6 @@ class Opts {
     std::map<std::string, std::string> values_;
 };
 
-// Values are kept as double: float32 values widen exactly, indices are small integers.
-// every > 1: only the values at flat indices 0, every, 2 * every, ... are known (expected
-// gradients of large weights); values then holds those samples.
-struct TensorData {
-    DType dtype = DType::Float32;
-    Dims shape;
-    std::vector<double> values;
-    int64_t every = 1;
-};
-
 // The exact pseudo-random values of gen_golden_nn.py's gen_values(): a 32-bit integer hash of
 // (seed, index) mapped to [-scale, scale). Every step is exact (integers below 2^64, 2u - 1 in
 // double) except the one multiplication by scale, which rounds the same way as in PyTorch.
@@ -183,18 +154,7 @@ TensorData parseTensor(const std::vector<std::string>& tok, size_t pos) {
         expectedCount = (numel + t.every - 1) / t.every;
         first += 2;
     }
-    if (static_cast<int64_t>(tok.size() - first) != expectedCount)
-        throw FixtureError("expected " + std::to_string(expectedCount) + " values for shape " +
-                           t.shape.str() + ", got " + std::to_string(tok.size() - first));
-    t.values.reserve(static_cast<size_t>(expectedCount));
-    for (size_t k = first; k < tok.size(); ++k) {
-        if (t.dtype == DType::Float64)
-            t.values.push_back(parseNumber<double>(tok[k]));
-        else if (t.dtype == DType::Float32)
-            t.values.push_back(static_cast<double>(parseNumber<float>(tok[k])));
-        else
-            t.values.push_back(static_cast<double>(parseNumber<int64_t>(tok[k])));
-    }
+    golden::parseValues(tok, first, static_cast<size_t>(expectedCount), t);
     return t;
 }
 
@@ -230,15 +190,6 @@ struct Case {
     DType dtype() const { return out ? out->dtype : DType::Float32; }
 };
 
-std::vector<std::string> splitTokens(const std::string& line) {
-    std::vector<std::string> tok;
-    std::istringstream in(line);
-    std::string s;
-    while (in >> s)
-        tok.push_back(s);
-    return tok;
-}
-
 void validate(const Case& c) {
     if (c.kind.empty()) throw FixtureError("case without 'layer'");
     if (c.mode != "train" && c.mode != "eval" && c.mode != "both")
@@ -254,96 +205,53 @@ void validate(const Case& c) {
                                ": 'grad' line must be present exactly when rg is 1");
 }
 
-std::vector<Case> parseFile(const std::string& path, const std::string& label) {
-    std::ifstream in(path);
-    if (!in) throw FixtureError("cannot open " + path);
-    std::vector<Case> cases;
-    std::optional<Case> cur;
-    std::string line;
-    int lineNo = 0;
-    while (std::getline(in, line)) {
-        ++lineNo;
-        try {
-            if (line.empty() || line[0] == '#') continue;
-            const auto tok = splitTokens(line);
-            const std::string& kw = tok[0];
-            if (kw == "case") {
-                if (cur) throw FixtureError("'case' before 'end'");
-                if (tok.size() != 2) throw FixtureError("'case' takes one name");
-                cur = Case{};
-                cur->name = tok[1];
-                cur->file = label;
-                cur->line = lineNo;
-                continue;
-            }
-            if (!cur) throw FixtureError("'" + kw + "' outside a case");
-            if (kw == "layer" && tok.size() == 2) {
-                cur->kind = tok[1];
-            } else if (kw == "opt" && tok.size() == 3) {
-                cur->opts.set(tok[1], tok[2]);
-            } else if (kw == "mode" && tok.size() == 2) {
-                cur->mode = tok[1];
-            } else if (kw == "state" && tok.size() >= 4) {
-                cur->state.emplace_back(tok[1], parseTensor(tok, 2));
-            } else if (kw == "in" && tok.size() >= 4) {
-                const int rg = static_cast<int>(parseNumber<int64_t>(tok[1]));
-                if (rg != 0 && rg != 1) throw FixtureError("bad rg");
-                cur->inputs.push_back({rg, parseTensor(tok, 2), std::nullopt});
-            } else if (kw == "view" && tok.size() == 4 && tok[1] == "transpose") {
-                if (cur->inputs.empty() || cur->inputs.back().transpose)
-                    throw FixtureError("'view' needs one 'in' line before it");
-                cur->inputs.back().transpose = {static_cast<int>(parseNumber<int64_t>(tok[2])),
-                                                static_cast<int>(parseNumber<int64_t>(tok[3]))};
-            } else if (kw == "out" && tok.size() >= 3) {
-                cur->out = parseTensor(tok, 1);
-            } else if (kw == "gout" && tok.size() >= 3) {
-                cur->gout = parseTensor(tok, 1);
-            } else if (kw == "grad" && tok.size() >= 4) {
-                cur->grads[static_cast<int>(parseNumber<int64_t>(tok[1]))] = parseTensor(tok, 2);
-            } else if (kw == "pgrad" && tok.size() >= 4) {
-                cur->pgrads.emplace_back(tok[1], parseTensor(tok, 2));
-            } else if (kw == "after" && tok.size() >= 4) {
-                cur->after.emplace_back(tok[1], parseTensor(tok, 2));
-            } else if (kw == "key" && tok.size() == 4) {
-                cur->keys.push_back({tok[1], parseDType(tok[2]), Dims(parseIntList(tok[3]))});
-            } else if (kw == "end" && tok.size() == 1) {
-                validate(*cur);
-                cases.push_back(std::move(*cur));
-                cur.reset();
-            } else {
-                throw FixtureError("malformed '" + kw + "' line");
-            }
-        } catch (const FixtureError& e) {
-            throw FixtureError(label + ":" + std::to_string(lineNo) + ": " + e.what());
-        }
+// The nn-suite lines of a case (layer, opt, mode, state, in, view, out, gout, grad, pgrad,
+// after, key); false for any other.
+bool parseCaseLine(Case& c, const std::vector<std::string>& tok, const std::string&) {
+    const std::string& kw = tok[0];
+    if (kw == "layer" && tok.size() == 2) {
+        c.kind = tok[1];
+    } else if (kw == "opt" && tok.size() == 3) {
+        c.opts.set(tok[1], tok[2]);
+    } else if (kw == "mode" && tok.size() == 2) {
+        c.mode = tok[1];
+    } else if (kw == "state" && tok.size() >= 4) {
+        c.state.emplace_back(tok[1], parseTensor(tok, 2));
+    } else if (kw == "in" && tok.size() >= 4) {
+        const int rg = static_cast<int>(parseNumber<int64_t>(tok[1]));
+        if (rg != 0 && rg != 1) throw FixtureError("bad rg");
+        c.inputs.push_back({rg, parseTensor(tok, 2), std::nullopt});
+    } else if (kw == "view" && tok.size() == 4 && tok[1] == "transpose") {
+        if (c.inputs.empty() || c.inputs.back().transpose)
+            throw FixtureError("'view' needs one 'in' line before it");
+        c.inputs.back().transpose = {static_cast<int>(parseNumber<int64_t>(tok[2])),
+                                     static_cast<int>(parseNumber<int64_t>(tok[3]))};
+    } else if (kw == "out" && tok.size() >= 3) {
+        c.out = parseTensor(tok, 1);
+    } else if (kw == "gout" && tok.size() >= 3) {
+        c.gout = parseTensor(tok, 1);
+    } else if (kw == "grad" && tok.size() >= 4) {
+        c.grads[static_cast<int>(parseNumber<int64_t>(tok[1]))] = parseTensor(tok, 2);
+    } else if (kw == "pgrad" && tok.size() >= 4) {
+        c.pgrads.emplace_back(tok[1], parseTensor(tok, 2));
+    } else if (kw == "after" && tok.size() >= 4) {
+        c.after.emplace_back(tok[1], parseTensor(tok, 2));
+    } else if (kw == "key" && tok.size() == 4) {
+        c.keys.push_back({tok[1], parseDType(tok[2]), Dims(parseIntList(tok[3]))});
+    } else {
+        return false;
     }
-    if (cur) throw FixtureError(label + ": unterminated case " + cur->name);
-    return cases;
+    return true;
 }
 
-struct Fixtures {
-    std::vector<Case> cases;
-    std::map<std::string, int> perFile;
-    std::vector<std::string> errors;
-};
+std::vector<Case> parseFile(const std::string& path, const std::string& label) {
+    return golden::parseFixtureFile<Case>(path, label, parseCaseLine, validate);
+}
+
+using Fixtures = golden::Fixtures<Case>;
 
 const Fixtures& fixtures() {
-    static const Fixtures fx = [] {
-        Fixtures f;
-        for (const char* file : kFixtureFiles) {
-            const std::string path = std::string(MYELIN_SOURCE_DIR) + "/tests/golden/" + file;
-            try {
-                auto cases = parseFile(path, file);
-                f.perFile[file] = static_cast<int>(cases.size());
-                for (auto& c : cases)
-                    f.cases.push_back(std::move(c));
-            } catch (const std::exception& e) {
-                f.errors.push_back(e.what());
-                f.perFile[file] = 0;
-            }
-        }
-        return f;
-    }();
+    static const Fixtures fx = golden::loadFixtures<Case>(kFixtureFiles, parseFile);
     return fx;
 }
 
@@ -550,11 +458,6 @@ const std::map<std::string, Factory>& factories() {
 // magnitudes (up to ~10-50 here) times the unit roundoff, not with the result, which may cancel to
 // near 0: float32 rtol 1e-5 / atol 1e-5; float64 rtol 1e-9 / atol 1e-10 (the normalisations
 // divide by a batch standard deviation, which amplifies those differences).
-struct Tolerance {
-    double rtol;
-    double atol;
-};
-
 bool isAccumulatingKind(const std::string& kind) {
     static const std::set<std::string> kinds = {
         "Linear",    "Bilinear",          "Conv1d",      "Conv2d",      "ConvTranspose2d",
@@ -571,108 +474,25 @@ Tolerance tolerance(DType dtype, bool accumulates) {
     return accumulates ? Tolerance{1e-5, 1e-5} : Tolerance{1e-5, 1e-6};
 }
 
-// ---------------------------------------------------------------------------------------------
-// Tensors in and out
-
-Tensor makeTensor(const TensorData& d) {
-    if (d.every != 1) throw FixtureError("a sampled ('every') tensor cannot be an input");
-    switch (d.dtype) {
-    case DType::Float32: {
-        std::vector<float> v(d.values.begin(), d.values.end());
-        return myelin::from_vector(v, d.shape, myelin::TensorOptions(DType::Float32));
-    }
-    case DType::Float64:
-        return myelin::from_vector(d.values, d.shape, myelin::TensorOptions(DType::Float64));
-    case DType::Int64: {
-        std::vector<int64_t> v;
-        v.reserve(d.values.size());
-        for (double x : d.values)
-            v.push_back(static_cast<int64_t>(x));
-        return myelin::from_vector(v, d.shape, myelin::TensorOptions(DType::Int64));
-    }
-    default:
-        break;
-    }
-    throw FixtureError("unhandled dtype");
-}
-
-std::vector<double> extractValues(const Tensor& t) {
-    std::vector<double> out;
-    const Tensor c = t.contiguous();
-    switch (c.dtype()) {
-    case DType::Float32:
-        for (float v : c.to_vector<float>())
-            out.push_back(v);
-        break;
-    case DType::Float64:
-        out = c.to_vector<double>();
-        break;
-    case DType::Int64:
-        for (int64_t v : c.to_vector<int64_t>())
-            out.push_back(static_cast<double>(v));
-        break;
-    default:
-        for (float v : c.to(DType::Float32).to_vector<float>())
-            out.push_back(v);
-        break;
-    }
-    return out;
-}
-
-std::string fmtValue(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-}
-
-std::string multiIndex(const Dims& shape, size_t flat) {
-    if (shape.empty()) return "[]";
-    std::vector<int64_t> idx(static_cast<size_t>(shape.size()));
-    for (int d = shape.size() - 1; d >= 0; --d) {
-        idx[static_cast<size_t>(d)] = static_cast<int64_t>(flat) % shape[d];
-        flat /= static_cast<size_t>(shape[d]);
-    }
-    std::string s = "[";
-    for (size_t k = 0; k < idx.size(); ++k) {
-        if (k) s += ',';
-        s += std::to_string(idx[k]);
-    }
-    return s + "]";
-}
-
 // Empty when `actual` matches `expected`, else a description naming the first differing
-// elements (flat and multi-dimensional index, expected and actual).
+// elements (flat and multi-dimensional index, expected and actual). A non-finite actual value
+// never matches (unlike test_golden, an expected NaN or infinity is not special-cased); a
+// sampled ('every') expectation checks only its samples.
 std::string compareTensor(const std::string& what, const Tensor& actual, const TensorData& expected,
                           Tolerance tol) {
-    if (!actual.defined()) return what + ": undefined tensor";
-    if (actual.dtype() != expected.dtype)
-        return what + ": dtype " + myelin::dtype_name(actual.dtype()) + ", expected " +
-               myelin::dtype_name(expected.dtype);
-    if (!(actual.shape() == expected.shape))
-        return what + ": shape " + actual.shape().str() + ", expected " + expected.shape.str();
+    if (std::string meta = compareMeta(what, actual, expected); !meta.empty()) return meta;
     const std::vector<double> got = extractValues(actual);
     if (static_cast<int64_t>(got.size()) != expected.shape.numel())
         return what + ": read " + std::to_string(got.size()) + " values";
-    int bad = 0;
-    double worst = 0.0;
-    std::string detail;
+    Mismatches bad;
     for (size_t s = 0; s < expected.values.size(); ++s) {
         const size_t k = s * static_cast<size_t>(expected.every);
         const double e = expected.values[s];
         const double g = got[k];
-        const bool ok = std::isfinite(g) && std::fabs(g - e) <= tol.atol + tol.rtol * std::fabs(e);
-        if (ok) continue;
-        ++bad;
-        if (std::isfinite(g)) worst = std::max(worst, std::fabs(g - e));
-        if (bad <= 4)
-            detail += "\n    element " + std::to_string(k) + " " + multiIndex(expected.shape, k) +
-                      ": expected " + fmtValue(e) + ", actual " + fmtValue(g);
+        if (!golden::withinTolerance(g, e, tol)) bad.add(expected.shape, k, e, g, std::isfinite(g));
     }
-    if (bad == 0) return {};
-    return what + " (" + myelin::dtype_name(expected.dtype) + " " + expected.shape.str() +
-           "): " + std::to_string(bad) + " of " + std::to_string(expected.values.size()) +
-           (expected.every > 1 ? " sampled" : "") + " elements differ (rtol " + fmtValue(tol.rtol) +
-           ", atol " + fmtValue(tol.atol) + ", max |diff| " + fmtValue(worst) + ")" + detail;
+    if (bad.empty()) return {};
+    return bad.report(what, expected, expected.values.size(), expected.every > 1, tol);
 }
 
 std::string caseHeader(const Case& c, const std::string& mode) {
@@ -892,8 +712,8 @@ void TestNnGolden::fixturesLoaded() {
     for (const auto& e : fx.errors)
         qWarning("%s", e.c_str());
     QVERIFY2(fx.errors.empty(), fx.errors.empty() ? "" : fx.errors.front().c_str());
-    const int f32 = fx.perFile.count("nn_f32.txt") ? fx.perFile.at("nn_f32.txt") : 0;
-    const int f64 = fx.perFile.count("nn_f64.txt") ? fx.perFile.at("nn_f64.txt") : 0;
+    const int f32 = fx.count("nn_f32.txt");
+    const int f64 = fx.count("nn_f64.txt");
     QVERIFY2(f32 >= kMinCasesF32, qPrintable(QStringLiteral("nn_f32.txt has %1 cases, expected "
                                                             ">= %2 (run gen_golden_nn.py)")
                                                  .arg(f32)

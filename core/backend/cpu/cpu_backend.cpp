@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <vector>
 #include <string>
 
 namespace myelin::backend {
@@ -25,17 +27,74 @@ BackendInfo CpuBackend::info() const {
             std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") + cpu_features()};
 }
 
+namespace {
+
+// Freed large blocks kept for reuse. A training step allocates the same activation sizes every
+// step; a fresh multi-megabyte block from the OS costs a page fault per 4 KiB on first touch,
+// which costs as much as the element-wise op that fills it (measured: ReLU on [128,32,28,28]
+// 3.6 ms with fresh pages). Exact-size reuse, bounded so memory stays close to the peak.
+class LargeBlockCache {
+public:
+    static constexpr size_t kMinBytes = size_t(1) << 20;
+    static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
+
+    void* take(size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (size_t i = 0; i < blocks_.size(); ++i)
+            if (blocks_[i].bytes == bytes) {
+                void* p = blocks_[i].ptr;
+                cached_ -= bytes;
+                blocks_[i] = blocks_.back();
+                blocks_.pop_back();
+                return p;
+            }
+        return nullptr;
+    }
+    // False when the cache is full: the caller returns the block to the OS.
+    bool keep(void* p, size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (cached_ + bytes > kMaxCachedBytes) return false;
+        blocks_.push_back({p, bytes});
+        cached_ += bytes;
+        return true;
+    }
+    ~LargeBlockCache() {
+        for (const Block& b : blocks_) std::free(b.ptr);
+    }
+
+private:
+    struct Block {
+        void* ptr;
+        size_t bytes;
+    };
+    std::mutex mutex_;
+    std::vector<Block> blocks_;
+    size_t cached_ = 0;
+};
+
+LargeBlockCache& large_blocks() {
+    static LargeBlockCache cache;
+    return cache;
+}
+
+size_t aligned_size(size_t nbytes) { return (nbytes + 63) & ~size_t(63); }
+
+} // namespace
+
 void* CpuBackend::allocate(size_t nbytes) {
     if (nbytes == 0) return nullptr;
+    if (nbytes >= LargeBlockCache::kMinBytes)
+        if (void* p = large_blocks().take(aligned_size(nbytes))) return p;
     // Small blocks: plain malloc (16-byte aligned, the cheapest path: per-op overhead matters).
     // Larger blocks: 64-byte alignment for full cache lines and aligned AVX-512 loads.
     void* p =
-        nbytes <= 1024 ? std::malloc(nbytes) : std::aligned_alloc(64, (nbytes + 63) & ~size_t(63));
+        nbytes <= 1024 ? std::malloc(nbytes) : std::aligned_alloc(64, aligned_size(nbytes));
     if (!p) throw std::bad_alloc();
     return p;
 }
 
-void CpuBackend::deallocate(void* p, size_t) {
+void CpuBackend::deallocate(void* p, size_t nbytes) {
+    if (nbytes >= LargeBlockCache::kMinBytes && large_blocks().keep(p, aligned_size(nbytes))) return;
     std::free(p);
 }
 
