@@ -3,6 +3,7 @@
 // ops are memory-bound, and the loops reproduce PyTorch's window and divisor rules exactly
 // (ceil_mode, padding, count_include_pad, NaN propagation).
 #include "autograd/function.h"
+#include "backend/kernels/elementwise.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
@@ -91,23 +92,33 @@ template <typename T> bool max_forward_2x2(const T* x, T* y, int64_t* idx, const
     if (g.kh != 2 || g.kw != 2 || g.sh != 2 || g.sw != 2 || g.ph != 0 || g.pw != 0 || g.dh != 1 ||
         g.dw != 1 || 2 * g.OH > g.H || 2 * g.OW > g.W)
         return false;
-    const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
-#pragma omp parallel for if (g.planes * OHW * 4 > kParallelWork)
-    for (int64_t p = 0; p < g.planes; ++p) {
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-            const T* r0 = x + p * HW + 2 * oh * g.W;
-            const T* r1 = r0 + g.W;
-            T* yo = y + p * OHW + oh * g.OW;
-            int64_t* io = idx ? idx + p * OHW + oh * g.OW : nullptr;
-            const int64_t base = 2 * oh * g.W;
-            for (int64_t ow = 0; ow < g.OW; ++ow) {
+    const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW, planes = g.planes;
+    const int64_t HW = H * W, OHW = OH * OW;
+    // Branch-free steps (on real activations the comparisons are coin flips): a mask select for
+    // the value, an integer select for the index, so the row loop vectorises.
+    const auto step = [](T v, T& m, int64_t cand, int64_t& best) {
+        const bool take = (v > m) | (v != v);
+        if constexpr (std::is_same_v<T, float>)
+            m = myelin::kernels::bit_select(take, v, m);
+        else
+            m = take ? v : m;
+        best = take ? cand : best;
+    };
+#pragma omp parallel for if (planes * OHW * 4 > kParallelWork)
+    for (int64_t p = 0; p < planes; ++p) {
+        for (int64_t oh = 0; oh < OH; ++oh) {
+            const T* r0 = x + p * HW + 2 * oh * W;
+            const T* r1 = r0 + W;
+            T* yo = y + p * OHW + oh * OW;
+            int64_t* io = idx ? idx + p * OHW + oh * OW : nullptr;
+            const int64_t base = 2 * oh * W;
+            for (int64_t ow = 0; ow < OW; ++ow) {
                 const int64_t c = 2 * ow;
                 T m = r0[c];
                 int64_t best = base + c;
-                const T v1 = r0[c + 1], v2 = r1[c], v3 = r1[c + 1];
-                if (v1 > m || std::isnan(v1)) m = v1, best = base + c + 1;
-                if (v2 > m || std::isnan(v2)) m = v2, best = base + g.W + c;
-                if (v3 > m || std::isnan(v3)) m = v3, best = base + g.W + c + 1;
+                step(r0[c + 1], m, base + c + 1, best);
+                step(r1[c], m, base + W + c, best);
+                step(r1[c + 1], m, base + W + c + 1, best);
                 yo[ow] = m;
                 if (io) io[ow] = best;
             }
