@@ -133,6 +133,16 @@ template <typename Body> void run(const Iter& it, Body&& body) {
     const int64_t inner_size = it.shape[inner];
     const int64_t rows = it.numel / inner_size;
     if (it.numel < kParallelGrain) {
+        if (it.ndim == 1) { // one run (small contiguous tensors): no index arithmetic at all
+            char* ptrs[kMaxOperands] = {};
+            int64_t strides[kMaxOperands] = {};
+            for (int o = 0; o < it.nops; ++o) {
+                ptrs[o] = it.base[o];
+                strides[o] = it.strides[o][0];
+            }
+            body(ptrs, strides, inner_size);
+            return;
+        }
         for_each_run(it, 0, rows, body);
         return;
     }
