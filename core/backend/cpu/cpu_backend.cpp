@@ -58,10 +58,6 @@ public:
         cached_ += bytes;
         return true;
     }
-    ~LargeBlockCache() {
-        for (const Block& b : blocks_) std::free(b.ptr);
-    }
-
 private:
     struct Block {
         void* ptr;
@@ -72,9 +68,11 @@ private:
     size_t cached_ = 0;
 };
 
+// Never destroyed: tensors with static storage duration may free their blocks during exit,
+// after function-local statics are gone; the OS reclaims the cached blocks.
 LargeBlockCache& large_blocks() {
-    static LargeBlockCache cache;
-    return cache;
+    static auto* cache = new LargeBlockCache;
+    return *cache;
 }
 
 size_t aligned_size(size_t nbytes) { return (nbytes + 63) & ~size_t(63); }
@@ -106,8 +104,9 @@ void CpuBackend::copy_to_host(void* dst, const void* src, size_t nbytes) {
 }
 
 void ensure_cpu_registered() {
-    static CpuBackend cpu;
-    static const bool registered = (register_backend(DeviceType::CPU, &cpu), true);
+    // Never destroyed, for the same reason as the block cache: static tensors free through it.
+    static auto* cpu = new CpuBackend;
+    static const bool registered = (register_backend(DeviceType::CPU, cpu), true);
     (void)registered;
 }
 
