@@ -10,8 +10,10 @@ using namespace myelin;
 
 static void BM_sgemm_1024(benchmark::State& state) {
     const Tensor a = randn({1024, 1024}), b = randn({1024, 1024});
-    for (auto _ : state) benchmark::DoNotOptimize(mm(a, b));
-    state.counters["flops"] = benchmark::Counter(2.0 * 1024 * 1024 * 1024, benchmark::Counter::kIsIterationInvariantRate);
+    for (auto _ : state)
+        benchmark::DoNotOptimize(mm(a, b));
+    state.counters["flops"] =
+        benchmark::Counter(2.0 * 1024 * 1024 * 1024, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_sgemm_1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -27,15 +29,19 @@ static void BM_fma_peak(benchmark::State& state) {
             v16 acc[kChains];
             const v16 m = v16{} + 0.999999f;
             const v16 c = v16{} + 1e-7f;
-            for (int i = 0; i < kChains; ++i) acc[i] = v16{} + static_cast<float>(i);
+            for (int i = 0; i < kChains; ++i)
+                acc[i] = v16{} + static_cast<float>(i);
             for (int64_t it = 0; it < kIters; ++it)
-                for (int i = 0; i < kChains; ++i) acc[i] = acc[i] * m + c;
-            for (int i = 0; i < kChains; ++i) sink += acc[i][0];
+                for (int i = 0; i < kChains; ++i)
+                    acc[i] = acc[i] * m + c;
+            for (int i = 0; i < kChains; ++i)
+                sink += acc[i][0];
         }
         benchmark::DoNotOptimize(sink);
     }
-    state.counters["flops"] = benchmark::Counter(2.0 * 16 * kChains * kIters * omp_get_max_threads(),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["flops"] =
+        benchmark::Counter(2.0 * 16 * kChains * kIters * omp_get_max_threads(),
+                           benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_fma_peak)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -43,28 +49,32 @@ static constexpr int64_t k4M = 4 * 1024 * 1024;
 
 static void BM_add_4M(benchmark::State& state) {
     const Tensor a = randn({k4M}), b = randn({k4M});
-    for (auto _ : state) benchmark::DoNotOptimize(add(a, b));
+    for (auto _ : state)
+        benchmark::DoNotOptimize(add(a, b));
     state.SetItemsProcessed(state.iterations() * k4M);
 }
 BENCHMARK(BM_add_4M)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 static void BM_mul_4M(benchmark::State& state) {
     const Tensor a = randn({k4M}), b = randn({k4M});
-    for (auto _ : state) benchmark::DoNotOptimize(mul(a, b));
+    for (auto _ : state)
+        benchmark::DoNotOptimize(mul(a, b));
     state.SetItemsProcessed(state.iterations() * k4M);
 }
 BENCHMARK(BM_mul_4M)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 static void BM_relu_4M(benchmark::State& state) {
     const Tensor a = randn({k4M});
-    for (auto _ : state) benchmark::DoNotOptimize(relu(a));
+    for (auto _ : state)
+        benchmark::DoNotOptimize(relu(a));
     state.SetItemsProcessed(state.iterations() * k4M);
 }
 BENCHMARK(BM_relu_4M)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 static void BM_softmax_4096x1000(benchmark::State& state) {
     const Tensor a = randn({4096, 1000});
-    for (auto _ : state) benchmark::DoNotOptimize(softmax(a, 1));
+    for (auto _ : state)
+        benchmark::DoNotOptimize(softmax(a, 1));
     state.SetItemsProcessed(state.iterations() * 4096 * 1000);
 }
 BENCHMARK(BM_softmax_4096x1000)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -33,54 +33,69 @@ const char* kRoot = "/usr/share/datasets/fashion-mnist/";
 
 std::vector<unsigned char> read_gz(const std::string& path) {
     gzFile f = gzopen(path.c_str(), "rb");
-    if (!f) throw std::runtime_error("cannot open " + path + " (apt-get install dataset-fashion-mnist)");
+    if (!f)
+        throw std::runtime_error("cannot open " + path +
+                                 " (apt-get install dataset-fashion-mnist)");
     std::vector<unsigned char> data;
     unsigned char buf[1 << 16];
     int n;
-    while ((n = gzread(f, buf, sizeof buf)) > 0) data.insert(data.end(), buf, buf + n);
+    while ((n = gzread(f, buf, sizeof buf)) > 0)
+        data.insert(data.end(), buf, buf + n);
     gzclose(f);
     if (n < 0) throw std::runtime_error("corrupt gzip data in " + path);
     return data;
 }
 
-uint32_t be32(const unsigned char* p) { return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3]; }
+uint32_t be32(const unsigned char* p) {
+    return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+}
 
 // images -> float32 [N, 1, 28, 28] scaled to [0, 1]; labels -> int64 [N]
 Tensor load_images(const std::string& name) {
     const auto d = read_gz(kRoot + name);
-    if (d.size() < 16 || be32(d.data()) != 2051) throw std::runtime_error(name + ": not an IDX image file");
+    if (d.size() < 16 || be32(d.data()) != 2051)
+        throw std::runtime_error(name + ": not an IDX image file");
     const int64_t n = be32(&d[4]), r = be32(&d[8]), c = be32(&d[12]);
-    if (d.size() != static_cast<size_t>(16 + n * r * c)) throw std::runtime_error(name + ": truncated");
+    if (d.size() != static_cast<size_t>(16 + n * r * c))
+        throw std::runtime_error(name + ": truncated");
     std::vector<float> v(static_cast<size_t>(n * r * c));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = d[16 + i] / 255.0f;
+    for (size_t i = 0; i < v.size(); ++i)
+        v[i] = d[16 + i] / 255.0f;
     return from_vector(v, {n, 1, r, c});
 }
 
 Tensor load_labels(const std::string& name) {
     const auto d = read_gz(kRoot + name);
-    if (d.size() < 8 || be32(d.data()) != 2049) throw std::runtime_error(name + ": not an IDX label file");
+    if (d.size() < 8 || be32(d.data()) != 2049)
+        throw std::runtime_error(name + ": not an IDX label file");
     const int64_t n = be32(&d[4]);
     std::vector<int64_t> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = d[8 + static_cast<size_t>(i)];
+    for (int64_t i = 0; i < n; ++i)
+        v[static_cast<size_t>(i)] = d[8 + static_cast<size_t>(i)];
     return from_vector(v, {n});
 }
 
 std::shared_ptr<nn::Sequential> make_model(const std::string& name) {
     using namespace nn;
     if (name == "mlp")
-        return std::make_shared<Sequential>(std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256),
-                                            std::make_shared<ReLU>(), std::make_shared<Linear>(256, 128),
-                                            std::make_shared<ReLU>(), std::make_shared<Linear>(128, 10));
+        return std::make_shared<Sequential>(
+            std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256),
+            std::make_shared<ReLU>(), std::make_shared<Linear>(256, 128), std::make_shared<ReLU>(),
+            std::make_shared<Linear>(128, 10));
     Conv2dOptions pad1;
     pad1.padding = 1;
     return std::make_shared<Sequential>(
-        std::make_shared<Conv2d>(1, 32, 3, pad1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-        std::make_shared<Conv2d>(32, 64, 3, pad1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-        std::make_shared<Flatten>(), std::make_shared<Linear>(64 * 7 * 7, 128), std::make_shared<ReLU>(),
+        std::make_shared<Conv2d>(1, 32, 3, pad1), std::make_shared<ReLU>(),
+        std::make_shared<MaxPool2d>(2), std::make_shared<Conv2d>(32, 64, 3, pad1),
+        std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2), std::make_shared<Flatten>(),
+        std::make_shared<Linear>(64 * 7 * 7, 128), std::make_shared<ReLU>(),
         std::make_shared<Linear>(128, 10));
 }
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
 double peak_rss_mb() {
     rusage u{};
@@ -100,11 +115,16 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
             return argv[++i];
         };
-        if (a == "--model") which = next();
-        else if (a == "--epochs") epochs = std::stoi(next());
-        else if (a == "--threads") threads = std::stoi(next());
-        else if (a == "--batch") batch = std::stoll(next());
-        else if (a == "--steps") steps = std::stoi(next());
+        if (a == "--model")
+            which = next();
+        else if (a == "--epochs")
+            epochs = std::stoi(next());
+        else if (a == "--threads")
+            threads = std::stoi(next());
+        else if (a == "--batch")
+            batch = std::stoll(next());
+        else if (a == "--steps")
+            steps = std::stoi(next());
         else {
             std::fprintf(stderr, "unknown argument %s\n", a.c_str());
             return 2;
@@ -113,8 +133,10 @@ int main(int argc, char** argv) {
     try {
         set_num_threads(threads);
         manual_seed(0);
-        const Tensor xtr = load_images("train-images-idx3-ubyte.gz"), ytr = load_labels("train-labels-idx1-ubyte.gz");
-        const Tensor xte = load_images("t10k-images-idx3-ubyte.gz"), yte = load_labels("t10k-labels-idx1-ubyte.gz");
+        const Tensor xtr = load_images("train-images-idx3-ubyte.gz"),
+                     ytr = load_labels("train-labels-idx1-ubyte.gz");
+        const Tensor xte = load_images("t10k-images-idx3-ubyte.gz"),
+                     yte = load_labels("t10k-labels-idx1-ubyte.gz");
         const int64_t n = xtr.size(0);
         for (const std::string name : {"mlp", "cnn"}) {
             if (which != "all" && which != name) continue;
@@ -134,8 +156,8 @@ int main(int argc, char** argv) {
                     }
                     const Tensor idx = perm.narrow(0, i, std::min(batch, n - i));
                     opt.zero_grad();
-                    const Tensor loss = nn::functional::cross_entropy((*model)(index_select(xtr, 0, idx)),
-                                                                      index_select(ytr, 0, idx));
+                    const Tensor loss = nn::functional::cross_entropy(
+                        (*model)(index_select(xtr, 0, idx)), index_select(ytr, 0, idx));
                     loss.backward();
                     opt.step();
                     trained += idx.numel();
@@ -150,17 +172,20 @@ int main(int argc, char** argv) {
                 int64_t correct = 0;
                 for (int64_t i = 0; i < xte.size(0); i += 1000) {
                     const Tensor pred = argmax((*model)(xte.narrow(0, i, 1000)), 1);
-                    correct += sum(eq(pred, yte.narrow(0, i, 1000)).to(DType::Int64)).item<int64_t>();
+                    correct +=
+                        sum(eq(pred, yte.narrow(0, i, 1000)).to(DType::Int64)).item<int64_t>();
                 }
                 t_inf = now() - t0;
                 acc = static_cast<double>(correct) / static_cast<double>(xte.size(0));
             }
-            std::printf("{\"framework\": \"myelin\", \"model\": \"%s\", \"epochs\": %d, \"threads\": %d, \"batch\": %lld, "
-                        "\"train_samples_per_s\": %.1f, \"epoch_s\": %.3f, \"infer_samples_per_s\": %.1f, "
-                        "\"test_acc\": %.4f, \"peak_rss_mb\": %.1f}\n",
-                        name.c_str(), epochs, threads, static_cast<long long>(batch),
-                        static_cast<double>(trained) * (steps > 0 ? 1 : epochs) / t_train, t_train / epochs,
-                        t_inf > 0 ? 10000 / t_inf : 0.0, acc, peak_rss_mb());
+            std::printf(
+                "{\"framework\": \"myelin\", \"model\": \"%s\", \"epochs\": %d, \"threads\": %d, "
+                "\"batch\": %lld, "
+                "\"train_samples_per_s\": %.1f, \"epoch_s\": %.3f, \"infer_samples_per_s\": %.1f, "
+                "\"test_acc\": %.4f, \"peak_rss_mb\": %.1f}\n",
+                name.c_str(), epochs, threads, static_cast<long long>(batch),
+                static_cast<double>(trained) * (steps > 0 ? 1 : epochs) / t_train, t_train / epochs,
+                t_inf > 0 ? 10000 / t_inf : 0.0, acc, peak_rss_mb());
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {

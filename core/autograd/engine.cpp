@@ -16,16 +16,28 @@ std::atomic<uint64_t> g_sequence{0};
 std::atomic<uint64_t> g_epoch{0};
 } // namespace
 
-bool is_grad_enabled() { return g_grad_enabled; }
-void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
-bool is_anomaly_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
-void set_detect_anomaly(bool enabled) { g_anomaly = enabled; }
-int64_t live_node_count() { return g_live_nodes.load(); }
+bool is_grad_enabled() {
+    return g_grad_enabled;
+}
+void set_grad_enabled(bool enabled) {
+    g_grad_enabled = enabled;
+}
+bool is_anomaly_enabled() {
+    return g_anomaly.load(std::memory_order_relaxed);
+}
+void set_detect_anomaly(bool enabled) {
+    g_anomaly = enabled;
+}
+int64_t live_node_count() {
+    return g_live_nodes.load();
+}
 
 Node::Node() : sequence_nr_(g_sequence.fetch_add(1, std::memory_order_relaxed)) {
     g_live_nodes.fetch_add(1, std::memory_order_relaxed);
 }
-Node::~Node() { g_live_nodes.fetch_sub(1, std::memory_order_relaxed); }
+Node::~Node() {
+    g_live_nodes.fetch_sub(1, std::memory_order_relaxed);
+}
 
 HookHandle Node::add_pre_hook(GradHook hook) {
     const uint64_t id = next_hook_id_++;
@@ -63,7 +75,8 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output)
       is_output_(is_output) {
     if (t.impl()->autograd) {
         output_nr_ = t.impl()->autograd->output_nr;
-        if (!is_output && t.impl()->autograd->grad_fn) producer_ = t.impl()->autograd->grad_fn->name();
+        if (!is_output && t.impl()->autograd->grad_fn)
+            producer_ = t.impl()->autograd->grad_fn->name();
     }
 }
 
@@ -259,8 +272,8 @@ void run_backward(const Tensor* outputs, const Tensor* grad_outputs, size_t n, b
             for (size_t i = 0; i < input_grads.size(); ++i)
                 if (input_grads[i].defined() && !all_finite(input_grads[i]))
                     throw AutogradError(std::string("Function '") + node->name() +
-                                        "' returned nan or inf values in its " +
-                                        std::to_string(i) + "th output (detected by anomaly mode)");
+                                        "' returned nan or inf values in its " + std::to_string(i) +
+                                        "th output (detected by anomaly mode)");
         }
         const auto& edges = node->next_edges();
         for (size_t i = 0; i < edges.size(); ++i) {

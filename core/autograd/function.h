@@ -10,13 +10,13 @@ namespace myelin::autograd {
 // A tensor saved for backward, with the storage version it had when saved. Outputs of the
 // recording node are saved as detached aliases so the graph never holds a cycle.
 class SavedTensor {
-public:
+  public:
     SavedTensor() = default;
     explicit SavedTensor(const Tensor& t, bool is_output = false);
     // Throws AutogradError (naming `owner`) when the tensor was modified in place since saving.
     Tensor unpack(const Node& owner) const;
 
-private:
+  private:
     Tensor data_;
     uint32_t version_ = 0;
     uint32_t output_nr_ = 0;
@@ -29,7 +29,7 @@ private:
 // A node whose backward is a lambda `TensorList(const Tensor& grad, const Node& self)` returning
 // one gradient per input (undefined where none is needed). Every op here has one output.
 template <typename F> class FunctionNode final : public Node {
-public:
+  public:
     FunctionNode(const char* name, F&& fn) : name_(name), fn_(std::move(fn)) {}
     const char* name() const override { return name_; }
     TensorList apply(Tensor&& grad) override {
@@ -39,20 +39,20 @@ public:
     }
     void release_saved() override { fn_.reset(); }
 
-private:
+  private:
     const char* name_;
     std::optional<F> fn_;
 };
 
 // The node that accumulates into a leaf's .grad (running the leaf's hooks first).
 class AccumulateGrad final : public Node {
-public:
+  public:
     explicit AccumulateGrad(std::shared_ptr<TensorImpl> variable);
     const char* name() const override { return "AccumulateGrad"; }
     TensorList apply(Tensor&& grad) override;
     const std::shared_ptr<TensorImpl>& variable() const { return variable_; }
 
-private:
+  private:
     std::shared_ptr<TensorImpl> variable_;
 };
 
@@ -76,7 +76,8 @@ void record(const char* name, std::initializer_list<const Tensor*> inputs, Tenso
     auto node = std::make_shared<FunctionNode<std::decay_t<F>>>(name, std::forward<F>(fn));
     auto& edges = node->mutable_next_edges();
     edges.reserve(inputs.size());
-    for (const Tensor* t : inputs) edges.push_back(gradient_edge(*t));
+    for (const Tensor* t : inputs)
+        edges.push_back(gradient_edge(*t));
     set_history(output, std::move(node));
 }
 
@@ -85,7 +86,8 @@ void record_list(const char* name, const TensorList& inputs, Tensor& output, F&&
     auto node = std::make_shared<FunctionNode<std::decay_t<F>>>(name, std::forward<F>(fn));
     auto& edges = node->mutable_next_edges();
     edges.reserve(inputs.size());
-    for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));
+    for (const Tensor& t : inputs)
+        edges.push_back(gradient_edge(t));
     set_history(output, std::move(node));
 }
 

@@ -13,7 +13,8 @@ GradcheckResult gradcheck(const std::function<TensorList(const TensorList&)>& fn
     for (size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& x = inputs[i];
         if (!x.defined() || !x.requires_grad()) continue;
-        if (x.dtype() != DType::Float64 || !x.is_contiguous() || !x.is_leaf() || !x.device().is_cpu())
+        if (x.dtype() != DType::Float64 || !x.is_contiguous() || !x.is_leaf() ||
+            !x.device().is_cpu())
             return {false, "gradcheck: input " + std::to_string(i) +
                                " must be a contiguous float64 CPU leaf tensor, got " +
                                detail::describe(x)};
@@ -46,7 +47,8 @@ GradcheckResult gradcheck(const std::function<TensorList(const TensorList&)>& fn
                     const Tensor g = inputs[checked[c]].grad();
                     if (!g.defined()) continue;
                     const std::vector<double> gv = g.to_vector<double>();
-                    for (size_t j = 0; j < gv.size(); ++j) analytical[c][j * n_out + k] = gv[j];
+                    for (size_t j = 0; j < gv.size(); ++j)
+                        analytical[c][j * n_out + k] = gv[j];
                 }
             }
         }

@@ -21,7 +21,8 @@ struct View {
 
     int64_t numel() const {
         int64_t n = 1;
-        for (int i = 0; i < ndim; ++i) n *= shape[i];
+        for (int i = 0; i < ndim; ++i)
+            n *= shape[i];
         return n;
     }
     bool is_contiguous() const {
@@ -35,20 +36,35 @@ struct View {
 };
 
 enum class UnaryOp : uint8_t {
-    Neg, Abs, Sign, Reciprocal, Square, Exp, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid,
+    Neg,
+    Abs,
+    Sign,
+    Reciprocal,
+    Square,
+    Exp,
+    Log,
+    Log1p,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Tanh,
+    Sigmoid,
     Relu,
     LeakyRelu, // p.a = negative slope
     Elu,       // p.a = alpha
-    Gelu, GeluTanh, Silu,
-    Softplus,  // p.a = beta, p.b = threshold
-    PowScalar, // x ^ p.a
+    Gelu,
+    GeluTanh,
+    Silu,
+    Softplus,   // p.a = beta, p.b = threshold
+    PowScalar,  // x ^ p.a
     RPowScalar, // p.a ^ x
-    AddScalar, // x + p.a
-    MulScalar, // x * p.a
+    AddScalar,  // x + p.a
+    MulScalar,  // x * p.a
     RSubScalar, // p.a - x
     RDivScalar, // p.a / x
-    Clamp,     // clamp(x, p.a, p.b); +-inf for an absent bound
-    IsFinite,  // -> bool
+    Clamp,      // clamp(x, p.a, p.b); +-inf for an absent bound
+    IsFinite,   // -> bool
     LogicalNot, // -> bool
     Count
 };
@@ -56,23 +72,39 @@ enum class UnaryOp : uint8_t {
 enum class BinaryOp : uint8_t {
     Add, // a + p.a * b
     Sub, // a - p.a * b
-    Mul, Div, Pow, Maximum, Minimum,
-    Eq, Ne, Lt, Le, Gt, Ge, // -> bool
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge, // -> bool
     // Backward helpers: a = upstream gradient, b = saved input x (or output y where named).
     ReluBackward,      // b = y (or x): g * (b > 0)
     LeakyReluBackward, // p.a = slope; b = x
     EluBackward,       // p.a = alpha; b = x
-    GeluBackward, GeluTanhBackward, SiluBackward, // b = x
-    SoftplusBackward,  // p.a = beta, p.b = threshold; b = x
-    SigmoidBackward,   // b = y: g * y * (1 - y)
-    TanhBackward,      // b = y: g * (1 - y^2)
+    GeluBackward,
+    GeluTanhBackward,
+    SiluBackward,     // b = x
+    SoftplusBackward, // p.a = beta, p.b = threshold; b = x
+    SigmoidBackward,  // b = y: g * y * (1 - y)
+    TanhBackward,     // b = y: g * (1 - y^2)
     Count
 };
 
 enum class ReduceOp : uint8_t {
-    Sum, Mean, Max, Min, ArgMax, ArgMin,
-    Var,       // p.a = correction
-    Norm,      // p.a = p (0, 1, 2, other, +inf, -inf)
+    Sum,
+    Mean,
+    Max,
+    Min,
+    ArgMax,
+    ArgMin,
+    Var,  // p.a = correction
+    Norm, // p.a = p (0, 1, 2, other, +inf, -inf)
     LogSumExp,
     Count
 };
@@ -83,7 +115,7 @@ struct OpParams {
 };
 
 class Backend {
-public:
+  public:
     virtual ~Backend() = default;
     virtual DeviceType type() const = 0;
     virtual BackendInfo info() const = 0;

@@ -19,7 +19,8 @@ namespace myelin {
 
 void Dims::assign(const int64_t* p, size_t n) {
     if (n > static_cast<size_t>(kMaxDims))
-        throw ShapeError("tensors support at most " + std::to_string(kMaxDims) + " dimensions, got " + std::to_string(n));
+        throw ShapeError("tensors support at most " + std::to_string(kMaxDims) +
+                         " dimensions, got " + std::to_string(n));
     n_ = static_cast<int>(n);
     std::copy(p, p + n, v_);
 }
@@ -29,47 +30,64 @@ Dims Dims::filled(int n, int64_t value) {
     return d;
 }
 void Dims::push_back(int64_t x) {
-    if (n_ >= kMaxDims) throw ShapeError("tensors support at most " + std::to_string(kMaxDims) + " dimensions");
+    if (n_ >= kMaxDims)
+        throw ShapeError("tensors support at most " + std::to_string(kMaxDims) + " dimensions");
     v_[n_++] = x;
 }
 void Dims::insert(int pos, int64_t x) {
-    if (n_ >= kMaxDims) throw ShapeError("tensors support at most " + std::to_string(kMaxDims) + " dimensions");
-    for (int i = n_; i > pos; --i) v_[i] = v_[i - 1];
+    if (n_ >= kMaxDims)
+        throw ShapeError("tensors support at most " + std::to_string(kMaxDims) + " dimensions");
+    for (int i = n_; i > pos; --i)
+        v_[i] = v_[i - 1];
     v_[pos] = x;
     ++n_;
 }
 void Dims::erase(int pos) {
-    for (int i = pos; i + 1 < n_; ++i) v_[i] = v_[i + 1];
+    for (int i = pos; i + 1 < n_; ++i)
+        v_[i] = v_[i + 1];
     --n_;
 }
 void Dims::resize(int n, int64_t fill) {
-    if (n > kMaxDims) throw ShapeError("tensors support at most " + std::to_string(kMaxDims) + " dimensions");
-    for (int i = n_; i < n; ++i) v_[i] = fill;
+    if (n > kMaxDims)
+        throw ShapeError("tensors support at most " + std::to_string(kMaxDims) + " dimensions");
+    for (int i = n_; i < n; ++i)
+        v_[i] = fill;
     n_ = n;
 }
 int64_t Dims::numel() const {
     int64_t p = 1;
-    for (int i = 0; i < n_; ++i) p *= v_[i];
+    for (int i = 0; i < n_; ++i)
+        p *= v_[i];
     return p;
 }
 std::string Dims::str() const {
     std::string s = "[";
-    for (int i = 0; i < n_; ++i) s += (i ? ", " : "") + std::to_string(v_[i]);
+    for (int i = 0; i < n_; ++i)
+        s += (i ? ", " : "") + std::to_string(v_[i]);
     return s + "]";
 }
-bool Dims::operator==(const Dims& o) const { return n_ == o.n_ && std::equal(v_, v_ + n_, o.v_); }
+bool Dims::operator==(const Dims& o) const {
+    return n_ == o.n_ && std::equal(v_, v_ + n_, o.v_);
+}
 
 // --- dtypes --------------------------------------------------------------------------------------
 
 const char* dtype_name(DType t) {
     switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Int64: return "int64";
-    case DType::UInt8: return "uint8";
-    case DType::Bool: return "bool";
+    case DType::Float32:
+        return "float32";
+    case DType::Float64:
+        return "float64";
+    case DType::Float16:
+        return "float16";
+    case DType::BFloat16:
+        return "bfloat16";
+    case DType::Int64:
+        return "int64";
+    case DType::UInt8:
+        return "uint8";
+    case DType::Bool:
+        return "bool";
     }
     return "unknown";
 }
@@ -77,12 +95,16 @@ const char* dtype_name(DType t) {
 size_t dtype_size(DType t) {
     switch (t) {
     case DType::Float64:
-    case DType::Int64: return 8;
-    case DType::Float32: return 4;
+    case DType::Int64:
+        return 8;
+    case DType::Float32:
+        return 4;
     case DType::Float16:
-    case DType::BFloat16: return 2;
+    case DType::BFloat16:
+        return 2;
     case DType::UInt8:
-    case DType::Bool: return 1;
+    case DType::Bool:
+        return 1;
     }
     return 1;
 }
@@ -91,18 +113,25 @@ DType promote_types(DType a, DType b) {
     if (a == b) return a;
     const auto rank = [](DType t) {
         switch (t) {
-        case DType::Bool: return 0;
-        case DType::UInt8: return 1;
-        case DType::Int64: return 2;
+        case DType::Bool:
+            return 0;
+        case DType::UInt8:
+            return 1;
+        case DType::Int64:
+            return 2;
         case DType::Float16:
-        case DType::BFloat16: return 3;
-        case DType::Float32: return 4;
-        case DType::Float64: return 5;
+        case DType::BFloat16:
+            return 3;
+        case DType::Float32:
+            return 4;
+        case DType::Float64:
+            return 5;
         }
         return 0;
     };
     // float16 with bfloat16 has no common 16-bit type: PyTorch gives float32.
-    if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
+    if ((a == DType::Float16 && b == DType::BFloat16) ||
+        (a == DType::BFloat16 && b == DType::Float16))
         return DType::Float32;
     return rank(a) >= rank(b) ? a : b;
 }
@@ -112,7 +141,7 @@ uint16_t Half::from_float(float f) {
     std::memcpy(&x, &f, 4);
     const uint32_t sign = (x >> 16) & 0x8000u;
     const uint32_t abs = x & 0x7fffffffu;
-    if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u); // NaN
+    if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
     if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u); // overflow -> inf
     if (abs < 0x38800000u) { // subnormal half (or zero): round to nearest even in 2^-24 units
         float a;
@@ -155,7 +184,9 @@ float Half::to_float(uint16_t h) {
 
 // --- devices -------------------------------------------------------------------------------------
 
-const char* device_type_name(DeviceType t) { return t == DeviceType::CPU ? "CPU" : "CUDA"; }
+const char* device_type_name(DeviceType t) {
+    return t == DeviceType::CPU ? "CPU" : "CUDA";
+}
 
 std::string Device::str() const {
     return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index);
@@ -164,7 +195,8 @@ std::string Device::str() const {
 std::vector<BackendInfo> available_backends() {
     std::vector<BackendInfo> out;
     for (int t = 0; t < kNumDeviceTypes; ++t)
-        if (backend::Backend* b = backend::find(static_cast<DeviceType>(t))) out.push_back(b->info());
+        if (backend::Backend* b = backend::find(static_cast<DeviceType>(t)))
+            out.push_back(b->info());
     return out;
 }
 
@@ -175,16 +207,24 @@ std::string backends_summary() {
     return s;
 }
 
-bool is_available(DeviceType t) { return backend::find(t) != nullptr; }
+bool is_available(DeviceType t) {
+    return backend::find(t) != nullptr;
+}
 
 void set_num_threads(int n) {
-    if (n < 1) throw Error("set_num_threads(): expected a positive thread count, got " + std::to_string(n));
+    if (n < 1)
+        throw Error("set_num_threads(): expected a positive thread count, got " +
+                    std::to_string(n));
     omp_set_num_threads(n);
     openblas_set_num_threads(n);
 }
 
-int get_num_threads() { return omp_get_max_threads(); }
+int get_num_threads() {
+    return omp_get_max_threads();
+}
 
-const char* version() { return MYELIN_VERSION_STRING; }
+const char* version() {
+    return MYELIN_VERSION_STRING;
+}
 
 } // namespace myelin

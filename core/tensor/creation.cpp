@@ -12,7 +12,8 @@ namespace myelin {
 
 using namespace detail;
 
-// --- generator -------------------------------------------------------------------------------------
+// --- generator
+// -------------------------------------------------------------------------------------
 
 void Generator::manual_seed(uint64_t seed) {
     seed_ = seed;
@@ -23,7 +24,8 @@ void Generator::manual_seed(uint64_t seed) {
 std::string Generator::get_state() const {
     std::ostringstream os;
     os.precision(17);
-    os << "mt19937 " << seed_ << ' ' << has_cached_normal_ << ' ' << cached_normal_ << ' ' << engine_;
+    os << "mt19937 " << seed_ << ' ' << has_cached_normal_ << ' ' << cached_normal_ << ' '
+       << engine_;
     return os.str();
 }
 
@@ -47,9 +49,12 @@ uint64_t Generator::next_u64() {
     const uint64_t hi = next_u32();
     return (hi << 32) | next_u32();
 }
-float Generator::uniform_float() { return static_cast<float>(next_u32() & ((1u << 24) - 1)) * (1.0f / (1u << 24)); }
+float Generator::uniform_float() {
+    return static_cast<float>(next_u32() & ((1u << 24) - 1)) * (1.0f / (1u << 24));
+}
 double Generator::uniform_double() {
-    return static_cast<double>(next_u64() & ((uint64_t{1} << 53) - 1)) * (1.0 / (uint64_t{1} << 53));
+    return static_cast<double>(next_u64() & ((uint64_t{1} << 53) - 1)) *
+           (1.0 / (uint64_t{1} << 53));
 }
 double Generator::normal() {
     if (has_cached_normal_) {
@@ -68,7 +73,8 @@ uint64_t Generator::below(uint64_t n) {
     // Rejection sampling: no modulo bias.
     const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t v;
-    do v = next_u64();
+    do
+        v = next_u64();
     while (v >= limit);
     return v % n;
 }
@@ -77,9 +83,12 @@ Generator& default_generator() {
     static Generator gen;
     return gen;
 }
-void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+void manual_seed(uint64_t seed) {
+    default_generator().manual_seed(seed);
+}
 
-// --- factories ---------------------------------------------------------------------------------------
+// --- factories
+// ---------------------------------------------------------------------------------------
 
 namespace {
 Tensor finish(Tensor t, const TensorOptions& opts) {
@@ -98,30 +107,56 @@ Tensor host_then_device(Tensor host, const TensorOptions& opts) {
 }
 } // namespace
 
-Tensor empty(const Dims& shape, TensorOptions opts) { return finish(make_tensor(shape, opts.dtype, opts.device), opts); }
-Tensor zeros(const Dims& shape, TensorOptions opts) { return filled(shape, 0.0, opts); }
-Tensor ones(const Dims& shape, TensorOptions opts) { return filled(shape, 1.0, opts); }
-Tensor full(const Dims& shape, double value, TensorOptions opts) { return filled(shape, value, opts); }
-Tensor scalar_tensor(double value, TensorOptions opts) { return filled({}, value, opts); }
-Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.options()); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.options()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.options()); }
-Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, t.options()); }
-Tensor rand_like(const Tensor& t, Generator* gen) { return rand(t.shape(), t.options(), gen); }
-Tensor randn_like(const Tensor& t, Generator* gen) { return randn(t.shape(), t.options(), gen); }
+Tensor empty(const Dims& shape, TensorOptions opts) {
+    return finish(make_tensor(shape, opts.dtype, opts.device), opts);
+}
+Tensor zeros(const Dims& shape, TensorOptions opts) {
+    return filled(shape, 0.0, opts);
+}
+Tensor ones(const Dims& shape, TensorOptions opts) {
+    return filled(shape, 1.0, opts);
+}
+Tensor full(const Dims& shape, double value, TensorOptions opts) {
+    return filled(shape, value, opts);
+}
+Tensor scalar_tensor(double value, TensorOptions opts) {
+    return filled({}, value, opts);
+}
+Tensor empty_like(const Tensor& t) {
+    return empty(t.shape(), t.options());
+}
+Tensor zeros_like(const Tensor& t) {
+    return zeros(t.shape(), t.options());
+}
+Tensor ones_like(const Tensor& t) {
+    return ones(t.shape(), t.options());
+}
+Tensor full_like(const Tensor& t, double value) {
+    return full(t.shape(), value, t.options());
+}
+Tensor rand_like(const Tensor& t, Generator* gen) {
+    return rand(t.shape(), t.options(), gen);
+}
+Tensor randn_like(const Tensor& t, Generator* gen) {
+    return randn(t.shape(), t.options(), gen);
+}
 
-Tensor arange(double end, std::optional<TensorOptions> opts) { return arange(0.0, end, 1.0, opts); }
+Tensor arange(double end, std::optional<TensorOptions> opts) {
+    return arange(0.0, end, 1.0, opts);
+}
 
 Tensor arange(double start, double end, double step, std::optional<TensorOptions> opts) {
     if (step == 0) throw Error("arange(): step must be nonzero");
     if ((end - start) / step < 0)
         throw Error("arange(): upper bound and larger bound inconsistent with step sign");
-    const bool integral = std::floor(start) == start && std::floor(end) == end && std::floor(step) == step;
+    const bool integral =
+        std::floor(start) == start && std::floor(end) == end && std::floor(step) == step;
     TensorOptions o = opts.value_or(TensorOptions(integral ? DType::Int64 : DType::Float32));
     const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
     Tensor host = make_tensor({n}, DType::Float64, kCPU);
     double* p = host.data<double>();
-    for (int64_t i = 0; i < n; ++i) p[i] = start + static_cast<double>(i) * step;
+    for (int64_t i = 0; i < n; ++i)
+        p[i] = start + static_cast<double>(i) * step;
     return host_then_device(raw_convert(host, o.dtype), o);
 }
 
@@ -134,7 +169,8 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
     const int64_t half = steps / 2;
     if (steps == 1) p[0] = start;
     for (int64_t i = 0; i < steps && steps > 1; ++i)
-        p[i] = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
+        p[i] = i < half ? start + step * static_cast<double>(i)
+                        : end - step * static_cast<double>(steps - 1 - i);
     return host_then_device(raw_convert(host, opts.dtype), opts);
 }
 
@@ -143,25 +179,37 @@ Tensor eye(int64_t n, int64_t m, TensorOptions opts) {
     Tensor host = make_tensor({n, m}, DType::Float64, kCPU);
     double* p = host.data<double>();
     for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < m; ++j) p[i * m + j] = i == j ? 1.0 : 0.0;
+        for (int64_t j = 0; j < m; ++j)
+            p[i * m + j] = i == j ? 1.0 : 0.0;
     return host_then_device(raw_convert(host, opts.dtype), opts);
 }
 
 Tensor from_blob(const void* data, DType src_dtype, const Dims& shape, TensorOptions opts) {
     Tensor host = make_tensor(shape, src_dtype, kCPU);
-    if (host.numel()) std::memcpy(host.data_ptr(), data, static_cast<size_t>(host.numel()) * dtype_size(src_dtype));
+    if (host.numel())
+        std::memcpy(host.data_ptr(), data,
+                    static_cast<size_t>(host.numel()) * dtype_size(src_dtype));
     if (opts.dtype != src_dtype) host = raw_convert(host, opts.dtype);
     return host_then_device(host, opts);
 }
 
-template <typename T> static Tensor from_values(const std::vector<T>& v, DType src, const Dims& shape, TensorOptions opts) {
+template <typename T>
+static Tensor from_values(const std::vector<T>& v, DType src, const Dims& shape,
+                          TensorOptions opts) {
     if (static_cast<int64_t>(v.size()) != shape.numel())
-        throw ShapeError("from_vector(): " + std::to_string(v.size()) + " values cannot fill shape " + shape.str());
+        throw ShapeError("from_vector(): " + std::to_string(v.size()) +
+                         " values cannot fill shape " + shape.str());
     return from_blob(v.data(), src, shape, opts);
 }
-Tensor from_vector(const std::vector<float>& v, const Dims& shape, TensorOptions opts) { return from_values(v, DType::Float32, shape, opts); }
-Tensor from_vector(const std::vector<double>& v, const Dims& shape, TensorOptions opts) { return from_values(v, DType::Float64, shape, opts); }
-Tensor from_vector(const std::vector<int64_t>& v, const Dims& shape, TensorOptions opts) { return from_values(v, DType::Int64, shape, opts); }
+Tensor from_vector(const std::vector<float>& v, const Dims& shape, TensorOptions opts) {
+    return from_values(v, DType::Float32, shape, opts);
+}
+Tensor from_vector(const std::vector<double>& v, const Dims& shape, TensorOptions opts) {
+    return from_values(v, DType::Float64, shape, opts);
+}
+Tensor from_vector(const std::vector<int64_t>& v, const Dims& shape, TensorOptions opts) {
+    return from_values(v, DType::Int64, shape, opts);
+}
 
 Tensor tensor(std::initializer_list<double> values, TensorOptions opts) {
     return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())}, opts);
@@ -172,41 +220,51 @@ Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorO
     const int64_t cols = rows.size() ? static_cast<int64_t>(rows.begin()->size()) : 0;
     for (const auto& row : rows) {
         if (static_cast<int64_t>(row.size()) != cols)
-            throw ShapeError("tensor(): expected rows of equal length " + std::to_string(cols) + ", got " + std::to_string(row.size()));
+            throw ShapeError("tensor(): expected rows of equal length " + std::to_string(cols) +
+                             ", got " + std::to_string(row.size()));
         flat.insert(flat.end(), row.begin(), row.end());
     }
     return from_vector(flat, {static_cast<int64_t>(rows.size()), cols}, opts);
 }
 
-// --- random ------------------------------------------------------------------------------------------
+// --- random
+// ------------------------------------------------------------------------------------------
 
 namespace {
-Generator& pick(Generator* gen) { return gen ? *gen : default_generator(); }
+Generator& pick(Generator* gen) {
+    return gen ? *gen : default_generator();
+}
 
-template <typename Fill> Tensor random_tensor(const Dims& shape, const TensorOptions& opts, Fill&& fill) {
+template <typename Fill>
+Tensor random_tensor(const Dims& shape, const TensorOptions& opts, Fill&& fill) {
     const bool f32 = opts.dtype != DType::Float64;
     Tensor host = make_tensor(shape, f32 ? DType::Float32 : DType::Float64, kCPU);
     const int64_t n = host.numel();
     if (f32) {
         float* p = host.data<float>();
-        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(fill(true));
+        for (int64_t i = 0; i < n; ++i)
+            p[i] = static_cast<float>(fill(true));
     } else {
         double* p = host.data<double>();
-        for (int64_t i = 0; i < n; ++i) p[i] = fill(false);
+        for (int64_t i = 0; i < n; ++i)
+            p[i] = fill(false);
     }
     if (host.dtype() != opts.dtype) host = raw_convert(host, opts.dtype);
     return host_then_device(host, opts);
 }
 
 void require_floating(const char* op, DType t) {
-    if (!is_floating(t)) throw DTypeError(std::string(op) + ": expected a floating point dtype, got " + dtype_name(t));
+    if (!is_floating(t))
+        throw DTypeError(std::string(op) + ": expected a floating point dtype, got " +
+                         dtype_name(t));
 }
 } // namespace
 
 Tensor rand(const Dims& shape, TensorOptions opts, Generator* gen) {
     require_floating("rand", opts.dtype);
     Generator& g = pick(gen);
-    return random_tensor(shape, opts, [&g](bool f32) { return f32 ? g.uniform_float() : g.uniform_double(); });
+    return random_tensor(shape, opts,
+                         [&g](bool f32) { return f32 ? g.uniform_float() : g.uniform_double(); });
 }
 
 Tensor randn(const Dims& shape, TensorOptions opts, Generator* gen) {
@@ -216,12 +274,15 @@ Tensor randn(const Dims& shape, TensorOptions opts, Generator* gen) {
 }
 
 Tensor randint(int64_t low, int64_t high, const Dims& shape, TensorOptions opts, Generator* gen) {
-    if (high <= low) throw Error("randint(): expected low < high, got low=" + std::to_string(low) + ", high=" + std::to_string(high));
+    if (high <= low)
+        throw Error("randint(): expected low < high, got low=" + std::to_string(low) +
+                    ", high=" + std::to_string(high));
     Generator& g = pick(gen);
     Tensor host = make_tensor(shape, DType::Int64, kCPU);
     int64_t* p = host.data<int64_t>();
     const uint64_t range = static_cast<uint64_t>(high - low);
-    for (int64_t i = 0; i < host.numel(); ++i) p[i] = low + static_cast<int64_t>(g.below(range));
+    for (int64_t i = 0; i < host.numel(); ++i)
+        p[i] = low + static_cast<int64_t>(g.below(range));
     if (opts.dtype != DType::Int64) host = raw_convert(host, opts.dtype);
     return host_then_device(host, opts);
 }
@@ -231,8 +292,10 @@ Tensor randperm(int64_t n, TensorOptions opts, Generator* gen) {
     Generator& g = pick(gen);
     Tensor host = make_tensor({n}, DType::Int64, kCPU);
     int64_t* p = host.data<int64_t>();
-    for (int64_t i = 0; i < n; ++i) p[i] = i;
-    for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[g.below(static_cast<uint64_t>(i + 1))]); // Fisher-Yates
+    for (int64_t i = 0; i < n; ++i)
+        p[i] = i;
+    for (int64_t i = n - 1; i > 0; --i)
+        std::swap(p[i], p[g.below(static_cast<uint64_t>(i + 1))]); // Fisher-Yates
     if (opts.dtype != DType::Int64) host = raw_convert(host, opts.dtype);
     return host_then_device(host, opts);
 }
@@ -246,7 +309,8 @@ Tensor bernoulli(const Tensor& probabilities, Generator* gen) {
     double* out = host.data<double>();
     for (int64_t i = 0; i < host.numel(); ++i) {
         if (!(pp[i] >= 0.0 && pp[i] <= 1.0))
-            throw Error("bernoulli(): expected all probabilities in [0, 1], got " + std::to_string(pp[i]) + " at flat index " + std::to_string(i));
+            throw Error("bernoulli(): expected all probabilities in [0, 1], got " +
+                        std::to_string(pp[i]) + " at flat index " + std::to_string(i));
         out[i] = g.uniform_double() < pp[i] ? 1.0 : 0.0;
     }
     TensorOptions o = probabilities.options();
@@ -254,16 +318,18 @@ Tensor bernoulli(const Tensor& probabilities, Generator* gen) {
 }
 
 Tensor bernoulli(const Dims& shape, double p, TensorOptions opts, Generator* gen) {
-    if (!(p >= 0.0 && p <= 1.0)) throw Error("bernoulli(): expected p in [0, 1], got " + std::to_string(p));
+    if (!(p >= 0.0 && p <= 1.0))
+        throw Error("bernoulli(): expected p in [0, 1], got " + std::to_string(p));
     Generator& g = pick(gen);
     return random_tensor(shape, opts, [&g, p](bool) { return g.uniform_double() < p ? 1.0 : 0.0; });
 }
 
 Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
     Generator& g = pick(gen);
-    const Tensor r = random_tensor(shape(), TensorOptions(dtype()).with_device(device()), [&](bool f32) {
-        return from + (to - from) * (f32 ? g.uniform_float() : g.uniform_double());
-    });
+    const Tensor r =
+        random_tensor(shape(), TensorOptions(dtype()).with_device(device()), [&](bool f32) {
+            return from + (to - from) * (f32 ? g.uniform_float() : g.uniform_double());
+        });
     autograd::NoGradGuard no_grad;
     return copy_(r);
 }
@@ -276,7 +342,8 @@ Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
     return copy_(r);
 }
 
-// --- comparisons of whole tensors -------------------------------------------------------------------
+// --- comparisons of whole tensors
+// -------------------------------------------------------------------
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
     autograd::NoGradGuard no_grad;

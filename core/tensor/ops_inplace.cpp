@@ -13,7 +13,6 @@ using backend::BinaryOp;
 using backend::UnaryOp;
 using namespace detail;
 
-
 namespace {
 
 bool can_cast(DType from, DType to) {
@@ -63,7 +62,8 @@ void rebase_view(Tensor& self, const Tensor& result, const char* op) {
                      [shape, strides, offset](const Tensor& g, const autograd::Node& n) {
                          TensorList r(2);
                          const Tensor gc = g.contiguous();
-                         if (n.needs_input_grad(1)) r[1] = region(gc, shape, strides, offset).clone();
+                         if (n.needs_input_grad(1))
+                             r[1] = region(gc, shape, strides, offset).clone();
                          if (n.needs_input_grad(0)) {
                              Tensor gb = g.clone();
                              region(gb, shape, strides, offset).zero_();
@@ -72,12 +72,13 @@ void rebase_view(Tensor& self, const Tensor& result, const char* op) {
                          return r;
                      });
     Tensor view_of_new_base = self;
-    autograd::record("AsStridedBackward0", {&base}, view_of_new_base,
-                     [bs = base.shape(), shape, strides, offset](const Tensor& g, const autograd::Node&) {
-                         Tensor gb = zeros(bs, g.options());
-                         region(gb, shape, strides, offset).copy_(g);
-                         return TensorList{gb};
-                     });
+    autograd::record(
+        "AsStridedBackward0", {&base}, view_of_new_base,
+        [bs = base.shape(), shape, strides, offset](const Tensor& g, const autograd::Node&) {
+            Tensor gb = zeros(bs, g.options());
+            region(gb, shape, strides, offset).copy_(g);
+            return TensorList{gb};
+        });
 }
 
 // Writes the data with `raw` and, when recording, gives self the history of graph(clone(self)).
@@ -119,26 +120,30 @@ void assign(Tensor& self, const Tensor& value, const char* op) {
 }
 
 bool kernel_can_write(const Tensor& self, DType compute) {
-    return self.dtype() == compute && (compute == DType::Float32 || compute == DType::Float64 || compute == DType::Int64);
+    return self.dtype() == compute &&
+           (compute == DType::Float32 || compute == DType::Float64 || compute == DType::Int64);
 }
 
-Tensor& binary_inplace(Tensor& self, const Tensor& other, const char* op, BinaryOp kind, double alpha,
-                       Tensor (*out_of_place)(const Tensor&, const Tensor&, double)) {
+Tensor& binary_inplace(Tensor& self, const Tensor& other, const char* op, BinaryOp kind,
+                       double alpha, Tensor (*out_of_place)(const Tensor&, const Tensor&, double)) {
     const DType rt = result_type(self, other);
     check_cast(op, (kind == BinaryOp::Div && !is_floating(rt)) ? DType::Float32 : rt, self.dtype());
     const Dims shape = broadcast_shapes(self.shape(), other.shape());
     if (!(shape == self.shape()))
         throw ShapeError(std::string(op) + ": output with shape " + self.shape().str() +
                          " doesn't match the broadcast shape " + shape.str());
-    return apply_inplace(self, &other, op,
-        [&](const Tensor& c) { return out_of_place(c, other, alpha); },
+    return apply_inplace(
+        self, &other, op, [&](const Tensor& c) { return out_of_place(c, other, alpha); },
         [&] {
             const DType ct = compute_dtype(self.dtype());
             // Write straight into self unless other overlaps self's memory in another layout.
-            const bool alias = other.shares_storage(self) && !(other.strides() == self.strides() && other.storage_offset() == self.storage_offset());
+            const bool alias =
+                other.shares_storage(self) && !(other.strides() == self.strides() &&
+                                                other.storage_offset() == self.storage_offset());
             if (kernel_can_write(self, ct) && !alias) {
                 const Tensor oc = other.dtype() == ct ? other : raw_convert(other, ct);
-                backend_for(self).binary(kind, view_of(self), broadcast_view(oc, shape), view_of(self), {alpha, 0});
+                backend_for(self).binary(kind, view_of(self), broadcast_view(oc, shape),
+                                         view_of(self), {alpha, 0});
             } else {
                 assign(self, out_of_place(self.detach(), other.detach(), alpha), op);
             }
@@ -159,12 +164,14 @@ Tensor& scalar_inplace(Tensor& self, const char* op, UnaryOp kind, double s,
 } // namespace
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
-    return binary_inplace(*this, other, "add_", BinaryOp::Add, alpha,
-                          [](const Tensor& a, const Tensor& b, double al) { return add(a, b, al); });
+    return binary_inplace(
+        *this, other, "add_", BinaryOp::Add, alpha,
+        [](const Tensor& a, const Tensor& b, double al) { return add(a, b, al); });
 }
 Tensor& Tensor::sub_(const Tensor& other, double alpha) {
-    return binary_inplace(*this, other, "sub_", BinaryOp::Sub, alpha,
-                          [](const Tensor& a, const Tensor& b, double al) { return sub(a, b, al); });
+    return binary_inplace(
+        *this, other, "sub_", BinaryOp::Sub, alpha,
+        [](const Tensor& a, const Tensor& b, double al) { return sub(a, b, al); });
 }
 Tensor& Tensor::mul_(const Tensor& other) {
     return binary_inplace(*this, other, "mul_", BinaryOp::Mul, 1.0,
@@ -175,43 +182,53 @@ Tensor& Tensor::div_(const Tensor& other) {
                           [](const Tensor& a, const Tensor& b, double) { return div(a, b); });
 }
 Tensor& Tensor::add_(double v) {
-    return scalar_inplace(*this, "add_", UnaryOp::AddScalar, v, [v](const Tensor& c) { return add(c, v); });
+    return scalar_inplace(*this, "add_", UnaryOp::AddScalar, v,
+                          [v](const Tensor& c) { return add(c, v); });
 }
 Tensor& Tensor::sub_(double v) {
-    return scalar_inplace(*this, "sub_", UnaryOp::AddScalar, -v, [v](const Tensor& c) { return sub(c, v); });
+    return scalar_inplace(*this, "sub_", UnaryOp::AddScalar, -v,
+                          [v](const Tensor& c) { return sub(c, v); });
 }
 Tensor& Tensor::mul_(double v) {
-    return scalar_inplace(*this, "mul_", UnaryOp::MulScalar, v, [v](const Tensor& c) { return mul(c, v); });
+    return scalar_inplace(*this, "mul_", UnaryOp::MulScalar, v,
+                          [v](const Tensor& c) { return mul(c, v); });
 }
 Tensor& Tensor::div_(double v) {
     if (!is_floating(dtype()))
-        throw DTypeError(std::string("div_: result type float32 can't be cast to the desired output type ") + dtype_name(dtype()));
-    return scalar_inplace(*this, "div_", UnaryOp::MulScalar, 1.0 / v, [v](const Tensor& c) { return div(c, v); });
+        throw DTypeError(
+            std::string("div_: result type float32 can't be cast to the desired output type ") +
+            dtype_name(dtype()));
+    return scalar_inplace(*this, "div_", UnaryOp::MulScalar, 1.0 / v,
+                          [v](const Tensor& c) { return div(c, v); });
 }
 
 Tensor& Tensor::clamp_(std::optional<double> lo, std::optional<double> hi) {
     if (!lo && !hi) throw Error("clamp_: at least one of min or max must be given");
     const double a = lo.value_or(-INFINITY), b = hi.value_or(INFINITY);
-    return apply_inplace(*this, nullptr, "clamp_", [lo, hi](const Tensor& c) { return clamp(c, lo, hi); },
-                         [&] {
-                             if (kernel_can_write(*this, compute_dtype(dtype())))
-                                 backend_for(*this).unary(UnaryOp::Clamp, view_of(*this), view_of(*this), {a, b});
-                             else
-                                 assign(*this, clamp(detach(), lo, hi), "clamp_");
-                         });
+    return apply_inplace(
+        *this, nullptr, "clamp_", [lo, hi](const Tensor& c) { return clamp(c, lo, hi); },
+        [&] {
+            if (kernel_can_write(*this, compute_dtype(dtype())))
+                backend_for(*this).unary(UnaryOp::Clamp, view_of(*this), view_of(*this), {a, b});
+            else
+                assign(*this, clamp(detach(), lo, hi), "clamp_");
+        });
 }
 
-Tensor& Tensor::zero_() { return fill_(0.0); }
+Tensor& Tensor::zero_() {
+    return fill_(0.0);
+}
 
 Tensor& Tensor::fill_(double value) {
-    return apply_inplace(*this, nullptr, "fill_", [](const Tensor& c) { return mul(c, 0.0); },
-                         [&] { backend_for(*this).fill(view_of(*this), value); });
+    return apply_inplace(
+        *this, nullptr, "fill_", [](const Tensor& c) { return mul(c, 0.0); },
+        [&] { backend_for(*this).fill(view_of(*this), value); });
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
     const Tensor source = src.device() == device() ? src : src.to(device());
-    return apply_inplace(*this, &src, "copy_",
-        [&](const Tensor& c) { return add(mul(c, 0.0), source.to(dtype())); },
+    return apply_inplace(
+        *this, &src, "copy_", [&](const Tensor& c) { return add(mul(c, 0.0), source.to(dtype())); },
         [&] {
             const bool alias = source.shares_storage(*this);
             assign(*this, alias ? source.detach().clone() : source.detach(), "copy_");

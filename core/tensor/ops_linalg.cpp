@@ -14,16 +14,19 @@ namespace {
 
 std::string shape2(const Tensor& t) {
     std::string s;
-    for (int d = 0; d < t.dim(); ++d) s += (d ? "x" : "") + std::to_string(t.size(d));
+    for (int d = 0; d < t.dim(); ++d)
+        s += (d ? "x" : "") + std::to_string(t.size(d));
     return s;
 }
 
 DType check_dtypes(const char* op, const Tensor& a, const Tensor& b) {
     if (a.dtype() != b.dtype())
-        throw DTypeError(std::string(op) + ": expected both operands to have the same dtype, but got " +
+        throw DTypeError(std::string(op) +
+                         ": expected both operands to have the same dtype, but got " +
                          dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()));
     if (!is_floating(a.dtype()))
-        throw DTypeError(std::string(op) + ": only floating point dtypes are supported, got " + dtype_name(a.dtype()));
+        throw DTypeError(std::string(op) + ": only floating point dtypes are supported, got " +
+                         dtype_name(a.dtype()));
     check_same_device(a, b, op);
     return a.dtype();
 }
@@ -45,12 +48,15 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
     backend_for(a).batched_gemm(view_of(ac), view_of(bc), view_of(out), false);
     if (ct != rt) out = raw_convert(out, rt);
     if (autograd::needs_grad({&a, &b}))
-        record("BmmBackward0", {&a, &b}, out, [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g, const Node& n) {
-            TensorList r(2);
-            if (n.needs_input_grad(0)) r[0] = batched_product(g, sb.unpack(n).transpose(1, 2));
-            if (n.needs_input_grad(1)) r[1] = batched_product(sa.unpack(n).transpose(1, 2), g);
-            return r;
-        });
+        record("BmmBackward0", {&a, &b}, out,
+               [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g, const Node& n) {
+                   TensorList r(2);
+                   if (n.needs_input_grad(0))
+                       r[0] = batched_product(g, sb.unpack(n).transpose(1, 2));
+                   if (n.needs_input_grad(1))
+                       r[1] = batched_product(sa.unpack(n).transpose(1, 2), g);
+                   return r;
+               });
     return out;
 }
 
@@ -58,31 +64,36 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
 
 Tensor mm(const Tensor& a, const Tensor& b) {
     if (a.dim() != 2 || b.dim() != 2)
-        throw ShapeError("mm: expected 2-D tensors, got " + std::to_string(a.dim()) + "-D and " + std::to_string(b.dim()) + "-D");
+        throw ShapeError("mm: expected 2-D tensors, got " + std::to_string(a.dim()) + "-D and " +
+                         std::to_string(b.dim()) + "-D");
     check_dtypes("mm", a, b);
     if (a.size(1) != b.size(0))
-        throw ShapeError("mm: mat1 and mat2 shapes cannot be multiplied (" + shape2(a) + " and " + shape2(b) + ")");
+        throw ShapeError("mm: mat1 and mat2 shapes cannot be multiplied (" + shape2(a) + " and " +
+                         shape2(b) + ")");
     return batched_product(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
     if (a.dim() != 3 || b.dim() != 3)
-        throw ShapeError("bmm: expected 3-D tensors, got " + std::to_string(a.dim()) + "-D and " + std::to_string(b.dim()) + "-D");
+        throw ShapeError("bmm: expected 3-D tensors, got " + std::to_string(a.dim()) + "-D and " +
+                         std::to_string(b.dim()) + "-D");
     check_dtypes("bmm", a, b);
     if (a.size(0) != b.size(0) || a.size(2) != b.size(1))
-        throw ShapeError("bmm: batch1 and batch2 shapes cannot be multiplied (" + shape2(a) + " and " + shape2(b) + ")");
+        throw ShapeError("bmm: batch1 and batch2 shapes cannot be multiplied (" + shape2(a) +
+                         " and " + shape2(b) + ")");
     return batched_product(a, b);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
     check_dtypes("matmul", a, b);
     if (a.dim() == 0 || b.dim() == 0)
-        throw ShapeError("matmul: both arguments need at least 1 dimension, got " + std::to_string(a.dim()) + "-D and " + std::to_string(b.dim()) + "-D");
+        throw ShapeError("matmul: both arguments need at least 1 dimension, got " +
+                         std::to_string(a.dim()) + "-D and " + std::to_string(b.dim()) + "-D");
     const int64_t k_a = a.size(-1);
     const int64_t k_b = b.dim() == 1 ? b.size(0) : b.size(-2);
     if (k_a != k_b)
-        throw ShapeError("matmul: shapes cannot be multiplied (" + shape2(a) + " and " + shape2(b) + "): " +
-                         std::to_string(k_a) + " != " + std::to_string(k_b));
+        throw ShapeError("matmul: shapes cannot be multiplied (" + shape2(a) + " and " + shape2(b) +
+                         "): " + std::to_string(k_a) + " != " + std::to_string(k_b));
     if (a.dim() == 1 && b.dim() == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
     if (a.dim() == 2 && b.dim() == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
     if (a.dim() == 1 && b.dim() == 2) return mm(a.unsqueeze(0), b).squeeze(0);
@@ -99,8 +110,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
     const Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
     Dims batch_a, batch_b;
-    for (int d = 0; d < a2.dim() - 2; ++d) batch_a.push_back(a2.size(d));
-    for (int d = 0; d < b2.dim() - 2; ++d) batch_b.push_back(b2.size(d));
+    for (int d = 0; d < a2.dim() - 2; ++d)
+        batch_a.push_back(a2.size(d));
+    for (int d = 0; d < b2.dim() - 2; ++d)
+        batch_b.push_back(b2.size(d));
     Dims batch;
     try {
         batch = broadcast_shapes(batch_a, batch_b);
@@ -124,6 +137,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return r;
 }
 
-Tensor Tensor::matmul(const Tensor& other) const { return myelin::matmul(*this, other); }
+Tensor Tensor::matmul(const Tensor& other) const {
+    return myelin::matmul(*this, other);
+}
 
 } // namespace myelin

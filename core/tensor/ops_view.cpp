@@ -72,7 +72,9 @@ bool view_strides(const Dims& shape, const Dims& strides, const Dims& new_shape,
     return view_d == -1;
 }
 
-Tensor reshape_backward(const Tensor& g, const Dims& shape) { return g.reshape(shape); }
+Tensor reshape_backward(const Tensor& g, const Dims& shape) {
+    return g.reshape(shape);
+}
 
 } // namespace
 
@@ -82,8 +84,7 @@ Tensor Tensor::view(const Dims& requested) const {
     if (!view_strides(this->shape(), strides(), shape, st))
         throw ShapeError("view size " + requested.str() +
                          " is not compatible with input tensor's size and stride (" +
-                         this->shape().str() + ", " + strides().str() +
-                         "); use reshape() instead");
+                         this->shape().str() + ", " + strides().str() + "); use reshape() instead");
     Tensor out = make_alias(*this, shape, st, storage_offset());
     if (autograd::needs_grad({this}))
         record("ViewBackward0", {this}, out, [in = this->shape()](const Tensor& g, const Node&) {
@@ -116,9 +117,8 @@ Tensor Tensor::permute(const Dims& order) const {
     }
     Tensor out = make_alias(*this, shape, st, storage_offset());
     if (autograd::needs_grad({this}))
-        record("PermuteBackward0", {this}, out, [inverse](const Tensor& g, const Node&) {
-            return TensorList{g.permute(inverse)};
-        });
+        record("PermuteBackward0", {this}, out,
+               [inverse](const Tensor& g, const Node&) { return TensorList{g.permute(inverse)}; });
     return out;
 }
 
@@ -132,9 +132,8 @@ Tensor Tensor::transpose(int d0, int d1) const {
     std::swap(st[d0], st[d1]);
     Tensor out = make_alias(*this, shape, st, storage_offset());
     if (autograd::needs_grad({this}))
-        record("TransposeBackward0", {this}, out, [d0, d1](const Tensor& g, const Node&) {
-            return TensorList{g.transpose(d0, d1)};
-        });
+        record("TransposeBackward0", {this}, out,
+               [d0, d1](const Tensor& g, const Node&) { return TensorList{g.transpose(d0, d1)}; });
     return out;
 }
 
@@ -166,7 +165,8 @@ Tensor Tensor::squeeze() const {
 
 Tensor Tensor::squeeze(int d) const {
     d = wrap_dim(d, dim(), "squeeze");
-    if (dim() == 0 || shape()[d] != 1) return reshape_view(*this, shape(), strides(), "SqueezeBackward1");
+    if (dim() == 0 || shape()[d] != 1)
+        return reshape_view(*this, shape(), strides(), "SqueezeBackward1");
     Dims shape = this->shape(), st = strides();
     shape.erase(d);
     st.erase(d);
@@ -186,14 +186,18 @@ Tensor Tensor::flatten(int start_dim, int end_dim) const {
     if (dim() == 0) return reshape({1});
     start_dim = wrap_dim(start_dim, dim(), "flatten");
     end_dim = wrap_dim(end_dim, dim(), "flatten");
-    if (start_dim > end_dim) throw ShapeError("flatten() has invalid args: start_dim cannot come after end_dim");
+    if (start_dim > end_dim)
+        throw ShapeError("flatten() has invalid args: start_dim cannot come after end_dim");
     if (start_dim == end_dim) return *this;
     Dims shape;
-    for (int d = 0; d < start_dim; ++d) shape.push_back(this->shape()[d]);
+    for (int d = 0; d < start_dim; ++d)
+        shape.push_back(this->shape()[d]);
     int64_t n = 1;
-    for (int d = start_dim; d <= end_dim; ++d) n *= this->shape()[d];
+    for (int d = start_dim; d <= end_dim; ++d)
+        n *= this->shape()[d];
     shape.push_back(n);
-    for (int d = end_dim + 1; d < dim(); ++d) shape.push_back(this->shape()[d]);
+    for (int d = end_dim + 1; d < dim(); ++d)
+        shape.push_back(this->shape()[d]);
     return reshape(shape);
 }
 
@@ -201,9 +205,12 @@ Tensor Tensor::unflatten(int d, const Dims& sizes) const {
     d = wrap_dim(d, dim(), "unflatten");
     const Dims inner = infer_shape(sizes, shape()[d], "unflatten");
     Dims shape;
-    for (int i = 0; i < d; ++i) shape.push_back(this->shape()[i]);
-    for (int64_t s : inner) shape.push_back(s);
-    for (int i = d + 1; i < dim(); ++i) shape.push_back(this->shape()[i]);
+    for (int i = 0; i < d; ++i)
+        shape.push_back(this->shape()[i]);
+    for (int64_t s : inner)
+        shape.push_back(s);
+    for (int i = d + 1; i < dim(); ++i)
+        shape.push_back(this->shape()[i]);
     return view(shape);
 }
 
@@ -303,14 +310,19 @@ Tensor Tensor::select(int d, int64_t index) const {
     st.erase(d);
     Tensor out = make_alias(*this, shape, st, storage_offset() + index * strides()[d]);
     if (autograd::needs_grad({this}))
-        record("SelectBackward0", {this}, out, [in = this->shape(), d, index](const Tensor& g, const Node&) {
-            return slice_backward(g.unsqueeze(d), in, d, index, index + 1, 1);
-        });
+        record("SelectBackward0", {this}, out,
+               [in = this->shape(), d, index](const Tensor& g, const Node&) {
+                   return slice_backward(g.unsqueeze(d), in, d, index, index + 1, 1);
+               });
     return out;
 }
 
-std::vector<Tensor> Tensor::split(int64_t split_size, int d) const { return myelin::split(*this, split_size, d); }
-std::vector<Tensor> Tensor::chunk(int64_t chunks, int d) const { return myelin::chunk(*this, chunks, d); }
+std::vector<Tensor> Tensor::split(int64_t split_size, int d) const {
+    return myelin::split(*this, split_size, d);
+}
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int d) const {
+    return myelin::chunk(*this, chunks, d);
+}
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int d) {
     d = wrap_dim(d, x.dim(), "split");
@@ -330,7 +342,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
     if (total != x.size(d))
         throw ShapeError("split_with_sizes expects split_sizes to sum exactly to " +
                          std::to_string(x.size(d)) + " (input tensor's size at dimension " +
-                         std::to_string(d) + "), but got sizes summing to " + std::to_string(total));
+                         std::to_string(d) + "), but got sizes summing to " +
+                         std::to_string(total));
     std::vector<Tensor> parts;
     int64_t start = 0;
     for (int64_t s : sizes) {
@@ -341,7 +354,9 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int d) {
-    if (chunks <= 0) throw ShapeError("chunk expects `chunks` to be greater than 0, got " + std::to_string(chunks));
+    if (chunks <= 0)
+        throw ShapeError("chunk expects `chunks` to be greater than 0, got " +
+                         std::to_string(chunks));
     d = wrap_dim(d, x.dim(), "chunk");
     const int64_t size = x.size(d);
     const int64_t split_size = std::max<int64_t>((size + chunks - 1) / chunks, 1);

@@ -28,11 +28,20 @@ struct Formatter {
         if (std::isnan(v)) return "nan";
         if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
         switch (mode) {
-        case Mode::Int: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v)); break;
-        case Mode::IntFloat: std::snprintf(buf, sizeof buf, "%.0f.", v); break;
-        case Mode::Fixed: std::snprintf(buf, sizeof buf, "%.4f", v); break;
-        case Mode::Sci: std::snprintf(buf, sizeof buf, "%.4e", v); break;
-        default: break;
+        case Mode::Int:
+            std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+            break;
+        case Mode::IntFloat:
+            std::snprintf(buf, sizeof buf, "%.0f.", v);
+            break;
+        case Mode::Fixed:
+            std::snprintf(buf, sizeof buf, "%.4f", v);
+            break;
+        case Mode::Sci:
+            std::snprintf(buf, sizeof buf, "%.4e", v);
+            break;
+        default:
+            break;
         }
         return buf;
     }
@@ -41,8 +50,10 @@ struct Formatter {
 // Picks the mode PyTorch would: integers as "1.", sci when the dynamic range is large.
 Formatter make_formatter(const std::vector<double>& values, DType dtype) {
     Formatter f;
-    if (dtype == DType::Bool) f.mode = Formatter::Mode::Bool;
-    else if (!is_floating(dtype)) f.mode = Formatter::Mode::Int;
+    if (dtype == DType::Bool)
+        f.mode = Formatter::Mode::Bool;
+    else if (!is_floating(dtype))
+        f.mode = Formatter::Mode::Int;
     else {
         bool all_int = true;
         double max_abs = 0, min_abs = INFINITY;
@@ -55,13 +66,18 @@ Formatter make_formatter(const std::vector<double>& values, DType dtype) {
             max_abs = std::max(max_abs, a);
             if (a != 0) min_abs = std::min(min_abs, a);
         }
-        if (!any) f.mode = Formatter::Mode::Fixed;
-        else if (all_int) f.mode = max_abs > 1e8 ? Formatter::Mode::Sci : Formatter::Mode::IntFloat;
-        else if (min_abs != INFINITY && (max_abs / min_abs > 1000.0 || max_abs > 1e8 || min_abs < 1e-4))
+        if (!any)
+            f.mode = Formatter::Mode::Fixed;
+        else if (all_int)
+            f.mode = max_abs > 1e8 ? Formatter::Mode::Sci : Formatter::Mode::IntFloat;
+        else if (min_abs != INFINITY &&
+                 (max_abs / min_abs > 1000.0 || max_abs > 1e8 || min_abs < 1e-4))
             f.mode = Formatter::Mode::Sci;
-        else f.mode = Formatter::Mode::Fixed;
+        else
+            f.mode = Formatter::Mode::Fixed;
     }
-    for (double v : values) f.width = std::max<int>(f.width, static_cast<int>(f.format(v).size()));
+    for (double v : values)
+        f.width = std::max<int>(f.width, static_cast<int>(f.format(v).size()));
     return f;
 }
 
@@ -75,11 +91,14 @@ struct Printer {
     std::vector<int64_t> positions(int64_t n) const {
         std::vector<int64_t> p;
         if (summarize && n > 2 * kEdgeItems) {
-            for (int64_t i = 0; i < kEdgeItems; ++i) p.push_back(i);
+            for (int64_t i = 0; i < kEdgeItems; ++i)
+                p.push_back(i);
             p.push_back(-1);
-            for (int64_t i = n - kEdgeItems; i < n; ++i) p.push_back(i);
+            for (int64_t i = n - kEdgeItems; i < n; ++i)
+                p.push_back(i);
         } else {
-            for (int64_t i = 0; i < n; ++i) p.push_back(i);
+            for (int64_t i = 0; i < n; ++i)
+                p.push_back(i);
         }
         return p;
     }
@@ -87,7 +106,8 @@ struct Printer {
     void print(std::ostream& os, int dim, int64_t offset, int indent) const {
         const int ndim = shape.size();
         int64_t stride = 1;
-        for (int d = dim + 1; d < ndim; ++d) stride *= shape[d];
+        for (int d = dim + 1; d < ndim; ++d)
+            stride *= shape[d];
         os << '[';
         const auto pos = positions(shape[dim]);
         if (dim == ndim - 1) {
@@ -134,7 +154,8 @@ std::string Tensor::str() const {
     const Tensor host = to(kCPU).detach();
     std::vector<double> values;
     if (host.dtype() == DType::Int64) {
-        for (int64_t v : host.to_vector<int64_t>()) values.push_back(static_cast<double>(v));
+        for (int64_t v : host.to_vector<int64_t>())
+            values.push_back(static_cast<double>(v));
     } else {
         values = host.to_vector<double>();
     }
@@ -143,8 +164,10 @@ std::string Tensor::str() const {
     if (summarize) { // the formatter sees only what is printed, like PyTorch
         shown.clear();
         const int64_t n = static_cast<int64_t>(values.size());
-        for (int64_t i = 0; i < std::min<int64_t>(n, kEdgeItems); ++i) shown.push_back(values[i]);
-        for (int64_t i = std::max<int64_t>(0, n - kEdgeItems); i < n; ++i) shown.push_back(values[i]);
+        for (int64_t i = 0; i < std::min<int64_t>(n, kEdgeItems); ++i)
+            shown.push_back(values[i]);
+        for (int64_t i = std::max<int64_t>(0, n - kEdgeItems); i < n; ++i)
+            shown.push_back(values[i]);
     }
     const Formatter fmt = make_formatter(shown, dtype());
     std::ostringstream os;
@@ -157,7 +180,8 @@ std::string Tensor::str() const {
         Printer{values, shape(), fmt, summarize}.print(os, 0, 0, 7);
     }
     if (numel() == 0 && dim() != 1) os << ", size=" << shape().str();
-    const bool default_dtype = dtype() == DType::Float32 || dtype() == DType::Int64 || dtype() == DType::Bool;
+    const bool default_dtype =
+        dtype() == DType::Float32 || dtype() == DType::Int64 || dtype() == DType::Bool;
     if (!default_dtype) os << ", dtype=" << dtype_name(dtype());
     if (!device().is_cpu()) os << ", device='" << device().str() << "'";
     if (const auto fn = grad_fn())
@@ -168,6 +192,8 @@ std::string Tensor::str() const {
     return os.str();
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+    return os << t.str();
+}
 
 } // namespace myelin

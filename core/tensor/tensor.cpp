@@ -11,7 +11,8 @@ using autograd::record;
 using autograd::SavedTensor;
 
 Storage::Storage(size_t bytes, Device dev) : nbytes(bytes), device(dev) {
-    data = dev.is_cpu() && bytes <= kInlineBytes ? inline_data : backend::get(dev.type).allocate(bytes);
+    data = dev.is_cpu() && bytes <= kInlineBytes ? inline_data
+                                                 : backend::get(dev.type).allocate(bytes);
 }
 Storage::~Storage() {
     if (data && data != inline_data) backend::get(device.type).deallocate(data, nbytes);
@@ -45,7 +46,8 @@ Dims contiguous_strides(const Dims& shape) {
 int wrap_dim(int dim, int ndim, const char* op) {
     const int n = std::max(ndim, 1); // a 0-d tensor accepts dim 0 and -1
     if (dim < -n || dim >= n)
-        throw IndexError(std::string(op) + ": dimension out of range (expected to be in range of [" +
+        throw IndexError(std::string(op) +
+                         ": dimension out of range (expected to be in range of [" +
                          std::to_string(-n) + ", " + std::to_string(n - 1) + "], but got " +
                          std::to_string(dim) + ")");
     return dim < 0 ? dim + n : dim;
@@ -113,7 +115,9 @@ backend::View broadcast_view(const Tensor& t, const Dims& out_shape) {
     return v;
 }
 
-backend::Backend& backend_for(const Tensor& t) { return backend::get(t.impl()->device.type); }
+backend::Backend& backend_for(const Tensor& t) {
+    return backend::get(t.impl()->device.type);
+}
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
     if (!(a.impl()->device == b.impl()->device))
@@ -121,15 +125,20 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
                           a.device().str() + " and " + b.device().str());
 }
 
-void bump_version(const Tensor& t) { ++t.impl()->storage->version; }
+void bump_version(const Tensor& t) {
+    ++t.impl()->storage->version;
+}
 
 DType compute_dtype(DType t) {
     switch (t) {
     case DType::Float16:
-    case DType::BFloat16: return DType::Float32;
+    case DType::BFloat16:
+        return DType::Float32;
     case DType::UInt8:
-    case DType::Bool: return DType::Int64;
-    default: return t;
+    case DType::Bool:
+        return DType::Int64;
+    default:
+        return t;
     }
 }
 
@@ -160,36 +169,60 @@ static TensorImpl& checked(const std::shared_ptr<TensorImpl>& impl) {
     return *impl;
 }
 
-const Dims& Tensor::shape() const { return checked(impl_).shape; }
+const Dims& Tensor::shape() const {
+    return checked(impl_).shape;
+}
 int64_t Tensor::size(int dim) const {
     return shape()[wrap_dim(dim, this->dim(), "size()")];
 }
-const Dims& Tensor::strides() const { return checked(impl_).strides; }
+const Dims& Tensor::strides() const {
+    return checked(impl_).strides;
+}
 int64_t Tensor::stride(int dim) const {
     return strides()[wrap_dim(dim, this->dim(), "stride()")];
 }
-int64_t Tensor::storage_offset() const { return checked(impl_).offset; }
-int Tensor::dim() const { return checked(impl_).shape.size(); }
-int64_t Tensor::numel() const { return checked(impl_).numel; }
-DType Tensor::dtype() const { return checked(impl_).dtype; }
-Device Tensor::device() const { return checked(impl_).device; }
+int64_t Tensor::storage_offset() const {
+    return checked(impl_).offset;
+}
+int Tensor::dim() const {
+    return checked(impl_).shape.size();
+}
+int64_t Tensor::numel() const {
+    return checked(impl_).numel;
+}
+DType Tensor::dtype() const {
+    return checked(impl_).dtype;
+}
+Device Tensor::device() const {
+    return checked(impl_).device;
+}
 TensorOptions Tensor::options() const {
     TensorOptions o;
     o.dtype = dtype();
     o.device = device();
     return o;
 }
-size_t Tensor::element_size() const { return dtype_size(dtype()); }
-bool Tensor::is_contiguous() const { return checked(impl_).contiguous; }
-void* Tensor::data_ptr() const { return checked(impl_).data(); }
+size_t Tensor::element_size() const {
+    return dtype_size(dtype());
+}
+bool Tensor::is_contiguous() const {
+    return checked(impl_).contiguous;
+}
+void* Tensor::data_ptr() const {
+    return checked(impl_).data();
+}
 bool Tensor::shares_storage(const Tensor& o) const {
     return defined() && o.defined() && impl_->storage == o.impl_->storage;
 }
-uint32_t Tensor::version() const { return checked(impl_).storage->version; }
+uint32_t Tensor::version() const {
+    return checked(impl_).storage->version;
+}
 
 // --- autograd on the tensor ----------------------------------------------------------------------
 
-bool Tensor::requires_grad() const { return checked(impl_).requires_grad(); }
+bool Tensor::requires_grad() const {
+    return checked(impl_).requires_grad();
+}
 
 Tensor& Tensor::requires_grad_(bool on) {
     TensorImpl& i = checked(impl_);
@@ -307,9 +340,10 @@ Tensor Tensor::to(DType t) const {
     if (dtype() == t) return *this;
     Tensor out = raw_convert(*this, t);
     if (autograd::needs_grad({this}) && is_floating(t)) {
-        record("ToCopyBackward0", {this}, out, [from = dtype()](const Tensor& g, const autograd::Node&) {
-            return TensorList{g.to(from)};
-        });
+        record("ToCopyBackward0", {this}, out,
+               [from = dtype()](const Tensor& g, const autograd::Node&) {
+                   return TensorList{g.to(from)};
+               });
     }
     return out;
 }
@@ -331,9 +365,10 @@ Tensor Tensor::to(Device d) const {
         dst_backend.copy_from_host(out.data_ptr(), host.data(), bytes);
     }
     if (autograd::needs_grad({this})) {
-        record("ToCopyBackward0", {this}, out, [from = device()](const Tensor& g, const autograd::Node&) {
-            return TensorList{g.to(from)};
-        });
+        record("ToCopyBackward0", {this}, out,
+               [from = device()](const Tensor& g, const autograd::Node&) {
+                   return TensorList{g.to(from)};
+               });
     }
     return out;
 }
@@ -346,7 +381,9 @@ Tensor Tensor::clone() const {
     return out;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+    return is_contiguous() ? *this : clone();
+}
 
 double Tensor::item() const {
     if (numel() != 1)
@@ -358,11 +395,16 @@ double Tensor::item() const {
 }
 
 template <typename T> static DType dtype_of() {
-    if constexpr (std::is_same_v<T, float>) return DType::Float32;
-    else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-    else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
-    else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
-    else return DType::Bool;
+    if constexpr (std::is_same_v<T, float>)
+        return DType::Float32;
+    else if constexpr (std::is_same_v<T, double>)
+        return DType::Float64;
+    else if constexpr (std::is_same_v<T, int64_t>)
+        return DType::Int64;
+    else if constexpr (std::is_same_v<T, uint8_t>)
+        return DType::UInt8;
+    else
+        return DType::Bool;
 }
 
 template <typename T> std::vector<T> Tensor::to_vector() const {
@@ -371,7 +413,8 @@ template <typename T> std::vector<T> Tensor::to_vector() const {
     if (!out.empty()) {
         if constexpr (std::is_same_v<T, bool>) {
             const bool* p = c.data<bool>();
-            for (size_t i = 0; i < out.size(); ++i) out[i] = p[i];
+            for (size_t i = 0; i < out.size(); ++i)
+                out[i] = p[i];
         } else {
             std::memcpy(out.data(), c.data_ptr(), out.size() * sizeof(T));
         }

@@ -15,12 +15,14 @@ namespace {
 Tensor leaf(std::initializer_list<double> v, DType t = DType::Float32) {
     return tensor(v, TensorOptions(t).with_requires_grad());
 }
-std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
+std::vector<float> values(const Tensor& t) {
+    return t.to_vector<float>();
+}
 } // namespace
 
 class TestAutograd : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void leaves_and_grad_fn() {
         Tensor x = leaf({1, 2, 3});
         QVERIFY(x.is_leaf());
@@ -32,10 +34,12 @@ private slots:
         QCOMPARE(QString((x + x).grad_fn()->name()), QStringLiteral("AddBackward0"));
         QCOMPARE(QString(x.sum().grad_fn()->name()), QStringLiteral("SumBackward1"));
         QCOMPARE(int(y.grad_fn()->next_edges().size()), 1);
-        QCOMPARE(QString(y.grad_fn()->next_edges()[0].fn->name()), QStringLiteral("AccumulateGrad"));
+        QCOMPARE(QString(y.grad_fn()->next_edges()[0].fn->name()),
+                 QStringLiteral("AccumulateGrad"));
         Tensor c = ones({3});
         QVERIFY(!(c * 2.0).requires_grad());
-        QVERIFY(error_of<DTypeError>([] { arange(3).requires_grad_(); }).contains("floating point"));
+        QVERIFY(
+            error_of<DTypeError>([] { arange(3).requires_grad_(); }).contains("floating point"));
     }
 
     void backward_scalar_and_gradient() {
@@ -48,8 +52,12 @@ private slots:
         QCOMPARE(values(w.grad()), std::vector<float>({3, 30}));
         const QString msg = error_of<AutogradError>([&] { (w * 2.0).backward(); });
         QVERIFY2(msg.contains("scalar outputs"), qPrintable(msg));
-        QVERIFY(error_of<AutogradError>([] { ones({1}).sum().backward(); }).contains("does not require grad"));
-        QVERIFY(error_of<ShapeError>([&] { (w * 2.0).backward(ones({3})); }).contains("gradient has shape [3]"));
+        QVERIFY(error_of<AutogradError>([] {
+                    ones({1}).sum().backward();
+                }).contains("does not require grad"));
+        QVERIFY(error_of<ShapeError>([&] {
+                    (w * 2.0).backward(ones({3}));
+                }).contains("gradient has shape [3]"));
     }
 
     void accumulation_and_retain_graph() {
@@ -166,7 +174,9 @@ private slots:
         QCOMPARE(values(w.grad()), std::vector<float>({8, 16, 24}));
         // a view of a leaf that requires grad cannot be modified in place
         Tensor leaf_base = leaf({1, 2});
-        QVERIFY(error_of<AutogradError>([&] { leaf_base.narrow(0, 0, 1).mul_(2.0); }).contains("view of a leaf"));
+        QVERIFY(error_of<AutogradError>([&] {
+                    leaf_base.narrow(0, 0, 1).mul_(2.0);
+                }).contains("view of a leaf"));
     }
 
     void anomaly_mode_names_the_op() {
@@ -221,13 +231,15 @@ private slots:
 
     void gradcheck_detects_wrong_gradients() {
         Tensor x = randn({3}, DType::Float64).requires_grad_();
-        auto good = autograd::gradcheck([](const TensorList& in) { return TensorList{tanh(in[0]) * in[0]}; }, {x});
+        auto good = autograd::gradcheck(
+            [](const TensorList& in) { return TensorList{tanh(in[0]) * in[0]}; }, {x});
         QVERIFY2(good.ok, good.message.c_str());
         // A hook that doubles the gradient makes the analytical Jacobian wrong.
         auto bad = autograd::gradcheck(
             [](const TensorList& in) {
                 Tensor y = in[0] * 3.0;
-                if (autograd::is_grad_enabled()) y.register_hook([](const Tensor& g) { return g * 2.0; });
+                if (autograd::is_grad_enabled())
+                    y.register_hook([](const Tensor& g) { return g * 2.0; });
                 return TensorList{y};
             },
             {x});

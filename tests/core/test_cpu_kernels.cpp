@@ -6,7 +6,7 @@
 
 class TestCpuKernels : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void kernels_match_reference_loops() {
         // Thousands of randomized and hand-picked cases; each failure is printed with its case.
         QCOMPARE(run_cpu_kernel_checks(), 0);

@@ -21,7 +21,6 @@ using nn::Reduction;
 
 namespace {
 
-
 Tensor run_loss(const golden::Case& c, const std::map<std::string, Tensor>& t) {
     const std::string loss = c.attr("loss");
     const Reduction red = nn::parse_reduction(c.attr("reduction"));

@@ -25,7 +25,6 @@ Tensor rnd(const Dims& shape, uint64_t seed, DType t = DType::Float64, bool grad
     return x;
 }
 
-
 #define CHECK_ERROR(Type, expr, ...)                                                               \
     do {                                                                                           \
         const QString msg_ = error_of<Type>([&] { (void)(expr); });                                \

@@ -24,7 +24,6 @@ namespace F = myelin::nn::functional;
 
 namespace {
 
-
 using KeyShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 
 KeyShapes key_shapes(const nn::StateDict& sd) {

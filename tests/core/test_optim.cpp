@@ -27,7 +27,6 @@ namespace {
 constexpr double kRtol = 1e-6;
 constexpr double kAtol = 1e-7;
 
-
 // Options of a golden case (group 0) and the overrides of group 1.
 std::unique_ptr<Optimizer> make_optimizer(const golden::Case& c, const std::vector<Tensor>& p) {
     const std::string kind = c.attr("optimizer");

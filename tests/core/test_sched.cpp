@@ -18,7 +18,6 @@ using namespace myelin::optim;
 
 namespace {
 
-
 // Two groups with lr 0.1 and 0.01, as the generator.
 std::unique_ptr<Optimizer> make_optimizer(const std::string& kind) {
     std::vector<ParamGroup> groups{{{zeros({2}).requires_grad_()}, {{"lr", 0.1}}},

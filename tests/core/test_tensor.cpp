@@ -14,12 +14,14 @@
 using namespace myelin;
 
 namespace {
-std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
+std::vector<float> values(const Tensor& t) {
+    return t.to_vector<float>();
+}
 } // namespace
 
 class TestTensor : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void creation() {
         QCOMPARE(zeros({2, 3}).shape(), Dims({2, 3}));
         QCOMPARE(values(ones({3})), std::vector<float>({1, 1, 1}));
@@ -36,7 +38,9 @@ private slots:
         QCOMPARE(scalar_tensor(3).item(), 3.0);
         QCOMPARE(empty({0, 3}).numel(), int64_t(0));
         QVERIFY(ones({2}, TensorOptions().with_requires_grad()).requires_grad());
-        QVERIFY(error_of<ShapeError>([] { from_vector(std::vector<float>{1, 2, 3}, {2, 2}); }).contains("cannot fill shape [2, 2]"));
+        QVERIFY(error_of<ShapeError>([] {
+                    from_vector(std::vector<float>{1, 2, 3}, {2, 2});
+                }).contains("cannot fill shape [2, 2]"));
     }
 
     void views_share_storage() {
@@ -69,8 +73,10 @@ private slots:
         QCOMPARE(x.flatten(1).unflatten(1, {3, -1}).shape(), Dims({2, 3, 4}));
         QCOMPARE(x.reshape({-1, 6}).shape(), Dims({4, 6}));
         QCOMPARE(values(x.narrow(2, 1, 2).select(0, 0).select(0, 0)), std::vector<float>({1, 2}));
-        QCOMPARE(values(arange(10, TensorOptions(DType::Float32)).slice(0, 1, 8, 3)), std::vector<float>({1, 4, 7}));
-        QCOMPARE(values(arange(10, TensorOptions(DType::Float32)).slice(0, -3, std::nullopt)), std::vector<float>({7, 8, 9}));
+        QCOMPARE(values(arange(10, TensorOptions(DType::Float32)).slice(0, 1, 8, 3)),
+                 std::vector<float>({1, 4, 7}));
+        QCOMPARE(values(arange(10, TensorOptions(DType::Float32)).slice(0, -3, std::nullopt)),
+                 std::vector<float>({7, 8, 9}));
         Tensor e = tensor({1, 2, 3}).unsqueeze(0).expand({4, 3});
         QCOMPARE(e.strides(), Dims({0, 1}));
         QVERIFY(!e.is_contiguous());
@@ -78,8 +84,12 @@ private slots:
         // a transposed tensor cannot be viewed flat, but reshape copies
         QVERIFY(error_of<ShapeError>([&] { x.transpose(0, 1).view({-1}); }).contains("reshape"));
         QCOMPARE(x.transpose(0, 1).reshape({-1}).numel(), int64_t(24));
-        QVERIFY(error_of<ShapeError>([&] { x.view({5, -1}); }).contains("invalid for input of size 24"));
-        QVERIFY(error_of<ShapeError>([&] { tensor({1, 2}).expand({3, 3}); }).contains("must match the existing size (2)"));
+        QVERIFY(error_of<ShapeError>([&] {
+                    x.view({5, -1});
+                }).contains("invalid for input of size 24"));
+        QVERIFY(error_of<ShapeError>([&] {
+                    tensor({1, 2}).expand({3, 3});
+                }).contains("must match the existing size (2)"));
     }
 
     void split_cat_stack() {
@@ -94,8 +104,12 @@ private slots:
         auto sized = split(x, std::vector<int64_t>{3, 7});
         QCOMPARE(sized[1].numel(), int64_t(7));
         QCOMPARE(stack({x, x}, 1).shape(), Dims({10, 2}));
-        QVERIFY(error_of<ShapeError>([&] { cat({ones({2, 3}), ones({2, 4})}, 0); }).contains("Expected size 3 but got size 4"));
-        QVERIFY(error_of<ShapeError>([&] { stack({ones({2}), ones({3})}); }).contains("equal size"));
+        QVERIFY(error_of<ShapeError>([&] {
+                    cat({ones({2, 3}), ones({2, 4})}, 0);
+                }).contains("Expected size 3 but got size 4"));
+        QVERIFY(error_of<ShapeError>([&] {
+                    stack({ones({2}), ones({3})});
+                }).contains("equal size"));
     }
 
     void broadcasting_and_promotion() {
@@ -103,7 +117,8 @@ private slots:
         QCOMPARE((a + b).shape(), Dims({3, 4}));
         QCOMPARE(broadcast_shapes({2, 1, 4}, {3, 1}), Dims({2, 3, 4}));
         const QString msg = error_of<ShapeError>([] { add(ones({2, 3}), ones({4})); });
-        QVERIFY2(msg.contains("add") && msg.contains("[2, 3]") && msg.contains("[4]"), qPrintable(msg));
+        QVERIFY2(msg.contains("add") && msg.contains("[2, 3]") && msg.contains("[4]"),
+                 qPrintable(msg));
         QCOMPARE((ones({2}) + ones({2}, DType::Float64)).dtype(), DType::Float64);
         QCOMPARE((arange(3) + ones({3})).dtype(), DType::Float32);
         QCOMPARE((arange(3) + 1.0).dtype(), DType::Int64);
@@ -158,17 +173,22 @@ private slots:
         QCOMPARE(values(index_select(x, 0, idx)), std::vector<float>({8, 9, 10, 11, 0, 1, 2, 3}));
         Tensor g = gather(x, 1, from_vector(std::vector<int64_t>{3, 0, 1}, {3, 1}));
         QCOMPARE(values(g), std::vector<float>({3, 4, 9}));
-        Tensor s = scatter_add(zeros({2, 3}), 1, from_vector(std::vector<int64_t>{0, 0, 2, 1}, {2, 2}), ones({2, 2}));
+        Tensor s = scatter_add(zeros({2, 3}), 1,
+                               from_vector(std::vector<int64_t>{0, 0, 2, 1}, {2, 2}), ones({2, 2}));
         QCOMPARE(values(s), std::vector<float>({2, 0, 0, 0, 1, 1}));
         Tensor m = masked_fill(x, gt(x, 9.0), -1);
         QCOMPARE(values(m).back(), -1.0f);
         QCOMPARE(values(where(gt(x, 5.0), x, zeros({}))).front(), 0.0f);
         // bad indices name the op, the index and the size
-        QString msg = error_of<IndexError>([&] { index_select(x, 0, from_vector(std::vector<int64_t>{3}, {1})); });
-        QVERIFY2(msg.contains("index 3 is out of bounds for dimension 0 with size 3"), qPrintable(msg));
+        QString msg = error_of<IndexError>(
+            [&] { index_select(x, 0, from_vector(std::vector<int64_t>{3}, {1})); });
+        QVERIFY2(msg.contains("index 3 is out of bounds for dimension 0 with size 3"),
+                 qPrintable(msg));
         msg = error_of<IndexError>([&] { x.select(1, 4); });
         QVERIFY2(msg.contains("index 4 is out of range"), qPrintable(msg));
-        msg = error_of<IndexError>([&] { gather(x, 1, from_vector(std::vector<int64_t>{-1}, {1, 1})); });
+        msg = error_of<IndexError>([&] {
+            gather(x, 1, from_vector(std::vector<int64_t>{-1}, {1, 1}));
+        });
         QVERIFY2(msg.contains("gather") && msg.contains("-1"), qPrintable(msg));
         msg = error_of<DTypeError>([&] { index_select(x, 0, tensor({0})); });
         QVERIFY2(msg.contains("int64"), qPrintable(msg));
@@ -187,7 +207,8 @@ private slots:
         QVERIFY2(msg.contains("2x3 and 2x3"), qPrintable(msg));
         msg = error_of<DTypeError>([&] { matmul(a, ones({3, 4}, DType::Float64)); });
         QVERIFY2(msg.contains("float32") && msg.contains("float64"), qPrintable(msg));
-        QCOMPARE(values(mm(tensor({{1, 2}, {3, 4}}), tensor({{1, 2}, {3, 4}}).t())), std::vector<float>({5, 11, 11, 25}));
+        QCOMPARE(values(mm(tensor({{1, 2}, {3, 4}}), tensor({{1, 2}, {3, 4}}).t())),
+                 std::vector<float>({5, 11, 11, 25}));
     }
 
     void inplace_and_versions() {
@@ -209,7 +230,10 @@ private slots:
         QCOMPARE(sum(x).item(), 0.0);
         Tensor i = arange(3);
         QVERIFY(error_of<DTypeError>([&] { i.add_(ones({3})); }).contains("can't be cast"));
-        QVERIFY(error_of<ShapeError>([&] { Tensor y = ones({3}); y.add_(ones({2, 3})); }).contains("doesn't match the broadcast shape"));
+        QVERIFY(error_of<ShapeError>([&] {
+                    Tensor y = ones({3});
+                    y.add_(ones({2, 3}));
+                }).contains("doesn't match the broadcast shape"));
         // overlapping in-place: x += x.flip-ish view must read the old values
         Tensor z = arange(4, TensorOptions(DType::Float32));
         z.add_(z.slice(0, std::nullopt, std::nullopt).contiguous());
@@ -217,16 +241,24 @@ private slots:
     }
 
     void printing() {
-        QCOMPARE(QString::fromStdString(tensor({1, 2, 3}).str()), QStringLiteral("tensor([1., 2., 3.])"));
-        QCOMPARE(QString::fromStdString(tensor({{1.5, 2}, {3, 4}}, TensorOptions().with_requires_grad()).str()),
-                 QStringLiteral("tensor([[1.5000, 2.0000],\n        [3.0000, 4.0000]], requires_grad=True)"));
-        QCOMPARE(QString::fromStdString(scalar_tensor(2.5).str()), QStringLiteral("tensor(2.5000)"));
+        QCOMPARE(QString::fromStdString(tensor({1, 2, 3}).str()),
+                 QStringLiteral("tensor([1., 2., 3.])"));
+        QCOMPARE(QString::fromStdString(
+                     tensor({{1.5, 2}, {3, 4}}, TensorOptions().with_requires_grad()).str()),
+                 QStringLiteral(
+                     "tensor([[1.5000, 2.0000],\n        [3.0000, 4.0000]], requires_grad=True)"));
+        QCOMPARE(QString::fromStdString(scalar_tensor(2.5).str()),
+                 QStringLiteral("tensor(2.5000)"));
         QCOMPARE(QString::fromStdString(arange(3).str()), QStringLiteral("tensor([0, 1, 2])"));
-        QCOMPARE(QString::fromStdString(gt(arange(2), 0.0).str()), QStringLiteral("tensor([False,  True])"));
-        QCOMPARE(QString::fromStdString(tensor({0.5}, DType::Float64).str()), QStringLiteral("tensor([0.5000], dtype=float64)"));
-        QCOMPARE(QString::fromStdString(tensor({1e-5, 1}).str()), QStringLiteral("tensor([1.0000e-05, 1.0000e+00])"));
+        QCOMPARE(QString::fromStdString(gt(arange(2), 0.0).str()),
+                 QStringLiteral("tensor([False,  True])"));
+        QCOMPARE(QString::fromStdString(tensor({0.5}, DType::Float64).str()),
+                 QStringLiteral("tensor([0.5000], dtype=float64)"));
+        QCOMPARE(QString::fromStdString(tensor({1e-5, 1}).str()),
+                 QStringLiteral("tensor([1.0000e-05, 1.0000e+00])"));
         Tensor a = ones({2}, TensorOptions().with_requires_grad());
-        QCOMPARE(QString::fromStdString((a + a).str()), QStringLiteral("tensor([2., 2.], grad_fn=<AddBackward0>)"));
+        QCOMPARE(QString::fromStdString((a + a).str()),
+                 QStringLiteral("tensor([2., 2.], grad_fn=<AddBackward0>)"));
         QCOMPARE(QString::fromStdString(zeros({0}).str()), QStringLiteral("tensor([])"));
         const std::string big = arange(2000).str();
         QVERIFY(big.find("...") != std::string::npos);
@@ -276,7 +308,8 @@ private slots:
         QVERIFY(is_available(DeviceType::CPU));
         // The CUDA slot exists in the dispatch table; asking for an absent device is a clear error.
         if (!is_available(DeviceType::CUDA)) {
-            const QString msg = error_of<DeviceError>([] { ones({2}).to(Device(DeviceType::CUDA)); });
+            const QString msg =
+                error_of<DeviceError>([] { ones({2}).to(Device(DeviceType::CUDA)); });
             QVERIFY2(msg.contains("CUDA"), qPrintable(msg));
         }
     }

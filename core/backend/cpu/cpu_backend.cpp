@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <vector>
 #include <string>
+#include <vector>
 
 namespace myelin::backend {
 
@@ -34,7 +34,7 @@ namespace {
 // which costs as much as the element-wise op that fills it (measured: ReLU on [128,32,28,28]
 // 3.6 ms with fresh pages). Exact-size reuse, bounded so memory stays close to the peak.
 class LargeBlockCache {
-public:
+  public:
     static constexpr size_t kMinBytes = size_t(1) << 20;
     static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
 
@@ -58,7 +58,8 @@ public:
         cached_ += bytes;
         return true;
     }
-private:
+
+  private:
     struct Block {
         void* ptr;
         size_t bytes;
@@ -75,7 +76,9 @@ LargeBlockCache& large_blocks() {
     return *cache;
 }
 
-size_t aligned_size(size_t nbytes) { return (nbytes + 63) & ~size_t(63); }
+size_t aligned_size(size_t nbytes) {
+    return (nbytes + 63) & ~size_t(63);
+}
 
 } // namespace
 
@@ -85,14 +88,14 @@ void* CpuBackend::allocate(size_t nbytes) {
         if (void* p = large_blocks().take(aligned_size(nbytes))) return p;
     // Small blocks: plain malloc (16-byte aligned, the cheapest path: per-op overhead matters).
     // Larger blocks: 64-byte alignment for full cache lines and aligned AVX-512 loads.
-    void* p =
-        nbytes <= 1024 ? std::malloc(nbytes) : std::aligned_alloc(64, aligned_size(nbytes));
+    void* p = nbytes <= 1024 ? std::malloc(nbytes) : std::aligned_alloc(64, aligned_size(nbytes));
     if (!p) throw std::bad_alloc();
     return p;
 }
 
 void CpuBackend::deallocate(void* p, size_t nbytes) {
-    if (nbytes >= LargeBlockCache::kMinBytes && large_blocks().keep(p, aligned_size(nbytes))) return;
+    if (nbytes >= LargeBlockCache::kMinBytes && large_blocks().keep(p, aligned_size(nbytes)))
+        return;
     std::free(p);
 }
 

@@ -6,7 +6,7 @@
 namespace myelin::backend {
 
 class CpuBackend final : public Backend {
-public:
+  public:
     DeviceType type() const override { return DeviceType::CPU; }
     BackendInfo info() const override;
 
@@ -24,8 +24,8 @@ public:
     void where(const View& cond, const View& a, const View& b, const View& out) override;
 
     // cpu_reduce.cpp
-    void reduce(ReduceOp op, const View& x, int reduced_dims, const View& out,
-                const View* indices, const OpParams& p) override;
+    void reduce(ReduceOp op, const View& x, int reduced_dims, const View& out, const View* indices,
+                const OpParams& p) override;
     void softmax(const View& x, int dim, bool log, const View& out) override;
     void softmax_backward(const View& y, const View& grad_y, int dim, bool log,
                           const View& grad_x) override;

@@ -4,8 +4,8 @@
 #include "backend/backend.h"
 
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #ifdef __CUDACC__
@@ -58,8 +58,12 @@ MYELIN_HD float fast_expf(float x) {
     const int n2 = n - n1;
     return bit_select(x != x, x, p * bits_float((n1 + 127) << 23) * bits_float((n2 + 127) << 23));
 }
-MYELIN_HD double fast_exp(double x) { return std::exp(x); }
-MYELIN_HD float fast_exp(float x) { return fast_expf(x); }
+MYELIN_HD double fast_exp(double x) {
+    return std::exp(x);
+}
+MYELIN_HD float fast_exp(float x) {
+    return fast_expf(x);
+}
 
 // OP is a template argument so each loop instantiation folds the switch and vectorises.
 template <backend::UnaryOp OP, typename T> MYELIN_HD T apply_unary(T x, const OpParams& p) {
@@ -67,45 +71,71 @@ template <backend::UnaryOp OP, typename T> MYELIN_HD T apply_unary(T x, const Op
     constexpr T kSqrt1_2 = T(0.70710678118654752440);
     constexpr T kSqrt2OverPi = T(0.79788456080286535588);
     switch (OP) {
-    case U::Neg: return -x;
-    case U::Abs: return x < T(0) ? -x : x;
-    case U::Sign: return T((x > T(0)) - (x < T(0)));
-    case U::Reciprocal: return T(1) / x;
-    case U::Square: return x * x;
-    case U::Exp: return fast_exp(x);
-    case U::Log: return std::log(x);
-    case U::Log1p: return std::log1p(x);
-    case U::Sqrt: return std::sqrt(x);
-    case U::Rsqrt: return T(1) / std::sqrt(x);
-    case U::Sin: return std::sin(x);
-    case U::Cos: return std::cos(x);
-    case U::Tanh: return std::tanh(x);
-    case U::Sigmoid: return T(1) / (T(1) + fast_exp(-x));
-    case U::Relu: return x > T(0) ? x : T(0);
-    case U::LeakyRelu: return x > T(0) ? x : x * T(p.a);
-    case U::Elu: return x > T(0) ? x : T(p.a) * std::expm1(x);
-    case U::Gelu: return T(0.5) * x * (T(1) + std::erf(x * kSqrt1_2));
+    case U::Neg:
+        return -x;
+    case U::Abs:
+        return x < T(0) ? -x : x;
+    case U::Sign:
+        return T((x > T(0)) - (x < T(0)));
+    case U::Reciprocal:
+        return T(1) / x;
+    case U::Square:
+        return x * x;
+    case U::Exp:
+        return fast_exp(x);
+    case U::Log:
+        return std::log(x);
+    case U::Log1p:
+        return std::log1p(x);
+    case U::Sqrt:
+        return std::sqrt(x);
+    case U::Rsqrt:
+        return T(1) / std::sqrt(x);
+    case U::Sin:
+        return std::sin(x);
+    case U::Cos:
+        return std::cos(x);
+    case U::Tanh:
+        return std::tanh(x);
+    case U::Sigmoid:
+        return T(1) / (T(1) + fast_exp(-x));
+    case U::Relu:
+        return x > T(0) ? x : T(0);
+    case U::LeakyRelu:
+        return x > T(0) ? x : x * T(p.a);
+    case U::Elu:
+        return x > T(0) ? x : T(p.a) * std::expm1(x);
+    case U::Gelu:
+        return T(0.5) * x * (T(1) + std::erf(x * kSqrt1_2));
     case U::GeluTanh: {
         const T inner = kSqrt2OverPi * (x + T(0.044715) * x * x * x);
         return T(0.5) * x * (T(1) + std::tanh(inner));
     }
-    case U::Silu: return x / (T(1) + fast_exp(-x));
+    case U::Silu:
+        return x / (T(1) + fast_exp(-x));
     case U::Softplus: {
         const T bx = x * T(p.a);
         return bx > T(p.b) ? x : std::log1p(std::exp(bx)) / T(p.a);
     }
-    case U::PowScalar: return std::pow(x, T(p.a));
-    case U::RPowScalar: return std::pow(T(p.a), x);
-    case U::AddScalar: return x + T(p.a);
-    case U::MulScalar: return x * T(p.a);
-    case U::RSubScalar: return T(p.a) - x;
-    case U::RDivScalar: return T(p.a) / x;
+    case U::PowScalar:
+        return std::pow(x, T(p.a));
+    case U::RPowScalar:
+        return std::pow(T(p.a), x);
+    case U::AddScalar:
+        return x + T(p.a);
+    case U::MulScalar:
+        return x * T(p.a);
+    case U::RSubScalar:
+        return T(p.a) - x;
+    case U::RDivScalar:
+        return T(p.a) / x;
     case U::Clamp: {
         // NaN stays NaN (PyTorch), so compare in the order that keeps it.
         T y = x < T(p.a) ? T(p.a) : x;
         return y > T(p.b) ? T(p.b) : y;
     }
-    default: return x;
+    default:
+        return x;
     }
 }
 
@@ -113,19 +143,28 @@ template <backend::UnaryOp OP, typename T> MYELIN_HD T apply_unary(T x, const Op
 template <backend::UnaryOp OP> MYELIN_HD int64_t apply_unary_int(int64_t x, const OpParams& p) {
     using U = backend::UnaryOp;
     switch (OP) {
-    case U::Neg: return -x;
-    case U::Abs: return x < 0 ? -x : x;
-    case U::Sign: return (x > 0) - (x < 0);
-    case U::Square: return x * x;
-    case U::Relu: return x > 0 ? x : 0;
-    case U::AddScalar: return x + static_cast<int64_t>(p.a);
-    case U::MulScalar: return x * static_cast<int64_t>(p.a);
-    case U::RSubScalar: return static_cast<int64_t>(p.a) - x;
+    case U::Neg:
+        return -x;
+    case U::Abs:
+        return x < 0 ? -x : x;
+    case U::Sign:
+        return (x > 0) - (x < 0);
+    case U::Square:
+        return x * x;
+    case U::Relu:
+        return x > 0 ? x : 0;
+    case U::AddScalar:
+        return x + static_cast<int64_t>(p.a);
+    case U::MulScalar:
+        return x * static_cast<int64_t>(p.a);
+    case U::RSubScalar:
+        return static_cast<int64_t>(p.a) - x;
     case U::Clamp: {
         const double y = static_cast<double>(x) < p.a ? p.a : static_cast<double>(x);
         return static_cast<int64_t>(y > p.b ? p.b : y);
     }
-    default: return x;
+    default:
+        return x;
     }
 }
 
@@ -151,28 +190,45 @@ template <typename T> MYELIN_HD T gelu_tanh_grad(T x) {
 }
 
 // Binary ops on the compute type. Comparisons return 0/1 in T (the loop stores them as bool).
-template <backend::BinaryOp OP, typename T>
-MYELIN_HD T apply_binary(T a, T b, const OpParams& p) {
+template <backend::BinaryOp OP, typename T> MYELIN_HD T apply_binary(T a, T b, const OpParams& p) {
     using B = backend::BinaryOp;
     switch (OP) {
-    case B::Add: return a + T(p.a) * b;
-    case B::Sub: return a - T(p.a) * b;
-    case B::Mul: return a * b;
-    case B::Div: return a / b;
-    case B::Pow: return std::pow(a, b);
-    case B::Maximum: return (a != a || b != b) ? a + b : (a > b ? a : b);
-    case B::Minimum: return (a != a || b != b) ? a + b : (a < b ? a : b);
-    case B::Eq: return a == b;
-    case B::Ne: return a != b;
-    case B::Lt: return a < b;
-    case B::Le: return a <= b;
-    case B::Gt: return a > b;
-    case B::Ge: return a >= b;
-    case B::ReluBackward: return b > T(0) ? a : T(0);
-    case B::LeakyReluBackward: return b > T(0) ? a : a * T(p.a);
-    case B::EluBackward: return b > T(0) ? a : a * T(p.a) * std::exp(b);
-    case B::GeluBackward: return a * gelu_grad(b);
-    case B::GeluTanhBackward: return a * gelu_tanh_grad(b);
+    case B::Add:
+        return a + T(p.a) * b;
+    case B::Sub:
+        return a - T(p.a) * b;
+    case B::Mul:
+        return a * b;
+    case B::Div:
+        return a / b;
+    case B::Pow:
+        return std::pow(a, b);
+    case B::Maximum:
+        return (a != a || b != b) ? a + b : (a > b ? a : b);
+    case B::Minimum:
+        return (a != a || b != b) ? a + b : (a < b ? a : b);
+    case B::Eq:
+        return a == b;
+    case B::Ne:
+        return a != b;
+    case B::Lt:
+        return a < b;
+    case B::Le:
+        return a <= b;
+    case B::Gt:
+        return a > b;
+    case B::Ge:
+        return a >= b;
+    case B::ReluBackward:
+        return b > T(0) ? a : T(0);
+    case B::LeakyReluBackward:
+        return b > T(0) ? a : a * T(p.a);
+    case B::EluBackward:
+        return b > T(0) ? a : a * T(p.a) * std::exp(b);
+    case B::GeluBackward:
+        return a * gelu_grad(b);
+    case B::GeluTanhBackward:
+        return a * gelu_tanh_grad(b);
     case B::SiluBackward: {
         const T s = T(1) / (T(1) + fast_exp(-b));
         return a * s * (T(1) + b * (T(1) - s));
@@ -181,9 +237,12 @@ MYELIN_HD T apply_binary(T a, T b, const OpParams& p) {
         const T z = std::exp(b * T(p.a));
         return b * T(p.a) > T(p.b) ? a : a * z / (z + T(1));
     }
-    case B::SigmoidBackward: return a * (T(1) - b) * b;
-    case B::TanhBackward: return a * (T(1) - b * b);
-    default: return a;
+    case B::SigmoidBackward:
+        return a * (T(1) - b) * b;
+    case B::TanhBackward:
+        return a * (T(1) - b * b);
+    default:
+        return a;
     }
 }
 
@@ -191,18 +250,30 @@ template <backend::BinaryOp OP>
 MYELIN_HD int64_t apply_binary_int(int64_t a, int64_t b, const OpParams& p) {
     using B = backend::BinaryOp;
     switch (OP) {
-    case B::Add: return a + static_cast<int64_t>(p.a) * b;
-    case B::Sub: return a - static_cast<int64_t>(p.a) * b;
-    case B::Mul: return a * b;
-    case B::Maximum: return a > b ? a : b;
-    case B::Minimum: return a < b ? a : b;
-    case B::Eq: return a == b;
-    case B::Ne: return a != b;
-    case B::Lt: return a < b;
-    case B::Le: return a <= b;
-    case B::Gt: return a > b;
-    case B::Ge: return a >= b;
-    default: return a;
+    case B::Add:
+        return a + static_cast<int64_t>(p.a) * b;
+    case B::Sub:
+        return a - static_cast<int64_t>(p.a) * b;
+    case B::Mul:
+        return a * b;
+    case B::Maximum:
+        return a > b ? a : b;
+    case B::Minimum:
+        return a < b ? a : b;
+    case B::Eq:
+        return a == b;
+    case B::Ne:
+        return a != b;
+    case B::Lt:
+        return a < b;
+    case B::Le:
+        return a <= b;
+    case B::Gt:
+        return a > b;
+    case B::Ge:
+        return a >= b;
+    default:
+        return a;
     }
 }
 

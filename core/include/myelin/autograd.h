@@ -22,7 +22,7 @@ struct Edge {
 // differentiable output). apply() receives the gradient of that output and returns one gradient
 // per next edge (undefined where no gradient flows).
 class Node : public std::enable_shared_from_this<Node> {
-public:
+  public:
     Node();
     virtual ~Node();
     Node(const Node&) = delete;
@@ -52,7 +52,7 @@ public:
     int engine_dependencies = 0;
     uint64_t engine_epoch = 0;
 
-private:
+  private:
     struct PreHook {
         uint64_t id;
         GradHook fn;
@@ -68,13 +68,15 @@ bool is_grad_enabled();
 void set_grad_enabled(bool enabled);
 
 class GradModeGuard {
-public:
-    explicit GradModeGuard(bool enabled) : previous_(is_grad_enabled()) { set_grad_enabled(enabled); }
+  public:
+    explicit GradModeGuard(bool enabled) : previous_(is_grad_enabled()) {
+        set_grad_enabled(enabled);
+    }
     ~GradModeGuard() { set_grad_enabled(previous_); }
     GradModeGuard(const GradModeGuard&) = delete;
     GradModeGuard& operator=(const GradModeGuard&) = delete;
 
-private:
+  private:
     bool previous_;
 };
 struct NoGradGuard : GradModeGuard {
@@ -88,13 +90,13 @@ struct EnableGradGuard : GradModeGuard {
 bool is_anomaly_enabled();
 void set_detect_anomaly(bool enabled);
 class DetectAnomalyGuard {
-public:
+  public:
     DetectAnomalyGuard() : previous_(is_anomaly_enabled()) { set_detect_anomaly(true); }
     ~DetectAnomalyGuard() { set_detect_anomaly(previous_); }
     DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
     DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
 
-private:
+  private:
     bool previous_;
 };
 

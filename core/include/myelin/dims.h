@@ -12,7 +12,7 @@ namespace myelin {
 inline constexpr int kMaxDims = 8;
 
 class Dims {
-public:
+  public:
     Dims() = default;
     Dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.size()); }
     Dims(std::span<const int64_t> values) { assign(values.data(), values.size()); }
@@ -38,7 +38,7 @@ public:
     std::string str() const; // "[2, 3]"
     bool operator==(const Dims& o) const;
 
-private:
+  private:
     void assign(const int64_t* p, size_t n);
     int64_t v_[kMaxDims] = {};
     int n_ = 0;

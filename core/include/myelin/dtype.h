@@ -11,7 +11,9 @@ inline constexpr int kNumDTypes = 7;
 
 const char* dtype_name(DType t); // "float32", ...
 size_t dtype_size(DType t);
-inline bool is_floating(DType t) { return t <= DType::BFloat16; }
+inline bool is_floating(DType t) {
+    return t <= DType::BFloat16;
+}
 inline bool is_integral(DType t, bool include_bool = true) {
     return t == DType::Int64 || t == DType::UInt8 || (include_bool && t == DType::Bool);
 }

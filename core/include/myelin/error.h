@@ -7,27 +7,27 @@
 namespace myelin {
 
 class Error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 class ShapeError : public Error {
-public:
+  public:
     using Error::Error;
 };
 class DTypeError : public Error {
-public:
+  public:
     using Error::Error;
 };
 class IndexError : public Error {
-public:
+  public:
     using Error::Error;
 };
 class DeviceError : public Error {
-public:
+  public:
     using Error::Error;
 };
 class AutogradError : public Error {
-public:
+  public:
     using Error::Error;
 };
 

@@ -8,7 +8,7 @@
 namespace myelin {
 
 class Generator {
-public:
+  public:
     explicit Generator(uint64_t seed = 67280421310721ULL) { manual_seed(seed); }
     void manual_seed(uint64_t seed);
     uint64_t initial_seed() const { return seed_; }
@@ -19,12 +19,12 @@ public:
 
     uint32_t next_u32() { return static_cast<uint32_t>(engine_()); }
     uint64_t next_u64();
-    float uniform_float();   // [0, 1) with 24 random bits
-    double uniform_double(); // [0, 1) with 53 random bits
-    double normal();         // standard normal (Box-Muller, caches the second value)
+    float uniform_float();      // [0, 1) with 24 random bits
+    double uniform_double();    // [0, 1) with 53 random bits
+    double normal();            // standard normal (Box-Muller, caches the second value)
     uint64_t below(uint64_t n); // uniform integer in [0, n)
 
-private:
+  private:
     uint64_t seed_ = 0;
     std::mt19937 engine_;
     double cached_normal_ = 0.0;

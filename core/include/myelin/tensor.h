@@ -31,8 +31,16 @@ struct TensorOptions {
     TensorOptions() = default;
     TensorOptions(DType d) : dtype(d) {}
     TensorOptions(Device dev) : device(dev) {}
-    TensorOptions with_dtype(DType d) const { auto o = *this; o.dtype = d; return o; }
-    TensorOptions with_device(Device d) const { auto o = *this; o.device = d; return o; }
+    TensorOptions with_dtype(DType d) const {
+        auto o = *this;
+        o.dtype = d;
+        return o;
+    }
+    TensorOptions with_device(Device d) const {
+        auto o = *this;
+        o.device = d;
+        return o;
+    }
     TensorOptions with_requires_grad(bool r = true) const {
         auto o = *this;
         o.requires_grad = r;
@@ -43,14 +51,14 @@ struct TensorOptions {
 // Returned by every register_*_hook; remove() unregisters (idempotent). Dropping the handle does
 // not remove the hook, as in PyTorch.
 class HookHandle {
-public:
+  public:
     HookHandle() = default;
     explicit HookHandle(std::function<void()> remover) : remover_(std::move(remover)) {}
     void remove() {
         if (remover_) std::exchange(remover_, nullptr)();
     }
 
-private:
+  private:
     std::function<void()> remover_;
 };
 
@@ -62,7 +70,7 @@ using GradHook = std::function<Tensor(const Tensor& grad)>;
 struct ValuesIndices; // max/min along a dim
 
 class Tensor {
-public:
+  public:
     Tensor() = default;
     explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
@@ -172,7 +180,7 @@ public:
     std::vector<Tensor> split(int64_t split_size, int dim = 0) const;
     std::vector<Tensor> chunk(int64_t chunks, int dim = 0) const;
 
-private:
+  private:
     std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -32,11 +32,13 @@ struct LoadStateDictResult {
     std::vector<std::string> missing_keys;
     std::vector<std::string> unexpected_keys;
     std::vector<std::string> shape_mismatches; // "fc.weight: expected [10, 4], got [4, 10]"
-    bool ok() const { return missing_keys.empty() && unexpected_keys.empty() && shape_mismatches.empty(); }
+    bool ok() const {
+        return missing_keys.empty() && unexpected_keys.empty() && shape_mismatches.empty();
+    }
 };
 
 class Module : public std::enable_shared_from_this<Module> {
-public:
+  public:
     explicit Module(std::string type_name);
     virtual ~Module();
     Module(const Module&) = delete;
@@ -55,7 +57,8 @@ public:
     Tensor& register_parameter(const std::string& name, Tensor value, bool requires_grad = true);
     // persistent = false keeps the buffer out of state_dict (PyTorch's non-persistent buffers).
     Tensor& register_buffer(const std::string& name, Tensor value, bool persistent = true);
-    template <typename M> std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    template <typename M>
+    std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
         add_child(name, module);
         return module;
     }
@@ -103,11 +106,11 @@ public:
     std::string str() const;
     virtual std::string extra_repr() const { return {}; }
 
-protected:
+  protected:
     // Called by train(); layers with mode-dependent state may override.
     virtual void on_train(bool) {}
 
-private:
+  private:
     struct Slot {
         std::string name;
         Tensor value;
@@ -118,9 +121,13 @@ private:
         H fn;
     };
     Tensor run_forward(const TensorList& inputs);
-    void collect_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out, bool recurse) const;
-    void collect_buffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out, bool recurse, bool persistent_only) const;
-    void collect_modules(const std::string& prefix, std::vector<std::pair<std::string, ModulePtr>>& out);
+    void collect_parameters(const std::string& prefix,
+                            std::vector<std::pair<std::string, Tensor>>& out, bool recurse) const;
+    void collect_buffers(const std::string& prefix,
+                         std::vector<std::pair<std::string, Tensor>>& out, bool recurse,
+                         bool persistent_only) const;
+    void collect_modules(const std::string& prefix,
+                         std::vector<std::pair<std::string, ModulePtr>>& out);
     void check_new_name(const std::string& name, const char* what) const;
 
     std::string type_name_;
