@@ -17,6 +17,8 @@ MYELIN_DEBIAN_PACKAGES=(
     libdnnl-dev
     libbenchmark-dev
     zlib1g-dev
+    libpng-dev
+    libjpeg62-turbo-dev
     libgl-dev
     dataset-fashion-mnist
 )

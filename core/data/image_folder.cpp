@@ -1,0 +1,242 @@
+// Image folders: PNG (libpng's simplified API) and JPEG (libjpeg) decoding, bilinear resizing and
+// ImageFolderDataset. Decoding keeps all state on the stack, so get() is thread-safe.
+#include <myelin/data/readers.h>
+#include <myelin/error.h>
+
+#include <jpeglib.h>
+#include <png.h>
+
+#include <algorithm>
+#include <cctype>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace myelin::data {
+
+namespace {
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+    throw Error("cannot read '" + path + "': " + what);
+}
+
+struct Pixels {
+    int64_t height = 0, width = 0, channels = 0;
+    std::vector<uint8_t> data; // interleaved H x W x C
+};
+
+Pixels decode_png(const std::string& path, const std::vector<uint8_t>& bytes, int64_t channels) {
+    png_image image;
+    std::memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
+        fail(path, std::string("corrupt PNG: ") + image.message);
+    image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+    Pixels px;
+    px.height = image.height;
+    px.width = image.width;
+    px.channels = channels;
+    px.data.resize(PNG_IMAGE_SIZE(image));
+    // Transparent pixels are composited onto black (background = nullptr).
+    if (!png_image_finish_read(&image, nullptr, px.data.data(), 0, nullptr)) {
+        const std::string message = image.message;
+        png_image_free(&image);
+        fail(path, "corrupt PNG: " + message);
+    }
+    return px;
+}
+
+struct JpegError {
+    jpeg_error_mgr mgr;
+    std::jmp_buf jump;
+    char message[JMSG_LENGTH_MAX];
+};
+
+void jpeg_error_exit(j_common_ptr cinfo) {
+    auto* err = reinterpret_cast<JpegError*>(cinfo->err);
+    err->mgr.format_message(cinfo, err->message);
+    std::longjmp(err->jump, 1);
+}
+void jpeg_no_output(j_common_ptr) {} // warnings are not printed
+
+// libjpeg reports errors by longjmp back here; no C++ object is created between setjmp and a
+// possible longjmp (px lives in the caller), so nothing is skipped.
+bool decode_jpeg_raw(const std::vector<uint8_t>& bytes, int64_t channels, Pixels& px,
+                     JpegError& err) {
+    jpeg_decompress_struct cinfo;
+    cinfo.err = jpeg_std_error(&err.mgr);
+    err.mgr.error_exit = jpeg_error_exit;
+    err.mgr.output_message = jpeg_no_output;
+    if (setjmp(err.jump)) {
+        jpeg_destroy_decompress(&cinfo);
+        return false;
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+    jpeg_read_header(&cinfo, TRUE);
+    cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_start_decompress(&cinfo);
+    px.height = cinfo.output_height;
+    px.width = cinfo.output_width;
+    px.channels = cinfo.output_components;
+    px.data.resize(static_cast<size_t>(px.height * px.width * px.channels));
+    const auto stride = static_cast<size_t>(px.width * px.channels);
+    while (cinfo.output_scanline < cinfo.output_height) {
+        JSAMPROW row = px.data.data() + cinfo.output_scanline * stride;
+        jpeg_read_scanlines(&cinfo, &row, 1);
+    }
+    // libjpeg only warns about corrupt or truncated scan data (and fills in grey); reject it.
+    const bool clean = err.mgr.num_warnings == 0;
+    if (!clean) err.mgr.format_message(reinterpret_cast<j_common_ptr>(&cinfo), err.message);
+    jpeg_finish_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    return clean;
+}
+
+Pixels decode(const std::string& path, int64_t channels) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(path, "cannot open the file");
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    if (in.bad()) fail(path, "read error");
+    static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (bytes.size() >= 8 && std::memcmp(bytes.data(), png_magic, 8) == 0)
+        return decode_png(path, bytes, channels);
+    if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {
+        Pixels px;
+        JpegError err;
+        if (!decode_jpeg_raw(bytes, channels, px, err))
+            fail(path, std::string("corrupt JPEG: ") + err.message);
+        if (px.channels != channels)
+            fail(path, "JPEG decoded to " + std::to_string(px.channels) + " channels instead of " +
+                           std::to_string(channels));
+        return px;
+    }
+    fail(path, "unsupported image format (only PNG and JPEG are read)");
+}
+
+// Bilinear resize with half-pixel centres (PyTorch's interpolate, align_corners=False, no
+// antialiasing), from interleaved HWC to planar [C, H, W] float values in [0, 255].
+std::vector<float> resize_chw(const Pixels& px, int64_t out_h, int64_t out_w) {
+    const int64_t c = px.channels;
+    std::vector<float> out(static_cast<size_t>(c * out_h * out_w));
+    auto axis = [](int64_t out_n, int64_t in_n, std::vector<int64_t>& i0, std::vector<int64_t>& i1,
+                   std::vector<float>& frac) {
+        const double scale = double(in_n) / double(out_n);
+        for (int64_t o = 0; o < out_n; ++o) {
+            const double src = std::max(0.0, (double(o) + 0.5) * scale - 0.5);
+            const auto lo = std::min<int64_t>(static_cast<int64_t>(src), in_n - 1);
+            i0.push_back(lo);
+            i1.push_back(std::min<int64_t>(lo + 1, in_n - 1));
+            frac.push_back(static_cast<float>(src - double(lo)));
+        }
+    };
+    std::vector<int64_t> y0, y1, x0, x1;
+    std::vector<float> fy, fx;
+    axis(out_h, px.height, y0, y1, fy);
+    axis(out_w, px.width, x0, x1, fx);
+    const uint8_t* src = px.data.data();
+    auto at = [&](int64_t y, int64_t x, int64_t ch) {
+        return float(src[(y * px.width + x) * c + ch]);
+    };
+    for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t y = 0; y < out_h; ++y)
+            for (int64_t x = 0; x < out_w; ++x) {
+                const float top = at(y0[y], x0[x], ch) * (1 - fx[x]) + at(y0[y], x1[x], ch) * fx[x];
+                const float bot = at(y1[y], x0[x], ch) * (1 - fx[x]) + at(y1[y], x1[x], ch) * fx[x];
+                out[static_cast<size_t>((ch * out_h + y) * out_w + x)] =
+                    top * (1 - fy[y]) + bot * fy[y];
+            }
+    return out;
+}
+
+bool is_image_name(const fs::path& p) {
+    std::string ext = p.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
+
+void check_channels(int64_t channels, const char* what) {
+    if (channels != 1 && channels != 3)
+        throw Error(std::string(what) + ": channels must be 1 or 3, got " +
+                    std::to_string(channels));
+}
+} // namespace
+
+Tensor read_image(const std::string& path, int64_t channels) {
+    check_channels(channels, "read_image");
+    const Pixels px = decode(path, channels);
+    const std::vector<float> chw = resize_chw(px, px.height, px.width); // identity: HWC -> CHW
+    Tensor out = empty({channels, px.height, px.width}, DType::UInt8);
+    auto* dst = out.data<uint8_t>();
+    for (size_t k = 0; k < chw.size(); ++k)
+        dst[k] = static_cast<uint8_t>(chw[k]);
+    return out;
+}
+
+ImageFolderDataset::ImageFolderDataset(const std::string& root, const ImageFolderOptions& options)
+    : options_(options) {
+    check_channels(options.channels, "ImageFolderDataset");
+    if (options.height <= 0 || options.width <= 0)
+        throw Error("ImageFolderDataset: height and width must be positive, got " +
+                    std::to_string(options.height) + " x " + std::to_string(options.width));
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) fail(root, "not a directory");
+    for (const auto& entry : fs::directory_iterator(root))
+        if (entry.is_directory()) class_names_.push_back(entry.path().filename().string());
+    std::sort(class_names_.begin(), class_names_.end());
+    if (class_names_.empty()) fail(root, "no class subfolders");
+    for (size_t c = 0; c < class_names_.size(); ++c) {
+        std::vector<std::string> found;
+        for (const auto& entry : fs::recursive_directory_iterator(fs::path(root) / class_names_[c]))
+            if (entry.is_regular_file() && is_image_name(entry.path()))
+                found.push_back(entry.path().string());
+        if (found.empty())
+            fail(root, "class folder '" + class_names_[c] + "' holds no .png, .jpg or .jpeg files");
+        std::sort(found.begin(), found.end());
+        for (auto& f : found) {
+            files_.push_back(std::move(f));
+            labels_.push_back(static_cast<int64_t>(c));
+        }
+    }
+}
+
+Example ImageFolderDataset::get(int64_t index) const {
+    check_index(index, "ImageFolderDataset::get");
+    const auto& path = files_[static_cast<size_t>(index)];
+    const Pixels px = decode(path, options_.channels);
+    const std::vector<float> chw = resize_chw(px, options_.height, options_.width);
+    const Dims shape{options_.channels, options_.height, options_.width};
+    Tensor input;
+    if (options_.as_float) {
+        input = empty(shape, DType::Float32);
+        auto* dst = input.data<float>();
+        for (size_t k = 0; k < chw.size(); ++k)
+            dst[k] = chw[k] / 255.0f;
+    } else {
+        input = empty(shape, DType::UInt8);
+        auto* dst = input.data<uint8_t>();
+        for (size_t k = 0; k < chw.size(); ++k)
+            dst[k] = static_cast<uint8_t>(std::clamp(chw[k] + 0.5f, 0.0f, 255.0f));
+    }
+    return {input, scalar_tensor(double(labels_[static_cast<size_t>(index)]), DType::Int64)};
+}
+
+int64_t ImageFolderDataset::label(int64_t index) const {
+    check_index(index, "ImageFolderDataset::label");
+    return labels_[static_cast<size_t>(index)];
+}
+
+std::shared_ptr<ImageFolderDataset> read_image_folder(const std::string& root,
+                                                      const ImageFolderOptions& options) {
+    return std::make_shared<ImageFolderDataset>(root, options);
+}
+
+} // namespace myelin::data
