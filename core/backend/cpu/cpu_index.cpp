@@ -5,6 +5,7 @@
 // moved as raw bytes of their size, so every dtype works. Indices are validated before anything
 // is written (scatter_add works in place and must not leave half an update behind).
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/strided_counter.h"
 
 #include <myelin/error.h>
 
@@ -19,37 +20,6 @@
 
 namespace myelin::backend {
 namespace {
-
-// Walks a row-major multi-index over `n` dims, tracking an element offset for each of NS
-// stride sets.
-template <int NS> struct Counter {
-    int n = 0;
-    const int64_t* shape = nullptr;
-    const int64_t* strides[NS] = {};
-    int64_t idx[kMaxDims] = {};
-    int64_t off[NS] = {};
-
-    void seek(int64_t flat) {
-        for (int s = 0; s < NS; ++s)
-            off[s] = 0;
-        for (int d = n - 1; d >= 0; --d) {
-            idx[d] = flat % shape[d];
-            flat /= shape[d];
-            for (int s = 0; s < NS; ++s)
-                off[s] += idx[d] * strides[s][d];
-        }
-    }
-    void next() {
-        for (int d = n - 1; d >= 0; --d) {
-            for (int s = 0; s < NS; ++s)
-                off[s] += strides[s][d];
-            if (++idx[d] < shape[d]) return;
-            for (int s = 0; s < NS; ++s)
-                off[s] -= idx[d] * strides[s][d];
-            idx[d] = 0;
-        }
-    }
-};
 
 // A view with size-1 dims dropped and mergeable neighbours coalesced (same element order).
 struct Flat {

@@ -10,6 +10,7 @@
 // Every op is a small class with a mergeable State, so a block can be split across threads and
 // the partial results combined in a fixed order (deterministic for a given thread count).
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/strided_counter.h"
 #include "backend/kernels/elementwise.h"
 
 #include <myelin/error.h>
@@ -183,37 +184,6 @@ template <typename T> MYELIN_INLINE T exp_t(T x) {
 
 // ---------------------------------------------------------------------------------------------
 // Iteration helpers.
-
-// Walks a row-major multi-index over `n` dims, tracking an element offset for each of NS
-// stride sets.
-template <int NS> struct Counter {
-    int n = 0;
-    const int64_t* shape = nullptr;
-    const int64_t* strides[NS] = {};
-    int64_t idx[kMaxDims] = {};
-    int64_t off[NS] = {};
-
-    void seek(int64_t flat) {
-        for (int s = 0; s < NS; ++s)
-            off[s] = 0;
-        for (int d = n - 1; d >= 0; --d) {
-            idx[d] = flat % shape[d];
-            flat /= shape[d];
-            for (int s = 0; s < NS; ++s)
-                off[s] += idx[d] * strides[s][d];
-        }
-    }
-    void next() {
-        for (int d = n - 1; d >= 0; --d) {
-            for (int s = 0; s < NS; ++s)
-                off[s] += strides[s][d];
-            if (++idx[d] < shape[d]) return;
-            for (int s = 0; s < NS; ++s)
-                off[s] -= idx[d] * strides[s][d];
-            idx[d] = 0;
-        }
-    }
-};
 
 // x split into kept dims (the output, row-major) and reduced dims; size-1 dims dropped and
 // neighbours merged where the strides allow it.
