@@ -65,6 +65,13 @@ void LRScheduler::apply_lrs(const std::vector<double>& lrs) {
         last_lr_.push_back(g.options.at("lr"));
 }
 
+std::vector<double> LRScheduler::lr_at_all_groups(int64_t step) const {
+    std::vector<double> out;
+    for (size_t g = 0; g < base_lrs_.size(); ++g)
+        out.push_back(lr_at(step, g));
+    return out;
+}
+
 void LRScheduler::step() {
     ++step_count_;
     ++last_epoch_;
@@ -125,10 +132,7 @@ std::vector<double> StepLR::get_lr() {
     return out;
 }
 std::vector<double> StepLR::closed_form_lr() const {
-    std::vector<double> out;
-    for (size_t g = 0; g < base_lrs_.size(); ++g)
-        out.push_back(lr_at(last_epoch_, g));
-    return out;
+    return lr_at_all_groups(last_epoch_);
 }
 double StepLR::lr_at(int64_t step, size_t group) const {
     check_step(step);
@@ -150,10 +154,7 @@ std::vector<double> MultiStepLR::get_lr() {
     return out;
 }
 std::vector<double> MultiStepLR::closed_form_lr() const {
-    std::vector<double> out;
-    for (size_t g = 0; g < base_lrs_.size(); ++g)
-        out.push_back(lr_at(last_epoch_, g));
-    return out;
+    return lr_at_all_groups(last_epoch_);
 }
 double MultiStepLR::lr_at(int64_t step, size_t group) const {
     check_step(step);
@@ -174,10 +175,7 @@ std::vector<double> ExponentialLR::get_lr() {
     return out;
 }
 std::vector<double> ExponentialLR::closed_form_lr() const {
-    std::vector<double> out;
-    for (size_t g = 0; g < base_lrs_.size(); ++g)
-        out.push_back(lr_at(last_epoch_, g));
-    return out;
+    return lr_at_all_groups(last_epoch_);
 }
 double ExponentialLR::lr_at(int64_t step, size_t group) const {
     check_step(step);
@@ -210,10 +208,7 @@ std::vector<double> CosineAnnealingLR::get_lr() {
     return out;
 }
 std::vector<double> CosineAnnealingLR::closed_form_lr() const {
-    std::vector<double> out;
-    for (size_t g = 0; g < base_lrs_.size(); ++g)
-        out.push_back(lr_at(last_epoch_, g));
-    return out;
+    return lr_at_all_groups(last_epoch_);
 }
 double CosineAnnealingLR::lr_at(int64_t step, size_t group) const {
     check_step(step);
@@ -439,10 +434,7 @@ std::vector<double> LinearLR::get_lr() {
     return out;
 }
 std::vector<double> LinearLR::closed_form_lr() const {
-    std::vector<double> out;
-    for (size_t g = 0; g < base_lrs_.size(); ++g)
-        out.push_back(lr_at(last_epoch_, g));
-    return out;
+    return lr_at_all_groups(last_epoch_);
 }
 double LinearLR::lr_at(int64_t step, size_t group) const {
     check_step(step);
@@ -473,10 +465,7 @@ std::vector<double> ConstantLR::get_lr() {
     return out;
 }
 std::vector<double> ConstantLR::closed_form_lr() const {
-    std::vector<double> out;
-    for (size_t g = 0; g < base_lrs_.size(); ++g)
-        out.push_back(lr_at(last_epoch_, g));
-    return out;
+    return lr_at_all_groups(last_epoch_);
 }
 double ConstantLR::lr_at(int64_t step, size_t group) const {
     check_step(step);

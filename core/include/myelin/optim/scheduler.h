@@ -53,6 +53,8 @@ class LRScheduler {
     virtual std::vector<double> get_lr() = 0;
     // PyTorch's _get_closed_form_lr(), used by step(epoch); empty when there is none.
     virtual std::vector<double> closed_form_lr() const { return {}; }
+    // lr_at(step, g) for every group: the closed form of the schedules that have one.
+    std::vector<double> lr_at_all_groups(int64_t step) const;
     // PyTorch's deprecated step(epoch) (SequentialLR calls step(0) at milestones).
     virtual void step_epoch(int64_t epoch);
     // Call at the end of every derived constructor.
