@@ -13,8 +13,10 @@ MYELIN_DEBIAN_PACKAGES=(
     qt6-base-dev
     libqcustomplot-dev
     libsqlite3-dev
+    nlohmann-json3-dev
     libopenblas-openmp-dev
     libdnnl-dev
+    ocl-icd-opencl-dev # oneDNN's CMake package config looks for OpenCL (only Recommended)
     libbenchmark-dev
     zlib1g-dev
     libpng-dev

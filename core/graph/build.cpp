@@ -1,0 +1,117 @@
+// build(): layer nodes become children of a GraphModule (named after the nodes, or by position),
+// and forward() replays a precomputed plan: value slots per node output, freed after their last
+// use so intermediate activations live no longer than autograd needs them.
+#include <myelin/error.h>
+#include <myelin/graph/analysis.h>
+#include <myelin/graph/build.h>
+#include <myelin/graph/registry.h>
+
+#include <unordered_map>
+
+namespace myelin::graph {
+
+Tensor GraphModule::forward(const TensorList& inputs) {
+    if (inputs.size() != input_slots_.size())
+        throw Error("GraphModule: expected " + std::to_string(input_slots_.size()) +
+                    " input(s), got " + std::to_string(inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const Dims& declared = input_shapes_[i];
+        const Tensor& x = inputs[i];
+        bool ok = x.dim() == declared.size() + 1;
+        for (int d = 0; ok && d < declared.size(); ++d)
+            ok = x.size(d + 1) == declared[d];
+        if (!ok) {
+            Dims expected{-1};
+            for (int64_t v : declared)
+                expected.push_back(v);
+            throw ShapeError("model input " + std::to_string(i) + ": expected [N" +
+                             declared.str().substr(1).insert(0, declared.empty() ? "" : ", ") +
+                             ", got " + x.sizes().str());
+        }
+    }
+    std::vector<Tensor> slots(static_cast<size_t>(slot_count_));
+    for (size_t i = 0; i < inputs.size(); ++i)
+        slots[size_t(input_slots_[i])] = inputs[i];
+    TensorList args;
+    for (const Step& step : steps_) {
+        args.clear();
+        for (int s : step.input_slots)
+            args.push_back(slots[size_t(s)]);
+        slots[size_t(step.output_slot)] = step.module ? (*step.module)(args) : args[0];
+        for (int s : step.release_after)
+            slots[size_t(s)] = Tensor();
+    }
+    return std::move(slots[size_t(output_slot_)]);
+}
+
+const std::string& GraphModule::module_name(NodeId node) const {
+    static const std::string none;
+    for (const auto& [id, name] : names_)
+        if (id == node) return name;
+    return none;
+}
+
+NodeId GraphModule::node_of_module(const std::string& module_name) const {
+    for (const auto& [id, name] : names_)
+        if (name == module_name) return id;
+    return -1;
+}
+
+std::shared_ptr<GraphModule> build(const ModelSpec& spec) {
+    Analysis analysis = analyze(spec);
+    if (!analysis.ok()) {
+        std::string message = "the model cannot be built:";
+        for (const auto& p : analysis.problems)
+            if (p.severity == Severity::Error) message += "\n  " + describe(spec, p);
+        throw Error(message);
+    }
+    std::shared_ptr<GraphModule> module(new GraphModule());
+    std::unordered_map<NodeId, int> slot_of; // node id -> slot of its output
+    std::vector<int> last_use;               // per slot: index of the last step reading it
+    for (size_t i : analysis.order) {
+        const Node& node = spec.nodes[i];
+        const LayerKind& kind = layer_kind(node.kind);
+        int slot = module->slot_count_++;
+        last_use.push_back(-1);
+        slot_of[node.id] = slot;
+        if (node.kind == "Input") {
+            module->input_nodes_.push_back(node.id);
+            module->input_slots_.push_back(slot);
+            Dims shape(node.attrs.get_ints("shape"));
+            module->input_shapes_.push_back(shape);
+            continue;
+        }
+        GraphModule::Step step{.node = node.id,
+                               .module = nullptr,
+                               .input_slots = {},
+                               .output_slot = slot,
+                               .release_after = {}};
+        for (const Edge& e : spec.inputs_of(node.id))
+            step.input_slots.push_back(slot_of.at(e.from));
+        if (kind.build) {
+            Attrs scratch = with_defaults(kind.attrs, node.attrs);
+            nn::ModulePtr layer = kind.build(scratch);
+            const std::string& name = analysis.nodes[i].module_name;
+            if (node.frozen) layer->requires_grad_(false);
+            step.module = layer.get();
+            module->add_child(name, std::move(layer));
+            module->names_.emplace_back(node.id, name);
+        } else {
+            module->output_slot_ = slot;
+        }
+        // Only what feeds the Output runs; unused layers still exist (their parameters are in
+        // the state_dict the user sees in the summary).
+        if (!analysis.nodes[i].reachable) continue;
+        int step_index = int(module->steps_.size());
+        for (int s : step.input_slots)
+            last_use[size_t(s)] = step_index;
+        module->steps_.push_back(std::move(step));
+    }
+    // Free each slot after its last reader (never the Output's).
+    for (size_t s = 0; s < last_use.size(); ++s)
+        if (last_use[s] >= 0 && int(s) != module->output_slot_)
+            module->steps_[size_t(last_use[s])].release_after.push_back(int(s));
+    return module;
+}
+
+} // namespace myelin::graph

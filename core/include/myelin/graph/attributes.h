@@ -1,0 +1,91 @@
+#pragma once
+// Typed attributes of a graph node (and of the loss / optimizer / scheduler choices of a training
+// spec). Each kind describes its attributes once (AttrDesc: type, default, range, choices,
+// documentation); the studio builds its inspector from these descriptions and the project loader
+// checks values against them.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace myelin::graph {
+
+enum class AttrType {
+    Bool,
+    Int,
+    Float,
+    String,  // free text
+    Enum,    // one of AttrDesc::choices
+    IntList, // e.g. kernel_size: 3 or [3, 5]; a one-element list is written as a plain int
+};
+const char* to_string(AttrType type);
+
+// std::monostate is "None" (only for attributes with AttrDesc::nullable, e.g. padding_idx).
+using AttrValue =
+    std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>>;
+
+// "3", "[3, 5]", "0.5", "true", "\"same\"", "None": how values appear in messages and summaries.
+std::string format_value(const AttrValue& value);
+
+struct AttrDesc {
+    std::string name;
+    AttrType type = AttrType::Int;
+    AttrValue default_value;
+    std::string doc;
+    std::optional<double> min; // inclusive bounds of Int / Float / each IntList element
+    std::optional<double> max;
+    bool min_exclusive = false; // e.g. dropout p in [0, 1), lr > 0
+    bool max_exclusive = false;
+    std::vector<std::string> choices; // Enum
+    int list_min_size = 1;            // IntList
+    int list_max_size = 2;
+    bool nullable = false;
+
+    // Empty when `value` fits this description; otherwise what is wrong, e.g.
+    // "must be an integer >= 1, got 0". Ints are accepted where a Float is expected.
+    std::string check(const AttrValue& value) const;
+};
+
+// Ordered name -> value pairs (a handful per node: a vector beats a map).
+class Attrs {
+  public:
+    Attrs() = default;
+    Attrs(std::initializer_list<std::pair<std::string, AttrValue>> values);
+
+    bool contains(std::string_view name) const { return find(name) != nullptr; }
+    const AttrValue* find(std::string_view name) const;
+    // Typed access; throws myelin::Error naming the attribute when absent or of another type.
+    const AttrValue& at(std::string_view name) const;
+    bool get_bool(std::string_view name) const;
+    int64_t get_int(std::string_view name) const;
+    double get_float(std::string_view name) const; // Int values convert
+    const std::string& get_string(std::string_view name) const;
+    const std::vector<int64_t>& get_ints(std::string_view name) const;
+    // Nullable int: nullopt for None.
+    std::optional<int64_t> get_optional_int(std::string_view name) const;
+    bool is_none(std::string_view name) const;
+
+    void set(std::string_view name, AttrValue value); // replaces or appends
+    bool erase(std::string_view name);
+
+    const std::vector<std::pair<std::string, AttrValue>>& items() const { return values_; }
+    size_t size() const { return values_.size(); }
+    bool operator==(const Attrs& other) const = default;
+
+  private:
+    std::vector<std::pair<std::string, AttrValue>> values_;
+};
+
+// Every described attribute, in description order: the value from `given` or the default.
+// Unknown names in `given` are dropped (validation reports them separately). An int given for a
+// Float becomes a float and for an IntList a one-element list.
+Attrs with_defaults(const std::vector<AttrDesc>& descs, const Attrs& given);
+
+// Problems of `attrs` against `descs`, one message each ("kernel_size: must be ...",
+// "foo: unknown attribute (known: a, b)").
+std::vector<std::string> check_attrs(const std::vector<AttrDesc>& descs, const Attrs& attrs);
+
+} // namespace myelin::graph

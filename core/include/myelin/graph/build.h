@@ -1,0 +1,51 @@
+#pragma once
+// build(spec): the ModelSpec as an nn::Module that runs the DAG in topological order. Its
+// children are the layer nodes, named after the nodes (or by position "0", "1", ... when unnamed,
+// which gives a chain exactly nn.Sequential's state_dict keys), so hooks and state_dict names are
+// the user's names.
+#include <myelin/graph/model_spec.h>
+#include <myelin/nn/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace myelin::graph {
+
+class GraphModule : public nn::Module {
+  public:
+    // Inputs in the order of the spec's Input nodes; returns the Output node's tensor.
+    Tensor forward(const TensorList& inputs) override;
+    int num_inputs() const override { return int(input_nodes_.size()); }
+
+    // The module name of a layer node ("conv1", "3") and back; -1 / "" when not a layer node.
+    const std::string& module_name(NodeId node) const;
+    NodeId node_of_module(const std::string& module_name) const;
+    const std::vector<NodeId>& input_nodes() const { return input_nodes_; }
+    // Input shapes without the batch dimension, as declared by the Input nodes.
+    const std::vector<Dims>& input_shapes() const { return input_shapes_; }
+
+  private:
+    friend std::shared_ptr<GraphModule> build(const ModelSpec& spec);
+    GraphModule() : Module("GraphModule") {}
+
+    struct Step {
+        NodeId node;
+        nn::Module* module;           // null: copies its single input (Output)
+        std::vector<int> input_slots; // value slots of the inputs, by port
+        int output_slot;
+        std::vector<int> release_after; // slots whose last use is this step
+    };
+    std::vector<Step> steps_;
+    std::vector<NodeId> input_nodes_;
+    std::vector<Dims> input_shapes_;
+    std::vector<int> input_slots_;
+    int output_slot_ = -1;
+    int slot_count_ = 0;
+    std::vector<std::pair<NodeId, std::string>> names_;
+};
+
+// Throws myelin::Error listing every error problem (describe()) when the spec is invalid.
+std::shared_ptr<GraphModule> build(const ModelSpec& spec);
+
+} // namespace myelin::graph

@@ -1,0 +1,77 @@
+#pragma once
+// The layer registry: one description per node kind (name, category, ports, attributes, shape
+// rule, parameter count, FLOPs, and how to build the nn::Module). The editor's palette and
+// inspector, shape inference, validation, build() and the exporters all read it, so a new layer
+// kind is one entry here and nothing else.
+#include <myelin/dims.h>
+#include <myelin/dtype.h>
+#include <myelin/graph/attributes.h>
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace myelin::nn {
+class Module;
+}
+
+namespace myelin::graph {
+
+// What flows along an edge: the full shape (batch first) and the dtype.
+struct TensorType {
+    Dims shape;
+    DType dtype = DType::Float32;
+    bool operator==(const TensorType& other) const = default;
+};
+std::string to_string(const TensorType& type); // "[1, 32, 14, 14]" (+ " int64" when not f32)
+
+enum class Category {
+    InputOutput,
+    LinearConv,
+    Pooling,
+    Normalization,
+    Activation,
+    Regularization,
+    Merge,
+    Reshape,
+    Embedding,
+};
+const char* to_string(Category category); // "Linear & Convolution", ...
+
+// The per-kind functions get the node's attributes with defaults filled in and checked.
+using InferFn = std::function<TensorType(const Attrs&, std::span<const TensorType> inputs)>;
+using ParamCountFn = std::function<int64_t(const Attrs&)>;
+// Floating point operations of one forward pass (a multiply-add counts 2).
+using FlopsFn = std::function<double(const Attrs&, std::span<const TensorType> inputs,
+                                     const TensorType& output)>;
+using BuildFn = std::function<std::shared_ptr<nn::Module>(const Attrs&)>;
+
+struct LayerKind {
+    std::string name; // "Conv2d": also the PyTorch class name where one exists
+    Category category = Category::Activation;
+    std::string doc;
+    std::vector<AttrDesc> attrs;
+    std::vector<std::string> summary_attrs; // shown on the node in the editor
+    // Input ports: fixed names, or variadic (port count = the "num_inputs" attribute).
+    std::vector<std::string> inputs = {"input"};
+    bool variadic = false;
+    bool has_output = true; // false only for Output
+    InferFn infer;          // throws ShapeError / DTypeError with what was expected
+    ParamCountFn param_count;
+    FlopsFn flops;
+    BuildFn build; // null for Input and Output
+
+    const AttrDesc* attr(std::string_view attr_name) const;
+};
+
+// Every kind, in palette order (by category, then a sensible order within it).
+const std::vector<LayerKind>& layer_kinds();
+// nullptr when unknown.
+const LayerKind* find_layer_kind(std::string_view name);
+// Like find_layer_kind but throws myelin::Error listing close names.
+const LayerKind& layer_kind(std::string_view name);
+
+} // namespace myelin::graph

@@ -1,0 +1,84 @@
+#pragma once
+// The choosable parts of a training spec — losses, optimizers, LR schedules, data sources and
+// transforms — each described once (name, documentation, typed options with PyTorch's defaults)
+// and built from an io::Choice. The project loader checks options against these descriptions;
+// the studio builds its Training and Data pages from them.
+#include <myelin/graph/attributes.h>
+#include <myelin/io/project.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace myelin {
+class Tensor;
+namespace nn {
+class Loss;
+}
+namespace optim {
+class Optimizer;
+class LRScheduler;
+class ReduceLROnPlateau;
+struct ParamGroup;
+struct SchedulerState;
+} // namespace optim
+} // namespace myelin
+
+namespace myelin::train {
+
+struct ComponentKind {
+    std::string name;
+    std::string doc;
+    std::vector<graph::AttrDesc> options;
+};
+
+const std::vector<ComponentKind>& loss_kinds();
+const std::vector<ComponentKind>& optimizer_kinds();
+const std::vector<ComponentKind>& scheduler_kinds();
+const std::vector<ComponentKind>& data_source_kinds();
+const std::vector<ComponentKind>& transform_kinds();
+// nullptr when `name` is not among `kinds`.
+const ComponentKind* find_component(const std::vector<ComponentKind>& kinds, std::string_view name);
+
+// Whether the loss wants int64 class indices (classification) rather than float targets.
+bool loss_takes_class_indices(std::string_view loss_kind);
+
+// Options missing from `choice` take their defaults. Throws myelin::Error for unknown kinds or
+// invalid options (messages name the option).
+std::shared_ptr<nn::Loss> make_loss(const io::Choice& choice);
+std::unique_ptr<optim::Optimizer> make_optimizer(const io::Choice& choice,
+                                                 std::vector<optim::ParamGroup> groups);
+
+// An LR schedule of either family: epoch/step-driven (LRScheduler, optionally after a linear
+// warmup) or metric-driven (ReduceLROnPlateau).
+class Schedule {
+  public:
+    // `steps` = how many times step() will run over the whole training (epochs, or optimizer
+    // steps when the interval is "step"): OneCycleLR and CosineAnnealingLR's default T_max use it.
+    Schedule(const io::Choice& choice, optim::Optimizer& optimizer, int64_t steps);
+    ~Schedule();
+    Schedule(const Schedule&) = delete;
+    Schedule& operator=(const Schedule&) = delete;
+
+    bool needs_metric() const { return plateau_ != nullptr; }
+    void step(std::optional<double> metric = std::nullopt); // metric required when needs_metric
+    // The lr of group 0 after `step` steps, without side effects; nullopt for ReduceLROnPlateau.
+    std::optional<double> lr_at(int64_t step) const;
+    optim::SchedulerState state_dict() const;
+    void load_state_dict(const optim::SchedulerState& state);
+    const std::string& kind() const { return kind_; }
+
+  private:
+    std::string kind_;
+    std::shared_ptr<optim::LRScheduler> scheduler_;
+    std::unique_ptr<optim::ReduceLROnPlateau> plateau_;
+};
+
+// The learning rate of every step of a schedule (group 0), computed on a throwaway optimizer:
+// what the studio's LR preview plots. Empty for ReduceLROnPlateau.
+std::vector<double> preview_lr(const io::Choice& optimizer, const io::Choice& scheduler,
+                               int64_t steps);
+
+} // namespace myelin::train

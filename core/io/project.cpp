@@ -1,0 +1,634 @@
+// Project files: JSON (nlohmann::ordered_json, used only here) <-> io::Project. Reading walks the
+// document with a path so every error names the field ("training.optimizer.lr"); writing emits
+// every field in a fixed order with two-space indentation, so saving is byte-stable.
+#include <myelin/graph/registry.h>
+#include <myelin/io/project.h>
+#include <myelin/train/components.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+#include <unistd.h>
+
+namespace myelin::io {
+
+using json = nlohmann::ordered_json;
+
+ProjectError::ProjectError(std::string file, std::string location, std::string message)
+    : Error(file + (location.empty() ? "" : ":" + location) + ": " + message),
+      file_(std::move(file)), location_(std::move(location)), reason_(std::move(message)) {}
+
+namespace {
+
+const char* json_type(const json& v) {
+    switch (v.type()) {
+    case json::value_t::null:
+        return "null";
+    case json::value_t::boolean:
+        return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+        return "an integer";
+    case json::value_t::number_float:
+        return "a number";
+    case json::value_t::string:
+        return "a string";
+    case json::value_t::array:
+        return "an array";
+    case json::value_t::object:
+        return "an object";
+    default:
+        return "an unsupported value";
+    }
+}
+
+// A JSON value with its path, for reading with located errors.
+class Reader {
+  public:
+    Reader(const json& value, std::string path, const std::string& file)
+        : v_(value), path_(std::move(path)), file_(file) {}
+
+    [[noreturn]] void fail(const std::string& message) const {
+        throw ProjectError(file_, path_.empty() ? "(top level)" : path_, message);
+    }
+    const json& value() const { return v_; }
+    const std::string& path() const { return path_; }
+
+    Reader at(const std::string& key) const {
+        auto it = object().find(key);
+        if (it == v_.end()) fail("missing field '" + key + "'");
+        return {*it, child_path(key), file_};
+    }
+    bool has(const std::string& key) const { return object().contains(key); }
+    Reader at(size_t index) const {
+        return {v_[index], path_ + "[" + std::to_string(index) + "]", file_};
+    }
+    const json& object() const {
+        if (!v_.is_object()) fail(std::string("expected an object, got ") + json_type(v_));
+        return v_;
+    }
+    size_t array_size() const {
+        if (!v_.is_array()) fail(std::string("expected an array, got ") + json_type(v_));
+        return v_.size();
+    }
+    // Fails on keys other than `known` (a typo must not be silently ignored).
+    void only(std::initializer_list<const char*> known) const {
+        for (auto it = object().begin(); it != v_.end(); ++it) {
+            bool ok = false;
+            for (const char* k : known)
+                ok = ok || it.key() == k;
+            if (!ok) {
+                std::string list;
+                for (const char* k : known)
+                    list += (list.empty() ? "" : ", ") + std::string(k);
+                Reader(*it, child_path(it.key()), file_)
+                    .fail("unknown field (expected one of " + list + ")");
+            }
+        }
+    }
+
+    std::string str() const {
+        if (!v_.is_string()) fail(std::string("expected a string, got ") + json_type(v_));
+        return v_.get<std::string>();
+    }
+    bool boolean() const {
+        if (!v_.is_boolean()) fail(std::string("expected true or false, got ") + json_type(v_));
+        return v_.get<bool>();
+    }
+    int64_t integer(int64_t min = INT64_MIN) const {
+        if (!v_.is_number_integer()) fail(std::string("expected an integer, got ") + json_type(v_));
+        if (v_.is_number_unsigned() && v_.get<uint64_t>() > uint64_t(INT64_MAX))
+            fail("integer out of range");
+        int64_t x = v_.get<int64_t>();
+        if (x < min) fail("expected an integer >= " + std::to_string(min) + ", got " + v_.dump());
+        return x;
+    }
+    double number() const {
+        if (!v_.is_number()) fail(std::string("expected a number, got ") + json_type(v_));
+        return v_.get<double>();
+    }
+
+    // Optional fields: the default when absent.
+    std::string str_or(const std::string& key, std::string def) const {
+        return has(key) ? at(key).str() : def;
+    }
+    bool bool_or(const std::string& key, bool def) const {
+        return has(key) ? at(key).boolean() : def;
+    }
+    int64_t int_or(const std::string& key, int64_t def, int64_t min = INT64_MIN) const {
+        return has(key) ? at(key).integer(min) : def;
+    }
+    double number_or(const std::string& key, double def) const {
+        return has(key) ? at(key).number() : def;
+    }
+
+  private:
+    std::string child_path(const std::string& key) const {
+        return path_.empty() ? key : path_ + "." + key;
+    }
+    const json& v_;
+    std::string path_;
+    const std::string& file_;
+};
+
+// --- attribute values --------------------------------------------------------------------------
+
+graph::AttrValue read_value(const Reader& r, const graph::AttrDesc* desc) {
+    const json& v = r.value();
+    if (v.is_null()) return std::monostate{};
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_number_integer()) {
+        int64_t x = r.integer();
+        if (desc && desc->type == graph::AttrType::IntList) return std::vector<int64_t>{x};
+        if (desc && desc->type == graph::AttrType::Float) return double(x);
+        return x;
+    }
+    if (v.is_number_float()) return v.get<double>();
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_array()) {
+        std::vector<int64_t> list;
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (!v[i].is_number_integer())
+                r.at(i).fail(std::string("expected an integer, got ") + json_type(v[i]));
+            list.push_back(r.at(i).integer());
+        }
+        return list;
+    }
+    r.fail(std::string("expected a number, boolean, string, null or list of integers, got ") +
+           json_type(v));
+}
+
+// A one-element list is written as a plain int only for "int or pair" attributes
+// (kernel_size: 3), as PyTorch users write them; shapes and milestones stay lists.
+json write_value(const graph::AttrValue& value, const graph::AttrDesc* desc) {
+    if (auto* list = std::get_if<std::vector<int64_t>>(&value))
+        if (list->size() == 1 && desc && desc->list_max_size == 2) return (*list)[0];
+    struct Visitor {
+        json operator()(std::monostate) const { return nullptr; }
+        json operator()(bool b) const { return b; }
+        json operator()(int64_t x) const { return x; }
+        json operator()(double x) const { return x; }
+        json operator()(const std::string& s) const { return s; }
+        json operator()(const std::vector<int64_t>& list) const { return json(list); }
+    };
+    return std::visit(Visitor{}, value);
+}
+
+// Reads `r`'s keys except `skip` as options described by `descs` (unknown names and wrong types
+// fail with their path); missing options take their defaults.
+graph::Attrs read_options(const Reader& r, const std::vector<graph::AttrDesc>& descs,
+                          std::initializer_list<const char*> skip, const std::string& owner) {
+    graph::Attrs given;
+    for (auto it = r.object().begin(); it != r.object().end(); ++it) {
+        bool skipped = false;
+        for (const char* s : skip)
+            skipped = skipped || it.key() == s;
+        if (skipped) continue;
+        Reader field = r.at(it.key());
+        const graph::AttrDesc* desc = nullptr;
+        for (const auto& d : descs)
+            if (d.name == it.key()) desc = &d;
+        if (!desc) {
+            std::string known;
+            for (const auto& d : descs)
+                known += (known.empty() ? "" : ", ") + d.name;
+            field.fail("unknown option of " + owner +
+                       (known.empty() ? " (it has none)" : " (known: " + known + ")"));
+        }
+        graph::AttrValue value = read_value(field, desc);
+        // Types must match here; ranges are reported by validation so the studio can still
+        // open the file and show the problem on the node.
+        std::string why = desc->check(value);
+        bool type_error = !why.empty() && desc->check(desc->default_value).empty() && [&] {
+            graph::AttrDesc loose = *desc;
+            loose.min.reset();
+            loose.max.reset();
+            loose.choices.clear();
+            if (loose.type == graph::AttrType::Enum) loose.type = graph::AttrType::String;
+            loose.list_min_size = 0;
+            loose.list_max_size = 1 << 20;
+            return !loose.check(value).empty();
+        }();
+        if (type_error) field.fail(why);
+        given.set(it.key(), std::move(value));
+    }
+    return graph::with_defaults(descs, given);
+}
+
+Choice read_choice(const Reader& r, const std::vector<train::ComponentKind>& kinds,
+                   const char* what) {
+    std::string kind = r.at("kind").str();
+    const train::ComponentKind* k = train::find_component(kinds, kind);
+    if (!k) {
+        std::string known;
+        for (const auto& c : kinds)
+            known += (known.empty() ? "" : ", ") + c.name;
+        r.at("kind").fail(std::string("unknown ") + what + " '" + kind + "' (known: " + known +
+                          ")");
+    }
+    Choice c{kind, read_options(r, k->options, {"kind"}, kind)};
+    // Options must also be in range here: there is no node to show them on.
+    for (const auto& d : k->options)
+        if (std::string why = d.check(c.options.at(d.name)); !why.empty())
+            (r.has(d.name) ? r.at(d.name) : r).fail(why);
+    return c;
+}
+
+const graph::AttrDesc* find_desc(const std::vector<graph::AttrDesc>* descs,
+                                 const std::string& name) {
+    if (descs)
+        for (const auto& d : *descs)
+            if (d.name == name) return &d;
+    return nullptr;
+}
+
+json write_choice(const Choice& c, const std::vector<train::ComponentKind>& kinds) {
+    json out = json::object();
+    out["kind"] = c.kind;
+    const train::ComponentKind* kind = train::find_component(kinds, c.kind);
+    for (const auto& [name, value] : c.options.items())
+        out[name] = write_value(value, find_desc(kind ? &kind->options : nullptr, name));
+    return out;
+}
+
+// --- sections ----------------------------------------------------------------------------------
+
+graph::ModelSpec read_model(const Reader& r) {
+    r.only({"nodes", "edges"});
+    graph::ModelSpec spec;
+    Reader nodes = r.at("nodes");
+    for (size_t i = 0; i < nodes.array_size(); ++i) {
+        Reader n = nodes.at(i);
+        n.only({"id", "kind", "name", "attrs", "position", "frozen", "lr_multiplier"});
+        graph::Node node;
+        node.id = n.at("id").integer(1);
+        if (spec.find(node.id)) n.at("id").fail("duplicate node id " + std::to_string(node.id));
+        node.kind = n.at("kind").str();
+        const graph::LayerKind* kind = graph::find_layer_kind(node.kind);
+        if (!kind) {
+            try {
+                graph::layer_kind(node.kind);
+            } catch (const Error& e) {
+                n.at("kind").fail(e.what());
+            }
+        }
+        node.name = n.str_or("name", "");
+        node.attrs = n.has("attrs") ? read_options(n.at("attrs"), kind->attrs, {}, node.kind)
+                                    : graph::with_defaults(kind->attrs, {});
+        if (n.has("position")) {
+            Reader p = n.at("position");
+            if (p.array_size() != 2) p.fail("expected [x, y]");
+            node.x = p.at(0).number();
+            node.y = p.at(1).number();
+        }
+        node.frozen = n.bool_or("frozen", false);
+        node.lr_multiplier = n.number_or("lr_multiplier", 1.0);
+        spec.nodes.push_back(std::move(node));
+    }
+    Reader edges = r.at("edges");
+    for (size_t i = 0; i < edges.array_size(); ++i) {
+        Reader e = edges.at(i);
+        e.only({"from", "to", "port"});
+        graph::Edge edge{e.at("from").integer(), e.at("to").integer(), int(e.int_or("port", 0, 0))};
+        if (!spec.find(edge.from)) e.at("from").fail("no node has id " + std::to_string(edge.from));
+        if (!spec.find(edge.to)) e.at("to").fail("no node has id " + std::to_string(edge.to));
+        spec.edges.push_back(edge);
+    }
+    return spec;
+}
+
+json write_model(const graph::ModelSpec& spec) {
+    json nodes = json::array();
+    for (const auto& n : spec.nodes) {
+        json o = json::object();
+        o["id"] = n.id;
+        o["kind"] = n.kind;
+        if (!n.name.empty()) o["name"] = n.name;
+        json attrs = json::object();
+        const graph::LayerKind* kind = graph::find_layer_kind(n.kind);
+        for (const auto& [name, value] : n.attrs.items())
+            attrs[name] = write_value(value, find_desc(kind ? &kind->attrs : nullptr, name));
+        if (!attrs.empty()) o["attrs"] = std::move(attrs);
+        o["position"] = json::array({n.x, n.y});
+        if (n.frozen) o["frozen"] = true;
+        if (n.lr_multiplier != 1.0) o["lr_multiplier"] = n.lr_multiplier;
+        nodes.push_back(std::move(o));
+    }
+    json edges = json::array();
+    for (const auto& e : spec.edges) {
+        json o = json::object();
+        o["from"] = e.from;
+        o["to"] = e.to;
+        if (e.to_port != 0) o["port"] = e.to_port;
+        edges.push_back(std::move(o));
+    }
+    json out = json::object();
+    out["nodes"] = std::move(nodes);
+    out["edges"] = std::move(edges);
+    return out;
+}
+
+DataSpec read_data(const Reader& r) {
+    r.only({"source", "validation_fraction", "transforms", "batch_size", "num_workers", "shuffle",
+            "drop_last"});
+    DataSpec d;
+    d.source = read_choice(r.at("source"), train::data_source_kinds(), "data source");
+    d.validation_fraction = r.number_or("validation_fraction", d.validation_fraction);
+    if (d.validation_fraction < 0 || d.validation_fraction >= 1)
+        r.at("validation_fraction").fail("expected a fraction in [0, 1)");
+    if (r.has("transforms")) {
+        Reader t = r.at("transforms");
+        for (size_t i = 0; i < t.array_size(); ++i)
+            d.transforms.push_back(read_choice(t.at(i), train::transform_kinds(), "transform"));
+    }
+    d.batch_size = r.int_or("batch_size", d.batch_size, 1);
+    d.num_workers = int(r.int_or("num_workers", d.num_workers, 0));
+    if (d.num_workers > 64) r.at("num_workers").fail("expected at most 64 workers");
+    d.shuffle = r.bool_or("shuffle", d.shuffle);
+    d.drop_last = r.bool_or("drop_last", d.drop_last);
+    return d;
+}
+
+json write_data(const DataSpec& d) {
+    json o = json::object();
+    o["source"] = write_choice(d.source, train::data_source_kinds());
+    o["validation_fraction"] = d.validation_fraction;
+    json t = json::array();
+    for (const auto& c : d.transforms)
+        t.push_back(write_choice(c, train::transform_kinds()));
+    o["transforms"] = std::move(t);
+    o["batch_size"] = d.batch_size;
+    o["num_workers"] = d.num_workers;
+    o["shuffle"] = d.shuffle;
+    o["drop_last"] = d.drop_last;
+    return o;
+}
+
+std::string read_enum(const Reader& r, const std::string& key, std::string def,
+                      std::initializer_list<const char*> allowed) {
+    if (!r.has(key)) return def;
+    std::string v = r.at(key).str();
+    std::string list;
+    for (const char* a : allowed) {
+        if (v == a) return v;
+        list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    r.at(key).fail("expected one of " + list + ", got \"" + v + "\"");
+}
+
+TrainSpec read_train(const Reader& r) {
+    r.only({"loss", "optimizer", "scheduler", "scheduler_interval", "plateau_metric", "epochs",
+            "accumulation_steps", "clip_grad_norm", "clip_grad_value", "precision", "seed",
+            "validate_every_steps", "threads", "early_stopping", "checkpoints", "capture"});
+    TrainSpec t;
+    t.loss = read_choice(r.at("loss"), train::loss_kinds(), "loss");
+    t.optimizer = read_choice(r.at("optimizer"), train::optimizer_kinds(), "optimizer");
+    if (r.has("scheduler") && !r.at("scheduler").value().is_null())
+        t.scheduler = read_choice(r.at("scheduler"), train::scheduler_kinds(), "scheduler");
+    t.scheduler_interval = read_enum(r, "scheduler_interval", "epoch", {"epoch", "step"});
+    t.plateau_metric = r.str_or("plateau_metric", t.plateau_metric);
+    t.epochs = r.int_or("epochs", t.epochs, 1);
+    t.accumulation_steps = r.int_or("accumulation_steps", t.accumulation_steps, 1);
+    auto positive_or_null = [&](const char* key) -> std::optional<double> {
+        if (!r.has(key) || r.at(key).value().is_null()) return std::nullopt;
+        double v = r.at(key).number();
+        if (!(v > 0)) r.at(key).fail("expected a number > 0 (or null for none)");
+        return v;
+    };
+    t.clip_grad_norm = positive_or_null("clip_grad_norm");
+    t.clip_grad_value = positive_or_null("clip_grad_value");
+    t.precision = read_enum(r, "precision", "float32", {"float32", "bfloat16"});
+    t.seed = uint64_t(r.int_or("seed", 0, 0));
+    t.validate_every_steps = r.int_or("validate_every_steps", 0, 0);
+    t.threads = int(r.int_or("threads", 0, 0));
+    if (r.has("early_stopping")) {
+        Reader e = r.at("early_stopping");
+        e.only({"enabled", "metric", "mode", "patience", "min_delta"});
+        t.early_stopping.enabled = e.bool_or("enabled", false);
+        t.early_stopping.metric = e.str_or("metric", t.early_stopping.metric);
+        t.early_stopping.mode = read_enum(e, "mode", "min", {"min", "max"});
+        t.early_stopping.patience = e.int_or("patience", t.early_stopping.patience, 1);
+        t.early_stopping.min_delta = e.number_or("min_delta", 0.0);
+        if (t.early_stopping.min_delta < 0) e.at("min_delta").fail("expected a number >= 0");
+    }
+    if (r.has("checkpoints")) {
+        Reader c = r.at("checkpoints");
+        c.only({"every_epochs", "keep_best", "keep_last"});
+        t.checkpoints.every_epochs = c.int_or("every_epochs", 1, 0);
+        t.checkpoints.keep_best = c.bool_or("keep_best", true);
+        t.checkpoints.keep_last = c.int_or("keep_last", 2, 1);
+    }
+    if (r.has("capture")) {
+        Reader c = r.at("capture");
+        c.only({"layer_norms", "layer_norms_every", "summaries_every", "feature_maps_every",
+                "layers"});
+        t.capture.layer_norms = c.bool_or("layer_norms", true);
+        t.capture.layer_norms_every = c.int_or("layer_norms_every", 1, 1);
+        t.capture.summaries_every = c.int_or("summaries_every", 100, 0);
+        t.capture.feature_maps_every = c.int_or("feature_maps_every", 500, 0);
+        if (c.has("layers")) {
+            Reader l = c.at("layers");
+            for (size_t i = 0; i < l.array_size(); ++i)
+                t.capture.layers.push_back(l.at(i).str());
+        }
+    }
+    return t;
+}
+
+json write_train(const TrainSpec& t) {
+    json o = json::object();
+    o["loss"] = write_choice(t.loss, train::loss_kinds());
+    o["optimizer"] = write_choice(t.optimizer, train::optimizer_kinds());
+    o["scheduler"] =
+        t.scheduler ? write_choice(*t.scheduler, train::scheduler_kinds()) : json(nullptr);
+    o["scheduler_interval"] = t.scheduler_interval;
+    o["plateau_metric"] = t.plateau_metric;
+    o["epochs"] = t.epochs;
+    o["accumulation_steps"] = t.accumulation_steps;
+    o["clip_grad_norm"] = t.clip_grad_norm ? json(*t.clip_grad_norm) : json(nullptr);
+    o["clip_grad_value"] = t.clip_grad_value ? json(*t.clip_grad_value) : json(nullptr);
+    o["precision"] = t.precision;
+    o["seed"] = t.seed;
+    o["validate_every_steps"] = t.validate_every_steps;
+    o["threads"] = t.threads;
+    json e = json::object();
+    e["enabled"] = t.early_stopping.enabled;
+    e["metric"] = t.early_stopping.metric;
+    e["mode"] = t.early_stopping.mode;
+    e["patience"] = t.early_stopping.patience;
+    e["min_delta"] = t.early_stopping.min_delta;
+    o["early_stopping"] = std::move(e);
+    json c = json::object();
+    c["every_epochs"] = t.checkpoints.every_epochs;
+    c["keep_best"] = t.checkpoints.keep_best;
+    c["keep_last"] = t.checkpoints.keep_last;
+    o["checkpoints"] = std::move(c);
+    json cap = json::object();
+    cap["layer_norms"] = t.capture.layer_norms;
+    cap["layer_norms_every"] = t.capture.layer_norms_every;
+    cap["summaries_every"] = t.capture.summaries_every;
+    cap["feature_maps_every"] = t.capture.feature_maps_every;
+    cap["layers"] = t.capture.layers;
+    o["capture"] = std::move(cap);
+    return o;
+}
+
+std::string line_column(std::string_view text, size_t byte) {
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < byte && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            column = 1;
+        } else {
+            ++column;
+        }
+    }
+    return std::to_string(line) + ":" + std::to_string(column);
+}
+
+// Two-space indented JSON with arrays of scalars on one line ("shape": [1, 28, 28]): compact and
+// friendly to diffs of hand-edited files.
+void pretty_print(const json& v, int indent, std::string& out) {
+    auto newline = [&](int level) {
+        out += '\n';
+        out.append(size_t(level) * 2, ' ');
+    };
+    if (v.is_object()) {
+        if (v.empty()) {
+            out += "{}";
+            return;
+        }
+        out += '{';
+        bool first = true;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            if (!first) out += ',';
+            first = false;
+            newline(indent + 1);
+            out += json(it.key()).dump();
+            out += ": ";
+            pretty_print(*it, indent + 1, out);
+        }
+        newline(indent);
+        out += '}';
+        return;
+    }
+    if (v.is_array()) {
+        bool scalars =
+            std::none_of(v.begin(), v.end(), [](const json& e) { return e.is_structured(); });
+        if (scalars) {
+            out += '[';
+            for (size_t i = 0; i < v.size(); ++i) {
+                if (i) out += ", ";
+                out += v[i].dump();
+            }
+            out += ']';
+            return;
+        }
+        out += '[';
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (i) out += ',';
+            newline(indent + 1);
+            pretty_print(v[i], indent + 1, out);
+        }
+        newline(indent);
+        out += ']';
+        return;
+    }
+    out += v.dump();
+}
+
+} // namespace
+
+Project parse_project(std::string_view text, const std::string& source_name) {
+    json doc;
+    try {
+        doc = json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+        // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 3,
+        // column 5: syntax error while parsing ..."; keep what follows "error while ".
+        std::string what = e.what();
+        size_t cut = what.find(": ", what.find("parse error"));
+        std::string reason = cut == std::string::npos ? what : what.substr(cut + 2);
+        size_t byte = e.byte > 0 ? e.byte - 1 : 0;
+        throw ProjectError(source_name, line_column(text, byte), "invalid JSON: " + reason);
+    }
+    Reader root(doc, "", source_name);
+    root.object();
+    int64_t version = root.at("format_version").integer(1);
+    if (version > kProjectFormatVersion)
+        root.at("format_version")
+            .fail("this project needs format version " + std::to_string(version) +
+                  "; this build of Myelin reads up to version " +
+                  std::to_string(kProjectFormatVersion) + " (update Myelin to open it)");
+    root.only({"format_version", "name", "description", "model", "data", "training", "ui"});
+    Project p;
+    p.format_version = int(version);
+    p.name = root.str_or("name", "");
+    p.description = root.str_or("description", "");
+    p.model = read_model(root.at("model"));
+    p.data = read_data(root.at("data"));
+    p.train = read_train(root.at("training"));
+    if (root.has("ui")) {
+        root.at("ui").object();
+        p.ui_json = doc["ui"].dump();
+    }
+    return p;
+}
+
+std::string serialize_project(const Project& p) {
+    json doc = json::object();
+    doc["format_version"] = kProjectFormatVersion;
+    doc["name"] = p.name;
+    if (!p.description.empty()) doc["description"] = p.description;
+    doc["model"] = write_model(p.model);
+    doc["data"] = write_data(p.data);
+    doc["training"] = write_train(p.train);
+    json ui = json::object();
+    try {
+        ui = json::parse(p.ui_json.empty() ? std::string("{}") : p.ui_json);
+    } catch (const json::parse_error& e) {
+        throw Error(std::string("project ui data is not valid JSON: ") + e.what());
+    }
+    doc["ui"] = std::move(ui);
+    std::string out;
+    pretty_print(doc, 0, out);
+    return out + "\n";
+}
+
+Project load_project(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ProjectError(path.string(), "", "cannot open the file");
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad()) throw ProjectError(path.string(), "", "read failed");
+    return parse_project(buffer.str(), path.string());
+}
+
+void save_project(const Project& project, const std::filesystem::path& path) {
+    std::string text = serialize_project(project);
+    std::filesystem::path tmp = path;
+    tmp += ".tmp-" + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw Error("cannot write " + tmp.string());
+        out.write(text.data(), std::streamsize(text.size()));
+        out.flush();
+        if (!out) {
+            std::error_code ignored;
+            std::filesystem::remove(tmp, ignored);
+            throw Error("writing " + path.string() + " failed (disk full?)");
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);
+        throw Error("cannot replace " + path.string() + ": " + ec.message());
+    }
+}
+
+} // namespace myelin::io

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Writes the example projects of resources/examples/ and the CSV of the tabular example.
+
+Run by hand (plain Python 3, no third-party modules), then canonicalize the projects with
+`build/app/myelin format resources/examples/*.myelin` so they are byte-stable:
+
+    python3 resources/examples/make_examples.py && build/app/myelin format resources/examples/*.myelin
+
+The CSV is deterministic (seeded), so re-running gives the same bytes.
+"""
+import json
+import math
+import os
+import random
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Graph:
+    def __init__(self):
+        self.nodes, self.edges = [], []
+
+    def add(self, kind, name="", inputs=(), **attrs):
+        node_id = len(self.nodes) + 1
+        node = {"id": node_id, "kind": kind}
+        if name:
+            node["name"] = name
+        if attrs:
+            node["attrs"] = attrs
+        node["position"] = [0.0, 100.0 * (node_id - 1)]
+        self.nodes.append(node)
+        for port, src in enumerate(inputs):
+            edge = {"from": src, "to": node_id}
+            if port:
+                edge["port"] = port
+            self.edges.append(edge)
+        return node_id
+
+    def chain(self, *layers):
+        """layers: (kind, attrs) pairs, each fed by the previous one."""
+        prev = None
+        for kind, attrs in layers:
+            prev = self.add(kind, inputs=() if prev is None else (prev,), **attrs)
+        return prev
+
+    def json(self):
+        return {"nodes": self.nodes, "edges": self.edges}
+
+
+def fashion_data(transforms=None):
+    return {"source": {"kind": "fashion-mnist"}, "validation_fraction": 0.1,
+            "transforms": transforms or [{"kind": "ScaleTo01"}],
+            "batch_size": 128, "num_workers": 2, "shuffle": True}
+
+
+def classification_training(epochs, scheduler=None):
+    t = {"loss": {"kind": "CrossEntropyLoss"}, "optimizer": {"kind": "Adam", "lr": 0.001},
+         "epochs": epochs, "seed": 1}
+    if scheduler:
+        t["scheduler"] = scheduler
+    return t
+
+
+def project(name, description, model, data, training):
+    return {"format_version": 1, "name": name, "description": description,
+            "model": model, "data": data, "training": training, "ui": {}}
+
+
+def fashion_mlp():
+    g = Graph()
+    g.chain(("Input", {"shape": [1, 28, 28]}), ("Flatten", {}),
+            ("Linear", {"in_features": 784, "out_features": 256}), ("ReLU", {}),
+            ("Linear", {"in_features": 256, "out_features": 128}), ("ReLU", {}),
+            ("Linear", {"in_features": 128, "out_features": 10}), ("Output", {}))
+    return project("Fashion-MNIST MLP",
+                   "The MLP of shared/bench/torch_baseline.py: 784-256-128-10 with ReLU.",
+                   g.json(), fashion_data(), classification_training(2))
+
+
+def fashion_cnn():
+    g = Graph()
+    g.chain(("Input", {"shape": [1, 28, 28]}),
+            ("Conv2d", {"in_channels": 1, "out_channels": 32, "kernel_size": 3, "padding": 1}),
+            ("ReLU", {}), ("MaxPool2d", {"kernel_size": 2}),
+            ("Conv2d", {"in_channels": 32, "out_channels": 64, "kernel_size": 3, "padding": 1}),
+            ("ReLU", {}), ("MaxPool2d", {"kernel_size": 2}), ("Flatten", {}),
+            ("Linear", {"in_features": 64 * 7 * 7, "out_features": 128}), ("ReLU", {}),
+            ("Linear", {"in_features": 128, "out_features": 10}), ("Output", {}))
+    return project("Fashion-MNIST CNN",
+                   "The CNN of shared/bench/torch_baseline.py: two conv-relu-pool stages and "
+                   "two linear layers.",
+                   g.json(), fashion_data(), classification_training(2))
+
+
+def fashion_resnet():
+    g = Graph()
+    x = g.add("Input", "image", shape=[1, 28, 28])
+    x = g.add("Conv2d", "stem", (x,), in_channels=1, out_channels=32, kernel_size=3, padding=1,
+              bias=False)
+    x = g.add("BatchNorm2d", "stem_bn", (x,), num_features=32)
+    stem = g.add("ReLU", "stem_relu", (x,))
+
+    def block(name, inp, cin, cout):
+        y = g.add("Conv2d", name + "_conv1", (inp,), in_channels=cin, out_channels=cout,
+                  kernel_size=3, padding=1, bias=False)
+        y = g.add("BatchNorm2d", name + "_bn1", (y,), num_features=cout)
+        y = g.add("ReLU", name + "_relu1", (y,))
+        y = g.add("Conv2d", name + "_conv2", (y,), in_channels=cout, out_channels=cout,
+                  kernel_size=3, padding=1, bias=False)
+        y = g.add("BatchNorm2d", name + "_bn2", (y,), num_features=cout)
+        shortcut = inp
+        if cin != cout:
+            shortcut = g.add("Conv2d", name + "_proj", (inp,), in_channels=cin, out_channels=cout,
+                             kernel_size=1, bias=False)
+            shortcut = g.add("BatchNorm2d", name + "_proj_bn", (shortcut,), num_features=cout)
+        s = g.add("Add", name + "_add", (y, shortcut))
+        return g.add("ReLU", name + "_out", (s,))
+
+    x = block("block1", stem, 32, 32)
+    x = g.add("MaxPool2d", "pool1", (x,), kernel_size=2)
+    x = block("block2", x, 32, 64)
+    x = g.add("AdaptiveAvgPool2d", "gap", (x,), output_size=1)
+    x = g.add("Flatten", "flatten", (x,))
+    x = g.add("Linear", "fc", (x,), in_features=64, out_features=10)
+    g.add("Output", "logits", (x,))
+    return project("Fashion-MNIST ResNet",
+                   "A small residual network: a stem, two residual blocks joined by Add nodes "
+                   "(the second with a 1x1 projection shortcut), global average pooling.",
+                   g.json(), fashion_data(),
+                   classification_training(3, {"kind": "CosineAnnealingLR", "warmup": 1}))
+
+
+CSV_FEATURES = ["area", "rooms", "age", "distance", "noise", "garden"]
+
+
+def tabular_regression():
+    g = Graph()
+    g.chain(("Input", {"shape": [len(CSV_FEATURES)]}),
+            ("Linear", {"in_features": len(CSV_FEATURES), "out_features": 32}), ("ReLU", {}),
+            ("Linear", {"in_features": 32, "out_features": 16}), ("ReLU", {}),
+            ("Linear", {"in_features": 16, "out_features": 1}), ("Flatten", {"start_dim": 0}),
+            ("Output", {}))
+    data = {"source": {"kind": "csv", "path": "data/tabular_regression.csv",
+                       "target_column": "price", "task": "regression"},
+            "validation_fraction": 0.15, "transforms": [], "batch_size": 32, "num_workers": 0,
+            "shuffle": True}
+    training = {"loss": {"kind": "MSELoss"}, "optimizer": {"kind": "Adam", "lr": 0.003},
+                "epochs": 40, "seed": 3,
+                "early_stopping": {"enabled": True, "metric": "val_loss", "mode": "min",
+                                   "patience": 8, "min_delta": 0.0}}
+    return project("Tabular regression",
+                   "Predicts a synthetic price from six numeric features "
+                   "(data/tabular_regression.csv, written by make_examples.py).",
+                   g.json(), data, training)
+
+
+def write_csv(path, rows=1000, seed=20261122):
+    rng = random.Random(seed)
+    with open(path, "w", newline="") as f:
+        f.write(",".join(CSV_FEATURES + ["price"]) + "\n")
+        for _ in range(rows):
+            area = rng.uniform(0.3, 2.5)        # hundreds of square metres
+            rooms = rng.randint(1, 7)
+            age = rng.uniform(0.0, 1.0)         # centuries
+            distance = rng.uniform(0.0, 3.0)    # tens of km to the centre
+            noise = rng.gauss(0.0, 1.0)         # an irrelevant feature
+            garden = rng.randint(0, 1)
+            price = (2.0 * area + 0.3 * rooms - 0.8 * age + 1.2 * math.exp(-distance)
+                     + 0.5 * garden * area + rng.gauss(0.0, 0.1))
+            values = [area, rooms, age, distance, noise, garden, price]
+            f.write(",".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in values) + "\n")
+
+
+def main():
+    for name, builder in [("fashion_mlp", fashion_mlp), ("fashion_cnn", fashion_cnn),
+                          ("fashion_resnet", fashion_resnet),
+                          ("tabular_regression", tabular_regression)]:
+        with open(os.path.join(HERE, name + ".myelin"), "w") as f:
+            json.dump(builder(), f, indent=2)
+            f.write("\n")
+    write_csv(os.path.join(HERE, "data", "tabular_regression.csv"))
+
+
+if __name__ == "__main__":
+    main()
