@@ -66,17 +66,20 @@ void DataLoader::stop_workers() {
     stop_ = false;
 }
 
-void DataLoader::start_epoch(uint64_t epoch) {
+void DataLoader::start_epoch(uint64_t epoch, int64_t first_batch) {
     stop_workers();
     epoch_ = epoch;
     next_epoch_ = epoch + 1;
     Generator gen(mix(options_.seed, epoch));
     batches_ = batch_sampler_.batches(gen);
-    next_batch_ = 0;
-    next_claim_ = 0;
-    active_ = true;
     const auto n = static_cast<int64_t>(batches_.size());
-    for (int i = 0; i < options_.num_workers && i < n; ++i)
+    if (first_batch < 0 || first_batch > n)
+        throw Error("DataLoader: cannot start epoch " + std::to_string(epoch) + " at batch " +
+                    std::to_string(first_batch) + " of " + std::to_string(n));
+    next_batch_ = first_batch;
+    next_claim_ = first_batch;
+    active_ = true;
+    for (int i = 0; i < options_.num_workers && i < n - first_batch; ++i)
         workers_.emplace_back([this] { worker_loop(); });
 }
 

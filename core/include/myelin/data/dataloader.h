@@ -44,8 +44,11 @@ class DataLoader {
 
     int64_t size() const { return batch_sampler_.size(); } // batches per epoch
     const DatasetPtr& dataset() const { return dataset_; }
-    // Starts epoch `epoch` (abandoning the current one); begin() starts the next epoch.
-    void start_epoch(uint64_t epoch);
+    // Starts epoch `epoch` (abandoning the current one) at batch `first_batch` (a resumed run
+    // continues mid-epoch with exactly the batches it would have seen); begin() starts the next
+    // epoch.
+    void start_epoch(uint64_t epoch, int64_t first_batch = 0);
+    int64_t next_batch_index() const { return next_batch_; } // position within the epoch
     uint64_t epoch() const { return epoch_; }
     // The next batch of the current epoch (starting one if none is running); nullopt at its end.
     // A failure while loading is rethrown here as myelin::Error naming the batch and the index.

@@ -1,0 +1,33 @@
+#pragma once
+// Turns a project's DataSpec into datasets: the source (Fashion-MNIST, IDX, CSV, NPY, image
+// folder), the seeded test / validation splits, and the transforms (random augmentation on the
+// training set only; Normalize without values computes them from the training split).
+#include <myelin/data/dataset.h>
+#include <myelin/data/transforms.h>
+#include <myelin/dims.h>
+#include <myelin/io/project.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace myelin::train {
+
+struct DataSplits {
+    data::DatasetPtr train;
+    data::DatasetPtr validation;          // null when validation_fraction is 0
+    data::DatasetPtr test;                // null when the source has no test part
+    data::TransformPtr train_transform;   // null: none
+    data::TransformPtr eval_transform;    // the deterministic part (scaling, normalization)
+    std::vector<std::string> class_names; // empty for regression
+    Dims input_shape;                     // one example, after transforms
+    DType input_dtype = DType::Float32;
+    bool classification() const { return !class_names.empty(); }
+};
+
+// Paths in the spec are relative to `project_dir`. Throws myelin::Error naming the source,
+// the option and the file on any problem.
+DataSplits make_data(const io::DataSpec& spec, const std::filesystem::path& project_dir,
+                     uint64_t seed);
+
+} // namespace myelin::train

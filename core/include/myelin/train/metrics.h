@@ -1,0 +1,124 @@
+#pragma once
+// Streaming metrics: accumulators fed one batch at a time (training or validation) whose results
+// cover everything seen since construction or the last reset(). Results of an accumulator that
+// has seen nothing are 0.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace myelin {
+class Tensor;
+}
+
+namespace myelin::train {
+
+// Named scalar results ("accuracy", "macro_f1", "rmse", ...), as events and the store carry them.
+using MetricMap = std::map<std::string, double>;
+
+// counts[t * num_classes + p]: samples of true class t predicted as class p.
+struct ConfusionMatrix {
+    int64_t num_classes = 0;
+    std::vector<int64_t> counts;
+    std::vector<std::string> class_names; // empty or num_classes names
+
+    int64_t at(int64_t true_class, int64_t predicted_class) const {
+        return counts[static_cast<size_t>(true_class * num_classes + predicted_class)];
+    }
+};
+
+struct ClassScores {
+    double precision = 0.0; // tp / (tp + fp); 0 when the class was never predicted
+    double recall = 0.0;    // tp / (tp + fn); 0 when the class never occurred
+    double f1 = 0.0;        // harmonic mean of the two; 0 when both are 0
+    int64_t support = 0;    // samples whose true class is this one
+};
+
+// Accuracy, top-5 accuracy, confusion matrix and per-class precision/recall/F1 over batches of
+// logits [N, C] (any floating dtype, any device, any strides) and class-index targets [N]
+// (int64, or another integer dtype). The prediction is the argmax of the logits, the first one
+// on ties, NaN counting as the largest value (torch.argmax); top-k counts a sample when fewer
+// than k classes rank above its target under that same order, so top-1 == accuracy.
+// Per-class scores that divide by zero are 0 (scikit-learn's zero_division=0).
+class ClassificationMetrics {
+  public:
+    explicit ClassificationMetrics(int64_t num_classes, std::vector<std::string> class_names = {});
+
+    // Throws ShapeError for shapes other than [N, C] / [N], DTypeError for non-floating logits or
+    // non-integer targets, and Error naming the first label outside [0, C).
+    void update(const Tensor& logits, const Tensor& targets);
+    void reset();
+
+    int64_t num_classes() const { return num_classes_; }
+    const std::vector<std::string>& class_names() const { return class_names_; }
+    int64_t count() const { return count_; }
+    int64_t correct() const { return correct_; }
+    double accuracy() const;
+    // Top-5 is defined when there are at least 5 classes (torch.topk(5) needs them); with
+    // exactly 5 it is trivially 1. top5_accuracy() throws when !has_top5().
+    bool has_top5() const { return num_classes_ >= 5; }
+    int64_t top5_correct() const { return top5_correct_; }
+    double top5_accuracy() const;
+
+    const ConfusionMatrix& confusion_matrix() const { return confusion_; }
+    ClassScores class_scores(int64_t class_index) const;
+    std::vector<ClassScores> per_class() const;
+    // Unweighted means over all classes (scikit-learn's average="macro").
+    double macro_precision() const;
+    double macro_recall() const;
+    double macro_f1() const;
+
+    // accuracy, top5_accuracy (when defined), macro_precision, macro_recall, macro_f1.
+    MetricMap scalars() const;
+
+  private:
+    int64_t num_classes_;
+    std::vector<std::string> class_names_;
+    ConfusionMatrix confusion_;
+    int64_t count_ = 0;
+    int64_t correct_ = 0;
+    int64_t top5_correct_ = 0;
+};
+
+// MAE, MSE, RMSE and R² over batches of predictions and targets of the same shape (a size-1
+// dimension may differ: [N, 1] against [N] is accepted; broadcasting is not). Every element counts
+// as one sample: with several outputs the results are pooled over all of them, not averaged per
+// output. Sums are kept in double; the target variance is merged batch by batch with Chan's
+// formula, so R² stays accurate for targets with a large mean and a small spread.
+// R² = 1 - SS_res / SS_tot; when the targets are constant (SS_tot == 0) it is 1 for a perfect
+// prediction and 0 otherwise (scikit-learn's force_finite). NaN in the inputs propagates.
+class RegressionMetrics {
+  public:
+    void update(const Tensor& predictions, const Tensor& targets);
+    void reset();
+
+    int64_t count() const { return count_; }
+    double mae() const;
+    double mse() const;
+    double rmse() const;
+    double r2() const;
+    MetricMap scalars() const; // mae, mse, rmse, r2
+
+  private:
+    int64_t count_ = 0;
+    double abs_error_sum_ = 0.0;
+    double squared_error_sum_ = 0.0;
+    double target_mean_ = 0.0;
+    double target_m2_ = 0.0; // sum of squared deviations of the targets from their mean
+};
+
+// Mean of per-batch values weighted by batch size, e.g. the epoch loss from batch-mean losses
+// (a smaller last batch counts for less).
+class RunningMean {
+  public:
+    void add(double value, int64_t weight = 1);
+    void reset() { *this = RunningMean(); }
+    double mean() const { return weight_ > 0 ? sum_ / static_cast<double>(weight_) : 0.0; }
+    int64_t total_weight() const { return weight_; }
+
+  private:
+    double sum_ = 0.0;
+    int64_t weight_ = 0;
+};
+
+} // namespace myelin::train
