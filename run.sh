@@ -3,7 +3,8 @@
 #
 #   ./run.sh                 open the studio on the bundled Fashion-MNIST example project
 #   ./run.sh FILE.myelin     open the studio on FILE.myelin
-#   ./run.sh --headless      build and run the command-line tool instead (no display needed)
+#   ./run.sh --headless      build the command-line tool and train the example with it (no
+#                            display needed); extra arguments go to `myelin train`
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -23,9 +24,7 @@ myelin_ensure_deps
 if ((headless)); then
     myelin_build --target myelin
     "$MYELIN_BUILD_DIR/app/myelin" --version
-    echo "myelin: headless training arrives with the training-engine issue;" \
-        "the CLI offers --version and --help for now and cannot train yet."
-    exit 0
+    exec "$MYELIN_BUILD_DIR/app/myelin" train resources/examples/fashion_mlp.myelin "$@"
 fi
 
 # shellcheck disable=SC2119 # myelin_build takes extra cmake --build arguments, none here

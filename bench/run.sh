@@ -5,9 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
-if [ ! -x build/bench/myelin_bench_ops ] || [ ! -x build/bench/myelin_train_fashion ]; then
+if [ ! -x build/bench/myelin_bench_ops ] || [ ! -x build/bench/myelin_train_fashion ] ||
+   [ ! -x build/bench/myelin_bench_store ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_BUILD_BENCH=ON >/dev/null
-  cmake --build build --target myelin_bench_ops myelin_train_fashion -j"$(nproc)" >/dev/null
+  cmake --build build --target myelin_bench_ops myelin_train_fashion myelin_bench_store \
+    -j"$(nproc)" >/dev/null
 fi
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   echo "bench/run.sh: PyTorch is needed for the comparison: apt-get install python3-torch" >&2
@@ -62,3 +64,6 @@ for model in ("mlp", "cnn"):
          True, myelin_peak_rss_mb=round(ours["peak_rss_mb"], 1),
          pytorch_peak_rss_mb=round(theirs["peak_rss_mb"], 1))
 PY
+# Run store (no PyTorch counterpart): ingest points/s, list_runs over 100 runs, a 1M-point series
+# downsampled to 2000 buckets; one JSON line each with its goal. The store file lives in $tmp.
+build/bench/myelin_bench_store --dir "$tmp/store" 2>/dev/null

@@ -6,19 +6,15 @@
 #include <myelin/io/project.h>
 #include <myelin/version.h>
 
+#include "cli_common.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <string>
-#include <string_view>
-#include <vector>
+
+namespace myelin::cli {
 
 namespace {
-
-// Exit codes (documented in --help).
-constexpr int kExitOk = 0;
-constexpr int kExitError = 1; // invalid project, failed run, unreadable file
-constexpr int kExitUsage = 2; // bad command line
 
 const char* const kUsage =
     "Usage: myelin <command> [arguments]\n"
@@ -29,56 +25,92 @@ const char* const kUsage =
     "  check PROJECT [--batch-size N]   validate a project and print its model summary\n"
     "                                   (per layer: kind, output shape, params, FLOPs)\n"
     "  format PROJECT...                rewrite project files in canonical form\n"
+    "  train PROJECT [options]          train the project's model; the run goes to the store\n"
+    "      --epochs N                   override the project's epochs\n"
+    "      --seed S                     override the project's seed\n"
+    "      --threads N                  compute threads (default: the project's, else all)\n"
+    "      --store FILE                 run store (default: ~/.local/share/myelin/runs.sqlite)\n"
+    "      --name NAME                  run name (default: the project's name)\n"
+    "      --resume RUN|CHECKPOINT      continue a run (its latest checkpoint) or a checkpoint\n"
+    "      --checkpoint-dir DIR         where checkpoints go (default: the store's run folder)\n"
+    "      --max-steps N                stop after N optimizer steps (with a checkpoint)\n"
+    "      --init-weights FILE          start from these weights (safetensors state_dict, e.g.\n"
+    "                                   from PyTorch; combine with frozen layers to fine-tune)\n"
+    "  eval PROJECT --checkpoint FILE [--predictions CSV]\n"
+    "                                   evaluate a checkpoint on the project's test data (and\n"
+    "                                   write every example's target and outputs)\n"
+    "  runs list [--store FILE]         list runs with their latest metrics\n"
+    "  runs show RUN [--store FILE]     a run's details, parameters, metrics and checkpoints\n"
+    "  runs export-csv RUN FILE [--wide] [--store FILE]   write a run's metrics as CSV\n"
+    "  runs delete RUN [--store FILE]   delete a run and its files\n"
     "\n"
     "Options:\n"
     "  --version    print the version and the compute backends found\n"
     "  -h, --help   print this help\n"
     "\n"
+    "Ctrl-C during training stops after the current step and writes a checkpoint; a second\n"
+    "Ctrl-C quits at once.\n"
+    "\n"
     "Exit codes:\n"
     "  0  success\n"
-    "  1  the project is invalid or a file could not be read or written\n"
-    "  2  bad command line\n";
+    "  1  the project is invalid, the run failed, or a file could not be read or written\n"
+    "  2  bad command line\n"
+    "  3  training was stopped before the end (Ctrl-C or --max-steps)\n";
 
-int usage_error(const std::string& message) {
-    std::fprintf(stderr, "myelin: %s\nTry 'myelin --help' for the commands.\n", message.c_str());
-    return kExitUsage;
-}
+} // namespace
 
-bool parse_int(std::string_view text, int64_t& out) {
-    if (text.empty()) return false;
-    char* end = nullptr;
-    std::string s(text);
-    long long v = std::strtoll(s.c_str(), &end, 10);
-    if (*end != '\0') return false;
-    out = v;
-    return true;
-}
-
-int cmd_check(const std::vector<std::string_view>& args) {
-    std::string path;
-    int64_t batch = 1;
+Args::Args(const std::vector<std::string_view>& args, const std::set<std::string>& options,
+           const std::set<std::string>& flags) {
     for (size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--batch-size") {
-            if (i + 1 >= args.size() || !parse_int(args[i + 1], batch) || batch < 1)
-                return usage_error("--batch-size needs a positive integer");
-            ++i;
-        } else if (path.empty() && !args[i].starts_with("-")) {
-            path = args[i];
+        std::string a(args[i]);
+        if (a.size() > 1 && a[0] == '-') {
+            if (flags.count(a)) {
+                flags_.insert(a);
+            } else if (options.count(a)) {
+                if (i + 1 >= args.size()) throw UsageError{a + " needs a value"};
+                values_[a] = std::string(args[++i]);
+            } else {
+                throw UsageError{"unknown option '" + a + "'"};
+            }
         } else {
-            return usage_error("check: unexpected argument '" + std::string(args[i]) + "'");
+            positional_.push_back(a);
         }
     }
-    if (path.empty()) return usage_error("check: which project? (myelin check PROJECT)");
-    myelin::io::Project project;
+}
+
+std::optional<std::string> Args::get(const std::string& option) const {
+    auto it = values_.find(option);
+    if (it == values_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::optional<int64_t> Args::get_int(const std::string& option, int64_t min) const {
+    auto v = get(option);
+    if (!v) return std::nullopt;
+    char* end = nullptr;
+    long long x = std::strtoll(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || x < min)
+        throw UsageError{option + " needs an integer >= " + std::to_string(min) + ", got '" + *v +
+                         "'"};
+    return x;
+}
+
+int cmd_check(const std::vector<std::string_view>& raw) {
+    Args args(raw, {"--batch-size"});
+    if (args.positional().size() != 1)
+        throw UsageError{"check: which project? (myelin check PROJECT)"};
+    const std::string& path = args.positional()[0];
+    int64_t batch = args.get_int("--batch-size", 1).value_or(1);
+    io::Project project;
     try {
-        project = myelin::io::load_project(path);
-    } catch (const myelin::Error& e) {
+        project = io::load_project(path);
+    } catch (const Error& e) {
         std::fprintf(stderr, "myelin: error: %s\n", e.what());
         return kExitError;
     }
-    auto analysis = myelin::graph::analyze(project.model, batch);
+    auto analysis = graph::analyze(project.model, batch);
     std::printf("%s%s%s\n\n", path.c_str(), project.name.empty() ? "" : ": ", project.name.c_str());
-    std::fputs(myelin::graph::format_summary(project.model, analysis).c_str(), stdout);
+    std::fputs(graph::format_summary(project.model, analysis).c_str(), stdout);
     if (!analysis.ok()) {
         std::fprintf(stderr, "myelin: %s is invalid (%zu error(s))\n", path.c_str(),
                      analysis.error_count());
@@ -88,20 +120,22 @@ int cmd_check(const std::vector<std::string_view>& args) {
     return kExitOk;
 }
 
-int cmd_format(const std::vector<std::string_view>& args) {
-    if (args.empty()) return usage_error("format: which project files?");
+int cmd_format(const std::vector<std::string_view>& raw) {
+    Args args(raw, {});
+    if (args.positional().empty()) throw UsageError{"format: which project files?"};
     int status = kExitOk;
-    for (auto arg : args) {
-        std::string path(arg);
+    for (const auto& path : args.positional()) {
         try {
-            myelin::io::save_project(myelin::io::load_project(path), path);
-        } catch (const myelin::Error& e) {
+            io::save_project(io::load_project(path), path);
+        } catch (const Error& e) {
             std::fprintf(stderr, "myelin: error: %s\n", e.what());
             status = kExitError;
         }
     }
     return status;
 }
+
+namespace {
 
 int run(int argc, char** argv) {
     if (argc < 2) {
@@ -111,9 +145,9 @@ int run(int argc, char** argv) {
     const std::string_view command = argv[1];
     std::vector<std::string_view> args(argv + 2, argv + argc);
     if (command == "--version") {
-        if (!args.empty()) return usage_error("unexpected argument '" + std::string(args[0]) + "'");
-        std::printf("myelin %s\n", myelin::version());
-        std::printf("backends: %s\n", myelin::backends_summary().c_str());
+        if (!args.empty()) throw UsageError{"unexpected argument '" + std::string(args[0]) + "'"};
+        std::printf("myelin %s\n", version());
+        std::printf("backends: %s\n", backends_summary().c_str());
         return kExitOk;
     }
     if (command == "--help" || command == "-h") {
@@ -122,16 +156,24 @@ int run(int argc, char** argv) {
     }
     if (command == "check") return cmd_check(args);
     if (command == "format") return cmd_format(args);
-    return usage_error("unknown command '" + std::string(command) + "'");
+    if (command == "train") return cmd_train(args);
+    if (command == "eval") return cmd_eval(args);
+    if (command == "runs") return cmd_runs(args);
+    throw UsageError{"unknown command '" + std::string(command) + "'"};
 }
 
 } // namespace
+} // namespace myelin::cli
 
 int main(int argc, char** argv) {
     try {
-        return run(argc, argv);
+        return myelin::cli::run(argc, argv);
+    } catch (const myelin::cli::UsageError& e) {
+        std::fprintf(stderr, "myelin: %s\nTry 'myelin --help' for the commands.\n",
+                     e.message.c_str());
+        return myelin::cli::kExitUsage;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "myelin: error: %s\n", e.what());
-        return kExitError;
+        return myelin::cli::kExitError;
     }
 }

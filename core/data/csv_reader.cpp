@@ -134,16 +134,37 @@ float parse_number(const std::string& path, const Record& rec, const std::string
 }
 } // namespace
 
-CsvDataset::CsvDataset(const std::string& path, const CsvOptions& options) {
-    const char delim = options.delimiter;
+namespace {
+void check_delimiter(char delim) {
     if (delim == '"' || delim == '\n' || delim == '\r')
         throw Error("read_csv: the delimiter cannot be a quote or a line break");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot open the file");
+}
+
+std::string read_all(std::istream& in, const std::string& path) {
     std::ostringstream buffer;
     buffer << in.rdbuf();
     if (in.bad()) fail(path, "read error");
-    std::vector<Record> records = parse_records(path, buffer.str(), delim);
+    return buffer.str();
+}
+} // namespace
+
+CsvDataset::CsvDataset(const std::string& path, const CsvOptions& options) {
+    check_delimiter(options.delimiter);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(path, "cannot open the file");
+    parse(path, read_all(in, path), options);
+}
+
+CsvDataset::CsvDataset(std::istream& in, const std::string& source_name,
+                       const CsvOptions& options) {
+    check_delimiter(options.delimiter);
+    parse(source_name, read_all(in, source_name), options);
+}
+
+void CsvDataset::parse(const std::string& path, const std::string& text,
+                       const CsvOptions& options) {
+    const char delim = options.delimiter;
+    std::vector<Record> records = parse_records(path, text, delim);
     if (records.empty()) fail(path, "the file holds no records");
 
     // Column names and the number of fields every row must have.
@@ -251,6 +272,11 @@ int64_t CsvDataset::label(int64_t index) const {
 
 std::shared_ptr<CsvDataset> read_csv(const std::string& path, const CsvOptions& options) {
     return std::make_shared<CsvDataset>(path, options);
+}
+
+std::shared_ptr<CsvDataset> read_csv(std::istream& in, const std::string& source_name,
+                                     const CsvOptions& options) {
+    return std::make_shared<CsvDataset>(in, source_name, options);
 }
 
 } // namespace myelin::data

@@ -26,6 +26,12 @@ namespace fs = std::filesystem;
     throw Error("cannot read '" + path + "': " + what);
 }
 
+// Headers are checked against this before anything is allocated: a 100-byte file can declare
+// 65500 x 65500 (JPEG) or 10^6 x 10^6 (PNG) pixels. 2^28 pixels still takes 108-megapixel photos.
+constexpr uint64_t kMaxImagePixels = uint64_t(1) << 28;
+// libjpeg's whole-image buffers (progressive JPEGs) beyond this are refused, not allocated.
+constexpr long kMaxJpegMemory = 1L << 30;
+
 struct Pixels {
     int64_t height = 0, width = 0, channels = 0;
     std::vector<uint8_t> data; // interleaved H x W x C
@@ -37,6 +43,16 @@ Pixels decode_png(const std::string& path, const std::vector<uint8_t>& bytes, in
     image.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
         fail(path, std::string("corrupt PNG: ") + image.message);
+    // Deflate expands at most 1032:1 and a pixel takes at least one bit, so a file this size
+    // cannot hold more pixels than this.
+    const uint64_t pixels = uint64_t(image.width) * image.height;
+    if (pixels > kMaxImagePixels || pixels / 8 / 1032 > bytes.size()) {
+        png_image_free(&image);
+        fail(path, "corrupt PNG: the header declares " + std::to_string(image.width) + " x " +
+                       std::to_string(image.height) + " pixels, more than " +
+                       (pixels > kMaxImagePixels ? "the limit of " + std::to_string(kMaxImagePixels)
+                                                 : "its compressed data can hold"));
+    }
     image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
     Pixels px;
     px.height = image.height;
@@ -80,6 +96,15 @@ bool decode_jpeg_raw(const std::vector<uint8_t>& bytes, int64_t channels, Pixels
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
     jpeg_read_header(&cinfo, TRUE);
+    if (uint64_t(cinfo.image_width) * cinfo.image_height > kMaxImagePixels) {
+        std::snprintf(err.message, sizeof err.message,
+                      "the header declares %u x %u pixels, more than the limit of %llu (a corrupt "
+                      "file?)",
+                      cinfo.image_width, cinfo.image_height, (unsigned long long)kMaxImagePixels);
+        jpeg_destroy_decompress(&cinfo);
+        return false;
+    }
+    cinfo.mem->max_memory_to_use = kMaxJpegMemory;
     cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_start_decompress(&cinfo);
     px.height = cinfo.output_height;

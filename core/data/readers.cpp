@@ -52,6 +52,8 @@ class GzFile {
         }
         return got == 0;
     }
+    // True for a plain (not gzip-compressed) file.
+    bool direct() { return gzdirect(f_) == 1; }
 
   private:
     std::string path_;
@@ -76,16 +78,35 @@ Tensor read_idx(const std::string& path) {
                        std::to_string(kMaxDims) + " supported)");
     Dims shape;
     uint64_t total = 1;
+    // Sizes multiplied with zeros counted as 1, as tensor strides are: a 0 in front must not let
+    // huge sizes behind it overflow them.
+    uint64_t extent = 1;
     for (int d = 0; d < ndim; ++d) {
         unsigned char b[4];
         f.read(b, 4, "header");
         const uint32_t v = (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) |
                            uint32_t(b[3]);
-        if (v > 0 && total > (uint64_t(1) << 40) / v)
+        if (extent > (uint64_t(1) << 40) / std::max<uint32_t>(v, 1))
             fail(path, "IDX dimensions are implausibly large");
+        extent *= std::max<uint32_t>(v, 1);
         total *= v;
         shape.push_back(static_cast<int64_t>(v));
     }
+    // Checked before allocating, or a corrupt header could ask for up to 2^40 bytes: a plain file
+    // must hold the data, and deflate expands at most 1032:1.
+    std::error_code size_error;
+    const uint64_t file_bytes = std::filesystem::file_size(path, size_error);
+    const uint64_t header_bytes = 4 + 4 * uint64_t(ndim);
+    const std::string declared =
+        "the header declares " + shape.str() + ", " + std::to_string(total) + " bytes of data";
+    if (!size_error && f.direct() && total > file_bytes - std::min(file_bytes, header_bytes))
+        fail(path, "file is truncated: it ends inside the data (" + declared + ", but only " +
+                       std::to_string(file_bytes - std::min(file_bytes, header_bytes)) +
+                       " follow the header)");
+    if (!size_error && !f.direct() && total / 1032 > file_bytes)
+        fail(path, "file is truncated: it ends inside the data (" + declared +
+                       ", more than a gzip file of " + std::to_string(file_bytes) +
+                       " bytes can hold)");
     Tensor out = empty(shape, DType::UInt8);
     f.read(out.data_ptr(), static_cast<size_t>(total), "data");
     if (!f.at_end()) fail(path, "trailing bytes after the " + shape.str() + " data");
@@ -165,6 +186,16 @@ std::string npy_field(const std::string& path, const std::string& header, const 
 Tensor read_npy(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, "cannot open the file");
+    return read_npy(in, path);
+}
+
+Tensor read_npy(std::istream& in, const std::string& path) {
+    // The stream's size, so the data size the header declares is checked before allocating.
+    const std::streamoff start = in.tellg();
+    in.seekg(0, std::ios::end);
+    const std::streamoff end = in.tellg();
+    in.seekg(start);
+    if (start < 0 || end < start || !in) fail(path, "cannot determine the size of the input");
     char magic[8];
     if (!in.read(magic, 8)) fail(path, "file is truncated: it ends inside the .npy magic");
     if (std::memcmp(magic, "\x93NUMPY", 6) != 0) fail(path, "not a .npy file (wrong magic)");
@@ -211,6 +242,7 @@ Tensor read_npy(const std::string& path) {
         fail(path, "the .npy 'shape' field is not a tuple: " + shape_text);
     Dims shape;
     uint64_t total = 1;
+    uint64_t extent = 1; // zeros counted as 1, as in read_idx
     size_t pos = 1;
     while (pos < shape_text.size() - 1) {
         while (pos < shape_text.size() - 1 && (shape_text[pos] == ' ' || shape_text[pos] == ','))
@@ -225,18 +257,22 @@ Tensor read_npy(const std::string& path) {
         if (v < 0 || used == 0) fail(path, "the .npy 'shape' field is malformed: " + shape_text);
         if (shape.size() == kMaxDims)
             fail(path, "the array has more than " + std::to_string(kMaxDims) + " dimensions");
-        if (v > 0 && total > (uint64_t(1) << 40) / static_cast<uint64_t>(v))
+        if (extent > (uint64_t(1) << 40) / static_cast<uint64_t>(std::max<int64_t>(v, 1)))
             fail(path, "the array is implausibly large: " + shape_text);
+        extent *= static_cast<uint64_t>(std::max<int64_t>(v, 1));
         total *= static_cast<uint64_t>(v);
         shape.push_back(v);
         pos += used;
     }
-    Tensor out = empty(shape, dtype);
     const auto bytes = static_cast<std::streamsize>(total * item);
-    if (bytes > 0 && !in.read(static_cast<char*>(out.data_ptr()), bytes))
+    const std::streamoff remaining = end - in.tellg();
+    if (bytes > remaining)
         fail(path, "file is truncated: the data needs " + std::to_string(bytes) +
                        " bytes for shape " + shape.str() + " but only " +
-                       std::to_string(in.gcount()) + " are present");
+                       std::to_string(remaining) + " are present");
+    Tensor out = empty(shape, dtype);
+    if (bytes > 0 && !in.read(static_cast<char*>(out.data_ptr()), bytes))
+        fail(path, "read error in the data");
     in.peek();
     if (!in.eof()) fail(path, "trailing bytes after the " + shape.str() + " data");
     return out;

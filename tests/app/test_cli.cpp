@@ -2,9 +2,12 @@
 #include <myelin/version.h>
 
 #include <QFile>
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <csignal>
+#include <sys/types.h>
 
 namespace {
 
@@ -44,6 +47,46 @@ bool writeFile(const QString& path, const QByteArray& data) {
     return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
 }
 
+// A small classification project in `dir`: 3 blobs in 4-d (CSV) and an MLP; `epochs` epochs.
+QString writeBlobsProject(const QString& dir, int epochs, int rows = 300) {
+    QByteArray csv = "x0,x1,x2,x3,label\n";
+    uint32_t state = 12345;
+    auto noise = [&] {
+        state = state * 1664525u + 1013904223u;
+        return (double(state >> 8) / double(1u << 24) - 0.5) * 1.2;
+    };
+    for (int i = 0; i < rows; ++i) {
+        int c = i % 3;
+        for (int d = 0; d < 4; ++d)
+            csv += QByteArray::number((d == c ? 2.0 : 0.0) + noise()) + ",";
+        csv += QByteArray(1, "abc"[c]) + "\n";
+    }
+    writeFile(dir + "/blobs.csv", csv);
+    QByteArray project = R"({"format_version": 1, "name": "blobs",
+      "model": {"nodes": [
+        {"id": 1, "kind": "Input", "attrs": {"shape": [4]}},
+        {"id": 2, "kind": "Linear", "name": "fc1", "attrs": {"in_features": 4, "out_features": 16}},
+        {"id": 3, "kind": "ReLU"},
+        {"id": 4, "kind": "Linear", "name": "fc2", "attrs": {"in_features": 16, "out_features": 3}},
+        {"id": 5, "kind": "Output"}],
+        "edges": [{"from": 1, "to": 2}, {"from": 2, "to": 3}, {"from": 3, "to": 4}, {"from": 4, "to": 5}]},
+      "data": {"source": {"kind": "csv", "path": "blobs.csv", "target_column": "label"},
+               "batch_size": 16, "num_workers": 0},
+      "training": {"loss": {"kind": "CrossEntropyLoss"}, "optimizer": {"kind": "Adam", "lr": 0.01},
+                   "epochs": EPOCHS, "seed": 3}})";
+    project.replace("EPOCHS", QByteArray::number(epochs));
+    writeFile(dir + "/blobs.myelin", project);
+    return dir + "/blobs.myelin";
+}
+
+// Counts the lines of a long-format metrics CSV whose key is `key`.
+int countMetric(const QString& csvPath, const QString& key) {
+    int n = 0;
+    for (const QByteArray& line : readFile(csvPath).split('\n'))
+        n += line.startsWith((key + ",").toUtf8());
+    return n;
+}
+
 } // namespace
 
 class TestCli : public QObject {
@@ -60,6 +103,11 @@ class TestCli : public QObject {
     void checkInvalidProject();
     void checkMalformedProject();
     void formatRewritesCanonically();
+    void trainEvalAndRuns();
+    void stopAndResume();
+    void interruptWithCtrlC();
+    void killedRunIsMarkedInterrupted();
+    void twoProcessesShareAStore();
 };
 
 void TestCli::version() {
@@ -81,8 +129,8 @@ void TestCli::help() {
     QVERIFY(r.out.contains(QStringLiteral("--help")));
     QVERIFY(r.out.contains(QStringLiteral("check PROJECT")));
     QVERIFY(r.out.contains(QStringLiteral("Exit codes:")));
-    // Only commands that exist are listed.
-    QVERIFY(!r.out.contains(QStringLiteral("train")));
+    QVERIFY(r.out.contains(QStringLiteral("train PROJECT [options]")));
+    QVERIFY(r.out.contains(QStringLiteral("runs export-csv RUN FILE")));
 }
 
 void TestCli::shortHelp() {
@@ -172,6 +220,182 @@ void TestCli::formatRewritesCanonically() {
     QVERIFY(once.contains("\"shape\": [3]"));
     QCOMPARE(runCli({QStringLiteral("format"), path}).exitCode, 0);
     QCOMPARE(readFile(path), once);
+}
+
+void TestCli::trainEvalAndRuns() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 3);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const Result r = runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    // Not a terminal: plain lines, per epoch metrics, checkpoints, test metrics.
+    QVERIFY2(r.out.contains(QStringLiteral("run 1 \"blobs\"")), qPrintable(r.out));
+    QVERIFY(r.out.contains(QStringLiteral("epoch 3/3 step 42:")));
+    QVERIFY(r.out.contains(QStringLiteral("val_accuracy=")));
+    QVERIFY(r.out.contains(QStringLiteral("checkpoint (best): ")));
+    QVERIFY(r.out.contains(QStringLiteral("test: accuracy=")));
+    QVERIFY(r.out.contains(QStringLiteral("finished run 1 after 42 steps")));
+    QVERIFY(!r.out.contains(QLatin1Char('\r')));
+
+    const Result list =
+        runCli({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("--store"), store});
+    QCOMPARE(list.exitCode, 0);
+    QVERIFY2(list.out.contains(QStringLiteral("blobs")) &&
+                 list.out.contains(QStringLiteral("finished")),
+             qPrintable(list.out));
+    QVERIFY(list.out.contains(QStringLiteral("val_accuracy=")));
+    const Result show = runCli({QStringLiteral("runs"), QStringLiteral("show"), QStringLiteral("1"),
+                                QStringLiteral("--store"), store});
+    QCOMPARE(show.exitCode, 0);
+    QVERIFY2(show.out.contains(QStringLiteral("optimizer = Adam")), qPrintable(show.out));
+    QVERIFY(show.out.contains(QStringLiteral("test_accuracy")));
+    QVERIFY(show.out.contains(QStringLiteral("checkpoint step 42:")));
+    const QString csv = dir.filePath(QStringLiteral("m.csv"));
+    QCOMPARE(runCli({QStringLiteral("runs"), QStringLiteral("export-csv"), QStringLiteral("1"), csv,
+                     QStringLiteral("--store"), store})
+                 .exitCode,
+             0);
+    QCOMPARE(countMetric(csv, QStringLiteral("loss")), 42);
+    QCOMPARE(countMetric(csv, QStringLiteral("val_loss")), 3);
+
+    // eval a checkpoint, with per-example outputs.
+    QString checkpoint;
+    for (const QString& line : show.out.split(QLatin1Char('\n')))
+        if (line.contains(QStringLiteral("checkpoint step 42:")) &&
+            line.contains(QStringLiteral("epoch-")))
+            checkpoint = line.section(QStringLiteral(": "), 1).trimmed();
+    QVERIFY2(QFile::exists(checkpoint), qPrintable(show.out));
+    const QString preds = dir.filePath(QStringLiteral("p.csv"));
+    const Result ev = runCli({QStringLiteral("eval"), project, QStringLiteral("--checkpoint"),
+                              checkpoint, QStringLiteral("--predictions"), preds});
+    QVERIFY2(ev.exitCode == 0, qPrintable(ev.err));
+    QVERIFY2(ev.out.contains(QStringLiteral("test (60 examples): accuracy=")), qPrintable(ev.out));
+    QVERIFY(ev.out.contains(QStringLiteral("confusion matrix")));
+    QCOMPARE(readFile(preds).count('\n'), 61);
+
+    const Result del = runCli({QStringLiteral("runs"), QStringLiteral("delete"),
+                               QStringLiteral("1"), QStringLiteral("--store"), store});
+    QCOMPARE(del.exitCode, 0);
+    QVERIFY(!QFile::exists(checkpoint));
+    QVERIFY(
+        runCli({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("--store"), store})
+            .out.contains(QStringLiteral("(no runs)")));
+    // Usage errors.
+    QCOMPARE(runCli({QStringLiteral("train")}).exitCode, 2);
+    QCOMPARE(
+        runCli({QStringLiteral("train"), project, QStringLiteral("--epochs"), QStringLiteral("0")})
+            .exitCode,
+        2);
+    QCOMPARE(runCli({QStringLiteral("runs"), QStringLiteral("show"), QStringLiteral("x"),
+                     QStringLiteral("--store"), store})
+                 .exitCode,
+             2);
+}
+
+void TestCli::stopAndResume() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 2);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const Result a = runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store,
+                             QStringLiteral("--max-steps"), QStringLiteral("13")});
+    QCOMPARE(a.exitCode, 3);
+    QVERIFY2(a.out.contains(QStringLiteral("stopped run 1 at step 13; resume with --resume 1")),
+             qPrintable(a.out));
+    const Result b = runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store,
+                             QStringLiteral("--resume"), QStringLiteral("1")});
+    QVERIFY2(b.exitCode == 0, qPrintable(b.out + b.err));
+    QVERIFY(b.out.contains(QStringLiteral("finished run 2 after 28 steps")));
+    const Result show = runCli({QStringLiteral("runs"), QStringLiteral("show"), QStringLiteral("2"),
+                                QStringLiteral("--store"), store});
+    QVERIFY2(show.out.contains(QStringLiteral("resumed from run 1")), qPrintable(show.out));
+    const Result list =
+        runCli({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("--store"), store});
+    QVERIFY(list.out.contains(QStringLiteral("stopped")));
+    QVERIFY(runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store,
+                    QStringLiteral("--resume"), QStringLiteral("/nonexistent.safetensors")})
+                .err.contains(QStringLiteral("no checkpoint file")));
+}
+
+void TestCli::interruptWithCtrlC() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 100000);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    QProcess p;
+    p.start(QStringLiteral(MYELIN_CLI_PATH),
+            {QStringLiteral("train"), project, QStringLiteral("--store"), store});
+    QVERIFY(p.waitForStarted());
+    // Wait for training to be under way (the first epoch line), then Ctrl-C.
+    QByteArray out;
+    for (int i = 0; i < 300 && !out.contains("epoch 1/"); ++i) {
+        p.waitForReadyRead(100);
+        out += p.readAllStandardOutput();
+    }
+    QVERIFY2(out.contains("epoch 1/"), out.constData());
+    ::kill(pid_t(p.processId()), SIGINT);
+    QVERIFY(p.waitForFinished(30000));
+    out += p.readAllStandardOutput();
+    QCOMPARE(p.exitCode(), 3);
+    QVERIFY2(out.contains("stopped run 1"), out.constData());
+    QVERIFY(QString::fromUtf8(p.readAllStandardError())
+                .contains(QStringLiteral("stopping after this step")));
+    const Result show = runCli({QStringLiteral("runs"), QStringLiteral("show"), QStringLiteral("1"),
+                                QStringLiteral("--store"), store});
+    QVERIFY2(show.out.contains(QStringLiteral(": stopped")), qPrintable(show.out));
+    QVERIFY(show.out.contains(QStringLiteral("step-")));
+}
+
+void TestCli::killedRunIsMarkedInterrupted() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 100000);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const QString checkpoints = dir.filePath(QStringLiteral("ck"));
+    QProcess p;
+    p.start(QStringLiteral(MYELIN_CLI_PATH),
+            {QStringLiteral("train"), project, QStringLiteral("--store"), store,
+             QStringLiteral("--checkpoint-dir"), checkpoints});
+    QVERIFY(p.waitForStarted());
+    QByteArray out;
+    for (int i = 0; i < 300 && out.count("checkpoint: ") < 2; ++i) {
+        p.waitForReadyRead(100);
+        out += p.readAllStandardOutput();
+    }
+    QVERIFY2(out.count("checkpoint: ") >= 2, out.constData());
+    ::kill(pid_t(p.processId()), SIGKILL);
+    QVERIFY(p.waitForFinished(10000));
+    // The store opens, and the dead run is marked interrupted (not left "running").
+    const Result list =
+        runCli({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("--store"), store});
+    QCOMPARE(list.exitCode, 0);
+    QVERIFY2(list.out.contains(QStringLiteral("interrupted")), qPrintable(list.out));
+    QVERIFY(!list.out.contains(QStringLiteral("running")));
+    // Resuming from its last checkpoint works.
+    const Result resumed = runCli({QStringLiteral("train"), project, QStringLiteral("--store"),
+                                   store, QStringLiteral("--resume"), QStringLiteral("1"),
+                                   QStringLiteral("--max-steps"), QStringLiteral("1")});
+    QVERIFY2(resumed.exitCode == 3, qPrintable(resumed.out + resumed.err));
+    QVERIFY(resumed.out.contains(QStringLiteral("stopped run 2")));
+}
+
+void TestCli::twoProcessesShareAStore() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 6);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    QProcess a, b;
+    const QStringList args = {QStringLiteral("train"), project, QStringLiteral("--store"), store};
+    a.start(QStringLiteral(MYELIN_CLI_PATH), args);
+    b.start(QStringLiteral(MYELIN_CLI_PATH), args);
+    QVERIFY(a.waitForFinished(120000) && b.waitForFinished(120000));
+    QVERIFY2(a.exitCode() == 0, a.readAllStandardError().constData());
+    QVERIFY2(b.exitCode() == 0, b.readAllStandardError().constData());
+    for (const char* run : {"1", "2"}) {
+        const QString csv = dir.filePath(QStringLiteral("m%1.csv").arg(run));
+        QCOMPARE(runCli({QStringLiteral("runs"), QStringLiteral("export-csv"), QLatin1String(run),
+                         csv, QStringLiteral("--store"), store})
+                     .exitCode,
+                 0);
+        QCOMPARE(countMetric(csv, QStringLiteral("loss")), 84);
+        QCOMPARE(countMetric(csv, QStringLiteral("val_accuracy")), 6);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -4,6 +4,7 @@
 #include <myelin/data/dataset.h>
 #include <myelin/tensor.h>
 
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ std::shared_ptr<TensorDataset> load_fashion_mnist(const std::string& dir, bool t
 
 // A .npy file (format versions 1, 2, 3): little-endian float32/float64/int64/uint8 in C order.
 Tensor read_npy(const std::string& path);
+// The same from a seekable stream (a file or a string stream: its size is checked against the
+// header before the data is allocated); `source_name` names it in error messages.
+Tensor read_npy(std::istream& in, const std::string& source_name);
 
 // ---- CSV ------------------------------------------------------------------------------------
 
@@ -55,6 +59,8 @@ struct CsvOptions {
 class CsvDataset : public Dataset {
   public:
     explicit CsvDataset(const std::string& path, const CsvOptions& options = {});
+    // The CSV text from a stream; `source_name` names it in error messages.
+    CsvDataset(std::istream& in, const std::string& source_name, const CsvOptions& options = {});
     int64_t size() const override { return size_; }
     Example get(int64_t index) const override;
     std::vector<std::string> classes() const override { return class_names_; }
@@ -66,6 +72,8 @@ class CsvDataset : public Dataset {
     const std::string& target_name() const { return target_name_; }
 
   private:
+    void parse(const std::string& source_name, const std::string& text, const CsvOptions& options);
+
     Tensor features_, targets_;
     int64_t size_ = 0;
     std::vector<std::string> feature_names_;
@@ -76,6 +84,8 @@ class CsvDataset : public Dataset {
 };
 
 std::shared_ptr<CsvDataset> read_csv(const std::string& path, const CsvOptions& options = {});
+std::shared_ptr<CsvDataset> read_csv(std::istream& in, const std::string& source_name,
+                                     const CsvOptions& options = {});
 
 // ---- Image folders --------------------------------------------------------------------------
 

@@ -1,0 +1,121 @@
+// myelin runs list | show | export-csv | delete: the run store from the terminal.
+#include <myelin/error.h>
+#include <myelin/store/run_store.h>
+
+#include "cli_common.h"
+
+#include <cstdio>
+#include <ctime>
+
+namespace myelin::cli {
+
+namespace {
+
+std::string time_text(double unix_seconds) {
+    std::time_t t = std::time_t(unix_seconds);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char buffer[32];
+    std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M", &tm);
+    return buffer;
+}
+
+int64_t run_id(const std::string& text) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+        throw UsageError{"expected a run id (a number), got '" + text + "'"};
+    return std::stoll(text);
+}
+
+// The metrics worth a column in `runs list`, when present.
+const char* const kListed[] = {"val_accuracy", "val_loss", "train_loss", "loss"};
+
+} // namespace
+
+int cmd_runs(const std::vector<std::string_view>& raw) {
+    Args args(raw, {"--store"}, {"--wide"});
+    const auto& pos = args.positional();
+    if (pos.empty()) throw UsageError{"runs: list, show RUN, export-csv RUN FILE or delete RUN"};
+    const std::string& action = pos[0];
+    auto path = args.get("--store").value_or(store::default_store_path().string());
+    if (!std::filesystem::exists(path)) {
+        std::fprintf(stderr, "myelin: no run store at %s (train a project first)\n", path.c_str());
+        return kExitError;
+    }
+    store::RunStore store = store::RunStore::open(path);
+    if (action == "list") {
+        if (pos.size() != 1) throw UsageError{"runs list takes no arguments"};
+        auto runs = store.list_runs();
+        std::printf("%5s  %-24s %-11s %-16s %s\n", "id", "name", "status", "started", "metrics");
+        for (const auto& r : runs) {
+            std::string metrics;
+            for (const char* key : kListed)
+                for (const auto& m : r.latest_metrics)
+                    if (m.key == key) {
+                        char buffer[64];
+                        std::snprintf(buffer, sizeof buffer, "%s%s=%.4f",
+                                      metrics.empty() ? "" : " ", key, m.value);
+                        metrics += buffer;
+                    }
+            std::printf("%5lld  %-24.24s %-11s %-16s %s\n", (long long)r.run.id, r.run.name.c_str(),
+                        std::string(store::status_name(r.run.status)).c_str(),
+                        time_text(r.run.started_at).c_str(), metrics.c_str());
+        }
+        if (runs.empty()) std::printf("(no runs)\n");
+        return kExitOk;
+    }
+    if (action == "show") {
+        if (pos.size() != 2) throw UsageError{"runs show RUN"};
+        store::Run r = store.run(run_id(pos[1]));
+        std::printf("run %lld \"%s\": %s\n", (long long)r.id, r.name.c_str(),
+                    std::string(store::status_name(r.status)).c_str());
+        std::printf("started %s", time_text(r.started_at).c_str());
+        if (r.ended_at) std::printf(", ended %s", time_text(*r.ended_at).c_str());
+        std::printf(" on %s (%s, %d threads)\n", r.host.c_str(), r.device.c_str(), r.threads);
+        if (r.parent_run)
+            std::printf("resumed from run %lld (%s)\n", (long long)*r.parent_run,
+                        r.parent_checkpoint.c_str());
+        if (!r.error.empty()) std::printf("error: %s\n", r.error.c_str());
+        auto params = store.params(r.id);
+        if (!params.empty()) {
+            std::printf("parameters:\n");
+            for (const auto& [k, v] : params)
+                std::printf("  %s = %s\n", k.c_str(), v.c_str());
+        }
+        auto latest = store.latest_metrics(r.id);
+        if (!latest.empty()) {
+            std::printf("latest metrics:\n");
+            for (const auto& m : latest)
+                if (m.key.find('/') == std::string::npos) // per-layer series are many: skip
+                    std::printf("  %-24s %12.6g  (step %lld)\n", m.key.c_str(), m.value,
+                                (long long)m.step);
+        }
+        auto artifacts = store.artifacts(r.id);
+        if (!artifacts.empty()) {
+            std::printf("artifacts:\n");
+            for (const auto& a : artifacts)
+                std::printf("  %s step %lld: %s\n", a.kind.c_str(), (long long)a.step,
+                            a.path.string().c_str());
+        }
+        return kExitOk;
+    }
+    if (action == "export-csv") {
+        if (pos.size() != 3) throw UsageError{"runs export-csv RUN FILE [--wide]"};
+        store.export_metrics_csv(run_id(pos[1]), pos[2],
+                                 args.flag("--wide") ? store::CsvLayout::Wide
+                                                     : store::CsvLayout::Long);
+        std::printf("wrote %s\n", pos[2].c_str());
+        return kExitOk;
+    }
+    if (action == "delete") {
+        if (pos.size() != 2) throw UsageError{"runs delete RUN"};
+        auto result = store.delete_run(run_id(pos[1]));
+        std::printf("deleted run %s (%zu file(s) removed)\n", pos[1].c_str(),
+                    result.removed_files.size());
+        for (const auto& kept : result.kept_files)
+            std::printf("  kept %s\n", kept.c_str());
+        return kExitOk;
+    }
+    throw UsageError{"runs: unknown action '" + action + "' (list, show, export-csv, delete)"};
+}
+
+} // namespace myelin::cli

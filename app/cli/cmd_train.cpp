@@ -1,0 +1,309 @@
+// myelin train / myelin eval: a project trained from the terminal, recorded in the run store,
+// with a progress line on a terminal and plain lines otherwise; Ctrl-C stops cleanly.
+#include <myelin/device.h>
+#include <myelin/error.h>
+#include <myelin/io/project.h>
+#include <myelin/store/run_store.h>
+#include <myelin/train/store_sink.h>
+#include <myelin/train/trainer.h>
+
+#include "cli_common.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+namespace myelin::cli {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) {
+    g_interrupted = true;
+    std::signal(SIGINT, SIG_DFL); // a second Ctrl-C quits at once
+}
+
+std::string duration_text(double seconds) {
+    if (seconds < 0) return "?";
+    long s = long(seconds + 0.5);
+    char buffer[32];
+    if (s >= 3600)
+        std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    else
+        std::snprintf(buffer, sizeof buffer, "%ld:%02ld", s / 60, s % 60);
+    return buffer;
+}
+
+// All metrics, or (compact) the headline ones; the store has every metric either way.
+std::string metrics_text(const train::MetricMap& m, const char* prefix, bool compact = false) {
+    static const std::set<std::string> headline = {"loss", "accuracy", "mae", "rmse", "r2"};
+    std::string out;
+    for (const auto& [k, v] : m) {
+        if (compact && !headline.count(k)) continue;
+        char buffer[96];
+        std::snprintf(buffer, sizeof buffer, " %s%s=%.4f", prefix, k.c_str(), v);
+        out += buffer;
+    }
+    return out;
+}
+
+// Prints progress: a redrawn line on a terminal (at most ~10 times a second), plain lines every
+// tenth of an epoch otherwise; epochs, checkpoints, logs and errors as lines. Also turns Ctrl-C
+// into a clean stop (it runs on the training thread, where stop() is safe).
+class ProgressPrinter final : public train::EventSink {
+  public:
+    ProgressPrinter(train::Trainer& trainer, bool terminal)
+        : trainer_(trainer), terminal_(terminal) {}
+
+    void on_event(const train::Event& e) override {
+        if (g_interrupted && !stop_requested_) {
+            stop_requested_ = true;
+            end_line();
+            std::fprintf(stderr, "myelin: stopping after this step (Ctrl-C again to quit now)\n");
+            trainer_.stop();
+        }
+        if (auto* m = e.get<train::StepMetrics>()) last_loss_ = m->loss;
+        if (auto* p = e.get<train::Progress>()) return progress(*p);
+        if (auto* m = e.get<train::EpochMetrics>()) {
+            end_line();
+            std::printf("epoch %lld/%lld step %lld:%s%s\n", (long long)m->epoch + 1,
+                        (long long)trainer_.spec().epochs, (long long)m->step,
+                        metrics_text(m->train, "train_", true).c_str(),
+                        metrics_text(m->validation, "val_", true).c_str());
+        } else if (auto* c = e.get<train::CheckpointSaved>()) {
+            end_line();
+            std::printf("checkpoint%s: %s\n", c->is_best ? " (best)" : "", c->path.c_str());
+        } else if (auto* l = e.get<train::LogMessage>()) {
+            end_line();
+            std::printf("%s%s\n", l->level == train::LogLevel::Warning ? "warning: " : "",
+                        l->text.c_str());
+        } else if (auto* err = e.get<train::RunError>()) {
+            end_line();
+            std::fprintf(stderr, "myelin: training failed: %s\n", err->message.c_str());
+        }
+        std::fflush(stdout);
+    }
+
+    void end_line() {
+        if (line_open_) std::printf("\n");
+        line_open_ = false;
+    }
+
+  private:
+    void progress(const train::Progress& p) {
+        auto now = std::chrono::steady_clock::now();
+        bool epoch_end = p.step_in_epoch == p.steps_per_epoch;
+        if (terminal_) {
+            if (!epoch_end && now - last_print_ < std::chrono::milliseconds(100)) return;
+            last_print_ = now;
+            const int width = 24;
+            int filled = p.steps_per_epoch ? int(width * p.step_in_epoch / p.steps_per_epoch) : 0;
+            std::string bar(size_t(filled), '#');
+            bar.resize(width, '.');
+            std::printf("\repoch %lld/%lld [%s] %lld/%lld loss %.4f %.0f samples/s ETA %s   ",
+                        (long long)p.epoch + 1, (long long)p.epochs, bar.c_str(),
+                        (long long)p.step_in_epoch, (long long)p.steps_per_epoch, last_loss_,
+                        p.samples_per_second, duration_text(p.eta_seconds).c_str());
+            line_open_ = true;
+            std::fflush(stdout);
+            return;
+        }
+        int64_t every = std::max<int64_t>(1, p.steps_per_epoch / 10);
+        if (p.step_in_epoch % every != 0 && !epoch_end) return;
+        std::printf("epoch %lld/%lld step %lld/%lld loss %.4f %.0f samples/s ETA %s\n",
+                    (long long)p.epoch + 1, (long long)p.epochs, (long long)p.step_in_epoch,
+                    (long long)p.steps_per_epoch, last_loss_, p.samples_per_second,
+                    duration_text(p.eta_seconds).c_str());
+    }
+
+    train::Trainer& trainer_;
+    bool terminal_;
+    bool line_open_ = false;
+    bool stop_requested_ = false;
+    double last_loss_ = 0;
+    std::chrono::steady_clock::time_point last_print_{};
+};
+
+// --resume: a run id (its newest checkpoint in the store) or a checkpoint path.
+std::filesystem::path resolve_resume(const std::string& what, store::RunStore& store,
+                                     std::optional<int64_t>& parent_run) {
+    bool numeric = !what.empty() && what.find_first_not_of("0123456789") == std::string::npos;
+    if (!numeric) {
+        if (!std::filesystem::exists(what))
+            throw Error("--resume: no checkpoint file '" + what + "' (and not a run id)");
+        return what;
+    }
+    int64_t id = std::stoll(what);
+    store::Run run = store.run(id);
+    parent_run = id;
+    const store::Artifact* newest = nullptr;
+    auto artifacts = store.artifacts(id);
+    for (const auto& a : artifacts)
+        if (a.kind == "checkpoint" && std::filesystem::exists(a.path) &&
+            (!newest || a.step > newest->step ||
+             (a.step == newest->step && a.created_at > newest->created_at)))
+            newest = &a;
+    if (!newest) throw Error("--resume: run " + what + " has no checkpoint to resume from");
+    return newest->path;
+}
+
+} // namespace
+
+int cmd_train(const std::vector<std::string_view>& raw) {
+    Args args(raw, {"--epochs", "--seed", "--threads", "--store", "--name", "--resume",
+                    "--checkpoint-dir", "--max-steps", "--init-weights"});
+    if (args.positional().size() != 1)
+        throw UsageError{"train: which project? (myelin train PROJECT)"};
+    const std::filesystem::path project_path = args.positional()[0];
+    train::TrainerOptions options;
+    options.epochs = args.get_int("--epochs", 1);
+    if (auto s = args.get_int("--seed", 0)) options.seed = uint64_t(*s);
+    options.threads = int(args.get_int("--threads", 1).value_or(0));
+    options.max_steps = args.get_int("--max-steps", 1).value_or(0);
+    options.init_weights = args.get("--init-weights").value_or("");
+    io::Project project;
+    try {
+        project = io::load_project(project_path);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "myelin: error: %s\n", e.what());
+        return kExitError;
+    }
+    options.project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
+    options.run_name = args.get("--name").value_or(
+        project.name.empty() ? project_path.stem().string() : project.name);
+
+    auto store_path = args.get("--store").value_or(store::default_store_path().string());
+    store::RunStore store = store::RunStore::open(store_path);
+    store::RunInfo info;
+    info.name = options.run_name;
+    info.project_json = io::serialize_project(project);
+    info.device = "cpu";
+    if (auto r = args.get("--resume")) {
+        options.resume_from = resolve_resume(*r, store, info.parent_run);
+        info.parent_checkpoint = std::filesystem::absolute(options.resume_from).string();
+    }
+    // The run exists in the store before anything can fail, so a failed setup is recorded too.
+    int64_t run_id = store.create_run(info);
+    options.checkpoint_dir = args.get("--checkpoint-dir")
+                                 .value_or(store.artifact_folder(run_id).string() + "/checkpoints");
+    std::unique_ptr<train::Trainer> trainer;
+    try {
+        trainer = std::make_unique<train::Trainer>(project, options);
+    } catch (const Error& e) {
+        store.finish_run(run_id, store::RunStatus::Failed, e.what());
+        std::fprintf(stderr, "myelin: error: %s\n", e.what());
+        return kExitError;
+    }
+    store.set_params(run_id, {{"epochs", std::to_string(trainer->spec().epochs)},
+                              {"seed", std::to_string(trainer->spec().seed)},
+                              {"optimizer", trainer->spec().optimizer.kind},
+                              {"loss", trainer->spec().loss.kind},
+                              {"batch_size", std::to_string(project.data.batch_size)},
+                              {"threads", std::to_string(get_num_threads())}});
+    std::printf("run %lld \"%s\" in %s\n", (long long)run_id, options.run_name.c_str(),
+                store_path.c_str());
+    std::printf("model: %lld parameters; data: %lld training, %lld validation, %lld test "
+                "examples; %lld steps per epoch\n",
+                (long long)trainer->model().num_parameters(),
+                (long long)trainer->data().train->size(),
+                (long long)(trainer->data().validation ? trainer->data().validation->size() : 0),
+                (long long)(trainer->data().test ? trainer->data().test->size() : 0),
+                (long long)trainer->steps_per_epoch());
+
+    train::StoreSink store_sink(store, run_id);
+    ProgressPrinter printer(*trainer, ::isatty(STDOUT_FILENO) == 1);
+    train::FanOut fan;
+    fan.add(store_sink);
+    fan.add(printer);
+    trainer->set_sink(&fan);
+    g_interrupted = false;
+    auto previous = std::signal(SIGINT, on_sigint);
+    train::TrainResult result = trainer->run();
+    std::signal(SIGINT, previous);
+    printer.end_line();
+    if (!result.test.empty()) {
+        std::vector<store::MetricPoint> points;
+        for (const auto& [k, v] : result.test)
+            points.push_back({run_id, "test_" + k, result.steps, v, 0});
+        store.log_metrics(points);
+        store.flush();
+    }
+    switch (result.status) {
+    case train::RunStatus::Finished:
+        std::printf("finished run %lld after %lld steps\n", (long long)run_id,
+                    (long long)result.steps);
+        return kExitOk;
+    case train::RunStatus::Stopped:
+        std::printf("stopped run %lld at step %lld%s%s\n", (long long)run_id,
+                    (long long)result.steps,
+                    result.last_checkpoint.empty() ? "" : "; resume with --resume ",
+                    result.last_checkpoint.empty() ? "" : std::to_string(run_id).c_str());
+        return kExitStopped;
+    case train::RunStatus::Failed:
+        break;
+    }
+    return kExitError;
+}
+
+int cmd_eval(const std::vector<std::string_view>& raw) {
+    Args args(raw, {"--checkpoint", "--threads", "--predictions"});
+    if (args.positional().size() != 1 || !args.get("--checkpoint"))
+        throw UsageError{"eval: myelin eval PROJECT --checkpoint FILE [--predictions CSV]"};
+    const std::filesystem::path project_path = args.positional()[0];
+    io::Project project = io::load_project(project_path);
+    train::TrainerOptions options;
+    options.project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
+    options.resume_from = *args.get("--checkpoint");
+    options.threads = int(args.get_int("--threads", 1).value_or(0));
+    train::Trainer trainer(project, options);
+    const auto& data = trainer.data();
+    auto dataset = data.test ? data.test : data.validation;
+    if (!dataset) throw Error("the project's data has neither a test nor a validation part");
+    train::ConfusionMatrix confusion;
+    train::MetricMap m = trainer.evaluate(dataset, &confusion);
+    std::printf("%s (%lld examples):%s\n", data.test ? "test" : "validation",
+                (long long)dataset->size(), metrics_text(m, "").c_str());
+    if (auto csv = args.get("--predictions")) {
+        Tensor targets;
+        Tensor out = trainer.predict(dataset, &targets).contiguous().to(DType::Float32);
+        out = out.reshape({out.size(0), -1}).contiguous();
+        Tensor tgt = targets.to(DType::Float64).reshape({-1}).contiguous();
+        std::FILE* f = std::fopen(csv->c_str(), "w");
+        if (!f) throw Error("cannot write " + *csv);
+        const int64_t cols = out.size(1);
+        std::fprintf(f, "target");
+        for (int64_t c = 0; c < cols; ++c) std::fprintf(f, ",output%lld", (long long)c);
+        std::fprintf(f, "\n");
+        const float* o = out.data<float>();
+        const double* t = tgt.data<double>();
+        for (int64_t i = 0; i < out.size(0); ++i) {
+            std::fprintf(f, "%.9g", t[i]);
+            for (int64_t c = 0; c < cols; ++c) std::fprintf(f, ",%.9g", o[i * cols + c]);
+            std::fprintf(f, "\n");
+        }
+        if (std::fclose(f) != 0) throw Error("writing " + *csv + " failed");
+        std::printf("wrote the model's outputs for %lld examples to %s\n", (long long)out.size(0),
+                    csv->c_str());
+    }
+    if (confusion.num_classes > 0) {
+        std::printf("confusion matrix (rows: true class, columns: predicted):\n");
+        for (int64_t r = 0; r < confusion.num_classes; ++r) {
+            std::string name = r < int64_t(confusion.class_names.size())
+                                   ? confusion.class_names[size_t(r)]
+                                   : std::to_string(r);
+            std::printf("  %-12.12s", name.c_str());
+            for (int64_t c = 0; c < confusion.num_classes; ++c)
+                std::printf(" %6lld", (long long)confusion.at(r, c));
+            std::printf("\n");
+        }
+    }
+    return kExitOk;
+}
+
+} // namespace myelin::cli

@@ -1,0 +1,45 @@
+#pragma once
+// Training checkpoints: one safetensors file holding the model's state_dict under PyTorch's
+// names (so `model.load_state_dict(...)` works on the file's tensors without the "optimizer."
+// ones), the optimizer state under "optimizer.state.<param index>.<name>", and in __metadata__ the
+// optimizer's groups, the scheduler state, the position in training (epoch, batch, step), the
+// random generator state, early stopping and the project snapshot. Written atomically (temporary
+// file, fsync, rename); reading validates the file (safetensors.h) and every metadata field.
+#include <myelin/nn/module.h>
+#include <myelin/optim/optimizer.h>
+#include <myelin/optim/scheduler.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace myelin::io {
+
+inline constexpr const char* kCheckpointFormat = "myelin-checkpoint-1";
+
+struct TrainingPosition {
+    int64_t epoch = 0;          // the epoch to continue in
+    int64_t batch_in_epoch = 0; // its next batch (0: the epoch starts fresh)
+    int64_t step = 0;           // optimizer steps done
+    bool operator==(const TrainingPosition& o) const = default;
+};
+
+struct Checkpoint {
+    nn::StateDict model;
+    std::string optimizer_kind; // "Adam"; empty: no optimizer state (e.g. weights only)
+    optim::OptimizerStateDict optimizer;
+    std::optional<optim::SchedulerState> scheduler;
+    TrainingPosition position;
+    std::string generator_state; // default_generator().get_state()
+    // Early stopping: best value so far, epochs without improvement, updates.
+    std::optional<double> best_metric;
+    int64_t bad_epochs = 0;
+    int64_t early_stopping_updates = 0;
+    std::string project_json; // the project the run was started from
+};
+
+void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
+// Throws myelin::Error naming the file and the bad field.
+Checkpoint load_checkpoint(const std::filesystem::path& path);
+
+} // namespace myelin::io

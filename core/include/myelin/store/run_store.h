@@ -1,0 +1,268 @@
+#pragma once
+// The run store: one SQLite file per workspace holding every training run (its description,
+// parameters, metric series, histograms and artifacts such as checkpoints). The trainer writes
+// to it, the studio and the CLI read it; several processes may share one file.
+//
+// Writes of metric points and histograms are queued and committed by one writer thread per
+// RunStore in batched transactions; flush() waits for them. Everything else is synchronous.
+// Every method is safe to call from any thread. Failures are StoreErrors naming the file.
+// A RunStore must not be used in a forked child (SQLite connections do not survive fork).
+#include <myelin/error.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace myelin::store {
+
+class StoreError : public Error {
+  public:
+    using Error::Error;
+};
+
+// The schema version this build reads and writes (PRAGMA user_version). A file with a newer
+// version is refused; an older one is migrated at open.
+inline constexpr int kSchemaVersion = 1;
+
+enum class RunStatus { Running, Finished, Stopped, Failed, Interrupted };
+// "running", "finished", "stopped", "failed", "interrupted" (the text stored in the file).
+std::string_view status_name(RunStatus status);
+std::optional<RunStatus> parse_run_status(std::string_view name);
+
+// What create_run records about a new run (status starts as Running). Every member has a
+// default, so designated initializers may name only some: create_run({.name = "mlp"}).
+struct RunInfo {
+    std::string name{};
+    std::string project_json{};          // snapshot of the project file
+    std::optional<int64_t> parent_run{}; // a fork or resume of this run
+    std::string parent_checkpoint{};     // ... from this checkpoint file (stored absolute)
+    std::string device{};                // "cpu", "cuda:0"
+    int threads = 0;
+    std::string host{};    // empty: this machine's host name
+    int64_t pid = 0;       // 0: this process
+    double started_at = 0; // unix seconds; 0: now
+};
+
+// One row of the runs table.
+struct Run {
+    int64_t id = 0;
+    std::string name;
+    RunStatus status = RunStatus::Running;
+    std::string project_json; // empty in list_runs() (it can be large); run(id) fills it
+    double started_at = 0;
+    std::optional<double> ended_at;
+    std::optional<int64_t> parent_run;
+    std::string parent_checkpoint;
+    std::string host;
+    std::string device;
+    int threads = 0;
+    int64_t pid = 0;
+    std::string error; // why it failed or was interrupted
+};
+
+// The point of a metric with the highest step.
+struct LatestMetric {
+    std::string key;
+    int64_t step = 0;
+    double value = 0;
+    double wall_time = 0;
+};
+
+struct RunSummary {
+    Run run;
+    std::vector<LatestMetric> latest_metrics; // sorted by key
+};
+
+// A metric point to log. Steps are >= 0; logging the same (run, key, step) again replaces the
+// value. NaN values are kept (stored as SQL NULL, read back as NaN).
+struct MetricPoint {
+    int64_t run = 0;
+    std::string key{};
+    int64_t step = 0;
+    double value = 0;
+    double wall_time = 0; // unix seconds; 0: the time of the log call
+};
+
+struct MetricSample {
+    int64_t step = 0;
+    double wall_time = 0;
+    double value = 0;
+};
+
+// Inclusive step range; the default is everything.
+struct StepRange {
+    int64_t first = 0;
+    int64_t last = std::numeric_limits<int64_t>::max();
+};
+
+// One bucket of a downsampled series: the points with steps in [begin_step, end_step].
+// min/max ignore NaN values (NaN when every value is NaN); first/last are the values at
+// first_step/last_step, whatever they are.
+struct MetricBucket {
+    int64_t begin_step = 0;
+    int64_t end_step = 0;
+    int64_t first_step = 0;
+    int64_t last_step = 0;
+    int64_t count = 0;
+    double min = 0;
+    double max = 0;
+    double first = 0;
+    double last = 0;
+};
+
+// A histogram: counts[i] counts the values in bin i of nbins = counts.size() equal bins over
+// [min, max].
+struct HistogramSample {
+    int64_t step = 0;
+    double wall_time = 0;
+    double min = 0;
+    double max = 0;
+    std::vector<double> counts;
+};
+
+// A file a run produced (checkpoint, export, screenshot).
+struct ArtifactInfo {
+    std::string kind{}; // "checkpoint", "onnx", ...
+    std::filesystem::path path{};
+    int64_t step = 0;
+    std::string metadata_json = "{}";
+    std::string sha256{}; // hex; empty: add_artifact hashes the file
+};
+
+struct Artifact {
+    int64_t id = 0;
+    int64_t run = 0;
+    std::string kind;
+    std::filesystem::path path; // absolute
+    std::string sha256;
+    int64_t step = 0;
+    double created_at = 0;
+    std::string metadata_json;
+};
+
+struct DeleteResult {
+    std::vector<std::filesystem::path> removed_files;
+    std::vector<std::string> kept_files; // "path: why it was kept"
+};
+
+enum class CsvLayout {
+    Long, // key,step,wall_time,value: one line per point, sorted by key then step (lossless)
+    Wide, // step,<key 1>,<key 2>,...: one line per step, keys sorted, empty where a key has no
+          // point at that step (wall times are left out)
+};
+
+struct StoreOptions {
+    // How long a statement waits for another connection's lock before failing.
+    std::chrono::milliseconds busy_timeout{5000};
+    // Points (a histogram counts 1 + nbins / 8) queued or being written before log calls wait.
+    std::size_t queue_capacity = 65536;
+    // The writer commits when this many points are queued, or flush_interval after the first.
+    std::size_t batch_points = 4096;
+    std::chrono::milliseconds flush_interval{100};
+    // Mark runs of dead processes interrupted at open (see mark_interrupted_runs).
+    bool mark_interrupted_at_open = true;
+};
+
+// $XDG_DATA_HOME/myelin/runs.sqlite, or ~/.local/share/myelin/runs.sqlite without it.
+std::filesystem::path default_store_path();
+
+// SHA-256 of a file's bytes as 64 lowercase hex digits.
+std::string sha256_file(const std::filesystem::path& path);
+
+class RunStore {
+  public:
+    // Opens or creates the store (and its parent folders), migrates an older schema and, unless
+    // told not to, marks runs of dead processes interrupted. Throws StoreError naming the file
+    // when it is not an SQLite database or not a run store, has a newer schema, cannot be
+    // created, or stays locked by another connection longer than the busy timeout.
+    static RunStore open(const std::filesystem::path& path, const StoreOptions& options = {});
+
+    RunStore(RunStore&&) noexcept;
+    RunStore& operator=(RunStore&&) noexcept;
+    // Flushes and stops the writer; an error it meets then is written to stderr (call close()
+    // to get it as an exception instead).
+    ~RunStore();
+
+    const std::filesystem::path& path() const;
+    // Flushes, stops the writer and closes the file; throws what the writer met. Any later call
+    // throws.
+    void close();
+
+    // ---- writes -----------------------------------------------------------------------------
+    int64_t create_run(const RunInfo& info);
+    void set_params(int64_t run, const std::map<std::string, std::string>& params);
+    // Queued; throws at once for an unknown run, an empty key or a negative step, and rethrows
+    // an error the writer met since the last call. Waits while the queue is full (at most about
+    // the busy timeout when the writer cannot commit).
+    void log_metric(int64_t run, std::string_view key, int64_t step, double value,
+                    double wall_time = 0);
+    void log_metrics(std::span<const MetricPoint> points);
+    void log_histogram(int64_t run, std::string_view key, int64_t step, double min, double max,
+                       std::span<const double> counts, double wall_time = 0);
+    // Blocks until everything queued before the call is committed; throws the writer's error.
+    void flush();
+    // Records a file (which must exist; its path is stored absolute) and returns its id.
+    int64_t add_artifact(int64_t run, const ArtifactInfo& artifact);
+    // Flushes, then sets the final status (not Running), the end time and the error text.
+    void finish_run(int64_t run, RunStatus status, std::string_view error = {});
+    // Runs marked running whose process is gone become Interrupted (ended_at = their last
+    // metric's time). Only runs of this host are checked, by pid (kill(pid, 0), zombies count as
+    // dead) and the process start time recorded at create_run (so a reused pid is not taken
+    // for the run's process). Returns the ids marked.
+    std::vector<int64_t> mark_interrupted_runs();
+    // Deletes the run's rows (metrics, histograms, params, artifacts; children keep their data
+    // and lose the parent link) and its files. Files removed: the run folder
+    // (artifact_folder(run)), and each artifact file of the run that is a regular file or a
+    // symlink (never a folder), still has the recorded SHA-256 (it was not replaced) and is not
+    // listed by another run as an artifact or parent checkpoint. Nothing else is touched. A
+    // running run is refused.
+    DeleteResult delete_run(int64_t run);
+
+    // ---- reads ---------------------------------------------------------------------------
+    // Each read first waits for this store's queued points (so it sees its own writes), unless
+    // the writer has met an error: that stays for the next write or flush call, so a store
+    // that another process keeps locked for writing can still be read.
+    std::vector<RunSummary> list_runs() const; // newest first
+    Run run(int64_t id) const;                 // throws StoreError for an unknown id
+    std::map<std::string, std::string> params(int64_t run) const;
+    std::vector<std::string> metric_keys(int64_t run) const; // sorted
+    std::vector<LatestMetric> latest_metrics(int64_t run) const;
+    std::vector<MetricSample> metric_series(int64_t run, std::string_view key,
+                                            StepRange range = {}) const;
+    // At most `buckets` buckets over the part of `range` holding points, in step order, empty
+    // buckets left out. Bucket boundaries are evenly spaced, then snapped to multiples of a
+    // precomputed block size of at most 1/4 of the spacing (so a boundary moves by at most 1/8
+    // of a bucket): long series are read from block summaries, 4 to 16 rows per bucket,
+    // instead of point by point (buckets under 64 steps wide read their points).
+    std::vector<MetricBucket> metric_series_downsampled(int64_t run, std::string_view key,
+                                                        StepRange range, int buckets) const;
+    std::vector<std::string> histogram_keys(int64_t run) const;
+    std::vector<HistogramSample> histogram_series(int64_t run, std::string_view key,
+                                                  StepRange range = {}) const;
+    std::vector<Artifact> artifacts(int64_t run) const;
+    // The folder for a run's files under the store's folder (<store folder>/runs/<id>; not
+    // created here). delete_run removes it.
+    std::filesystem::path artifact_folder(int64_t run) const;
+    // Writes the run's metrics as CSV (RFC 4180 quoting, values with 17 significant digits,
+    // "nan"/"inf"/"-inf"); the file is written beside the target and renamed into place.
+    void export_metrics_csv(int64_t run, const std::filesystem::path& csv_path,
+                            CsvLayout layout = CsvLayout::Long) const;
+
+    struct Impl;
+
+  private:
+    explicit RunStore(std::unique_ptr<Impl> impl);
+    Impl& impl() const;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace myelin::store

@@ -1,0 +1,26 @@
+#pragma once
+// StoreSink: records a run's events in the run store — step metrics ("loss", "lr",
+// "samples_per_second", "grad_norm/<layer>", ...), epoch metrics ("train_<name>", "val_<name>"),
+// tensor summaries (histograms "activation/<layer>", ... and their mean/std/zero fraction),
+// checkpoints (artifacts) and the final status. Cheap on the training thread: the store batches
+// writes on its own thread.
+#include <myelin/store/run_store.h>
+#include <myelin/train/events.h>
+
+namespace myelin::train {
+
+class StoreSink final : public EventSink {
+  public:
+    StoreSink(store::RunStore& store, int64_t run) : store_(store), run_(run) {}
+    void on_event(const Event& event) override;
+    // The status the Finished event reported (Running until then).
+    store::RunStatus final_status() const { return final_status_; }
+
+  private:
+    store::RunStore& store_;
+    int64_t run_;
+    std::string error_;
+    store::RunStatus final_status_ = store::RunStatus::Running;
+};
+
+} // namespace myelin::train

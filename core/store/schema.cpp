@@ -1,0 +1,178 @@
+#include "store/schema.h"
+
+#include <cstdio>
+#include <iterator>
+#include <string>
+
+namespace myelin::store::detail {
+
+namespace {
+
+// Version 1. Times are unix seconds (REAL). Metric values may be NULL: SQLite stores NaN as NULL,
+// and NaN losses are what a run store must keep.
+void migrate_to_v1(Database& db) {
+    db.exec(R"sql(
+CREATE TABLE runs (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused after delete_run
+    name              TEXT NOT NULL,
+    status            TEXT NOT NULL CHECK (status IN
+                          ('running', 'finished', 'stopped', 'failed', 'interrupted')),
+    project           TEXT NOT NULL DEFAULT '',  -- project JSON snapshot
+    started_at        REAL NOT NULL,
+    ended_at          REAL,
+    parent_run        INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+    parent_checkpoint TEXT NOT NULL DEFAULT '',
+    host              TEXT NOT NULL DEFAULT '',
+    device            TEXT NOT NULL DEFAULT '',
+    threads           INTEGER NOT NULL DEFAULT 0,
+    pid               INTEGER NOT NULL DEFAULT 0,
+    pid_start         INTEGER,                   -- /proc start ticks: tells a reused pid apart
+    error             TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_by_parent ON runs (parent_run);
+
+CREATE TABLE params (
+    run   INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key   TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (run, key)
+) WITHOUT ROWID;
+
+CREATE TABLE metrics (
+    run       INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key       TEXT NOT NULL,
+    step      INTEGER NOT NULL,
+    wall_time REAL NOT NULL,
+    value     REAL,
+    PRIMARY KEY (run, key, step)
+) WITHOUT ROWID;
+
+CREATE TABLE latest_metrics (
+    run       INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key       TEXT NOT NULL,
+    step      INTEGER NOT NULL,
+    value     REAL,
+    wall_time REAL NOT NULL,
+    PRIMARY KEY (run, key)
+) WITHOUT ROWID;
+
+-- Per series, min/max/first/last/count of aligned step blocks of 4^level steps (level 2..8),
+-- kept by the writer; downsampling reads them instead of every point.
+CREATE TABLE metric_summaries (
+    run         INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key         TEXT NOT NULL,
+    level       INTEGER NOT NULL,
+    block       INTEGER NOT NULL,
+    first_step  INTEGER NOT NULL,
+    last_step   INTEGER NOT NULL,
+    count       INTEGER NOT NULL,
+    min         REAL,
+    max         REAL,
+    first_value REAL,
+    last_value  REAL,
+    PRIMARY KEY (run, key, level, block)
+) WITHOUT ROWID;
+
+-- counts: nbins little-endian float64 for equal bins over [min, max].
+CREATE TABLE histograms (
+    run       INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key       TEXT NOT NULL,
+    step      INTEGER NOT NULL,
+    wall_time REAL NOT NULL,
+    min       REAL NOT NULL,
+    max       REAL NOT NULL,
+    nbins     INTEGER NOT NULL,
+    counts    BLOB NOT NULL,
+    PRIMARY KEY (run, key, step)
+) WITHOUT ROWID;
+
+CREATE TABLE artifacts (
+    id         INTEGER PRIMARY KEY,
+    run        INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL,
+    path       TEXT NOT NULL,  -- absolute
+    sha256     TEXT NOT NULL,  -- hex
+    step       INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    metadata   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX artifacts_by_run ON artifacts (run);
+CREATE INDEX artifacts_by_path ON artifacts (path);
+)sql",
+            "creating the schema (version 1)");
+}
+
+// migrations[i] brings a store from version i to version i + 1.
+using Migration = void (*)(Database&);
+constexpr Migration kMigrations[] = {migrate_to_v1};
+static_assert(std::size(kMigrations) == size_t(kSchemaVersion));
+
+struct FileIdentity {
+    int64_t application_id = 0;
+    int64_t version = 0;
+    int64_t objects = 0; // entries in sqlite_schema
+};
+
+FileIdentity identify(Database& db) {
+    FileIdentity id;
+    id.application_id = db.query_int("PRAGMA application_id", "reading the file header");
+    id.version = db.query_int("PRAGMA user_version", "reading the schema version");
+    id.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading the schema");
+    return id;
+}
+
+void check_identity(Database& db, const FileIdentity& id) {
+    if (id.application_id != 0 && id.application_id != kApplicationId) {
+        char text[160];
+        std::snprintf(text, sizeof text,
+                      "an SQLite database of another application (application_id 0x%llx), "
+                      "expected a Myelin run store (0x%llx)",
+                      static_cast<unsigned long long>(id.application_id),
+                      static_cast<unsigned long long>(kApplicationId));
+        throw StoreError(db.message(text));
+    }
+    if (id.application_id == 0 && id.version == 0 && id.objects > 0)
+        throw StoreError(db.message("an SQLite database that is not a Myelin run store (it has "
+                                    "tables but no run store schema version)"));
+    if (id.version > kSchemaVersion)
+        throw StoreError(db.message("schema version " + std::to_string(id.version) +
+                                    " was written by a newer Myelin; this build reads versions "
+                                    "up to " +
+                                    std::to_string(kSchemaVersion)));
+}
+
+} // namespace
+
+void configure_connection(Database& db) {
+    // NORMAL in WAL mode: a committed transaction survives a crash of the process (not
+    // necessarily of the machine), at a fraction of FULL's fsync cost.
+    db.exec("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL", "configuring the connection");
+}
+
+void open_schema(Database& db) {
+    // Identify before writing anything, so a foreign file is left untouched.
+    check_identity(db, identify(db));
+    {
+        Statement mode = db.prepare("PRAGMA journal_mode = WAL");
+        std::string got = mode.step("switching to WAL mode") ? mode.text(0) : "";
+        if (got != "wal")
+            throw StoreError(db.message("cannot switch to WAL journal mode (the file system "
+                                        "gave '" +
+                                        got + "'); a run store must be on a local file system"));
+    }
+    configure_connection(db);
+    if (identify(db).version == kSchemaVersion) return;
+    db.write_transaction("migrating the schema", [&] {
+        // Another process may have migrated it since we looked.
+        FileIdentity id = identify(db);
+        check_identity(db, id);
+        for (int64_t v = id.version; v < kSchemaVersion; ++v)
+            kMigrations[v](db);
+        db.exec(("PRAGMA application_id = " + std::to_string(kApplicationId) +
+                 "; PRAGMA user_version = " + std::to_string(kSchemaVersion))
+                    .c_str(),
+                "recording the schema version");
+    });
+}
+
+} // namespace myelin::store::detail

@@ -1,0 +1,71 @@
+#include <myelin/train/store_sink.h>
+
+#include <string>
+
+namespace myelin::train {
+
+namespace {
+store::RunStatus to_store(RunStatus s) {
+    switch (s) {
+    case RunStatus::Finished:
+        return store::RunStatus::Finished;
+    case RunStatus::Stopped:
+        return store::RunStatus::Stopped;
+    case RunStatus::Failed:
+        return store::RunStatus::Failed;
+    }
+    return store::RunStatus::Failed;
+}
+} // namespace
+
+void StoreSink::on_event(const Event& e) {
+    const double t = e.wall_time;
+    if (auto* m = e.get<StepMetrics>()) {
+        std::vector<store::MetricPoint> points = {
+            {run_, "loss", m->step, m->loss, t},
+            {run_, "lr", m->step, m->lr, t},
+            {run_, "samples_per_second", m->step, m->samples_per_second, t}};
+        for (const auto& l : m->layers) {
+            points.push_back({run_, "grad_norm/" + l.layer, m->step, l.grad_norm, t});
+            points.push_back({run_, "weight_norm/" + l.layer, m->step, l.weight_norm, t});
+            points.push_back({run_, "update_ratio/" + l.layer, m->step, l.update_ratio, t});
+        }
+        store_.log_metrics(points);
+    } else if (auto* m = e.get<EpochMetrics>()) {
+        std::vector<store::MetricPoint> points = {
+            {run_, "epoch", m->step, double(m->epoch + 1), t}};
+        for (const auto& [k, v] : m->train)
+            points.push_back({run_, "train_" + k, m->step, v, t});
+        for (const auto& [k, v] : m->validation)
+            points.push_back({run_, "val_" + k, m->step, v, t});
+        store_.log_metrics(points);
+    } else if (auto* s = e.get<TensorSummaryEvent>()) {
+        std::string kind = summary_kind_name(s->kind);
+        const TensorSummary& sum = s->summary;
+        std::vector<double> counts(sum.histogram.begin(), sum.histogram.end());
+        store_.log_histogram(run_, kind + "/" + s->layer, s->step, sum.hist_low, sum.hist_high,
+                             counts, t);
+        store::MetricPoint points[] = {
+            {run_, kind + "_mean/" + s->layer, s->step, sum.mean, t},
+            {run_, kind + "_std/" + s->layer, s->step, sum.std, t},
+            {run_, kind + "_zero_fraction/" + s->layer, s->step, sum.zero_fraction(), t}};
+        store_.log_metrics(points);
+    } else if (auto* c = e.get<CheckpointSaved>()) {
+        store::ArtifactInfo a;
+        a.kind = "checkpoint";
+        a.path = c->path;
+        a.step = c->step;
+        a.metadata_json = "{\"epoch\": " + std::to_string(c->epoch) +
+                          ", \"best\": " + (c->is_best ? "true" : "false") + "}";
+        store_.add_artifact(run_, a);
+    } else if (auto* err = e.get<RunError>()) {
+        error_ = err->message;
+        if (err->module) error_ += " [module " + *err->module + "]";
+    } else if (auto* f = e.get<Finished>()) {
+        final_status_ = to_store(f->status);
+        store_.flush();
+        store_.finish_run(run_, final_status_, error_);
+    }
+}
+
+} // namespace myelin::train
