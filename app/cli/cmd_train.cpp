@@ -200,12 +200,7 @@ int cmd_train(const std::vector<std::string_view>& raw) {
         std::fprintf(stderr, "myelin: error: %s\n", e.what());
         return kExitError;
     }
-    store.set_params(run_id, {{"epochs", std::to_string(trainer->spec().epochs)},
-                              {"seed", std::to_string(trainer->spec().seed)},
-                              {"optimizer", trainer->spec().optimizer.kind},
-                              {"loss", trainer->spec().loss.kind},
-                              {"batch_size", std::to_string(project.data.batch_size)},
-                              {"threads", std::to_string(get_num_threads())}});
+    train::record_run_params(store, run_id, *trainer, project);
     std::printf("run %lld \"%s\" in %s\n", (long long)run_id, options.run_name.c_str(),
                 store_path.c_str());
     std::printf("model: %lld parameters; data: %lld training, %lld validation, %lld test "
@@ -227,13 +222,7 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     train::TrainResult result = trainer->run();
     std::signal(SIGINT, previous);
     printer.end_line();
-    if (!result.test.empty()) {
-        std::vector<store::MetricPoint> points;
-        for (const auto& [k, v] : result.test)
-            points.push_back({run_id, "test_" + k, result.steps, v, 0});
-        store.log_metrics(points);
-        store.flush();
-    }
+    train::record_test_metrics(store, run_id, result);
     switch (result.status) {
     case train::RunStatus::Finished:
         std::printf("finished run %lld after %lld steps\n", (long long)run_id,
@@ -278,13 +267,15 @@ int cmd_eval(const std::vector<std::string_view>& raw) {
         if (!f) throw Error("cannot write " + *csv);
         const int64_t cols = out.size(1);
         std::fprintf(f, "target");
-        for (int64_t c = 0; c < cols; ++c) std::fprintf(f, ",output%lld", (long long)c);
+        for (int64_t c = 0; c < cols; ++c)
+            std::fprintf(f, ",output%lld", (long long)c);
         std::fprintf(f, "\n");
         const float* o = out.data<float>();
         const double* t = tgt.data<double>();
         for (int64_t i = 0; i < out.size(0); ++i) {
             std::fprintf(f, "%.9g", t[i]);
-            for (int64_t c = 0; c < cols; ++c) std::fprintf(f, ",%.9g", o[i * cols + c]);
+            for (int64_t c = 0; c < cols; ++c)
+                std::fprintf(f, ",%.9g", o[i * cols + c]);
             std::fprintf(f, "\n");
         }
         if (std::fclose(f) != 0) throw Error("writing " + *csv + " failed");

@@ -1,5 +1,8 @@
 #include <myelin/train/store_sink.h>
 
+#include <myelin/device.h>
+#include <myelin/train/trainer.h>
+
 #include <string>
 
 namespace myelin::train {
@@ -66,6 +69,25 @@ void StoreSink::on_event(const Event& e) {
         store_.flush();
         store_.finish_run(run_, final_status_, error_);
     }
+}
+
+void record_run_params(store::RunStore& store, int64_t run, const Trainer& trainer,
+                       const io::Project& project) {
+    store.set_params(run, {{"epochs", std::to_string(trainer.spec().epochs)},
+                           {"seed", std::to_string(trainer.spec().seed)},
+                           {"optimizer", trainer.spec().optimizer.kind},
+                           {"loss", trainer.spec().loss.kind},
+                           {"batch_size", std::to_string(project.data.batch_size)},
+                           {"threads", std::to_string(get_num_threads())}});
+}
+
+void record_test_metrics(store::RunStore& store, int64_t run, const TrainResult& result) {
+    if (result.test.empty()) return;
+    std::vector<store::MetricPoint> points;
+    for (const auto& [k, v] : result.test)
+        points.push_back({run, "test_" + k, result.steps, v, 0});
+    store.log_metrics(points);
+    store.flush();
 }
 
 } // namespace myelin::train

@@ -168,7 +168,7 @@ void Trainer::check_data_fits_model() {
                          : ""));
 }
 
-void Trainer::emit(Event event) {
+void Trainer::report(Event event) {
     if (sink_) sink_->on_event(event);
 }
 
@@ -194,10 +194,10 @@ void Trainer::stop() {
 
 void Trainer::wait_while_paused() {
     if (!paused_) return;
-    emit(LogMessage{LogLevel::Info, "paused at step " + std::to_string(step_)});
+    report(LogMessage{LogLevel::Info, "paused at step " + std::to_string(step_)});
     std::unique_lock lock(pause_mutex_);
     pause_cv_.wait(lock, [&] { return !paused_ || stop_; });
-    if (!stop_) emit(LogMessage{LogLevel::Info, "resumed"});
+    if (!stop_) report(LogMessage{LogLevel::Info, "resumed"});
 }
 
 Progress Trainer::progress() const {
@@ -379,7 +379,7 @@ void Trainer::load_resume_checkpoint() {
             throw Error(where + ": optimizer state does not fit: " + e.what());
         }
     } else {
-        emit(LogMessage{LogLevel::Warning, "the checkpoint's optimizer is " + c.optimizer_kind +
+        report(LogMessage{LogLevel::Warning, "the checkpoint's optimizer is " + c.optimizer_kind +
                                                ", the project's " + optimizer_->name() +
                                                ": optimizer state starts fresh"});
     }
@@ -406,9 +406,9 @@ TrainResult Trainer::run() {
     if (spec_.threads > 0) set_num_threads(spec_.threads); // this thread's OpenMP team
     result_ = TrainResult();
     ProgressTracker tracker(steps_per_epoch_ * spec_.epochs);
-    emit(RunStarted{options_.run_name, spec_.epochs, steps_per_epoch_, epoch_, step_});
+    report(RunStarted{options_.run_name, spec_.epochs, steps_per_epoch_, epoch_, step_});
     for (const auto& w : init_warnings_)
-        emit(LogMessage{LogLevel::Warning, w});
+        report(LogMessage{LogLevel::Warning, w});
     tracker.start(step_);
     const int64_t accumulation = spec_.accumulation_steps;
     const auto& cap = spec_.capture;
@@ -462,7 +462,7 @@ TrainResult Trainer::run() {
                                 [this, name = name](nn::Module&, const TensorList&,
                                                     const Tensor& out) {
                                     if (out.defined() && is_floating(out.dtype()))
-                                        emit(TensorSummaryEvent{name, SummaryKind::Activation,
+                                        report(TensorSummaryEvent{name, SummaryKind::Activation,
                                                                 epoch_, step_ + 1,
                                                                 summarize(out.detach())});
                                     return Tensor();
@@ -471,7 +471,7 @@ TrainResult Trainer::run() {
                                 [this, name = name](nn::Module&, const TensorList&,
                                                     const TensorList& grad_out) {
                                     if (!grad_out.empty() && grad_out[0].defined())
-                                        emit(TensorSummaryEvent{name, SummaryKind::Gradient, epoch_,
+                                        report(TensorSummaryEvent{name, SummaryKind::Gradient, epoch_,
                                                                 step_ + 1, summarize(grad_out[0])});
                                 }));
                         }
@@ -567,11 +567,11 @@ TrainResult Trainer::run() {
                                lr,
                                tracker.samples_per_second(),
                                std::move(stats)};
-                emit(std::move(sm));
+                report(std::move(sm));
                 if (capturing_summaries)
                     for (const auto& [name, layer] : layers_)
                         for (const auto& [pname, p] : layer->named_parameters())
-                            emit(TensorSummaryEvent{name + "." + pname, SummaryKind::Weight, epoch_,
+                            report(TensorSummaryEvent{name + "." + pname, SummaryKind::Weight, epoch_,
                                                     step_, summarize(p.detach())});
                 if (cap.feature_maps_every > 0 && step_ % cap.feature_maps_every == 0 &&
                     probe.defined()) {
@@ -582,7 +582,7 @@ TrainResult Trainer::run() {
                     for (const auto& [name, layer] : layers_)
                         fm.push_back(layer->register_forward_hook(
                             [this, name = name](nn::Module&, const TensorList&, const Tensor& o) {
-                                emit(FeatureMapEvent{name, epoch_, step_, snapshot(o)});
+                                report(FeatureMapEvent{name, epoch_, step_, snapshot(o)});
                                 return Tensor();
                             }));
                     (*model_)(probe);
@@ -597,7 +597,7 @@ TrainResult Trainer::run() {
                     progress_.step = step_;
                     progress_.samples_per_second = tracker.samples_per_second();
                     progress_.eta_seconds = tracker.eta_seconds();
-                    emit(progress_);
+                    report(progress_);
                 }
                 if (options_.max_steps > 0 && step_ >= options_.max_steps) stop_ = true;
                 if (spec_.validate_every_steps > 0 && step_ % spec_.validate_every_steps == 0 &&
@@ -607,7 +607,7 @@ TrainResult Trainer::run() {
                                      {{"loss", epoch_loss.mean()}},
                                      evaluate(data_.validation),
                                      {}};
-                    emit(std::move(mid));
+                    report(std::move(mid));
                     tracker.restart_step_timer();
                 }
             }
@@ -620,7 +620,7 @@ TrainResult Trainer::run() {
                                             epoch_, micro);
                 if (!path.empty()) {
                     result_.last_checkpoint = path;
-                    emit(CheckpointSaved{path.string(), epoch_, step_, false});
+                    report(CheckpointSaved{path.string(), epoch_, step_, false});
                 }
                 result_.status = RunStatus::Stopped;
                 break;
@@ -650,14 +650,14 @@ TrainResult Trainer::run() {
             if (spec_.early_stopping.enabled || (spec_.checkpoints.keep_best && tracked_exists))
                 is_best =
                     early_stopping_->update(metric_value(tracked_name, em.train, em.validation));
-            emit(std::move(em));
+            report(std::move(em));
             const auto& ck = spec_.checkpoints;
             const bool last_epoch = epoch_ + 1 == spec_.epochs;
             if (is_best && ck.keep_best) {
                 auto path = save_checkpoint("best.safetensors", epoch_ + 1, 0);
                 if (!path.empty()) {
                     result_.best_checkpoint = path;
-                    emit(CheckpointSaved{path.string(), epoch_ + 1, step_, true});
+                    report(CheckpointSaved{path.string(), epoch_ + 1, step_, true});
                 }
             }
             const bool stopping = spec_.early_stopping.enabled && early_stopping_->should_stop();
@@ -667,7 +667,7 @@ TrainResult Trainer::run() {
                                             epoch_ + 1, 0);
                 if (!path.empty()) {
                     result_.last_checkpoint = path;
-                    emit(CheckpointSaved{path.string(), epoch_ + 1, step_, false});
+                    report(CheckpointSaved{path.string(), epoch_ + 1, step_, false});
                     periodic_checkpoints_.push_back(path);
                     while (int64_t(periodic_checkpoints_.size()) > ck.keep_last) {
                         std::error_code ignored;
@@ -679,7 +679,7 @@ TrainResult Trainer::run() {
             tracker.restart_step_timer();
             if (stopping) {
                 result_.early_stopped = true;
-                emit(LogMessage{LogLevel::Info, early_stopping_->stop_reason()});
+                report(LogMessage{LogLevel::Info, early_stopping_->stop_reason()});
                 ++epoch_;
                 break;
             }
@@ -697,15 +697,15 @@ TrainResult Trainer::run() {
                 std::snprintf(value, sizeof value, "%.4f", v);
                 text += " " + k + "=" + value;
             }
-            emit(LogMessage{LogLevel::Info, text});
+            report(LogMessage{LogLevel::Info, text});
         }
     } catch (const std::exception& e) {
         result_.status = RunStatus::Failed;
         result_.error = e.what();
-        emit(RunError{result_.error, epoch_, step_, result_.error_module});
+        report(RunError{result_.error, epoch_, step_, result_.error_module});
     }
     result_.steps = step_;
-    emit(Finished{result_.status, epoch_, step_});
+    report(Finished{result_.status, epoch_, step_});
     return result_;
 }
 

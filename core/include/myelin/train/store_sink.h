@@ -7,7 +7,14 @@
 #include <myelin/store/run_store.h>
 #include <myelin/train/events.h>
 
+namespace myelin::io {
+struct Project;
+}
+
 namespace myelin::train {
+
+class Trainer;
+struct TrainResult;
 
 class StoreSink final : public EventSink {
   public:
@@ -22,5 +29,12 @@ class StoreSink final : public EventSink {
     std::string error_;
     store::RunStatus final_status_ = store::RunStatus::Running;
 };
+
+// What the CLI and the studio both record around a run, so their runs look the same in the
+// store: the run's parameters once its trainer is built, and the test metrics ("test_<name>")
+// after it finished.
+void record_run_params(store::RunStore& store, int64_t run, const Trainer& trainer,
+                       const io::Project& project);
+void record_test_metrics(store::RunStore& store, int64_t run, const TrainResult& result);
 
 } // namespace myelin::train

@@ -100,7 +100,8 @@ class Trainer {
 
   private:
     struct Capture;
-    void emit(Event event);
+    // Not "emit": a Qt program that includes this header defines emit as a macro.
+    void report(Event event);
     void check_data_fits_model();
     void load_resume_checkpoint();
     void load_initial_weights();
