@@ -5,12 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
-if [ ! -x build/bench/myelin_bench_ops ] || [ ! -x build/bench/myelin_train_fashion ] ||
-   [ ! -x build/bench/myelin_bench_store ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_BUILD_BENCH=ON >/dev/null
-  cmake --build build --target myelin_bench_ops myelin_train_fashion myelin_bench_store \
-    -j"$(nproc)" >/dev/null
-fi
+benches=(myelin_bench_ops myelin_train_fashion myelin_bench_store myelin_bench_graph
+  myelin_bench_data myelin_bench_capture)
+for b in "${benches[@]}"; do
+  if [ ! -x "build/bench/$b" ]; then
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_BUILD_BENCH=ON >/dev/null
+    cmake --build build --target "${benches[@]}" -j"$(nproc)" >/dev/null
+    break
+  fi
+done
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   echo "bench/run.sh: PyTorch is needed for the comparison: apt-get install python3-torch" >&2
   exit 1
@@ -67,3 +70,9 @@ PY
 # Run store (no PyTorch counterpart): ingest points/s, list_runs over 100 runs, a 1M-point series
 # downsampled to 2000 buckets; one JSON line each with its goal. The store file lives in $tmp.
 build/bench/myelin_bench_store --dir "$tmp/store" 2>/dev/null
+# Model graph analysis on every edit (500 nodes, goal: well under a 16.7 ms frame), DataLoader
+# throughput on Fashion-MNIST with 0/1/2 workers (goal: far above the CNN step's samples/s), and
+# the trainer's capture overhead on the CNN (goal <= 5%).
+build/bench/myelin_bench_graph
+OMP_NUM_THREADS=$threads build/bench/myelin_bench_data
+OMP_NUM_THREADS=$threads build/bench/myelin_bench_capture --threads "$threads"
