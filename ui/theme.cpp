@@ -1,5 +1,7 @@
 #include "theme.h"
 
+#include <myelin/graph/registry.h>
+
 #include <QApplication>
 #include <QFont>
 #include <QPalette>
@@ -91,6 +93,31 @@ void applyStudioTheme(QApplication& app) {
 
     app.setStyleSheet(QString::fromLatin1(kStyleSheet));
     app.setWindowIcon(studioIcon());
+}
+
+QColor categoryColor(graph::Category category) {
+    using graph::Category;
+    switch (category) {
+    case Category::InputOutput:
+        return {0x4A, 0x5A, 0x6E};
+    case Category::LinearConv:
+        return {0x2F, 0x62, 0x96};
+    case Category::Pooling:
+        return {0x1F, 0x8A, 0x8A};
+    case Category::Normalization:
+        return {0x6E, 0x56, 0xA8};
+    case Category::Activation:
+        return {0xC9, 0x6F, 0x1C};
+    case Category::Regularization:
+        return {0x8A, 0x6D, 0x3B};
+    case Category::Merge:
+        return {0x2E, 0x8B, 0x57};
+    case Category::Reshape:
+        return {0x5F, 0x73, 0x8C};
+    case Category::Embedding:
+        return {0xA8, 0x45, 0x7A};
+    }
+    return colors::kMutedText;
 }
 
 QIcon studioIcon() {

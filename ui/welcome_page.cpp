@@ -5,10 +5,12 @@
 #include <myelin/device.h>
 #include <myelin/version.h>
 
+#include <QFileInfo>
 #include <QFont>
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
 #include <QVBoxLayout>
 
 namespace myelin::ui {
@@ -40,6 +42,19 @@ QLabel[class="backendDot"] { background: #2E8B57; border-radius: 5px; }
     padding: 12px 16px;
 }
 #welcomeFooter { color: #7B8794; font-size: 9pt; }
+QPushButton[class="startButton"] {
+    background: #FFFFFF;
+    border: 1px solid #C9D1DA;
+    border-radius: 6px;
+    padding: 8px 18px;
+    color: #1F2933;
+    font-size: 10.5pt;
+}
+QPushButton[class="startButton"]:hover { background: #E6EEF6; border-color: #2F6296; }
+QPushButton#welcomeNew { background: #2F6296; border-color: #2F6296; color: #FFFFFF; }
+QPushButton#welcomeNew:hover { background: #28547F; }
+QLabel[class="recentFile"] a { color: #2F6296; }
+QLabel[class="recentPath"] { color: #7B8794; font-size: 9pt; }
 )";
 
 QLabel* makeLabel(const QString& text, const char* objectName, QWidget* parent) {
@@ -128,7 +143,34 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
         backendRow->addWidget(makeBackendCard(backend, content));
     backendRow->addStretch(1);
 
-    // What the studio will do, and where it stands today.
+    // Start: a new project (empty or from an example) or an existing one.
+    auto* newButton = new QPushButton(tr("New Project…"), content);
+    newButton->setObjectName(QStringLiteral("welcomeNew"));
+    newButton->setProperty("class", QStringLiteral("startButton"));
+    newButton->setToolTip(tr("An empty model, or a copy of an example project"));
+    connect(newButton, &QPushButton::clicked, this, &WelcomePage::newProjectRequested);
+    auto* openButton = new QPushButton(tr("Open…"), content);
+    openButton->setObjectName(QStringLiteral("welcomeOpen"));
+    openButton->setProperty("class", QStringLiteral("startButton"));
+    connect(openButton, &QPushButton::clicked, this, &WelcomePage::openRequested);
+    auto* startRow = new QHBoxLayout;
+    startRow->setSpacing(10);
+    startRow->addWidget(newButton);
+    startRow->addWidget(openButton);
+    startRow->addStretch(1);
+
+    recentSection_ = new QWidget(content);
+    recentSection_->setObjectName(QStringLiteral("welcomeRecent"));
+    auto* recentLayout = new QVBoxLayout(recentSection_);
+    recentLayout->setContentsMargins(0, 24, 0, 0);
+    recentLayout->setSpacing(10);
+    recentLayout->addWidget(makeSectionHeading(tr("Recent projects"), recentSection_));
+    recentList_ = new QVBoxLayout;
+    recentList_->setSpacing(4);
+    recentLayout->addLayout(recentList_);
+    recentSection_->hide();
+
+    // What the studio does, and where it stands today.
     auto* roadmapCard = new QFrame(content);
     roadmapCard->setObjectName(QStringLiteral("roadmapCard"));
     auto* roadmap = makeLabel(
@@ -137,9 +179,10 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
            "Every run is stored, so it can be compared with earlier runs, resumed and exported."),
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
-    auto* statusLine = makeLabel(tr("This build ships the tensor and autograd core and the "
-                                    "headless myelin tool; the graph editor and the training "
-                                    "panels come next."),
+    auto* statusLine = makeLabel(tr("This build ships the visual model editor (layers, shapes, "
+                                    "parameter counts and problems as you wire them) and the "
+                                    "headless myelin tool; the data and training pages come "
+                                    "next."),
                                  "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
@@ -163,12 +206,15 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     column->setContentsMargins(0, 0, 0, 0);
     column->setSpacing(0);
     column->addLayout(header);
-    column->addSpacing(40);
+    column->addSpacing(32);
+    column->addLayout(startRow);
+    column->addWidget(recentSection_);
+    column->addSpacing(32);
     column->addWidget(makeSectionHeading(tr("Compute backends"), content));
     column->addSpacing(10);
     column->addLayout(backendRow);
-    column->addSpacing(32);
-    column->addWidget(makeSectionHeading(tr("What the studio will do"), content));
+    column->addSpacing(28);
+    column->addWidget(makeSectionHeading(tr("What the studio does"), content));
     column->addSpacing(10);
     column->addWidget(roadmapCard);
     column->addSpacing(24);
@@ -192,6 +238,38 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
 void WelcomePage::setProjectNotice(const QString& text) {
     projectNotice_->setText(text);
     projectNotice_->setVisible(!text.isEmpty());
+}
+
+} // namespace myelin::ui
+
+namespace myelin::ui {
+
+void WelcomePage::setRecentFiles(const QStringList& paths) {
+    while (QLayoutItem* item = recentList_->takeAt(0)) {
+        delete item->widget();
+        delete item;
+    }
+    constexpr int kShown = 5;
+    for (const QString& path : paths.mid(0, kShown)) {
+        auto* row = new QWidget(recentSection_);
+        auto* layout = new QHBoxLayout(row);
+        layout->setContentsMargins(0, 0, 0, 0);
+        layout->setSpacing(10);
+        auto* link = new QLabel(QStringLiteral("<a href=\"open\">%1</a>")
+                                    .arg(QFileInfo(path).fileName().toHtmlEscaped()),
+                                row);
+        link->setProperty("class", QStringLiteral("recentFile"));
+        link->setObjectName(QStringLiteral("recentFileLink"));
+        link->setToolTip(path);
+        connect(link, &QLabel::linkActivated, this,
+                [this, path] { emit recentFileRequested(path); });
+        auto* folder = new QLabel(QFileInfo(path).absolutePath(), row);
+        folder->setProperty("class", QStringLiteral("recentPath"));
+        layout->addWidget(link);
+        layout->addWidget(folder, 1);
+        recentList_->addWidget(row);
+    }
+    recentSection_->setVisible(!paths.isEmpty());
 }
 
 } // namespace myelin::ui

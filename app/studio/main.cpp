@@ -1,6 +1,9 @@
 // myelin-studio: the desktop studio.
 //
 //   myelin-studio [PROJECT.myelin]
+//
+// Environment: MYELIN_EXAMPLES_DIR names the folder of the example projects that File > New
+// offers when they are not next to the executable (see new_project_dialog.h for the lookup).
 #include "main_window.h"
 #include "theme.h"
 
@@ -9,6 +12,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QStringList>
+#include <QTimer>
 
 #include <cstdio>
 
@@ -21,8 +25,10 @@ int main(int argc, char** argv) {
     QApplication::setDesktopFileName(QStringLiteral("myelin-studio"));
 
     QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("Myelin Studio: build and train neural networks."));
+    parser.setApplicationDescription(QStringLiteral(
+        "Myelin Studio: build and train neural networks.\n\n"
+        "Environment:\n"
+        "  MYELIN_EXAMPLES_DIR  folder of the example projects offered by File > New"));
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("project"),
@@ -40,5 +46,7 @@ int main(int argc, char** argv) {
     myelin::ui::applyStudioTheme(app);
     myelin::ui::MainWindow window(positional.isEmpty() ? QString() : positional.first());
     window.show();
+    // Autosaved changes of a session that did not end properly, once the window is up.
+    QTimer::singleShot(0, &window, [&window] { window.offerRecovery(); });
     return QApplication::exec();
 }

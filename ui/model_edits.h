@@ -1,0 +1,77 @@
+#pragma once
+// Edits of a graph::ModelSpec that the editor turns into undoable commands. Plain functions on
+// plain data (no widgets), so each edit is easy to test and the commands stay snapshots.
+#include <myelin/graph/analysis.h>
+
+#include <QPointF>
+#include <QString>
+
+#include <string>
+#include <vector>
+
+namespace myelin::ui {
+
+// Canvas geometry the layout shares with the node items (scene units). Node::x/y is the top-left
+// corner of a node.
+namespace geometry {
+inline constexpr double kNodeWidth = 220;
+inline constexpr double kNodeHeight = 76; // with two lines of attributes
+inline constexpr double kGrid = 20;
+inline constexpr double kLayerPitch = 120;  // vertical distance between layers in a layout
+inline constexpr double kColumnPitch = 280; // horizontal distance between nodes of a layer
+} // namespace geometry
+
+// The node's name as messages and undo texts show it ("conv1", "Conv2d #2").
+QString nodeLabel(const graph::ModelSpec& spec, graph::NodeId id);
+
+// Why an edge from `from`'s output into input `port` of `to` is refused; empty when allowed.
+QString connectionRefusal(const graph::ModelSpec& spec, graph::NodeId from, graph::NodeId to,
+                          int port);
+
+// `base` if no node uses it, else base_2, base_3, ...; empty stays empty (unnamed node).
+std::string uniqueName(const graph::ModelSpec& spec, const std::string& base);
+
+// The nodes `ids` (in model order) and the edges among them.
+graph::ModelSpec extractNodes(const graph::ModelSpec& spec, const std::vector<graph::NodeId>& ids);
+
+// Adds `fragment`'s nodes with fresh ids, names made unique and positions shifted by `offset`,
+// and its edges between them. Returns the new ids in fragment order.
+std::vector<graph::NodeId> pasteFragment(graph::ModelSpec& spec, const graph::ModelSpec& fragment,
+                                         QPointF offset);
+
+void removeNodes(graph::ModelSpec& spec, const std::vector<graph::NodeId>& ids);
+
+// Adds a node of `kind` below `after` and connects after -> new node when both have the ports.
+graph::NodeId addNodeAfter(graph::ModelSpec& spec, const std::string& kind, graph::NodeId after);
+
+// Whether a node of this kind can sit on an edge (one input, one output).
+bool canInsertOnEdge(const graph::LayerKind& kind);
+// Replaces `edge` by edge.from -> new node -> edge.to, placing the new node between the two and
+// moving the lower rows down when there is no room. `name` may be empty.
+graph::NodeId insertOnEdge(graph::ModelSpec& spec, const graph::Edge& edge, const std::string& kind,
+                           const std::string& name = {}, const graph::Attrs& attrs = {});
+
+// Top-to-bottom layered layout: longest-path layers, order within a layer by barycenter sweeps
+// (long edges take a slot in the layers they cross, so they run beside the nodes, not through
+// them), positions snapped to the grid, the first layer centred on x = 0.
+void arrangeLayers(graph::ModelSpec& spec);
+// Whether the stored positions are unusable: nodes overlap (a file written without positions,
+// every node at 0, 0). Such a model is laid out when it is opened.
+bool layoutNeedsArranging(const graph::ModelSpec& spec);
+
+// A one-command repair for a node's shape problem.
+struct QuickFix {
+    QString text; // the menu entry and the undo text
+    graph::ModelSpec result;
+};
+// The quick-fixes that apply to node `id` given its analysis (empty when none applies):
+// Flatten before a Linear fed a feature map; in_features / in_channels / num_features from the
+// inferred input; a 1x1 Conv2d projection so the inputs of an Add agree in channels.
+std::vector<QuickFix> quickFixes(const graph::ModelSpec& spec, const graph::Analysis& analysis,
+                                 graph::NodeId id);
+
+// "[N, 32, 28, 28]": a tensor type with the batch dimension written N (the canvas is
+// independent of the batch size); " int64" appended for non-float32 types.
+QString formatShape(const graph::TensorType& type);
+
+} // namespace myelin::ui

@@ -1,0 +1,89 @@
+#pragma once
+// One layer on the canvas: a card with the node's name, kind, key attributes, output shape and
+// parameter count, input ports on its top edge and the output port on its bottom edge. A node
+// with an error turns red and shows the message on the card. Positions are the model's Node::x/y
+// (the card's top-left corner).
+#include <myelin/graph/analysis.h>
+
+#include <QColor>
+#include <QGraphicsItem>
+#include <QStringList>
+
+#include <optional>
+#include <vector>
+
+namespace myelin::ui {
+
+// Everything a card shows; a card whose content did not change is not laid out again.
+struct NodeContent {
+    graph::Node node; // position zeroed: moving does not change the card
+    std::optional<graph::TensorType> output;
+    int64_t params = 0;
+    std::vector<graph::Problem> problems;
+    std::vector<bool> inputConnected;
+    bool outputConnected = false;
+    bool operator==(const NodeContent& other) const = default;
+};
+
+struct PortRef {
+    bool output = false;
+    int index = 0; // input port index (0 for the output)
+    bool operator==(const PortRef& other) const = default;
+};
+
+class NodeItem : public QGraphicsItem {
+  public:
+    enum { Type = UserType + 1 };
+
+    explicit NodeItem(graph::NodeId id);
+
+    graph::NodeId id() const { return id_; }
+    int type() const override { return Type; }
+
+    // Refreshes what the card shows.
+    void setContent(NodeContent content);
+
+    int inputCount() const { return inputCount_; }
+    bool hasOutput() const { return hasOutput_; }
+    QPointF portScenePos(PortRef port) const;
+    // The port within reach of `scenePos`, if any.
+    std::optional<PortRef> portAt(QPointF scenePos) const;
+    // Marks a port while a connection is dragged over it (nullopt clears).
+    void setHighlightedPort(std::optional<PortRef> port, bool acceptable);
+
+    bool hasError() const { return severity_ == Severity::Error; }
+    // The problem message shown on the card (empty when none).
+    QString shownProblem() const { return problem_; }
+    QString title() const { return title_; }
+    QRectF titleRect() const;
+
+    QRectF boundingRect() const override;
+    QPainterPath shape() const override;
+    void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+  protected:
+    QVariant itemChange(GraphicsItemChange change, const QVariant& value) override;
+    void hoverMoveEvent(QGraphicsSceneHoverEvent* event) override;
+    void hoverLeaveEvent(QGraphicsSceneHoverEvent* event) override;
+
+  private:
+    enum class Severity { None, Warning, Error };
+    QRectF cardRect() const { return QRectF(0, 0, width_, height_); }
+    QPointF portPos(PortRef port) const;
+
+    graph::NodeId id_;
+    QString title_, tag_, shapeText_, paramsText_, problem_, cardToolTip_;
+    QStringList portNames_;
+    QStringList attrLines_, problemLines_;
+    QColor color_;
+    Severity severity_ = Severity::None;
+    int inputCount_ = 1;
+    NodeContent content_;
+    bool hasContent_ = false;
+    bool hasOutput_ = true;
+    double width_ = 0, height_ = 0;
+    std::optional<PortRef> hovered_, highlighted_;
+    bool highlightOk_ = true;
+};
+
+} // namespace myelin::ui
