@@ -1,0 +1,166 @@
+#pragma once
+// The Data page: where the examples come from (the data source and its options), how they are
+// split and loaded (validation fraction, batch size, workers, shuffle, drop last) and the
+// transforms applied to them, each change one undoable edit of the project's io::DataSpec. The
+// right side previews what training will get: the split sizes and input shape, the first
+// training examples as the model sees them (after transforms) as pictures or a table, and the
+// class balance of the training split (or the target's distribution for regression). The
+// preview runs train::make_data on a worker thread, debounced after each change, so a slow
+// source never blocks the window; a source that cannot be loaded shows its error in place.
+#include "attr_editor.h"
+
+#include <myelin/io/project.h>
+
+#include <QWidget>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QListWidget;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+class QTableWidget;
+class QTimer;
+class QVBoxLayout;
+
+namespace myelin::ui {
+
+class ProjectDocument;
+class ExampleGrid;
+struct DataPreview;
+struct PreviewGuard;
+
+class DataPage : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit DataPage(ProjectDocument* document, QWidget* parent = nullptr);
+    // Waits for a preview still loading (its result is dropped).
+    ~DataPage() override;
+
+    // Loads the preview now (the debounce skipped), even when the spec did not change.
+    void refreshPreview();
+    // True while a preview is loading or waiting for its debounce.
+    bool previewPending() const;
+    // Runs the event loop until no preview is pending or `timeoutMs` passed; returns whether
+    // the last preview succeeded (false on timeout).
+    bool waitForPreview(int timeoutMs);
+    // The message of the last failed preview; empty after a successful one.
+    QString previewError() const { return errorText_; }
+    // Pictures in the examples grid of the last preview (0 for tabular data).
+    int previewImageCount() const;
+    // The selected row of the transforms list, or -1.
+    int selectedTransform() const { return selectedTransform_; }
+    // The editor of option `name` of the data source / of the selected transform, or null.
+    QWidget* sourceOptionEditor(const QString& name) const { return sourceRows_.editor(name); }
+    QWidget* transformOptionEditor(const QString& name) const {
+        return transformRows_.editor(name);
+    }
+
+  signals:
+    // A preview finished and is shown (ok) or its error is (not ok). Stale results are dropped
+    // without this signal.
+    void previewFinished(bool ok);
+
+  protected:
+    void showEvent(QShowEvent* event) override;
+
+  private:
+    QWidget* buildSettings();
+    QWidget* buildPreview();
+    void rebuildSourceForm();
+    void rebuildTransformForm();
+    void refresh();
+    void refreshTransformList();
+    void refreshLoaderFacts();
+
+    // One edit of the data spec through the document's undo stack.
+    void apply(const io::DataSpec& after, const QString& text, const QString& mergeKey = {});
+    void commitSourceKind(int index);
+    void commitSourceOption(const AttrRow& row, const graph::AttrValue& value);
+    void commitTransformOption(const AttrRow& row, const graph::AttrValue& value);
+    void commitLoader();
+    void browseFor(const QString& option);
+    void addTransform(const QString& kind);
+    void removeTransform();
+    void moveTransform(int delta);
+
+    // Schedules a preview when what it would show differs from the latest one requested.
+    void maybeSchedulePreview();
+    void schedulePreview();
+    void startPreview();
+    void finishPreview(std::shared_ptr<DataPreview> result);
+    void showPreview(const DataPreview& preview);
+    void showPreviewError(const QString& message);
+    void clearPreview(const QString& note);
+    QString projectDir() const;
+
+    ProjectDocument* document_;
+
+    // Settings (left).
+    QWidget* settings_ = nullptr;
+    QVBoxLayout* settingsColumn_ = nullptr;
+    QComboBox* source_ = nullptr;
+    QLabel* sourceDoc_ = nullptr;
+    QWidget* sourceForm_ = nullptr;
+    std::string shownSourceKind_;
+    AttrRows sourceRows_;
+    QDoubleSpinBox* validation_ = nullptr;
+    QSpinBox* batchSize_ = nullptr;
+    QSpinBox* workers_ = nullptr;
+    QCheckBox* shuffle_ = nullptr;
+    QCheckBox* dropLast_ = nullptr;
+    QListWidget* transforms_ = nullptr;
+    QPushButton* addTransform_ = nullptr;
+    QPushButton* removeTransform_ = nullptr;
+    QPushButton* moveUp_ = nullptr;
+    QPushButton* moveDown_ = nullptr;
+    QLabel* transformDoc_ = nullptr;
+    QWidget* transformForm_ = nullptr;
+    int selectedTransform_ = -1;
+    std::string shownTransformKind_;
+    AttrRows transformRows_;
+
+    // Preview (right).
+    QLabel* summary_ = nullptr;
+    QLabel* loaderFacts_ = nullptr;
+    QLabel* status_ = nullptr;
+    QPushButton* refresh_ = nullptr;
+    QLabel* error_ = nullptr;
+    QLabel* examplesCaption_ = nullptr;
+    QStackedWidget* examples_ = nullptr;
+    ExampleGrid* grid_ = nullptr;
+    QTableWidget* table_ = nullptr;
+    QLabel* examplesNote_ = nullptr;
+    QLabel* chartCaption_ = nullptr;
+    QWidget* previewSections_ = nullptr; // examples and chart, hidden while there is no preview
+    QLabel* targetStats_ = nullptr;
+    QCustomPlot* chart_ = nullptr;
+
+    // Preview state. generation_ counts requests; a result of an older one is stale.
+    QTimer* debounce_ = nullptr;
+    std::shared_ptr<PreviewGuard> guard_;
+    std::thread worker_;
+    bool running_ = false;
+    uint64_t generation_ = 0;
+    // What the latest scheduled preview is of: the spec without its loader settings (they do
+    // not change the examples), the seed and the folder relative paths resolve against.
+    std::optional<io::DataSpec> requested_;
+    uint64_t requestedSeed_ = 0;
+    QString requestedDir_;
+    bool waitingForShow_ = false;
+    bool lastOk_ = false;
+    QString errorText_;
+    int64_t trainSize_ = 0; // of the shown preview, for the batches-per-epoch line
+};
+
+} // namespace myelin::ui
