@@ -1,0 +1,174 @@
+#pragma once
+// The Training page: loss, optimizer and LR schedule (kinds and options from core's component
+// registry, edited with AttrRows), run settings, early stopping, checkpoints and what the hooks
+// capture, next to a live preview of the learning rate over the whole run computed by
+// train::preview_lr. Every committed change is one undoable edit of the project's TrainSpec;
+// the page shows the document's spec again after every change, so undo and redo update it.
+#include "attr_editor.h"
+
+#include <myelin/io/project.h>
+#include <myelin/train/components.h>
+
+#include <QWidget>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+class QCheckBox;
+class QComboBox;
+class QCPItemText;
+class QCPItemTracer;
+class QCustomPlot;
+class QDoubleSpinBox;
+class QEvent;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QMouseEvent;
+class QScrollArea;
+class QSpinBox;
+class QStackedWidget;
+
+namespace myelin::ui {
+
+class ProjectDocument;
+
+class TrainingPage : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit TrainingPage(ProjectDocument* document, QWidget* parent = nullptr);
+    ~TrainingPage() override;
+
+    // While a run trains on the spec: every editor is disabled and `reason` shows in a banner.
+    void setEditingLocked(bool locked, const QString& reason = QString());
+    bool isEditingLocked() const { return locked_; }
+
+    // The learning rate of each preview point (empty for ReduceLROnPlateau or an invalid spec)
+    // and its x: the epoch or optimizer step, counting from 1. Every step up to 20,000 steps;
+    // a longer run is drawn at every k-th step.
+    const std::vector<double>& previewValues() const { return previewLr_; }
+    const std::vector<double>& previewPositions() const { return previewX_; }
+    // The message under the plot when the optimizer or schedule cannot be built; empty when fine.
+    QString previewError() const;
+    // Optimizer steps per epoch the preview assumes for a per-step schedule: computed from the
+    // data spec where the training-set size is known without reading files (Fashion-MNIST),
+    // otherwise the value set in the preview's "assume" field.
+    int64_t previewStepsPerEpoch() const;
+    bool stepsPerEpochKnown() const;
+
+  protected:
+    bool eventFilter(QObject* watched, QEvent* event) override; // hides the hover on leave
+
+  private:
+    // One of the three component choices (loss, optimizer, scheduler): kind combo, the kind's
+    // documentation and its options form in a container the form is rebuilt in.
+    struct Component {
+        const std::vector<train::ComponentKind>* kinds = nullptr;
+        bool optional = false; // the scheduler: "None" first
+        QComboBox* kind = nullptr;
+        QLabel* doc = nullptr;
+        QWidget* container = nullptr; // "lossOptions", "optimizerOptions", "schedulerOptions"
+        QWidget* form = nullptr;      // rebuilt when the kind changes
+        AttrRows rows;
+        std::string shownKind;
+        bool built = false;
+        std::function<std::optional<io::Choice>(const io::TrainSpec&)> get;
+        std::function<void(io::TrainSpec&, std::optional<io::Choice>)> set;
+        QString what; // "loss", "optimizer", "LR schedule" in undo texts
+    };
+
+    void buildUi();
+    QWidget* buildSettings();
+    QWidget* buildPreview();
+    void buildComponent(Component& c, QFormLayout* form, const QString& objectName);
+    void rebuildOptions(Component& c, const std::optional<io::Choice>& choice);
+    void refresh();
+    void refreshMetricCombos(const io::TrainSpec& t);
+    void updateEnabled();
+    void updatePreview();
+    void updateOverview();
+    void showHover(QMouseEvent* event);
+
+    // The document's spec with `change` applied, committed as one undo step. Changes that core
+    // cannot build (optimizer or schedule options it rejects) are refused and explained under
+    // the plot (and under `field` when given) unless the current spec is not buildable either.
+    bool commit(const std::function<void(io::TrainSpec&)>& change, const QString& text,
+                const QString& mergeKey = QString(), const AttrRow* field = nullptr);
+    void commitKind(Component& c);
+    void commitOption(Component& c, const AttrRow& row, const graph::AttrValue& value);
+    void commitSeed();
+    void commitCaptureLayers();
+
+    // The metrics the trainer records for this project (val_* only with a validation split).
+    QStringList availableMetrics() const;
+    std::optional<int64_t> knownStepsPerEpoch() const;
+    // What stops core from building `t`'s optimizer and schedule; empty when it builds.
+    QString buildError(const io::TrainSpec& t) const;
+    int64_t previewSteps(const io::TrainSpec& t) const;
+
+    ProjectDocument* document_;
+    bool locked_ = false;
+    QString lockReason_;
+
+    QLabel* banner_ = nullptr;
+    QScrollArea* scroll_ = nullptr;
+    QWidget* settings_ = nullptr;
+
+    Component loss_, optimizer_, scheduler_;
+    QComboBox* interval_ = nullptr;
+    QComboBox* plateauMetric_ = nullptr;
+    QLabel* plateauMetricWarning_ = nullptr;
+    QLabel* plateauMetricLabel_ = nullptr;
+    QFormLayout* scheduleForm_ = nullptr;
+
+    QSpinBox* epochs_ = nullptr;
+    QSpinBox* accumulation_ = nullptr;
+    QCheckBox* clipNormEnabled_ = nullptr;
+    QDoubleSpinBox* clipNorm_ = nullptr;
+    QCheckBox* clipValueEnabled_ = nullptr;
+    QDoubleSpinBox* clipValue_ = nullptr;
+    QComboBox* precision_ = nullptr;
+    QLineEdit* seed_ = nullptr;
+    QLabel* seedError_ = nullptr;
+    QSpinBox* validateEvery_ = nullptr;
+    QSpinBox* threads_ = nullptr;
+
+    QCheckBox* esEnabled_ = nullptr;
+    QComboBox* esMetric_ = nullptr;
+    QLabel* esMetricWarning_ = nullptr;
+    QComboBox* esMode_ = nullptr;
+    QSpinBox* esPatience_ = nullptr;
+    QDoubleSpinBox* esMinDelta_ = nullptr;
+
+    QSpinBox* ckEvery_ = nullptr;
+    QCheckBox* ckKeepBest_ = nullptr;
+    QSpinBox* ckKeepLast_ = nullptr;
+
+    QCheckBox* capNorms_ = nullptr;
+    QSpinBox* capNormsEvery_ = nullptr;
+    QSpinBox* capSummaries_ = nullptr;
+    QSpinBox* capFeatureMaps_ = nullptr;
+    QLineEdit* capLayers_ = nullptr;
+    QLabel* capLayersError_ = nullptr;
+
+    QLabel* previewSummary_ = nullptr;
+    QStackedWidget* previewStack_ = nullptr;
+    QCustomPlot* plot_ = nullptr;
+    QCPItemTracer* tracer_ = nullptr;
+    QCPItemText* hoverText_ = nullptr;
+    QLabel* previewNote_ = nullptr;
+    QLabel* plateauNote_ = nullptr;
+    QLabel* previewError_ = nullptr;
+    QLabel* stepsInfo_ = nullptr;
+    QWidget* assumeRow_ = nullptr;
+    QSpinBox* assumedSteps_ = nullptr;
+    QLabel* overview_ = nullptr;
+
+    std::vector<double> previewX_, previewLr_;
+    QString refusedError_; // a refused edit's reason, shown until the next document change
+};
+
+} // namespace myelin::ui
