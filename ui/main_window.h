@@ -1,14 +1,34 @@
 #pragma once
-// The studio's main window: menus, the central page, and the status bar.
+// The studio's main window: the welcome page while no project is open, the model editor with its
+// docks (layer palette left, inspector right, problems and model summary below) once one is;
+// the File menu (new from the example gallery, open, recent files, save, autosave recovery), the
+// Edit menu of the editor, and the status bar.
 #include <QMainWindow>
 #include <QString>
 
 class QAction;
+class QDockWidget;
 class QLabel;
+class QMenu;
+class QProgressBar;
+class QStackedWidget;
+class QTabWidget;
+class QToolBar;
 class QUndoStack;
 
 namespace myelin::ui {
 
+class Autosave;
+class DataPage;
+class LayerPalette;
+class ModelEditor;
+class ModelSummaryPanel;
+class NodeInspector;
+class ProblemsPanel;
+class ProjectDocument;
+class TrainingController;
+class TrainingDock;
+class TrainingPage;
 class WelcomePage;
 
 class MainWindow : public QMainWindow {
@@ -17,29 +37,119 @@ class MainWindow : public QMainWindow {
   public:
     // projectPath: the project file the studio was started with; may be empty or missing.
     explicit MainWindow(const QString& projectPath = QString(), QWidget* parent = nullptr);
+    ~MainWindow() override;
 
     // Every change to the open project goes through this stack (Edit > Undo / Redo).
-    QUndoStack* undoStack() const { return undoStack_; }
-    // The project file shown in the title; empty when none was given or it does not exist.
-    QString projectPath() const { return projectPath_; }
+    QUndoStack* undoStack() const;
+    // The open project's file; empty when none is open or it was never saved.
+    QString projectPath() const;
+
+    ProjectDocument* document() const { return document_; }
+    ModelEditor* editor() const { return editor_; }
+    LayerPalette* palette() const { return palette_; }
+    NodeInspector* inspector() const { return inspector_; }
+    ProblemsPanel* problemsPanel() const { return problems_; }
+    ModelSummaryPanel* summaryPanel() const { return summary_; }
+    Autosave* autosave() const { return autosave_; }
+    DataPage* dataPage() const { return dataPage_; }
+    TrainingPage* trainingPage() const { return trainingPage_; }
+    TrainingController* trainingController() const { return training_; }
+    TrainingDock* trainingDock() const { return trainingDock_; }
+    // The Model / Data / Training tabs of an open project.
+    QTabWidget* workspaceTabs() const { return workspaceTabs_; }
+    // Why editing is locked (a training run is going); empty when it is not.
+    QString editingLockReason() const { return lockReason_; }
+
+    // Opens a project file. A file that cannot be read shows its error (with the line or the
+    // field) in a message box and leaves the open project as it was. Unsaved changes are
+    // offered for saving first. True when `path` is now open.
+    bool openProject(const QString& path);
+    // A new untitled project: an empty model, or a copy of the example at `examplePath`.
+    bool newProject(const QString& examplePath = QString());
+    // Save to the project's file (asks for one when it has none); Save As to `path` (asks when
+    // empty). False when nothing was saved.
+    bool saveProject();
+    bool saveProjectAs(const QString& path = QString());
+    // Back to the welcome page (after offering to save).
+    bool closeProject();
+    // Offers the autosaved changes a studio that did not close properly left behind.
+    void offerRecovery();
 
   public slots:
+    // Train > Start: trains the open project on a worker thread (after checking that the model
+    // is valid), recorded in the run store; the live view shows it. False when nothing started.
+    bool startTraining();
+    void pauseTraining();
+    void resumeTraining();
+    void stopTraining();
     void showBackendsDialog();
     void showAboutDialog();
+    void showNewProjectDialog();
+    void showOpenDialog();
 
   protected:
     void changeEvent(QEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
 
   private:
+    void createDocks();
     void createMenus();
     void createStatusBar();
-    void setProject(const QString& path);
+    void createTraining();
+    void updateTrainingActions();
+    // Model, data and training edits are refused while a run trains a snapshot of them.
+    void setEditingLocked(bool locked);
+    void onTrainingError(const QString& message, const QString& module);
+    void openAtStartup(const QString& path);
+    void showProject(bool open);
+    void updateTitle();
+    void updateRecentMenu();
+    void addRecentFile(const QString& path);
+    // Unsaved changes: ask to save them. False when the person cancels.
+    bool maybeSave();
+    void showProjectError(const QString& text);
 
-    QUndoStack* undoStack_ = nullptr;
+    ProjectDocument* document_ = nullptr;
+    Autosave* autosave_ = nullptr;
+    QStackedWidget* pages_ = nullptr;
+    QWidget* workspace_ = nullptr;
+    QTabWidget* workspaceTabs_ = nullptr;
+    QLabel* lockBanner_ = nullptr;
+    DataPage* dataPage_ = nullptr;
+    TrainingPage* trainingPage_ = nullptr;
+    TrainingController* training_ = nullptr;
+    TrainingDock* trainingDock_ = nullptr;
+    QDockWidget* trainingDockWidget_ = nullptr;
+    QToolBar* trainToolBar_ = nullptr;
+    QAction* trainAction_ = nullptr;
+    QAction* pauseAction_ = nullptr;
+    QAction* resumeAction_ = nullptr;
+    QAction* stopAction_ = nullptr;
+    QAction* newAction_ = nullptr;
+    QAction* openAction_ = nullptr;
+    QAction* undoAction_ = nullptr;
+    QAction* redoAction_ = nullptr;
+    QProgressBar* trainProgress_ = nullptr;
+    QLabel* trainStatus_ = nullptr;
+    QString lockReason_;
+    // Where an untitled project's relative data paths point (the example it was made from).
+    QString untitledBaseDir_;
     WelcomePage* welcomePage_ = nullptr;
+    ModelEditor* editor_ = nullptr;
+    LayerPalette* palette_ = nullptr;
+    NodeInspector* inspector_ = nullptr;
+    ProblemsPanel* problems_ = nullptr;
+    ModelSummaryPanel* summary_ = nullptr;
+    QDockWidget* paletteDock_ = nullptr;
+    QDockWidget* inspectorDock_ = nullptr;
+    QDockWidget* problemsDock_ = nullptr;
+    QDockWidget* summaryDock_ = nullptr;
     QLabel* backendsLabel_ = nullptr;
     QAction* fullScreenAction_ = nullptr;
-    QString projectPath_;
+    QAction* saveAction_ = nullptr;
+    QAction* saveAsAction_ = nullptr;
+    QAction* closeAction_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
 };
 
 } // namespace myelin::ui

@@ -4,6 +4,7 @@
 #include "theme.h"
 
 #include <myelin/device.h>
+#include <myelin/io/project.h>
 #include <myelin/version.h>
 
 #include <QAction>
@@ -15,7 +16,11 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QStandardPaths>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QUndoCommand>
@@ -63,11 +68,13 @@ class TestMainWindow : public QObject {
   private slots:
     void initTestCase();
     void menusExist();
-    void onlyUndoRedoStartDisabled();
+    void withoutProjectOnlyProjectActionsAreDisabled();
+    void projectActionsEnableWithProject();
     void statusBarShowsBackends();
     void titleWithoutProject();
     void titleWithProject();
     void missingProjectStillOpens();
+    void malformedProjectAtStartupIsExplained();
     void welcomePageShowsBackends();
     void undoRedoFollowStack();
     void statusBarToggles();
@@ -78,6 +85,11 @@ class TestMainWindow : public QObject {
 };
 
 void TestMainWindow::initTestCase() {
+    // Settings (recent files) and autosave files go to a test location, not the user's.
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("MyelinTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_main_window"));
+    QSettings().clear();
     myelin::ui::applyStudioTheme(*qApp);
     QVERIFY(!myelin::ui::studioIcon().isNull());
 }
@@ -99,19 +111,51 @@ void TestMainWindow::menusExist() {
         QVERIFY2(w.findChild<QAction*>(QString::fromLatin1(name)) != nullptr, name);
 }
 
-// No placeholder entries: every menu action works now, except undo/redo with an empty stack.
-void TestMainWindow::onlyUndoRedoStartDisabled() {
+// No placeholder entries: without a project every menu action works, except undo/redo (empty
+// stack) and the actions that need an open project or a selection.
+const QStringList kProjectActions = {
+    QStringLiteral("actionUndo"), QStringLiteral("actionRedo"), QStringLiteral("actionSave"),
+    QStringLiteral("actionSaveAs"), QStringLiteral("actionCloseProject"),
+    QStringLiteral("actionRecentMenu"), QStringLiteral("actionCut"), QStringLiteral("actionCopy"),
+    QStringLiteral("actionPaste"), QStringLiteral("actionDuplicate"),
+    QStringLiteral("actionDelete"), QStringLiteral("actionRename"),
+    QStringLiteral("actionDisconnect"), QStringLiteral("actionSelectAll"),
+    QStringLiteral("actionArrangeLayers"), QStringLiteral("actionZoomIn"),
+    QStringLiteral("actionZoomOut"), QStringLiteral("actionZoomReset"), QStringLiteral("actionFit"),
+    QStringLiteral("actionSnapToGrid"), QStringLiteral("actionShow_paletteDock"),
+    QStringLiteral("actionShow_inspectorDock"), QStringLiteral("actionShow_problemsDock"),
+    QStringLiteral("actionShow_summaryDock"), QStringLiteral("actionShow_trainingDock"),
+    QStringLiteral("actionTrain"),
+    // No run to pause, resume or stop without a project.
+    QStringLiteral("actionPause"), QStringLiteral("actionResume"), QStringLiteral("actionStop")};
+
+void TestMainWindow::withoutProjectOnlyProjectActionsAreDisabled() {
+    QSettings().remove(QStringLiteral("recentFiles"));
     MainWindow w;
     for (QMenu* menu : w.menuBar()->findChildren<QMenu*>()) {
-        QVERIFY2(!menu->actions().isEmpty(), qPrintable(plainTitle(menu)));
+        QVERIFY2(!menu->actions().isEmpty() || menu->objectName() == QLatin1String("menuRecent"),
+                 qPrintable(plainTitle(menu)));
         for (QAction* action : menu->actions()) {
             if (action->isSeparator()) continue;
-            const QString name = action->objectName();
-            const bool undoRedo =
-                name == QLatin1String("actionUndo") || name == QLatin1String("actionRedo");
-            QVERIFY2(action->isEnabled() != undoRedo, qPrintable(action->text()));
+            const bool needsProject = kProjectActions.contains(action->objectName());
+            QVERIFY2(action->isEnabled() != needsProject,
+                     qPrintable(action->text() + QStringLiteral(" ") + action->objectName()));
         }
     }
+}
+
+void TestMainWindow::projectActionsEnableWithProject() {
+    MainWindow w;
+    QVERIFY(w.newProject());
+    for (const char* name : {"actionSave", "actionSaveAs", "actionCloseProject", "actionSelectAll",
+                             "actionZoomIn", "actionFit", "actionSnapToGrid"})
+        QVERIFY2(w.findChild<QAction*>(QString::fromLatin1(name))->isEnabled(), name);
+    // Selection-dependent actions wait for a selection.
+    for (const char* name : {"actionCut", "actionCopy", "actionDelete", "actionRename"})
+        QVERIFY2(!w.findChild<QAction*>(QString::fromLatin1(name))->isEnabled(), name);
+    QCOMPARE(w.windowTitle(), QStringLiteral("Myelin Studio — Untitled"));
+    QVERIFY(w.closeProject());
+    QCOMPARE(w.windowTitle(), QStringLiteral("Myelin Studio"));
 }
 
 void TestMainWindow::statusBarShowsBackends() {
@@ -133,14 +177,38 @@ void TestMainWindow::titleWithProject() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString path = dir.filePath(QStringLiteral("fashion_mlp.myelin"));
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write("{}\n");
-    file.close();
+    myelin::io::save_project(myelin::io::Project{}, path.toStdString());
 
     MainWindow w(path);
     QCOMPARE(w.windowTitle(), QStringLiteral("Myelin Studio — fashion_mlp.myelin"));
     QCOMPARE(w.projectPath(), QFileInfo(path).absoluteFilePath());
+    // The editor replaces the welcome page.
+    auto* pages = qobject_cast<QStackedWidget*>(w.centralWidget());
+    QVERIFY(pages != nullptr);
+    QCOMPARE(pages->currentWidget()->objectName(), QStringLiteral("workspace"));
+    QCOMPARE(w.workspaceTabs()->currentWidget()->objectName(), QStringLiteral("modelEditor"));
+    QCOMPARE(w.workspaceTabs()->count(), 3); // Model, Data, Training
+}
+
+void TestMainWindow::malformedProjectAtStartupIsExplained() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("broken.myelin"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("{\n  \"format_version\": 1,\n  \"model\": [\n}\n");
+    file.close();
+
+    MainWindow w(path);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QCOMPARE(w.windowTitle(), QStringLiteral("Myelin Studio"));
+    QVERIFY(w.projectPath().isEmpty());
+    auto* notice = w.findChild<QLabel*>(QStringLiteral("projectNotice"));
+    QVERIFY(notice->isVisible());
+    // The message names the file and the line:column of the error.
+    QVERIFY2(notice->text().contains(QStringLiteral("broken.myelin:4:1")),
+             qPrintable(notice->text()));
 }
 
 void TestMainWindow::missingProjectStillOpens() {

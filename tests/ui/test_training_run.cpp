@@ -1,0 +1,299 @@
+// Training from the studio, driven offscreen: Train / Pause / Resume / Stop through the main
+// window's actions, events reaching the live plots, the run ending in the store with the same
+// status, editing locked while the run goes, and a NaN naming (and selecting) its layer.
+#include "graph_scene.h"
+#include "main_window.h"
+#include "model_editor.h"
+#include "project_document.h"
+#include "training_controller.h"
+#include "training_dock.h"
+
+#include <myelin/store/run_store.h>
+
+#include <qcustomplot.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QLabel>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QUndoStack>
+#include <QtTest>
+
+using myelin::ui::MainWindow;
+using myelin::ui::TrainingController;
+
+namespace {
+
+constexpr int kRunTimeoutMs = 120000;
+
+QString artifactsDir() {
+    QString dir = qEnvironmentVariable("MYELIN_TEST_ARTIFACTS");
+    if (dir.isEmpty()) dir = QDir::temp().filePath(QStringLiteral("myelin-test-artifacts"));
+    QDir().mkpath(dir);
+    return dir;
+}
+
+bool writeFile(const QString& path, const QByteArray& data) {
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
+}
+
+// A small classification project in `dir`: 3 blobs in 4-d (CSV) and an MLP. `optimizer` is the
+// optimizer's JSON object.
+QString writeBlobsProject(const QString& dir, int epochs, int rows = 600,
+                          const QByteArray& optimizer = R"({"kind": "Adam", "lr": 0.01})") {
+    QByteArray csv = "x0,x1,x2,x3,label\n";
+    uint32_t state = 12345;
+    auto noise = [&] {
+        state = state * 1664525u + 1013904223u;
+        return (double(state >> 8) / double(1u << 24) - 0.5) * 1.2;
+    };
+    for (int i = 0; i < rows; ++i) {
+        const int c = i % 3;
+        for (int d = 0; d < 4; ++d)
+            csv += QByteArray::number((d == c ? 2.0 : 0.0) + noise()) + ",";
+        csv += QByteArray(1, "abc"[c]) + "\n";
+    }
+    writeFile(dir + "/blobs.csv", csv);
+    QByteArray project = R"({"format_version": 1, "name": "blobs",
+      "model": {"nodes": [
+        {"id": 1, "kind": "Input", "attrs": {"shape": [4]}},
+        {"id": 2, "kind": "Linear", "name": "fc1", "attrs": {"in_features": 4, "out_features": 16}},
+        {"id": 3, "kind": "ReLU"},
+        {"id": 4, "kind": "Linear", "name": "fc2", "attrs": {"in_features": 16, "out_features": 3}},
+        {"id": 5, "kind": "Output"}],
+        "edges": [{"from": 1, "to": 2}, {"from": 2, "to": 3}, {"from": 3, "to": 4}, {"from": 4, "to": 5}]},
+      "data": {"source": {"kind": "csv", "path": "blobs.csv", "target_column": "label"},
+               "batch_size": 16, "num_workers": 0},
+      "training": {"loss": {"kind": "CrossEntropyLoss"}, "optimizer": OPTIMIZER,
+                   "epochs": EPOCHS, "seed": 3}})";
+    project.replace("EPOCHS", QByteArray::number(epochs));
+    project.replace("OPTIMIZER", optimizer);
+    writeFile(dir + "/blobs.myelin", project);
+    return dir + "/blobs.myelin";
+}
+
+QAction* action(MainWindow& w, const char* name) {
+    return w.findChild<QAction*>(QString::fromLatin1(name));
+}
+
+} // namespace
+
+class TestTrainingRun : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void trainsAndRecordsTheRun();
+    void pauseResumeAndStop();
+    void nanNamesAndSelectsTheLayer();
+    void invalidModelIsNotTrained();
+    void storeThatCannotOpenIsReported();
+
+  private:
+    QTemporaryDir home_;
+};
+
+void TestTrainingRun::initTestCase() {
+    QVERIFY(home_.isValid());
+    // Keep settings, recent files and autosaves of this test away from the person's own.
+    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
+    qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().clear();
+}
+
+void TestTrainingRun::trainsAndRecordsTheRun() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 3);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    MainWindow w;
+    w.trainingController()->setStorePath(store);
+    w.resize(1280, 860);
+    w.show();
+    QVERIFY(w.openProject(project));
+    QVERIFY(action(w, "actionTrain")->isEnabled());
+    QVERIFY(!action(w, "actionStop")->isEnabled());
+
+    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+    QSignalSpy steps(w.trainingController(), &TrainingController::stepMetrics);
+    QSignalSpy started(w.trainingController(), &TrainingController::runStarted);
+    action(w, "actionTrain")->trigger();
+    QVERIFY(w.trainingController()->isActive());
+    // Locked while it trains: the document refuses edits, the banner says why, Train is off.
+    QVERIFY(w.document()->isLocked());
+    QVERIFY(!w.editingLockReason().isEmpty());
+    QVERIFY(w.findChild<QLabel*>(QStringLiteral("lockBanner"))->isVisible());
+    QVERIFY(!action(w, "actionTrain")->isEnabled());
+    QVERIFY(!action(w, "actionOpen")->isEnabled());
+    myelin::graph::ModelSpec edited = w.document()->spec();
+    edited.nodes[1].name = "renamed";
+    w.document()->applyEdit(edited, QStringLiteral("Rename"));
+    QCOMPARE(w.document()->undoStack()->count(), 0);
+    QCOMPARE(w.document()->spec().nodes[1].name, std::string("fc1"));
+
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Finished);
+    QCOMPARE(w.trainingController()->state(), TrainingController::State::Idle);
+    QVERIFY(!w.document()->isLocked());
+    QVERIFY(action(w, "actionTrain")->isEnabled());
+    QVERIFY(!w.findChild<QLabel*>(QStringLiteral("lockBanner"))->isVisible());
+
+    // Every optimizer step reached the plot (600 rows: 20% test, 10% of the rest validation,
+    // 432 training rows in batches of 16 = 27 steps per epoch).
+    QCOMPARE(started.count(), 1);
+    const int64_t stepsPerEpoch =
+        started.at(0).at(0).value<myelin::train::RunStarted>().steps_per_epoch;
+    QCOMPARE(stepsPerEpoch, int64_t(27));
+    QCOMPARE(int64_t(steps.count()), 3 * stepsPerEpoch);
+    auto* dock = w.trainingDock();
+    QCOMPARE(int64_t(dock->stepLossPoints()), 3 * stepsPerEpoch);
+    QCOMPARE(dock->validationLossPoints(), 3);
+    QVERIFY(dock->lrPlot()->graph(0)->data()->size() > 0);
+    QVERIFY(dock->accuracyPlot()->graph(1)->data()->size() == 3);
+    // The blobs are easy: the last validation accuracy is high.
+    const double lastAccuracy = (dock->accuracyPlot()->graph(1)->data()->constEnd() - 1)->value;
+    QVERIFY2(lastAccuracy > 0.9, qPrintable(QString::number(lastAccuracy)));
+
+    // The run is in the store like a CLI run.
+    auto runs = myelin::store::RunStore::open(store.toStdString());
+    const auto list = runs.list_runs();
+    QCOMPARE(list.size(), size_t(1));
+    QCOMPARE(list[0].run.id, w.trainingController()->runId());
+    QCOMPARE(int(list[0].run.status), int(myelin::store::RunStatus::Finished));
+    QCOMPARE(runs.metric_series(list[0].run.id, "loss").size(), size_t(3 * stepsPerEpoch));
+    QCOMPARE(runs.params(list[0].run.id).at("optimizer"), std::string("Adam"));
+    QVERIFY(!runs.artifacts(list[0].run.id).empty());
+
+    w.grab().save(QDir(artifactsDir()).filePath(QStringLiteral("training_run_finished.png")));
+}
+
+void TestTrainingRun::pauseResumeAndStop() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 100000);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    MainWindow w;
+    w.trainingController()->setStorePath(store);
+    w.show();
+    QVERIFY(w.openProject(project));
+    TrainingController* controller = w.trainingController();
+    QSignalSpy steps(controller, &TrainingController::stepMetrics);
+    QSignalSpy finished(controller, &TrainingController::finished);
+    QVERIFY(w.startTraining());
+    QVERIFY(steps.wait(kRunTimeoutMs));
+
+    action(w, "actionPause")->trigger();
+    QCOMPARE(controller->state(), TrainingController::State::Paused);
+    QVERIFY(action(w, "actionResume")->isEnabled());
+    QVERIFY(!action(w, "actionPause")->isEnabled());
+    // The step under way finishes; after that no step is reported while paused.
+    QTest::qWait(300);
+    const int pausedAt = steps.count();
+    QTest::qWait(400);
+    QCOMPARE(steps.count(), pausedAt);
+    QVERIFY(w.document()->isLocked()); // pausing does not unlock editing
+
+    action(w, "actionResume")->trigger();
+    QCOMPARE(controller->state(), TrainingController::State::Running);
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() > pausedAt, kRunTimeoutMs);
+
+    action(w, "actionStop")->trigger();
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Stopped);
+    QCOMPARE(controller->state(), TrainingController::State::Idle);
+    QVERIFY(!w.document()->isLocked());
+
+    // Stopped in the store, with the checkpoint the stop wrote (resumable from the CLI).
+    auto runs = myelin::store::RunStore::open(store.toStdString());
+    const auto list = runs.list_runs();
+    QCOMPARE(list.size(), size_t(1));
+    QCOMPARE(int(list[0].run.status), int(myelin::store::RunStatus::Stopped));
+    const auto artifacts = runs.artifacts(list[0].run.id);
+    QVERIFY(!artifacts.empty());
+    QVERIFY(QFile::exists(QString::fromStdString(artifacts.back().path.string())));
+}
+
+void TestTrainingRun::nanNamesAndSelectsTheLayer() {
+    QTemporaryDir dir;
+    // An absurd learning rate: the weights overflow in the first steps and fc1's output turns
+    // non-finite.
+    const QString project = writeBlobsProject(dir.path(), 5, 600, R"({"kind": "SGD", "lr": 1e38})");
+    MainWindow w;
+    w.trainingController()->setStorePath(dir.filePath(QStringLiteral("runs.sqlite")));
+    w.show();
+    QVERIFY(w.openProject(project));
+    QSignalSpy errors(w.trainingController(), &TrainingController::runError);
+    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+    QVERIFY(w.startTraining());
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Failed);
+    QCOMPARE(errors.count(), 1);
+    const QString message = errors.at(0).at(0).toString();
+    const QString module = errors.at(0).at(1).toString();
+    QVERIFY2(message.contains(QStringLiteral("non-finite"), Qt::CaseInsensitive) ||
+                 message.contains(QStringLiteral("NaN")),
+             qPrintable(message));
+    QVERIFY2(module == QStringLiteral("fc1") || module == QStringLiteral("fc2"),
+             qPrintable(module));
+    // The layer is selected on the canvas and the error is shown.
+    const std::vector<myelin::graph::NodeId> selected = w.editor()->scene()->selectedNodeIds();
+    QCOMPARE(selected.size(), size_t(1));
+    QCOMPARE(QString::fromStdString(w.document()->spec().find(selected[0])->name), module);
+    auto* box = w.findChild<QMessageBox*>(QStringLiteral("trainingErrorBox"));
+    QVERIFY(box != nullptr);
+    QVERIFY(box->informativeText().contains(message.left(20)));
+    QVERIFY(w.trainingDock()->logText().contains(module));
+    box->close();
+}
+
+void TestTrainingRun::invalidModelIsNotTrained() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 1);
+    MainWindow w;
+    w.trainingController()->setStorePath(dir.filePath(QStringLiteral("runs.sqlite")));
+    QVERIFY(w.openProject(project));
+    // fc2 expects 16 features; 8 does not fit.
+    myelin::graph::ModelSpec broken = w.document()->spec();
+    broken.node(4).attrs.set("in_features", int64_t(8));
+    w.document()->applyEdit(broken, QStringLiteral("Break"));
+    QVERIFY(!w.startTraining());
+    QVERIFY(!w.trainingController()->isActive());
+    QVERIFY(w.findChild<QMessageBox*>(QStringLiteral("cannotTrainBox")) != nullptr);
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("runs.sqlite"))));
+}
+
+void TestTrainingRun::storeThatCannotOpenIsReported() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 1);
+    // A folder where the store file should be: it cannot be opened as a database.
+    const QString store = dir.filePath(QStringLiteral("not-a-file"));
+    QVERIFY(QDir().mkpath(store));
+    MainWindow w;
+    w.trainingController()->setStorePath(store);
+    QVERIFY(w.openProject(project));
+    QSignalSpy errors(w.trainingController(), &TrainingController::runError);
+    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+    QVERIFY(w.startTraining());
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Failed);
+    QCOMPARE(errors.count(), 1);
+    QVERIFY2(errors.at(0).at(0).toString().contains(QStringLiteral("not-a-file")),
+             qPrintable(errors.at(0).at(0).toString()));
+    QVERIFY(!w.document()->isLocked());
+    if (auto* box = w.findChild<QMessageBox*>(QStringLiteral("trainingErrorBox"))) box->close();
+}
+
+QTEST_MAIN(TestTrainingRun)
+#include "test_training_run.moc"

@@ -1,0 +1,238 @@
+#include "training_controller.h"
+
+#include <myelin/device.h>
+#include <myelin/error.h>
+#include <myelin/store/run_store.h>
+#include <myelin/train/store_sink.h>
+#include <myelin/train/trainer.h>
+
+#include <QThread>
+#include <QTimer>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+
+namespace myelin::ui {
+
+namespace {
+
+constexpr int kDrainIntervalMs = 33; // ~30 Hz: smooth plots, negligible cost
+constexpr size_t kQueueCapacity = 4096;
+constexpr size_t kMaxEventsPerDrain = 2048;
+
+} // namespace
+
+// What the GUI thread and the worker share. The trainer exists only while run() goes; requests
+// made before that are remembered and applied when it does.
+struct TrainingController::Session {
+    train::EventQueue queue{kQueueCapacity};
+    std::mutex mutex;
+    train::Trainer* trainer = nullptr;
+    bool stopRequested = false;
+    bool pauseRequested = false;
+    std::atomic<int64_t> runId{-1};
+    std::string storePath;
+};
+
+TrainingController::TrainingController(QObject* parent)
+    : QObject(parent), storePath_(QString::fromStdString(store::default_store_path().string())) {
+    drainTimer_ = new QTimer(this);
+    drainTimer_->setInterval(kDrainIntervalMs);
+    connect(drainTimer_, &QTimer::timeout, this, &TrainingController::drain);
+}
+
+TrainingController::~TrainingController() {
+    if (thread_ != nullptr) {
+        stop();
+        thread_->wait();
+        delete thread_;
+    }
+}
+
+bool TrainingController::start(const io::Project& project, const QString& projectDir,
+                               const TrainingStartOptions& options) {
+    if (isActive()) return false;
+    session_ = std::make_shared<Session>();
+    session_->storePath = storePath_.toStdString();
+    runId_ = -1;
+    progress_ = train::Progress{};
+    delivered_ = 0;
+    finalStatus_.reset();
+    auto session = session_;
+    const std::string dir = projectDir.isEmpty() ? std::string(".") : projectDir.toStdString();
+    thread_ = QThread::create([session, project, dir, options] {
+        trainInSession(session, project, dir, options);
+        session->queue.close();
+    });
+    thread_->setObjectName(QStringLiteral("trainingThread"));
+    connect(thread_, &QThread::finished, this, &TrainingController::onThreadFinished);
+    setState(State::Running);
+    thread_->start();
+    drainTimer_->start();
+    return true;
+}
+
+void TrainingController::pause() {
+    if (state_ != State::Running || !session_) return;
+    {
+        std::lock_guard lock(session_->mutex);
+        session_->pauseRequested = true;
+        if (session_->trainer != nullptr) session_->trainer->pause();
+    }
+    setState(State::Paused);
+}
+
+void TrainingController::resume() {
+    if (state_ != State::Paused || !session_) return;
+    {
+        std::lock_guard lock(session_->mutex);
+        session_->pauseRequested = false;
+        if (session_->trainer != nullptr) session_->trainer->resume();
+    }
+    setState(State::Running);
+}
+
+void TrainingController::stop() {
+    if (!isActive() || !session_) return;
+    {
+        std::lock_guard lock(session_->mutex);
+        session_->stopRequested = true;
+        if (session_->trainer != nullptr) session_->trainer->stop();
+    }
+    setState(State::Stopping);
+}
+
+bool TrainingController::wait(int timeoutMs) {
+    if (thread_ == nullptr) return true;
+    return thread_->wait(QDeadlineTimer(timeoutMs));
+}
+
+uint64_t TrainingController::eventsDropped() const {
+    return session_ ? session_->queue.dropped() : 0;
+}
+
+void TrainingController::setState(State state) {
+    if (state == state_) return;
+    state_ = state;
+    emit stateChanged(state);
+}
+
+void TrainingController::drain() {
+    if (!session_) return;
+    if (runId_ < 0 && session_->runId >= 0) {
+        runId_ = session_->runId;
+        emit runCreated(runId_, QString::fromStdString(session_->storePath));
+    }
+    std::vector<train::Event> events;
+    session_->queue.drain(events, kMaxEventsPerDrain);
+    for (const train::Event& event : events)
+        dispatch(event);
+    delivered_ += events.size();
+}
+
+void TrainingController::dispatch(const train::Event& event) {
+    if (const auto* e = event.get<train::RunStarted>()) {
+        emit runStarted(*e);
+    } else if (const auto* e = event.get<train::StepMetrics>()) {
+        emit stepMetrics(*e);
+    } else if (const auto* e = event.get<train::EpochMetrics>()) {
+        emit epochMetrics(*e);
+    } else if (const auto* e = event.get<train::Progress>()) {
+        progress_ = *e;
+        emit progressChanged(*e);
+    } else if (const auto* e = event.get<train::CheckpointSaved>()) {
+        emit checkpointSaved(*e);
+    } else if (const auto* e = event.get<train::LogMessage>()) {
+        emit logMessage(QString::fromStdString(e->text), e->level == train::LogLevel::Warning);
+    } else if (const auto* e = event.get<train::RunError>()) {
+        emit runError(QString::fromStdString(e->message),
+                      e->module ? QString::fromStdString(*e->module) : QString());
+    } else if (const auto* e = event.get<train::Finished>()) {
+        // Reported once the worker has ended (onThreadFinished): then a new run can start.
+        finalStatus_ = e->status;
+    }
+    // Tensor summaries and feature maps are recorded in the store; the live view does not show
+    // them yet.
+}
+
+void TrainingController::onThreadFinished() {
+    // Everything the worker pushed is in the closed queue: deliver it all before going idle.
+    while (session_ && !session_->queue.exhausted())
+        drain();
+    drainTimer_->stop();
+    thread_->deleteLater();
+    thread_ = nullptr;
+    setState(State::Idle);
+    // No Finished event means the worker ended without one (it cannot, short of a bug): failed.
+    emit finished(finalStatus_.value_or(train::RunStatus::Failed));
+}
+
+void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
+                                        const io::Project& project, const std::string& projectDir,
+                                        const TrainingStartOptions& start) {
+    auto fail = [&](const std::string& message) {
+        session->queue.push(train::RunError{message, 0, 0, std::nullopt});
+        session->queue.push(train::Finished{train::RunStatus::Failed, 0, 0});
+    };
+    std::optional<store::RunStore> store;
+    int64_t runId = -1;
+    try {
+        store.emplace(store::RunStore::open(session->storePath));
+        train::TrainerOptions options;
+        options.project_dir = projectDir;
+        options.epochs = start.epochs;
+        options.max_steps = start.maxSteps;
+        options.run_name = !start.runName.isEmpty() ? start.runName.toStdString()
+                           : !project.name.empty()  ? project.name
+                                                    : std::string("untitled");
+        store::RunInfo info;
+        info.name = options.run_name;
+        info.project_json = io::serialize_project(project);
+        info.device = "cpu";
+        info.threads = get_num_threads();
+        // The run exists in the store before anything can fail, so a failed setup is recorded.
+        runId = store->create_run(info);
+        session->runId = runId;
+        options.checkpoint_dir = store->artifact_folder(runId) / "checkpoints";
+
+        std::unique_ptr<train::Trainer> trainer;
+        try {
+            trainer = std::make_unique<train::Trainer>(project, options);
+        } catch (const Error& e) {
+            store->finish_run(runId, store::RunStatus::Failed, e.what());
+            fail(e.what());
+            return;
+        }
+        train::record_run_params(*store, runId, *trainer, project);
+        train::StoreSink storeSink(*store, runId);
+        train::FanOut fan;
+        fan.add(storeSink);
+        fan.add(session->queue);
+        trainer->set_sink(&fan);
+        {
+            std::lock_guard lock(session->mutex);
+            if (session->stopRequested) trainer->stop();
+            if (session->pauseRequested) trainer->pause();
+            session->trainer = trainer.get();
+        }
+        const train::TrainResult result = trainer->run();
+        {
+            std::lock_guard lock(session->mutex);
+            session->trainer = nullptr;
+        }
+        train::record_test_metrics(*store, runId, result);
+    } catch (const std::exception& e) {
+        // The store itself failed (cannot be opened, locked past its busy timeout, disk full).
+        if (store && runId >= 0) {
+            try {
+                store->finish_run(runId, store::RunStatus::Failed, e.what());
+            } catch (const std::exception&) {
+                // Already failing on the store: the message below says why.
+            }
+        }
+        fail(e.what());
+    }
+}
+
+} // namespace myelin::ui

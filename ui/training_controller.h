@@ -1,0 +1,100 @@
+#pragma once
+// Runs a train::Trainer on a worker QThread for the studio, exactly as `myelin train` does: the
+// run is created in the SQLite run store (a StoreSink records every event there), checkpoints go
+// to the run's artifact folder, and the trainer's events also go into a bounded EventQueue that
+// a ~30 Hz timer on the GUI thread drains into the signals below — a fast training loop never
+// floods the event loop, and the loop never waits for the UI. pause(), resume() and stop() may be
+// called at any time (also before the trainer is built: a stop then cancels the start).
+#include <myelin/io/project.h>
+#include <myelin/train/events.h>
+
+#include <QObject>
+#include <QString>
+
+#include <memory>
+#include <optional>
+
+class QThread;
+class QTimer;
+
+namespace myelin::ui {
+
+struct TrainingStartOptions {
+    std::optional<int64_t> epochs; // override the project's
+    int64_t maxSteps = 0;          // stop after this many optimizer steps; 0: no limit
+    QString runName;               // empty: the project's name
+};
+
+class TrainingController : public QObject {
+    Q_OBJECT
+
+  public:
+    enum class State { Idle, Running, Paused, Stopping };
+    Q_ENUM(State)
+
+    explicit TrainingController(QObject* parent = nullptr);
+    // Stops a run that is still going and waits for its thread.
+    ~TrainingController() override;
+
+    // The run store runs are recorded in (default: store::default_store_path()).
+    void setStorePath(const QString& path) { storePath_ = path; }
+    QString storePath() const { return storePath_; }
+
+    // Starts training a snapshot of `project`; data paths are relative to `projectDir`. False
+    // (with nothing started) when a run is already going. Problems found later — a store that
+    // cannot be opened, data that does not fit the model, a NaN — arrive as runError() and
+    // finished(Failed).
+    bool start(const io::Project& project, const QString& projectDir,
+               const TrainingStartOptions& options = {});
+    void pause();
+    void resume();
+    // Finishes the current optimizer step, writes a checkpoint and ends the run as stopped.
+    void stop();
+    // Waits (processing no events) until the worker thread has ended; true when it has.
+    bool wait(int timeoutMs);
+
+    State state() const { return state_; }
+    bool isActive() const { return state_ != State::Idle; }
+    // The run's id in the store; -1 before it is created.
+    int64_t runId() const { return runId_; }
+    const train::Progress& progress() const { return progress_; }
+    // Everything drained so far: how many events, and how many the queue dropped as superseded.
+    uint64_t eventsDelivered() const { return delivered_; }
+    uint64_t eventsDropped() const;
+
+  signals:
+    void stateChanged(myelin::ui::TrainingController::State state);
+    void runCreated(qint64 runId, const QString& storePath);
+    void runStarted(const myelin::train::RunStarted& started);
+    void stepMetrics(const myelin::train::StepMetrics& metrics);
+    void epochMetrics(const myelin::train::EpochMetrics& metrics);
+    void progressChanged(const myelin::train::Progress& progress);
+    void checkpointSaved(const myelin::train::CheckpointSaved& checkpoint);
+    void logMessage(const QString& text, bool warning);
+    // The run failed: the message, and the module where a NaN/Inf first appeared (may be empty).
+    void runError(const QString& message, const QString& module);
+    // The run ended and the controller is idle again (the store has the final status).
+    void finished(myelin::train::RunStatus status);
+
+  private:
+    struct Session;
+    // The worker thread's whole job: what `myelin train` does, with the queue as a second sink.
+    static void trainInSession(const std::shared_ptr<Session>& session, const io::Project& project,
+                               const std::string& projectDir, const TrainingStartOptions& start);
+    void drain();
+    void dispatch(const train::Event& event);
+    void setState(State state);
+    void onThreadFinished();
+
+    QString storePath_;
+    std::shared_ptr<Session> session_;
+    QThread* thread_ = nullptr;
+    QTimer* drainTimer_ = nullptr;
+    State state_ = State::Idle;
+    int64_t runId_ = -1;
+    train::Progress progress_;
+    uint64_t delivered_ = 0;
+    std::optional<train::RunStatus> finalStatus_; // from the Finished event
+};
+
+} // namespace myelin::ui

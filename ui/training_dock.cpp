@@ -1,0 +1,368 @@
+#include "training_dock.h"
+
+#include "theme.h"
+#include "training_controller.h"
+
+#include <qcustomplot.h>
+
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QTime>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace myelin::ui {
+
+namespace {
+
+const char* kStyleSheet = R"(
+#trainingDock { background: #FFFFFF; }
+#trainingState {
+    border-radius: 9px; padding: 2px 10px; font-weight: bold; color: #FFFFFF;
+    background: #7B8794;
+}
+#trainingRun { font-weight: bold; color: #1F2933; }
+#trainingStats { color: #52606D; }
+#trainingLog { border: 1px solid #DDE1E6; background: #FBFBFC; font-size: 8.5pt; }
+)";
+
+const QColor kTrainStep{0x9E, 0xC1, 0xE3};
+const QColor kTrain{0x2F, 0x62, 0x96};
+const QColor kValidation{0xE0, 0x7A, 0x1F};
+
+QCustomPlot* makePlot(const QString& title, const QString& yLabel, QWidget* parent) {
+    auto* plot = new QCustomPlot(parent);
+    plot->setMinimumSize(220, 150);
+    plot->setBackground(QBrush(colors::kSurface));
+    plot->plotLayout()->insertRow(0);
+    auto* heading = new QCPTextElement(plot, title, QFont(plot->font().family(), 9, QFont::Bold));
+    heading->setTextColor(colors::kText);
+    plot->plotLayout()->addElement(0, 0, heading);
+    for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
+        axis->setBasePen(QPen(colors::kBorder));
+        axis->setTickPen(QPen(colors::kBorder));
+        axis->setSubTickPen(QPen(colors::kBorder));
+        axis->setTickLabelColor(colors::kMutedText);
+        axis->setLabelColor(colors::kMutedText);
+        axis->grid()->setPen(QPen(colors::kGridLine));
+    }
+    plot->yAxis->setLabel(yLabel);
+    plot->legend->setVisible(true);
+    plot->legend->setBrush(QBrush(QColor(255, 255, 255, 220)));
+    plot->legend->setBorderPen(QPen(colors::kBorder));
+    plot->legend->setFont(QFont(plot->font().family(), 7));
+    plot->legend->setIconSize(14, 8);
+    plot->legend->setRowSpacing(-2);
+    plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    return plot;
+}
+
+QCPGraph* addCurve(QCustomPlot* plot, const QString& name, const QColor& color, bool markers) {
+    QCPGraph* graph = plot->addGraph();
+    graph->setName(name);
+    graph->setPen(QPen(color, markers ? 2.0 : 1.2));
+    if (markers)
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 6));
+    return graph;
+}
+
+// Fits both axes to the data with a little margin; a flat curve (a constant learning rate) gets
+// a band around its value instead of QCustomPlot's default range.
+void fitAxes(QCustomPlot* plot) {
+    bool foundKeys = false, foundValues = false;
+    QCPRange keys, values;
+    for (int i = 0; i < plot->graphCount(); ++i) {
+        bool found = false;
+        const QCPRange k = plot->graph(i)->getKeyRange(found);
+        if (found)
+            keys = foundKeys
+                       ? QCPRange(std::min(keys.lower, k.lower), std::max(keys.upper, k.upper))
+                       : k;
+        foundKeys = foundKeys || found;
+        const QCPRange v = plot->graph(i)->getValueRange(found);
+        if (found)
+            values = foundValues ? QCPRange(std::min(values.lower, v.lower),
+                                            std::max(values.upper, v.upper))
+                                 : v;
+        foundValues = foundValues || found;
+    }
+    if (!foundKeys || !foundValues) return;
+    const double pad =
+        values.size() > 0 ? values.size() * 0.08 : std::max(std::abs(values.center()) * 0.1, 1e-6);
+    plot->yAxis->setRange(values.lower - pad, values.upper + pad);
+    plot->xAxis->setRange(keys.size() > 0 ? keys : QCPRange(keys.lower - 1, keys.upper + 1));
+}
+
+QString stateText(TrainingController::State state) {
+    switch (state) {
+    case TrainingController::State::Idle:
+        return QObject::tr("Idle");
+    case TrainingController::State::Running:
+        return QObject::tr("Training");
+    case TrainingController::State::Paused:
+        return QObject::tr("Paused");
+    case TrainingController::State::Stopping:
+        return QObject::tr("Stopping…");
+    }
+    return {};
+}
+
+QString stateColor(TrainingController::State state) {
+    switch (state) {
+    case TrainingController::State::Running:
+        return colors::kOk.name();
+    case TrainingController::State::Paused:
+        return colors::kWarning.name();
+    case TrainingController::State::Stopping:
+        return colors::kAccent.name();
+    case TrainingController::State::Idle:
+        break;
+    }
+    return QStringLiteral("#7B8794");
+}
+
+} // namespace
+
+QString formatDuration(double seconds) {
+    if (!(seconds >= 0) || !std::isfinite(seconds)) return QStringLiteral("—");
+    const qint64 s = qint64(std::llround(seconds));
+    if (s < 60) return QObject::tr("%1 s").arg(s);
+    const qint64 h = s / 3600, m = (s % 3600) / 60, sec = s % 60;
+    if (h > 0)
+        return QStringLiteral("%1:%2:%3")
+            .arg(h)
+            .arg(m, 2, 10, QLatin1Char('0'))
+            .arg(sec, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1:%2").arg(m).arg(sec, 2, 10, QLatin1Char('0'));
+}
+
+TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
+    : QWidget(parent), controller_(controller) {
+    setObjectName(QStringLiteral("trainingDock"));
+    setAttribute(Qt::WA_StyledBackground, true);
+    setStyleSheet(QString::fromLatin1(kStyleSheet));
+
+    stateLabel_ = new QLabel(this);
+    stateLabel_->setObjectName(QStringLiteral("trainingState"));
+    runLabel_ = new QLabel(tr("No run yet — press Train (F5) to start one."), this);
+    runLabel_->setObjectName(QStringLiteral("trainingRun"));
+    statsLabel_ = new QLabel(this);
+    statsLabel_->setObjectName(QStringLiteral("trainingStats"));
+    auto* header = new QHBoxLayout;
+    header->setSpacing(10);
+    header->addWidget(stateLabel_);
+    header->addWidget(runLabel_);
+    header->addStretch(1);
+    header->addWidget(statsLabel_);
+
+    lossPlot_ = makePlot(tr("Loss"), tr("loss"), this);
+    lossPlot_->setObjectName(QStringLiteral("lossPlot"));
+    lossPlot_->xAxis->setLabel(tr("step"));
+    stepLoss_ = addCurve(lossPlot_, tr("train (step)"), kTrainStep, false);
+    epochLoss_ = addCurve(lossPlot_, tr("train (epoch)"), kTrain, true);
+    validationLoss_ = addCurve(lossPlot_, tr("validation"), kValidation, true);
+
+    accuracyPlot_ = makePlot(tr("Accuracy"), tr("accuracy"), this);
+    accuracyPlot_->setObjectName(QStringLiteral("accuracyPlot"));
+    accuracyPlot_->xAxis->setLabel(tr("epoch"));
+    trainScore_ = addCurve(accuracyPlot_, tr("train"), kTrain, true);
+    validationScore_ = addCurve(accuracyPlot_, tr("validation"), kValidation, true);
+
+    lrPlot_ = makePlot(tr("Learning rate"), tr("lr"), this);
+    lrPlot_->setObjectName(QStringLiteral("lrPlot"));
+    lrPlot_->xAxis->setLabel(tr("step"));
+    lrPlot_->legend->setVisible(false);
+    learningRate_ = addCurve(lrPlot_, tr("lr"), kTrain, false);
+
+    log_ = new QPlainTextEdit(this);
+    log_->setObjectName(QStringLiteral("trainingLog"));
+    log_->setReadOnly(true);
+    log_->setMaximumBlockCount(2000);
+    log_->setMinimumWidth(220);
+    log_->setPlaceholderText(tr("Checkpoints, warnings and errors of the run appear here."));
+
+    auto* plots = new QHBoxLayout;
+    plots->setSpacing(8);
+    plots->addWidget(lossPlot_, 3);
+    plots->addWidget(accuracyPlot_, 2);
+    plots->addWidget(lrPlot_, 2);
+    plots->addWidget(log_, 2);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(10, 8, 10, 8);
+    layout->setSpacing(6);
+    layout->addLayout(header);
+    layout->addLayout(plots, 1);
+
+    connect(controller_, &TrainingController::stateChanged, this, [this] { updateHeader(); });
+    // A new run starts from clean plots.
+    connect(controller_, &TrainingController::runCreated, this, [this](qint64 id, const QString&) {
+        clear(QString());
+        runId_ = id;
+        updateHeader();
+    });
+    connect(controller_, &TrainingController::runStarted, this,
+            [this](const train::RunStarted& started) {
+                runName_ = QString::fromStdString(started.run_name);
+                progress_.epochs = started.epochs;
+                progress_.steps_per_epoch = started.steps_per_epoch;
+                if (started.start_step > 0)
+                    appendLog(tr("resumed at epoch %1, step %2")
+                                  .arg(started.start_epoch + 1)
+                                  .arg(started.start_step));
+                updateHeader();
+            });
+    connect(controller_, &TrainingController::stepMetrics, this, &TrainingDock::onStep);
+    connect(controller_, &TrainingController::epochMetrics, this, &TrainingDock::onEpoch);
+    connect(controller_, &TrainingController::progressChanged, this, &TrainingDock::onProgress);
+    connect(controller_, &TrainingController::checkpointSaved, this,
+            [this](const train::CheckpointSaved& c) {
+                appendLog(tr("checkpoint%1 at step %2: %3")
+                              .arg(c.is_best ? tr(" (best)") : QString())
+                              .arg(c.step)
+                              .arg(QFileInfo(QString::fromStdString(c.path)).fileName()));
+            });
+    connect(controller_, &TrainingController::logMessage, this,
+            [this](const QString& text, bool warning) {
+                appendLog(text, warning ? colors::kWarning.name() : QString());
+            });
+    connect(controller_, &TrainingController::runError, this,
+            [this](const QString& message, const QString& module) {
+                appendLog(module.isEmpty() ? tr("error: %1").arg(message)
+                                           : tr("error in %1: %2").arg(module, message),
+                          colors::kError.name());
+            });
+    connect(controller_, &TrainingController::finished, this, [this](train::RunStatus status) {
+        appendLog(tr("run %1").arg(QString::fromLatin1(train::run_status_name(status))),
+                  status == train::RunStatus::Failed ? colors::kError.name() : colors::kOk.name());
+        updateHeader();
+    });
+    updateHeader();
+}
+
+void TrainingDock::clear(const QString& runName) {
+    for (QCustomPlot* plot : {lossPlot_, accuracyPlot_, lrPlot_}) {
+        for (int i = 0; i < plot->graphCount(); ++i)
+            plot->graph(i)->data()->clear();
+        plot->replot(QCustomPlot::rpQueuedReplot);
+    }
+    log_->clear();
+    runName_ = runName;
+    scoreMetric_.clear();
+    progress_ = train::Progress{};
+    updateHeader();
+}
+
+int TrainingDock::stepLossPoints() const {
+    return stepLoss_->data()->size();
+}
+int TrainingDock::validationLossPoints() const {
+    return validationLoss_->data()->size();
+}
+
+QString TrainingDock::headerText() const {
+    return runLabel_->text() + QLatin1Char(' ') + statsLabel_->text();
+}
+
+QString TrainingDock::logText() const {
+    return log_->toPlainText();
+}
+
+void TrainingDock::onStep(const train::StepMetrics& m) {
+    stepLoss_->addData(double(m.step), m.loss);
+    learningRate_->addData(double(m.step), m.lr);
+    replot();
+}
+
+void TrainingDock::onEpoch(const train::EpochMetrics& m) {
+    const double step = double(m.step);
+    if (auto it = m.train.find("loss"); it != m.train.end()) epochLoss_->addData(step, it->second);
+    if (auto it = m.validation.find("loss"); it != m.validation.end())
+        validationLoss_->addData(step, it->second);
+    if (scoreMetric_.isEmpty()) {
+        for (const char* name : {"accuracy", "r2"})
+            if (m.validation.count(name) != 0 || m.train.count(name) != 0) {
+                scoreMetric_ = QString::fromLatin1(name);
+                break;
+            }
+        if (scoreMetric_ == QLatin1String("r2")) {
+            accuracyPlot_->yAxis->setLabel(tr("R²"));
+            if (auto* title =
+                    qobject_cast<QCPTextElement*>(accuracyPlot_->plotLayout()->element(0, 0)))
+                title->setText(tr("R² (regression)"));
+        }
+    }
+    const std::string key = scoreMetric_.toStdString();
+    // An epoch's x is its number (1-based); a mid-epoch validation sits between two epochs.
+    const double epochX =
+        progress_.steps_per_epoch > 0 ? step / double(progress_.steps_per_epoch) : m.epoch + 1.0;
+    if (auto it = m.train.find(key); it != m.train.end()) trainScore_->addData(epochX, it->second);
+    if (auto it = m.validation.find(key); it != m.validation.end())
+        validationScore_->addData(epochX, it->second);
+    QStringList parts;
+    for (const auto& [k, v] : m.validation)
+        if (k == "loss" || k == "accuracy" || k == "r2" || k == "top5_accuracy" || k == "rmse")
+            parts << QStringLiteral("%1 %2").arg(QString::fromStdString(k)).arg(v, 0, 'g', 4);
+    if (!parts.isEmpty())
+        appendLog(
+            tr("epoch %1 validation: %2").arg(m.epoch + 1).arg(parts.join(QStringLiteral(", "))));
+    replot();
+}
+
+void TrainingDock::onProgress(const train::Progress& progress) {
+    progress_ = progress;
+    updateHeader();
+}
+
+void TrainingDock::appendLog(const QString& text, const QString& color) {
+    const QString time = QTime::currentTime().toString(QStringLiteral("HH:mm:ss"));
+    const QString line =
+        QStringLiteral("<span style='color:#7B8794'>%1</span> %2")
+            .arg(time, color.isEmpty() ? text.toHtmlEscaped()
+                                       : QStringLiteral("<span style='color:%1'>%2</span>")
+                                             .arg(color, text.toHtmlEscaped()));
+    log_->appendHtml(line);
+}
+
+void TrainingDock::updateHeader() {
+    const TrainingController::State state = controller_->state();
+    stateLabel_->setText(stateText(state));
+    stateLabel_->setStyleSheet(QStringLiteral("background: %1;").arg(stateColor(state)));
+    if (runId_ >= 0 || !runName_.isEmpty())
+        runLabel_->setText(runId_ >= 0 ? tr("Run %1 · %2").arg(runId_).arg(runName_) : runName_);
+    if (progress_.epochs <= 0) {
+        statsLabel_->clear();
+        return;
+    }
+    QStringList stats;
+    stats << tr("epoch %1/%2")
+                 .arg(std::min(progress_.epoch + 1, progress_.epochs))
+                 .arg(progress_.epochs);
+    if (progress_.steps_per_epoch > 0)
+        stats << tr("step %1/%2").arg(progress_.step_in_epoch).arg(progress_.steps_per_epoch);
+    if (progress_.samples_per_second > 0)
+        stats << tr("%1 samples/s").arg(progress_.samples_per_second, 0, 'f', 0);
+    if (state != TrainingController::State::Idle)
+        stats << tr("ETA %1").arg(formatDuration(progress_.eta_seconds));
+    statsLabel_->setText(stats.join(QStringLiteral("  ·  ")));
+}
+
+void TrainingDock::replot() {
+    // Many events arrive in one drain: fit and draw once, after them.
+    if (dirty_) return;
+    dirty_ = true;
+    QTimer::singleShot(0, this, [this] {
+        dirty_ = false;
+        for (QCustomPlot* plot : {lossPlot_, accuracyPlot_, lrPlot_}) {
+            fitAxes(plot);
+            plot->replot();
+        }
+    });
+}
+
+} // namespace myelin::ui

@@ -1,0 +1,69 @@
+#pragma once
+// The live training view: what the running (or last) run reports, as it happens — a header with
+// the run, its state, epoch, step, throughput and ETA; QCustomPlot curves of the loss (every
+// step, the epoch's mean, validation), of accuracy (or R² for regression) per epoch, and of the
+// learning rate; and the run's log (checkpoints, warnings, errors). Fed by a TrainingController's
+// signals, which arrive at most ~30 times a second; each batch replots once.
+#include <myelin/train/events.h>
+
+#include <QString>
+#include <QWidget>
+
+class QCustomPlot;
+class QCPGraph;
+class QLabel;
+class QPlainTextEdit;
+
+namespace myelin::ui {
+
+class TrainingController;
+
+class TrainingDock : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit TrainingDock(TrainingController* controller, QWidget* parent = nullptr);
+
+    QCustomPlot* lossPlot() const { return lossPlot_; }
+    QCustomPlot* accuracyPlot() const { return accuracyPlot_; }
+    QCustomPlot* lrPlot() const { return lrPlot_; }
+    // Points on the per-step training loss curve; on the validation loss curve.
+    int stepLossPoints() const;
+    int validationLossPoints() const;
+    QString headerText() const;
+    QString logText() const;
+
+  private:
+    void clear(const QString& runName);
+    void onStep(const train::StepMetrics& metrics);
+    void onEpoch(const train::EpochMetrics& metrics);
+    void onProgress(const train::Progress& progress);
+    void appendLog(const QString& text, const QString& color = QString());
+    void updateHeader();
+    void replot();
+
+    TrainingController* controller_;
+    QLabel* stateLabel_ = nullptr;
+    QLabel* runLabel_ = nullptr;
+    QLabel* statsLabel_ = nullptr;
+    QCustomPlot* lossPlot_ = nullptr;
+    QCustomPlot* accuracyPlot_ = nullptr;
+    QCustomPlot* lrPlot_ = nullptr;
+    QCPGraph* stepLoss_ = nullptr;
+    QCPGraph* epochLoss_ = nullptr;
+    QCPGraph* validationLoss_ = nullptr;
+    QCPGraph* trainScore_ = nullptr;
+    QCPGraph* validationScore_ = nullptr;
+    QCPGraph* learningRate_ = nullptr;
+    QPlainTextEdit* log_ = nullptr;
+    QString runName_;
+    QString scoreMetric_; // "accuracy", "r2" or empty until the first epoch says which
+    int64_t runId_ = -1;
+    train::Progress progress_;
+    bool dirty_ = false;
+};
+
+// "1:23:45", "4:05", "12 s"; "—" when unknown (negative).
+QString formatDuration(double seconds);
+
+} // namespace myelin::ui
