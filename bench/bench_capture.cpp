@@ -62,9 +62,10 @@ int main(int argc, char** argv) {
         without += seconds_per_step(off, dir, steps, threads);
         with += seconds_per_step(project, dir, steps, threads);
     }
-    std::printf("{\"workload\": \"capture_overhead_cnn\", \"myelin\": %.2f, \"unit\": \"%%\", "
-                "\"ms_per_step_capture\": %.2f, \"ms_per_step_no_capture\": %.2f, \"steps\": %lld}\n",
-                100.0 * (with - without) / without, 500.0 * with, 500.0 * without,
-                static_cast<long long>(steps));
+    std::printf(
+        "{\"workload\": \"capture_overhead_cnn\", \"myelin\": %.2f, \"unit\": \"%%\", "
+        "\"ms_per_step_capture\": %.2f, \"ms_per_step_no_capture\": %.2f, \"steps\": %lld}\n",
+        100.0 * (with - without) / without, 500.0 * with, 500.0 * without,
+        static_cast<long long>(steps));
     return 0;
 }

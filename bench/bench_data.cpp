@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
         int64_t samples = 0;
         auto t0 = std::chrono::steady_clock::now();
         loader.start_epoch(0);
-        while (auto batch = loader.next()) samples += batch->input.size(0);
+        while (auto batch = loader.next())
+            samples += batch->input.size(0);
         double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::printf("{\"workload\": \"dataloader_fashion_%d_workers\", \"myelin\": %.0f, "
                     "\"unit\": \"samples/s\", \"samples\": %lld}\n",
