@@ -451,8 +451,11 @@ bool MainWindow::startTraining() {
     trainProgress_->show();
     trainingDockWidget_->show();
     trainingDockWidget_->raise();
-    if (trainingDockWidget_->height() < 280)
-        resizeDocks({trainingDockWidget_}, {280}, Qt::Vertical);
+    // Room for the plots (after the raise has taken effect).
+    QTimer::singleShot(0, this, [this] {
+        if (trainingDockWidget_->height() < 300)
+            resizeDocks({trainingDockWidget_}, {300}, Qt::Vertical);
+    });
     statusBar()->showMessage(
         tr("Training %1 (run store %2)").arg(options.runName, training_->storePath()), kStatusMs);
     return true;

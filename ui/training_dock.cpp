@@ -36,7 +36,7 @@ const QColor kValidation{0xE0, 0x7A, 0x1F};
 
 QCustomPlot* makePlot(const QString& title, const QString& yLabel, QWidget* parent) {
     auto* plot = new QCustomPlot(parent);
-    plot->setMinimumSize(220, 150);
+    plot->setMinimumSize(240, 200);
     plot->setBackground(QBrush(colors::kSurface));
     plot->plotLayout()->insertRow(0);
     auto* heading = new QCPTextElement(plot, title, QFont(plot->font().family(), 9, QFont::Bold));
@@ -47,10 +47,14 @@ QCustomPlot* makePlot(const QString& title, const QString& yLabel, QWidget* pare
         axis->setTickPen(QPen(colors::kBorder));
         axis->setSubTickPen(QPen(colors::kBorder));
         axis->setTickLabelColor(colors::kMutedText);
+        axis->setTickLabelFont(QFont(plot->font().family(), 7));
         axis->setLabelColor(colors::kMutedText);
         axis->grid()->setPen(QPen(colors::kGridLine));
     }
     plot->yAxis->setLabel(yLabel);
+    // Few ticks: the plots are small and step numbers get long.
+    plot->xAxis->ticker()->setTickCount(4);
+    plot->yAxis->ticker()->setTickCount(4);
     plot->legend->setVisible(true);
     plot->legend->setBrush(QBrush(QColor(255, 255, 255, 220)));
     plot->legend->setBorderPen(QPen(colors::kBorder));
@@ -183,7 +187,8 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     log_->setObjectName(QStringLiteral("trainingLog"));
     log_->setReadOnly(true);
     log_->setMaximumBlockCount(2000);
-    log_->setMinimumWidth(220);
+    log_->setMinimumWidth(200);
+    log_->setMaximumWidth(320);
     log_->setPlaceholderText(tr("Checkpoints, warnings and errors of the run appear here."));
 
     auto* plots = new QHBoxLayout;

@@ -96,6 +96,7 @@ class TestTrainingRun : public QObject {
     void nanNamesAndSelectsTheLayer();
     void invalidModelIsNotTrained();
     void storeThatCannotOpenIsReported();
+    void liveViewOnFashionMnist();
 
   private:
     QTemporaryDir home_;
@@ -293,6 +294,36 @@ void TestTrainingRun::storeThatCannotOpenIsReported() {
              qPrintable(errors.at(0).at(0).toString()));
     QVERIFY(!w.document()->isLocked());
     if (auto* box = w.findChild<QMessageBox*>(QStringLiteral("trainingErrorBox"))) box->close();
+}
+
+// The bundled example trained from the studio for a few epochs: the live view as a person sees
+// it mid-run (the screenshot in docs/screenshots/live_training.png comes from here).
+void TestTrainingRun::liveViewOnFashionMnist() {
+    QTemporaryDir dir;
+    MainWindow w;
+    w.trainingController()->setStorePath(dir.filePath(QStringLiteral("runs.sqlite")));
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(w.openProject(
+        QStringLiteral(MYELIN_TEST_SOURCE_DIR "/resources/examples/fashion_mlp.myelin")));
+    myelin::io::TrainSpec spec = w.document()->project().train;
+    spec.epochs = 4;
+    w.document()->applyTrainEdit(spec, QStringLiteral("Train for 4 epochs"));
+    QSignalSpy epochs(w.trainingController(), &TrainingController::epochMetrics);
+    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(epochs.count() >= 3, kRunTimeoutMs);
+    QTest::qWait(300); // a few steps into the fourth epoch
+    QVERIFY(w.trainingDock()->validationLossPoints() >= 3);
+    QVERIFY(w.trainingDock()->headerText().contains(QStringLiteral("epoch 4/4")));
+    w.grab().save(QDir(artifactsDir()).filePath(QStringLiteral("live_training.png")));
+    w.stopTraining();
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    // After three epochs the MLP is well past chance on Fashion-MNIST.
+    const auto* accuracy = w.trainingDock()->accuracyPlot()->graph(1)->data().data();
+    QVERIFY(accuracy->size() >= 3);
+    QVERIFY2((accuracy->constEnd() - 1)->value > 0.8,
+             qPrintable(QString::number((accuracy->constEnd() - 1)->value)));
 }
 
 QTEST_MAIN(TestTrainingRun)
