@@ -113,12 +113,21 @@ struct FileIdentity {
     int64_t objects = 0; // entries in sqlite_schema
 };
 
-FileIdentity identify(Database& db) {
+// The reads themselves; inside a transaction they see one snapshot.
+FileIdentity read_identity(Database& db) {
     FileIdentity id;
     id.application_id = db.query_int("PRAGMA application_id", "reading the file header");
     id.version = db.query_int("PRAGMA user_version", "reading the schema version");
     id.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading the schema");
     return id;
+}
+
+// One snapshot: read one by one, another process's migration could commit in between (tables
+// seen, version not yet) and a fresh store would look like a foreign database.
+FileIdentity identify(Database& db) {
+    return db.retry_while_busy([&] {
+        return db.read_transaction("identifying the file", [&] { return read_identity(db); });
+    });
 }
 
 void check_identity(Database& db, const FileIdentity& id) {
@@ -153,18 +162,20 @@ void open_schema(Database& db) {
     // Identify before writing anything, so a foreign file is left untouched.
     check_identity(db, identify(db));
     {
-        Statement mode = db.prepare("PRAGMA journal_mode = WAL");
-        std::string got = mode.step("switching to WAL mode") ? mode.text(0) : "";
+        const std::string got = db.retry_while_busy([&] {
+            Statement mode = db.prepare("PRAGMA journal_mode = WAL");
+            return mode.step("switching to WAL mode") ? mode.text(0) : std::string();
+        });
         if (got != "wal")
             throw StoreError(db.message("cannot switch to WAL journal mode (the file system "
                                         "gave '" +
                                         got + "'); a run store must be on a local file system"));
     }
-    configure_connection(db);
+    db.retry_while_busy([&] { configure_connection(db); });
     if (identify(db).version == kSchemaVersion) return;
     db.write_transaction("migrating the schema", [&] {
         // Another process may have migrated it since we looked.
-        FileIdentity id = identify(db);
+        FileIdentity id = read_identity(db);
         check_identity(db, id);
         for (int64_t v = id.version; v < kSchemaVersion; ++v)
             kMigrations[v](db);

@@ -107,6 +107,21 @@ class Database {
             }
         }
     }
+    // Runs fn again while it fails with a BusyError, until the busy timeout has passed. For
+    // statements outside transactions that SQLite may refuse at once with SQLITE_BUSY instead of
+    // waiting in its busy handler (switching the journal mode while another process opens the
+    // same new file).
+    template <typename F> decltype(auto) retry_while_busy(F&& fn) {
+        const auto deadline = std::chrono::steady_clock::now() + busy_timeout_;
+        for (;;) {
+            try {
+                return fn();
+            } catch (const BusyError&) {
+                if (std::chrono::steady_clock::now() >= deadline) throw;
+                pause_before_retry();
+            }
+        }
+    }
     // Runs fn inside one read transaction (a consistent snapshot across its statements).
     template <typename F> decltype(auto) read_transaction(std::string_view doing, F&& fn) {
         exec("BEGIN", doing);
