@@ -1,4 +1,6 @@
 // Runs the built `myelin` command-line tool and checks its output and exit codes.
+#include "blobs_project.h"
+
 #include <myelin/version.h>
 
 #include <QFile>
@@ -9,6 +11,8 @@
 #include <QtTest>
 #include <csignal>
 #include <sys/types.h>
+
+using myelin::test::writeBlobsProject;
 
 namespace {
 
@@ -46,38 +50,6 @@ QByteArray readFile(const QString& path) {
 bool writeFile(const QString& path, const QByteArray& data) {
     QFile f(path);
     return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
-}
-
-// A small classification project in `dir`: 3 blobs in 4-d (CSV) and an MLP; `epochs` epochs.
-QString writeBlobsProject(const QString& dir, int epochs, int rows = 300) {
-    QByteArray csv = "x0,x1,x2,x3,label\n";
-    uint32_t state = 12345;
-    auto noise = [&] {
-        state = state * 1664525u + 1013904223u;
-        return (double(state >> 8) / double(1u << 24) - 0.5) * 1.2;
-    };
-    for (int i = 0; i < rows; ++i) {
-        int c = i % 3;
-        for (int d = 0; d < 4; ++d)
-            csv += QByteArray::number((d == c ? 2.0 : 0.0) + noise()) + ",";
-        csv += QByteArray(1, "abc"[c]) + "\n";
-    }
-    writeFile(dir + "/blobs.csv", csv);
-    QByteArray project = R"({"format_version": 1, "name": "blobs",
-      "model": {"nodes": [
-        {"id": 1, "kind": "Input", "attrs": {"shape": [4]}},
-        {"id": 2, "kind": "Linear", "name": "fc1", "attrs": {"in_features": 4, "out_features": 16}},
-        {"id": 3, "kind": "ReLU"},
-        {"id": 4, "kind": "Linear", "name": "fc2", "attrs": {"in_features": 16, "out_features": 3}},
-        {"id": 5, "kind": "Output"}],
-        "edges": [{"from": 1, "to": 2}, {"from": 2, "to": 3}, {"from": 3, "to": 4}, {"from": 4, "to": 5}]},
-      "data": {"source": {"kind": "csv", "path": "blobs.csv", "target_column": "label"},
-               "batch_size": 16, "num_workers": 0},
-      "training": {"loss": {"kind": "CrossEntropyLoss"}, "optimizer": {"kind": "Adam", "lr": 0.01},
-                   "epochs": EPOCHS, "seed": 3}})";
-    project.replace("EPOCHS", QByteArray::number(epochs));
-    writeFile(dir + "/blobs.myelin", project);
-    return dir + "/blobs.myelin";
 }
 
 // Counts the lines of a long-format metrics CSV whose key is `key`.

@@ -4,6 +4,7 @@
 // page's destruction. Screenshots of the page land in the artifacts folder.
 #include "data_page.h"
 #include "project_document.h"
+#include "ui_test_support.h"
 
 #include <myelin/io/project.h>
 
@@ -32,36 +33,13 @@
 using myelin::ui::DataPage;
 using myelin::ui::ProjectDocument;
 
+using myelin::test::artifactsDir;
+using myelin::test::examplePath;
+using myelin::test::saveScreenshot;
+
 namespace {
 
 constexpr int kPreviewTimeoutMs = 120000; // Fashion-MNIST is 70,000 images; a slow machine
-
-QString artifactsDir() {
-    QString dir = qEnvironmentVariable("MYELIN_TEST_ARTIFACTS");
-    if (dir.isEmpty()) dir = QDir::temp().filePath(QStringLiteral("myelin-test-artifacts"));
-    QDir().mkpath(dir);
-    return dir;
-}
-
-void saveScreenshot(QWidget& widget, const QString& fileName) {
-    const QString path = QDir(artifactsDir()).filePath(fileName);
-    const QPixmap shot = widget.grab();
-    QVERIFY(!shot.isNull());
-    QVERIFY2(shot.save(path), qPrintable(QStringLiteral("cannot write ") + path));
-    qInfo("screenshot: %s", qPrintable(path));
-}
-
-QString sourceDir() {
-    QString source = qEnvironmentVariable("MYELIN_SOURCE_DIR");
-    if (source.isEmpty())
-        source = QFileInfo(QStringLiteral(__FILE__)).absoluteDir().filePath("../..");
-    return QDir::cleanPath(source);
-}
-
-QString examplePath(const char* name) {
-    return QDir(sourceDir())
-        .filePath(QStringLiteral("resources/examples/%1.myelin").arg(QLatin1String(name)));
-}
 
 bool haveFashionMnist() {
     return QFileInfo::exists(

@@ -2,6 +2,7 @@
 #include "backends_dialog.h"
 #include "main_window.h"
 #include "theme.h"
+#include "ui_test_support.h"
 
 #include <myelin/device.h>
 #include <myelin/io/project.h>
@@ -29,22 +30,10 @@
 
 using myelin::ui::MainWindow;
 
+using myelin::test::artifactsDir;
+using myelin::test::saveScreenshot;
+
 namespace {
-
-QString artifactsDir() {
-    QString dir = qEnvironmentVariable("MYELIN_TEST_ARTIFACTS");
-    if (dir.isEmpty()) dir = QDir::temp().filePath(QStringLiteral("myelin-test-artifacts"));
-    QDir().mkpath(dir);
-    return dir;
-}
-
-void saveScreenshot(QWidget& widget, const QString& fileName) {
-    const QString path = QDir(artifactsDir()).filePath(fileName);
-    const QPixmap shot = widget.grab();
-    QVERIFY(!shot.isNull());
-    QVERIFY2(shot.save(path), qPrintable(QStringLiteral("cannot write ") + path));
-    qInfo("screenshot: %s", qPrintable(path));
-}
 
 QString plainTitle(const QMenu* menu) {
     return menu->title().remove(QLatin1Char('&'));

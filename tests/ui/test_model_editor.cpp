@@ -15,6 +15,7 @@
 #include "problems_panel.h"
 #include "project_document.h"
 #include "theme.h"
+#include "ui_test_support.h"
 
 #include <myelin/graph/analysis.h>
 #include <myelin/io/project.h>
@@ -53,29 +54,11 @@ using myelin::graph::Node;
 using myelin::graph::NodeId;
 using myelin::ui::MainWindow;
 
+using myelin::test::artifactsDir;
+using myelin::test::examplePath;
+using myelin::test::saveScreenshot;
+
 namespace {
-
-QString artifactsDir() {
-    QString dir = qEnvironmentVariable("MYELIN_TEST_ARTIFACTS");
-    if (dir.isEmpty()) dir = QDir::temp().filePath(QStringLiteral("myelin-test-artifacts"));
-    QDir().mkpath(dir);
-    return dir;
-}
-
-void saveScreenshot(QWidget& widget, const QString& fileName) {
-    const QString path = QDir(artifactsDir()).filePath(fileName);
-    const QPixmap shot = widget.grab();
-    QVERIFY(!shot.isNull());
-    QVERIFY2(shot.save(path), qPrintable(QStringLiteral("cannot write ") + path));
-    qInfo("screenshot: %s", qPrintable(path));
-}
-
-QString examplePath(const char* name) {
-    QString source = qEnvironmentVariable("MYELIN_SOURCE_DIR");
-    if (source.isEmpty()) source = QStringLiteral(MYELIN_TEST_SOURCE_DIR);
-    return QDir(source).filePath(
-        QStringLiteral("resources/examples/%1.myelin").arg(QLatin1String(name)));
-}
 
 myelin::io::Project loadExample(const char* name) {
     return myelin::io::load_project(examplePath(name).toStdString());

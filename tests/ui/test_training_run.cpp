@@ -1,12 +1,14 @@
 // Training from the studio, driven offscreen: Train / Pause / Resume / Stop through the main
 // window's actions, events reaching the live plots, the run ending in the store with the same
 // status, editing locked while the run goes, and a NaN naming (and selecting) its layer.
+#include "blobs_project.h"
 #include "graph_scene.h"
 #include "main_window.h"
 #include "model_editor.h"
 #include "project_document.h"
 #include "training_controller.h"
 #include "training_dock.h"
+#include "ui_test_support.h"
 
 #include <myelin/store/run_store.h>
 
@@ -26,59 +28,14 @@
 #include <QUndoStack>
 #include <QtTest>
 
+using myelin::test::artifactsDir;
+using myelin::test::writeBlobsProject;
 using myelin::ui::MainWindow;
 using myelin::ui::TrainingController;
 
 namespace {
 
 constexpr int kRunTimeoutMs = 120000;
-
-QString artifactsDir() {
-    QString dir = qEnvironmentVariable("MYELIN_TEST_ARTIFACTS");
-    if (dir.isEmpty()) dir = QDir::temp().filePath(QStringLiteral("myelin-test-artifacts"));
-    QDir().mkpath(dir);
-    return dir;
-}
-
-bool writeFile(const QString& path, const QByteArray& data) {
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
-}
-
-// A small classification project in `dir`: 3 blobs in 4-d (CSV) and an MLP. `optimizer` is the
-// optimizer's JSON object.
-QString writeBlobsProject(const QString& dir, int epochs, int rows = 600,
-                          const QByteArray& optimizer = R"({"kind": "Adam", "lr": 0.01})") {
-    QByteArray csv = "x0,x1,x2,x3,label\n";
-    uint32_t state = 12345;
-    auto noise = [&] {
-        state = state * 1664525u + 1013904223u;
-        return (double(state >> 8) / double(1u << 24) - 0.5) * 1.2;
-    };
-    for (int i = 0; i < rows; ++i) {
-        const int c = i % 3;
-        for (int d = 0; d < 4; ++d)
-            csv += QByteArray::number((d == c ? 2.0 : 0.0) + noise()) + ",";
-        csv += QByteArray(1, "abc"[c]) + "\n";
-    }
-    writeFile(dir + "/blobs.csv", csv);
-    QByteArray project = R"({"format_version": 1, "name": "blobs",
-      "model": {"nodes": [
-        {"id": 1, "kind": "Input", "attrs": {"shape": [4]}},
-        {"id": 2, "kind": "Linear", "name": "fc1", "attrs": {"in_features": 4, "out_features": 16}},
-        {"id": 3, "kind": "ReLU"},
-        {"id": 4, "kind": "Linear", "name": "fc2", "attrs": {"in_features": 16, "out_features": 3}},
-        {"id": 5, "kind": "Output"}],
-        "edges": [{"from": 1, "to": 2}, {"from": 2, "to": 3}, {"from": 3, "to": 4}, {"from": 4, "to": 5}]},
-      "data": {"source": {"kind": "csv", "path": "blobs.csv", "target_column": "label"},
-               "batch_size": 16, "num_workers": 0},
-      "training": {"loss": {"kind": "CrossEntropyLoss"}, "optimizer": OPTIMIZER,
-                   "epochs": EPOCHS, "seed": 3}})";
-    project.replace("EPOCHS", QByteArray::number(epochs));
-    project.replace("OPTIMIZER", optimizer);
-    writeFile(dir + "/blobs.myelin", project);
-    return dir + "/blobs.myelin";
-}
 
 QAction* action(MainWindow& w, const char* name) {
     return w.findChild<QAction*>(QString::fromLatin1(name));
@@ -113,7 +70,7 @@ void TestTrainingRun::initTestCase() {
 
 void TestTrainingRun::trainsAndRecordsTheRun() {
     QTemporaryDir dir;
-    const QString project = writeBlobsProject(dir.path(), 3);
+    const QString project = writeBlobsProject(dir.path(), 3, 600);
     const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
     MainWindow w;
     w.trainingController()->setStorePath(store);
@@ -180,7 +137,7 @@ void TestTrainingRun::trainsAndRecordsTheRun() {
 
 void TestTrainingRun::pauseResumeAndStop() {
     QTemporaryDir dir;
-    const QString project = writeBlobsProject(dir.path(), 100000);
+    const QString project = writeBlobsProject(dir.path(), 100000, 600);
     const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
     MainWindow w;
     w.trainingController()->setStorePath(store);
@@ -260,7 +217,7 @@ void TestTrainingRun::nanNamesAndSelectsTheLayer() {
 
 void TestTrainingRun::invalidModelIsNotTrained() {
     QTemporaryDir dir;
-    const QString project = writeBlobsProject(dir.path(), 1);
+    const QString project = writeBlobsProject(dir.path(), 1, 600);
     MainWindow w;
     w.trainingController()->setStorePath(dir.filePath(QStringLiteral("runs.sqlite")));
     QVERIFY(w.openProject(project));
@@ -276,7 +233,7 @@ void TestTrainingRun::invalidModelIsNotTrained() {
 
 void TestTrainingRun::storeThatCannotOpenIsReported() {
     QTemporaryDir dir;
-    const QString project = writeBlobsProject(dir.path(), 1);
+    const QString project = writeBlobsProject(dir.path(), 1, 600);
     // A folder where the store file should be: it cannot be opened as a database.
     const QString store = dir.filePath(QStringLiteral("not-a-file"));
     QVERIFY(QDir().mkpath(store));
