@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
 benches=(myelin_bench_ops myelin_train_fashion myelin_bench_store myelin_bench_graph
-  myelin_bench_data myelin_bench_capture)
+  myelin_bench_data myelin_bench_capture myelin_bench_amp)
 for b in "${benches[@]}"; do
   if [ ! -x "build/bench/$b" ]; then
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_BUILD_BENCH=ON >/dev/null
@@ -71,8 +71,10 @@ PY
 # downsampled to 2000 buckets; one JSON line each with its goal. The store file lives in $tmp.
 build/bench/myelin_bench_store --dir "$tmp/store" 2>/dev/null
 # Model graph analysis on every edit (500 nodes, goal: well under a 16.7 ms frame), DataLoader
-# throughput on Fashion-MNIST with 0/1/2 workers (goal: far above the CNN step's samples/s), and
-# the trainer's capture overhead on the CNN (goal <= 5%).
+# throughput on Fashion-MNIST with 0/1/2 workers (goal: far above the CNN step's samples/s),
+# the trainer's capture overhead on the CNN (goal <= 5%), and the CNN's training step with
+# bfloat16 autocast vs float32 (speedup; docs/performance.md explains the number).
 build/bench/myelin_bench_graph
 OMP_NUM_THREADS=$threads build/bench/myelin_bench_data
 OMP_NUM_THREADS=$threads build/bench/myelin_bench_capture --threads "$threads"
+OMP_NUM_THREADS=$threads build/bench/myelin_bench_amp --threads "$threads"

@@ -391,14 +391,20 @@ QWidget* TrainingPage::buildSettings() {
                  tr("Clamp every gradient element to [-value, value] (clip_grad_value_)."),
                  &io::TrainSpec::clip_grad_value, tr("value"));
 
-    // Only float32 is implemented in core; the field says so rather than offering bfloat16.
     precision_ = new QComboBox(settings_);
     precision_->setObjectName(QStringLiteral("trainPrecision"));
-    precision_->addItem(QStringLiteral("float32"));
-    precision_->setEnabled(false);
-    precision_->setToolTip(tr("Training computes in float32. bfloat16 mixed precision is not "
-                              "available yet."));
+    precision_->addItem(QStringLiteral("float32"), QStringLiteral("float32"));
+    precision_->addItem(tr("bfloat16 (mixed)"), QStringLiteral("bfloat16"));
+    precision_->setToolTip(
+        tr("float32: everything in float32. bfloat16: linear layers and convolutions multiply "
+           "in bfloat16 (autocast); weights, gradients, optimizer state, normalisations and the "
+           "loss stay float32."));
     run->addRow(tr("Precision"), precision_);
+    connect(precision_, &QComboBox::currentIndexChanged, this, [this] {
+        const QString precision = precision_->currentData().toString();
+        commit([&](io::TrainSpec& t) { t.precision = precision.toStdString(); },
+               tr("Change precision to %1").arg(precision));
+    });
 
     seed_ = new QLineEdit(settings_);
     seed_->setObjectName(QStringLiteral("trainSeed"));
@@ -780,6 +786,7 @@ void TrainingPage::refresh() {
     }
     const bool plateau = t.scheduler && t.scheduler->kind == "ReduceLROnPlateau";
     showIndexOfData(interval_, QString::fromStdString(t.scheduler_interval));
+    showIndexOfData(precision_, QString::fromStdString(t.precision));
     scheduleForm_->setRowVisible(plateauMetricLabel_, plateau);
 
     showInt(epochs_, t.epochs);

@@ -400,8 +400,7 @@ TrainSpec read_train(const Reader& r) {
     };
     t.clip_grad_norm = positive_or_null("clip_grad_norm");
     t.clip_grad_value = positive_or_null("clip_grad_value");
-    // bfloat16 autocast is not implemented yet: refuse it here rather than train in float32.
-    t.precision = read_enum(r, "precision", "float32", {"float32"});
+    t.precision = read_enum(r, "precision", "float32", {"float32", "bfloat16"});
     t.seed = uint64_t(r.int_or("seed", 0, 0));
     t.validate_every_steps = r.int_or("validate_every_steps", 0, 0);
     t.threads = int(r.int_or("threads", 0, 0));

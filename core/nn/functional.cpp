@@ -5,6 +5,7 @@
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
+#include <myelin/autocast.h>
 #include <myelin/generator.h>
 #include <myelin/nn/functional.h>
 
@@ -49,7 +50,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         shape_error(op, "expected input [*, " + std::to_string(weight.size(1)) + "] (weight " +
                             weight.shape().str() + "), got " + x.shape().str());
     require_vector(op, "bias", bias, weight.size(0));
-    Tensor y = matmul(x, weight.t());
+    // Autocast lowers only the product; the bias add (and its gradient) stays float32.
+    const bool lower = x.dtype() == DType::Float32 && x.device().is_cpu() && x.numel() > 0 &&
+                       autocast_dtype() == DType::BFloat16;
+    Tensor y = lower ? nn::detail::linear_bf16(x, weight) : matmul(x, weight.t());
     return bias.defined() ? y + bias : y;
 }
 

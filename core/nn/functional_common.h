@@ -7,6 +7,9 @@
 
 namespace myelin::nn::detail {
 
+// y = x @ w^T with bf16 operands and float32 accumulation and output (linear under autocast).
+Tensor linear_bf16(const Tensor& x, const Tensor& w);
+
 [[noreturn]] inline void shape_error(const char* op, const std::string& msg) {
     throw ShapeError(std::string(op) + ": " + msg);
 }

@@ -2,12 +2,15 @@
 // conv2d: its forward is conv2d's backward-data). float32 runs on oneDNN primitives (forward,
 // backward data, backward weights), cached by shape; float64 (gradcheck, f64 golden tests) runs
 // on straightforward loops that accumulate in double. Activations stay nchw (the contract);
-// weights go to whatever format oneDNN picks for the primitive.
+// weights go to whatever format oneDNN picks for the primitive. Under bfloat16 autocast the
+// same primitives take bf16 operands (src, weights, diff_dst: rounded to nearest even by the
+// reorders that already convert layouts) and write float32 (dst, diff_src, diff_weights).
 #include "autograd/function.h"
 #include "nn/dnnl_util.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
+#include <myelin/autocast.h>
 #include <myelin/nn/functional.h>
 
 #include <mutex>
@@ -27,6 +30,7 @@ namespace {
 struct Geom {
     int64_t N, C, H, W, O, KH, KW, OH, OW;
     int64_t sh, sw, dh, dw, ph, pw, G;
+    bool bf16 = false; // multiply in bfloat16 (autocast), accumulate and write float32
     int64_t phr() const { return (OH - 1) * sh + (KH - 1) * dh + 1 - H - ph; }
     int64_t pwr() const { return (OW - 1) * sw + (KW - 1) * dw + 1 - W - pw; }
 };
@@ -139,7 +143,13 @@ namespace du = myelin::nn::dnnl_util;
 
 struct ConvEntry {
     memory::desc src, dst, user_w, bias; // user formats: nchw activations, (g)oihw weights
-    memory::desc any_src, any_dst;       // what the primitives are created with
+    memory::desc any_src, any_dst;       // forward src and dst as the primitives are created
+    // The multiplied operands (src, weights, diff_dst) are `lo` (f32, or bf16 under autocast);
+    // dst, diff_src, diff_weights and bias are always f32.
+    memory::data_type lo = memory::data_type::f32;
+    memory::desc any(const memory::dims& d, memory::data_type t) const {
+        return memory::desc(d, t, memory::format_tag::any);
+    }
     memory::dims strides, dilates, pad_l, pad_r;
     dnnl::convolution_forward::primitive_desc fwd_pd;
     dnnl::convolution_forward fwd;
@@ -157,26 +167,25 @@ du::PrimitiveCache<ConvEntry>& conv_cache() {
 }
 
 std::shared_ptr<ConvEntry> conv_entry(const Geom& g, bool has_bias) {
-    const std::vector<int64_t> key{g.N,  g.C,  g.H,  g.W,  g.O,  g.KH, g.KW, g.OH,    g.OW,
-                                   g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, g.G,  has_bias};
+    const std::vector<int64_t> key{g.N,  g.C,  g.H,  g.W,  g.O,  g.KH, g.KW, g.OH,     g.OW,
+                                   g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, g.G,  has_bias, g.bf16};
     return conv_cache().get(key, [&] {
         auto e = std::make_shared<ConvEntry>();
         using tag = memory::format_tag;
         const auto f32 = memory::data_type::f32;
+        e->lo = g.bf16 ? memory::data_type::bf16 : f32;
         e->has_bias = has_bias;
         e->src = memory::desc({g.N, g.C, g.H, g.W}, f32, tag::nchw);
         e->dst = memory::desc({g.N, g.O, g.OH, g.OW}, f32, tag::nchw);
         e->user_w = g.G == 1
                         ? memory::desc({g.O, g.C, g.KH, g.KW}, f32, tag::oihw)
                         : memory::desc({g.G, g.O / g.G, g.C / g.G, g.KH, g.KW}, f32, tag::goihw);
-        const memory::desc any_w =
-            g.G == 1 ? memory::desc({g.O, g.C, g.KH, g.KW}, f32, tag::any)
-                     : memory::desc({g.G, g.O / g.G, g.C / g.G, g.KH, g.KW}, f32, tag::any);
+        const memory::desc any_w = e->any(e->user_w.dims(), e->lo);
         e->bias = memory::desc({g.O}, f32, tag::x);
         // Activations: let oneDNN pick (blocked nChw8c/16c gets the direct JIT kernels, far
         // faster than the gemm-based nchw ones); inputs and outputs are reordered at the edges.
-        e->any_src = memory::desc({g.N, g.C, g.H, g.W}, f32, tag::any);
-        e->any_dst = memory::desc({g.N, g.O, g.OH, g.OW}, f32, tag::any);
+        e->any_src = e->any(e->src.dims(), e->lo);
+        e->any_dst = e->any(e->dst.dims(), f32);
         e->strides = {g.sh, g.sw};
         e->dilates = {g.dh - 1, g.dw - 1};
         e->pad_l = {g.ph, g.pw};
@@ -224,12 +233,43 @@ struct OutputMem {
     }
 };
 
+// Whether oneDNN runs bf16 convolutions here (oneDNN 2.6 needs AVX-512 for bf16 at all).
+bool onednn_bf16() {
+    static const bool ok = [] {
+        try {
+            const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
+            const auto any = memory::format_tag::any;
+            const dnnl::convolution_forward::desc d(
+                dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                memory::desc({1, 16, 4, 4}, bf16, any), memory::desc({16, 16, 3, 3}, bf16, any),
+                memory::desc({1, 16, 2, 2}, f32, any), {1, 1}, {0, 0}, {0, 0}, {0, 0});
+            dnnl::convolution_forward::primitive_desc(d, du::engine());
+            return true;
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }();
+    return ok;
+}
+
 // oneDNN needs right padding >= 0 (conv_transpose2d with output_padding > padding has less).
 bool onednn_ok(const Tensor& t, const Geom& g) {
-    return t.dtype() == DType::Float32 && g.phr() >= 0 && g.pwr() >= 0;
+    return t.dtype() == DType::Float32 && g.phr() >= 0 && g.pwr() >= 0 &&
+           (!g.bf16 || onednn_bf16());
+}
+
+// Where oneDNN cannot run a bf16 geometry: the float32 path on operands rounded to bf16 gives the
+// same values (bf16 products are exact in float32).
+Tensor round_bf16(const Tensor& t) {
+    return t.to(DType::BFloat16).to(DType::Float32);
+}
+Geom as_f32(Geom g) {
+    g.bf16 = false;
+    return g;
 }
 
 Tensor forward_raw(const Tensor& x, const Tensor& w, const Tensor& b, const Geom& g) {
+    if (g.bf16 && !onednn_ok(x, g)) return forward_raw(round_bf16(x), round_bf16(w), b, as_f32(g));
     Tensor y = make_tensor({g.N, g.O, g.OH, g.OW}, x.dtype(), x.device());
     if (onednn_ok(x, g)) {
         auto e = conv_entry(g, b.defined());
@@ -254,15 +294,17 @@ Tensor forward_raw(const Tensor& x, const Tensor& w, const Tensor& b, const Geom
 
 Tensor backward_data_raw(const Tensor& gy, const Tensor& w, const Geom& g,
                          memory* dd_cache = nullptr) {
+    if (g.bf16 && !onednn_ok(gy, g))
+        return backward_data_raw(round_bf16(gy), round_bf16(w), as_f32(g));
     Tensor gx = make_tensor({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
     if (onednn_ok(gy, g)) {
         auto e = conv_entry(g, false);
         std::call_once(e->bd_once, [&] {
-            using tag = memory::format_tag;
-            const memory::desc any_w(e->user_w.dims(), memory::data_type::f32, tag::any);
-            const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct,
-                                                          e->any_src, any_w, e->any_dst, e->strides,
-                                                          e->dilates, e->pad_l, e->pad_r);
+            const auto f32 = memory::data_type::f32;
+            const dnnl::convolution_backward_data::desc d(
+                dnnl::algorithm::convolution_direct, e->any(e->src.dims(), f32),
+                e->any(e->user_w.dims(), e->lo), e->any(e->dst.dims(), e->lo), e->strides,
+                e->dilates, e->pad_l, e->pad_r);
             e->bd_pd = dnnl::convolution_backward_data::primitive_desc(d, du::engine(), e->fwd_pd);
             e->bd = dnnl::convolution_backward_data(e->bd_pd);
         });
@@ -285,20 +327,22 @@ Tensor backward_data_raw(const Tensor& gy, const Tensor& w, const Geom& g,
 // Weight gradient [O, C/G, KH, KW] and, when `gb` is given, the bias gradient [O].
 Tensor backward_weights_raw(const Tensor& x, const Tensor& gy, const Geom& g, Tensor* gb,
                             memory* dd_cache = nullptr) {
+    if (g.bf16 && !onednn_ok(x, g))
+        return backward_weights_raw(round_bf16(x), round_bf16(gy), as_f32(g), gb);
     Tensor gw = make_tensor({g.O, g.C / g.G, g.KH, g.KW}, x.dtype(), x.device());
     if (gb) *gb = make_tensor({g.O}, x.dtype(), x.device());
     if (onednn_ok(x, g)) {
         auto e = conv_entry(g, gb != nullptr);
         std::call_once(e->bw_once, [&] {
-            using tag = memory::format_tag;
-            const memory::desc any_w(e->user_w.dims(), memory::data_type::f32, tag::any);
+            const memory::desc any_w = e->any(e->user_w.dims(), memory::data_type::f32);
+            const memory::desc any_dd = e->any(e->dst.dims(), e->lo);
             const auto algo = dnnl::algorithm::convolution_direct;
             const auto d =
                 e->has_bias
                     ? dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, e->bias,
-                                                               e->any_dst, e->strides, e->dilates,
+                                                               any_dd, e->strides, e->dilates,
                                                                e->pad_l, e->pad_r)
-                    : dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, e->any_dst,
+                    : dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, any_dd,
                                                                e->strides, e->dilates, e->pad_l,
                                                                e->pad_r);
             e->bw_pd =
@@ -341,8 +385,15 @@ std::string ints(std::initializer_list<int64_t> v) {
     return s + ")";
 }
 
+// Whether this call multiplies in bf16: autocast is on and the operands are float32 (float64
+// stays float64, as in PyTorch's autocast, which only lowers float32).
+bool autocast_bf16(const Tensor& x) {
+    return x.dtype() == DType::Float32 && autocast_dtype() == DType::BFloat16;
+}
+
 // The differentiable conv2d on validated, 4-D operands.
-Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Geom& g) {
+Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& b, Geom g) {
+    g.bf16 = autocast_bf16(x);
     const Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
     const Tensor bc = b.defined() ? b.detach().contiguous() : Tensor();
     Tensor y = forward_raw(xc, wc, bc, g);
@@ -468,6 +519,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     g.C = weight.size(1) * groups, g.KH = weight.size(2), g.KW = weight.size(3), g.G = groups;
     g.sh = o.stride[0], g.sw = o.stride[1], g.dh = o.dilation[0], g.dw = o.dilation[1];
     g.ph = o.padding[0], g.pw = o.padding[1];
+    g.bf16 = autocast_bf16(x);
     g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.KH - 1) + o.output_padding[0] + 1;
     g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.KW - 1) + o.output_padding[1] + 1;
     require_vector(op, "bias", bias, g.C);

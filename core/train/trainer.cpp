@@ -2,6 +2,7 @@
 // batches), each loss weighted by its share of the group's samples so that accumulating equals
 // training on the big batch. Capture hooks are registered only on the steps that capture, so a
 // step without capture pays nothing for them.
+#include <myelin/autocast.h>
 #include <myelin/autograd.h>
 #include <myelin/data/dataloader.h>
 #include <myelin/device.h>
@@ -27,6 +28,14 @@
 namespace myelin::train {
 
 namespace {
+
+// training.precision "bfloat16" runs every forward pass (training, evaluation, probes) under
+// bf16 autocast, so evaluation measures the model as it trains; backward and the optimizer
+// step stay outside it.
+std::optional<DType> autocast_for(const io::TrainSpec& spec) {
+    if (spec.precision == "bfloat16") return DType::BFloat16;
+    return std::nullopt;
+}
 
 std::string zero_padded(int64_t value, int width) {
     char buffer[32];
@@ -234,6 +243,7 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
     bool was_training = model_->is_training();
     model_->eval();
     autograd::NoGradGuard no_grad;
+    AutocastGuard amp(autocast_for(spec_));
     RunningMean loss;
     std::optional<ClassificationMetrics> cls;
     std::optional<RegressionMetrics> reg;
@@ -270,6 +280,7 @@ Tensor Trainer::predict(const data::DatasetPtr& dataset, Tensor* targets) {
     bool was_training = model_->is_training();
     model_->eval();
     autograd::NoGradGuard no_grad;
+    AutocastGuard amp(autocast_for(spec_));
     TensorList outputs, target_list;
     loader.start_epoch(0);
     while (auto batch = loader.next()) {
@@ -284,6 +295,7 @@ Tensor Trainer::predict(const data::DatasetPtr& dataset, Tensor* targets) {
 
 std::optional<std::string> Trainer::first_nonfinite_output(const data::Example& batch) {
     autograd::NoGradGuard no_grad;
+    AutocastGuard amp(autocast_for(spec_));
     std::optional<std::string> first;
     std::vector<HookHandle> handles;
     for (const auto& [name, layer] : model_->named_children())
@@ -380,8 +392,8 @@ void Trainer::load_resume_checkpoint() {
         }
     } else {
         report(LogMessage{LogLevel::Warning, "the checkpoint's optimizer is " + c.optimizer_kind +
-                                               ", the project's " + optimizer_->name() +
-                                               ": optimizer state starts fresh"});
+                                                 ", the project's " + optimizer_->name() +
+                                                 ": optimizer state starts fresh"});
     }
     if (schedule_ && c.scheduler) schedule_->load_state_dict(*c.scheduler);
     default_generator().set_state(c.generator_state);
@@ -463,24 +475,29 @@ TrainResult Trainer::run() {
                                                     const Tensor& out) {
                                     if (out.defined() && is_floating(out.dtype()))
                                         report(TensorSummaryEvent{name, SummaryKind::Activation,
-                                                                epoch_, step_ + 1,
-                                                                summarize(out.detach())});
+                                                                  epoch_, step_ + 1,
+                                                                  summarize(out.detach())});
                                     return Tensor();
                                 }));
                             hooks.push_back(layer->register_full_backward_hook(
                                 [this, name = name](nn::Module&, const TensorList&,
                                                     const TensorList& grad_out) {
                                     if (!grad_out.empty() && grad_out[0].defined())
-                                        report(TensorSummaryEvent{name, SummaryKind::Gradient, epoch_,
-                                                                step_ + 1, summarize(grad_out[0])});
+                                        report(TensorSummaryEvent{name, SummaryKind::Gradient,
+                                                                  epoch_, step_ + 1,
+                                                                  summarize(grad_out[0])});
                                 }));
                         }
                 }
                 auto batch = train_loader_->next();
                 if (!batch) break;
                 const int64_t n = batch->input.size(0);
-                Tensor out = (*model_)(batch->input);
-                Tensor loss = (*loss_)(out, batch->target);
+                Tensor out, loss;
+                {
+                    AutocastGuard amp(autocast_for(spec_));
+                    out = (*model_)(batch->input);
+                    loss = (*loss_)(out, batch->target);
+                }
                 double loss_value = loss.item<double>();
                 if (!std::isfinite(loss_value)) {
                     for (auto& h : hooks)
@@ -571,11 +588,12 @@ TrainResult Trainer::run() {
                 if (capturing_summaries)
                     for (const auto& [name, layer] : layers_)
                         for (const auto& [pname, p] : layer->named_parameters())
-                            report(TensorSummaryEvent{name + "." + pname, SummaryKind::Weight, epoch_,
-                                                    step_, summarize(p.detach())});
+                            report(TensorSummaryEvent{name + "." + pname, SummaryKind::Weight,
+                                                      epoch_, step_, summarize(p.detach())});
                 if (cap.feature_maps_every > 0 && step_ % cap.feature_maps_every == 0 &&
                     probe.defined()) {
                     autograd::NoGradGuard no_grad;
+                    AutocastGuard amp(autocast_for(spec_));
                     bool was_training = model_->is_training();
                     model_->eval();
                     std::vector<HookHandle> fm;

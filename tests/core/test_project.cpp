@@ -183,7 +183,7 @@ void TestProject::fieldErrorsHaveJsonPaths() {
          "p.myelin:training.epochs: expected an integer, got a number"},
         {"\"loss\": {\"kind\": \"MSELoss\"}",
          "\"loss\": {\"kind\": \"MSELoss\"}, \"precision\": \"fp8\"",
-         "p.myelin:training.precision: expected one of float32, got \"fp8\""},
+         "p.myelin:training.precision: expected one of float32, bfloat16, got \"fp8\""},
         {"\"loss\": {\"kind\": \"MSELoss\"}",
          "\"loss\": {\"kind\": \"CrossEntropyLoss\", "
          "\"label_smoothing\": 2}",

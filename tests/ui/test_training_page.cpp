@@ -1,10 +1,11 @@
 // The Training page driven offscreen as a person uses it: kind combos, option forms, run
 // settings, the learning-rate preview (its numbers checked against core's train::preview_lr),
 // undo/redo through the document, invalid options refused with the reason, and the lock used
-// while a run trains. Screenshots land in the artifacts folder and in docs/screenshots/.
+// while a run trains. Screenshots land in the artifacts folder (docs/screenshots/ holds copies).
 #include "project_document.h"
 #include "theme.h"
 #include "training_page.h"
+#include "ui_test_support.h"
 
 #include <myelin/io/project.h>
 #include <myelin/train/components.h>
@@ -28,29 +29,12 @@
 #include <vector>
 
 using myelin::io::TrainSpec;
+using myelin::test::artifactsDir;
+using myelin::test::examplePath;
 using myelin::ui::ProjectDocument;
 using myelin::ui::TrainingPage;
 
 namespace {
-
-QString artifactsDir() {
-    QString dir = qEnvironmentVariable("MYELIN_TEST_ARTIFACTS");
-    if (dir.isEmpty()) dir = QDir::temp().filePath(QStringLiteral("myelin-test-artifacts"));
-    QDir().mkpath(dir);
-    return dir;
-}
-
-// ctest sets MYELIN_SOURCE_DIR; run by hand, the source tree is where this file is.
-QString sourceDir() {
-    const QString dir = qEnvironmentVariable("MYELIN_SOURCE_DIR");
-    if (!dir.isEmpty()) return dir;
-    return QFileInfo(QStringLiteral(__FILE__)).absoluteDir().filePath(QStringLiteral("../.."));
-}
-
-QString examplePath(const char* name) {
-    return QDir(sourceDir())
-        .filePath(QStringLiteral("resources/examples/%1.myelin").arg(QLatin1String(name)));
-}
 
 void savePixmap(const QPixmap& shot, const QString& path) {
     QVERIFY(!shot.isNull());
@@ -156,10 +140,11 @@ void TestTrainingPage::showsTheProjectsSettings() {
     QVERIFY(!f.find<QCheckBox>("trainClipNormEnabled")->isChecked());
     QVERIFY(!f.find<QDoubleSpinBox>("trainClipNorm")->isEnabled());
     QVERIFY(!f.find<QCheckBox>("earlyStoppingEnabled")->isChecked());
-    // Only float32 exists in core: shown, not choosable.
+    // float32 and bfloat16 autocast, both choosable; the project's value is shown.
     auto* precision = f.find<QComboBox>("trainPrecision");
-    QCOMPARE(precision->count(), 1);
-    QVERIFY(!precision->isEnabled());
+    QCOMPARE(precision->count(), 2);
+    QVERIFY(precision->isEnabled());
+    QCOMPARE(precision->currentData().toString(), QStringLiteral("float32"));
     QVERIFY(precision->toolTip().contains(QStringLiteral("bfloat16")));
 
     // No schedule: a constant line at the optimizer's lr, one point per epoch.
@@ -419,6 +404,17 @@ void TestTrainingPage::runSettingsAreUndoableEdits() {
     f.find<QCheckBox>("trainClipValueEnabled")->setChecked(true);
     QCOMPARE(f.train().clip_grad_value, std::optional<double>(1.0));
 
+    auto* precision = f.find<QComboBox>("trainPrecision");
+    f.choose("trainPrecision", QStringLiteral("bfloat16"));
+    QCOMPARE(f.train().precision, std::string("bfloat16"));
+    QCOMPARE(f.undo().undoText(), QStringLiteral("Change precision to bfloat16"));
+    f.undo().undo();
+    QCOMPARE(f.train().precision, std::string("float32"));
+    QCOMPARE(precision->currentData().toString(), QStringLiteral("float32"));
+    f.undo().redo();
+    QCOMPARE(f.train().precision, std::string("bfloat16"));
+    QCOMPARE(precision->currentData().toString(), QStringLiteral("bfloat16"));
+
     auto* seed = f.find<QLineEdit>("trainSeed");
     seed->setText(QStringLiteral("42"));
     emit seed->editingFinished();
@@ -566,9 +562,6 @@ void TestTrainingPage::screenshot() {
     const QPixmap shot = f.page.grab();
     QCOMPARE(shot.size(), QSize(1280, 800));
     savePixmap(shot, QDir(artifactsDir()).filePath(QStringLiteral("training_page.png")));
-    const QString docs = QDir(sourceDir()).filePath(QStringLiteral("docs/screenshots"));
-    QVERIFY(QDir().mkpath(docs));
-    savePixmap(shot, QDir(docs).filePath(QStringLiteral("training_page.png")));
 
     // The rest of the settings, scrolled down.
     auto* scroll = f.find<QScrollArea>("trainingSettingsScroll");

@@ -77,7 +77,8 @@ struct TrainSpec {
     int64_t accumulation_steps = 1;       // micro-batches per optimizer step
     std::optional<double> clip_grad_norm; // max total L2 norm
     std::optional<double> clip_grad_value;
-    std::string precision = "float32"; // only "float32" so far (bfloat16 autocast is planned)
+    // "float32", or "bfloat16": forward passes under bf16 autocast (myelin/autocast.h).
+    std::string precision = "float32";
     uint64_t seed = 0;
     int64_t validate_every_steps = 0; // 0: once per epoch
     int threads = 0;                  // 0: the machine's default
