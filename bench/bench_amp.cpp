@@ -5,6 +5,8 @@
 //
 //   myelin_bench_amp [--steps N] [--rounds N] [--threads N] [--accuracy-epochs N]
 //                    [--source-dir DIR]
+#include "trainer_timing.h"
+
 #include <myelin/io/project.h>
 #include <myelin/train/trainer.h>
 
@@ -16,30 +18,9 @@
 #include <vector>
 
 using namespace myelin;
+using myelin::bench::seconds_per_step;
 
 namespace {
-
-double seconds_per_step(const io::Project& project, const std::string& dir, int64_t steps,
-                        int threads) {
-    train::TrainerOptions o;
-    o.project_dir = dir;
-    o.max_steps = steps;
-    o.threads = threads;
-    train::Trainer trainer(project, o);
-    // Time from the end of the 5th step (warm primitive caches, allocator) to the last one.
-    std::chrono::steady_clock::time_point start;
-    int64_t timed = 0;
-    train::CallbackSink sink([&](const train::Event& e) {
-        if (auto* m = e.get<train::StepMetrics>()) {
-            if (m->step == 5) start = std::chrono::steady_clock::now();
-            if (m->step > 5) ++timed;
-        }
-    });
-    trainer.set_sink(&sink);
-    trainer.run();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return s / double(timed);
-}
 
 double test_accuracy(const io::Project& project, const std::string& dir, int64_t epochs,
                      int threads) {

@@ -5,6 +5,8 @@
 // its range, and the median time per step of both.
 //
 //   myelin_bench_capture [--steps N] [--threads N] [--source-dir DIR]
+#include "trainer_timing.h"
+
 #include <myelin/io/project.h>
 #include <myelin/train/trainer.h>
 
@@ -16,32 +18,7 @@
 #include <vector>
 
 using namespace myelin;
-
-namespace {
-
-double seconds_per_step(const io::Project& project, const std::string& dir, int64_t steps,
-                        int threads) {
-    train::TrainerOptions o;
-    o.project_dir = dir;
-    o.max_steps = steps;
-    o.threads = threads;
-    train::Trainer trainer(project, o);
-    // Time from the end of the 5th step (warm caches, allocator) to the last one.
-    std::chrono::steady_clock::time_point start;
-    int64_t timed = 0;
-    train::CallbackSink sink([&](const train::Event& e) {
-        if (auto* m = e.get<train::StepMetrics>()) {
-            if (m->step == 5) start = std::chrono::steady_clock::now();
-            if (m->step > 5) ++timed;
-        }
-    });
-    trainer.set_sink(&sink);
-    trainer.run();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return s / double(timed);
-}
-
-} // namespace
+using myelin::bench::seconds_per_step;
 
 int main(int argc, char** argv) {
     int64_t steps = 60;
