@@ -53,6 +53,7 @@ class TestTrainingRun : public QObject {
     void nanNamesAndSelectsTheLayer();
     void invalidModelIsNotTrained();
     void storeThatCannotOpenIsReported();
+    void badDataIsReportedAndRecorded();
     void liveViewOnFashionMnist();
 
   private:
@@ -251,6 +252,37 @@ void TestTrainingRun::storeThatCannotOpenIsReported() {
              qPrintable(errors.at(0).at(0).toString()));
     QVERIFY(!w.document()->isLocked());
     if (auto* box = w.findChild<QMessageBox*>(QStringLiteral("trainingErrorBox"))) box->close();
+}
+
+void TestTrainingRun::badDataIsReportedAndRecorded() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 1, 600);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    MainWindow w;
+    w.trainingController()->setStorePath(store);
+    QVERIFY(w.openProject(project));
+    QVERIFY(QFile::remove(dir.filePath(QStringLiteral("blobs.csv")))); // the data went away
+    QSignalSpy errors(w.trainingController(), &TrainingController::runError);
+    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+    QVERIFY(w.startTraining());
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Failed);
+    QCOMPARE(errors.count(), 1);
+    QVERIFY2(errors.at(0).at(0).toString().contains(QStringLiteral("blobs.csv")),
+             qPrintable(errors.at(0).at(0).toString()));
+    auto* box = w.findChild<QMessageBox*>(QStringLiteral("trainingErrorBox"));
+    QVERIFY(box != nullptr);
+    QVERIFY(box->informativeText().contains(QStringLiteral("blobs.csv")));
+    box->close();
+    QVERIFY(!w.document()->isLocked());
+    // Recorded like a CLI run whose setup failed: in the store, failed, with the reason.
+    auto runs = myelin::store::RunStore::open(store.toStdString());
+    const auto list = runs.list_runs();
+    QCOMPARE(list.size(), size_t(1));
+    QCOMPARE(int(list[0].run.status), int(myelin::store::RunStatus::Failed));
+    QVERIFY(QString::fromStdString(runs.run(list[0].run.id).error)
+                .contains(QStringLiteral("blobs.csv")));
 }
 
 // The bundled example trained from the studio for a few epochs: the live view as a person sees
