@@ -5,6 +5,7 @@
 #include "theme.h"
 
 #include <myelin/data/readers.h>
+#include <myelin/data/sampler.h>
 #include <myelin/error.h>
 #include <myelin/generator.h>
 #include <myelin/tensor.h>
@@ -827,7 +828,7 @@ void DataPage::refreshLoaderFacts() {
         return;
     }
     const int64_t batch = std::max<int64_t>(1, spec.batch_size);
-    const int64_t batches = spec.drop_last ? trainSize_ / batch : (trainSize_ + batch - 1) / batch;
+    const int64_t batches = data::batch_count(trainSize_, batch, spec.drop_last);
     QStringList facts;
     facts << tr("%1 batches of %2 per epoch").arg(groupDigits(batches), groupDigits(batch));
     if (spec.drop_last && trainSize_ % batch != 0)

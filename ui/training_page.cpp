@@ -3,10 +3,13 @@
 #include "project_document.h"
 #include "theme.h"
 
+#include <myelin/data/sampler.h>
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
 #include <myelin/optim/optimizer.h>
 #include <myelin/tensor.h>
+#include <myelin/train/data_setup.h>
+#include <myelin/train/trainer.h>
 
 #include <qcustomplot.h>
 
@@ -45,6 +48,12 @@ constexpr int kLabelWidth = 150;
 constexpr int64_t kMaxPreviewPoints = 20000;
 // Fashion-MNIST's training part: a fixed size, so steps per epoch follow from the data spec.
 constexpr int64_t kFashionMnistTrainImages = 60000;
+
+// The Fashion-MNIST training images left after the validation hold-out (make_data's split).
+int64_t fashionTrainingExamples(const io::DataSpec& d) {
+    return kFashionMnistTrainImages -
+           train::held_out_count(kFashionMnistTrainImages, d.validation_fraction);
+}
 
 const char* kStyleSheet = R"(
 #trainingPage, #trainingSettingsContent, #trainingPreview { background: #FFFFFF; }
@@ -960,19 +969,12 @@ std::optional<int64_t> TrainingPage::knownStepsPerEpoch() const {
     const io::DataSpec& d = document_->project().data;
     if (d.source.kind != "fashion-mnist" || d.batch_size <= 0) return std::nullopt;
     // The trainer's arithmetic: the seeded validation hold-out, then batches, then accumulation.
-    const int64_t n = kFashionMnistTrainImages;
-    const int64_t held =
-        d.validation_fraction > 0
-            ? std::max<int64_t>(1, int64_t(double(n) * d.validation_fraction + 0.5))
-            : 0;
-    if (held >= n) return std::nullopt;
-    const int64_t examples = n - held;
-    const int64_t micro =
-        d.drop_last ? examples / d.batch_size : (examples + d.batch_size - 1) / d.batch_size;
-    const int64_t accumulation =
-        std::max<int64_t>(1, document_->project().train.accumulation_steps);
+    const int64_t examples = fashionTrainingExamples(d);
+    if (examples <= 0) return std::nullopt;
+    const int64_t micro = data::batch_count(examples, d.batch_size, d.drop_last);
     if (micro == 0) return std::nullopt;
-    return (micro + accumulation - 1) / accumulation;
+    return train::optimizer_steps(
+        micro, std::max<int64_t>(1, document_->project().train.accumulation_steps));
 }
 
 bool TrainingPage::stepsPerEpochKnown() const {
@@ -984,9 +986,7 @@ int64_t TrainingPage::previewStepsPerEpoch() const {
 }
 
 int64_t TrainingPage::previewSteps(const io::TrainSpec& t) const {
-    const bool perStep =
-        t.scheduler && t.scheduler->kind != "ReduceLROnPlateau" && t.scheduler_interval == "step";
-    return std::max<int64_t>(1, perStep ? previewStepsPerEpoch() * t.epochs : t.epochs);
+    return std::max<int64_t>(1, train::schedule_steps(t, previewStepsPerEpoch()));
 }
 
 QString TrainingPage::buildError(const io::TrainSpec& t) const {
@@ -1019,7 +1019,7 @@ void TrainingPage::updatePreview() {
     const io::TrainSpec t = open ? document_->project().train : io::TrainSpec{};
     if (open) {
         plateau = t.scheduler && t.scheduler->kind == "ReduceLROnPlateau";
-        perStep = t.scheduler && !plateau && t.scheduler_interval == "step";
+        perStep = train::schedules_per_step(t);
         total = previewSteps(t);
         stride = (total + kMaxPreviewPoints - 1) / kMaxPreviewPoints;
         try {
@@ -1103,14 +1103,9 @@ void TrainingPage::updatePreview() {
     QString steps;
     if (open && perStep && known) {
         const io::DataSpec& d = document_->project().data;
-        const int64_t held =
-            d.validation_fraction > 0
-                ? std::max<int64_t>(
-                      1, int64_t(double(kFashionMnistTrainImages) * d.validation_fraction + 0.5))
-                : 0;
         steps = tr("x: optimizer steps, %1 per epoch (%2 Fashion-MNIST training images after the "
                    "validation split in batches of %3%4) × %5 epochs.")
-                    .arg(count(*known), count(kFashionMnistTrainImages - held))
+                    .arg(count(*known), count(fashionTrainingExamples(d)))
                     .arg(d.batch_size)
                     .arg(t.accumulation_steps > 1
                              ? tr(", %1 micro-batches per step").arg(t.accumulation_steps)

@@ -114,9 +114,12 @@ BatchSampler::BatchSampler(SamplerPtr sampler, int64_t batch_size, bool drop_las
         throw Error("BatchSampler: batch_size must be positive, got " + std::to_string(batch_size));
 }
 
+int64_t batch_count(int64_t examples, int64_t batch_size, bool drop_last) {
+    return drop_last ? examples / batch_size : (examples + batch_size - 1) / batch_size;
+}
+
 int64_t BatchSampler::size() const {
-    const int64_t n = sampler_->size();
-    return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+    return batch_count(sampler_->size(), batch_size_, drop_last_);
 }
 
 std::vector<std::vector<int64_t>> BatchSampler::batches(Generator& gen) const {

@@ -482,4 +482,13 @@ std::vector<double> preview_lr(const io::Choice& optimizer, const io::Choice& sc
     return lrs;
 }
 
+bool schedules_per_step(const io::TrainSpec& spec) {
+    return spec.scheduler && spec.scheduler->kind != "ReduceLROnPlateau" &&
+           spec.scheduler_interval == "step";
+}
+
+int64_t schedule_steps(const io::TrainSpec& spec, int64_t steps_per_epoch) {
+    return schedules_per_step(spec) ? steps_per_epoch * spec.epochs : spec.epochs;
+}
+
 } // namespace myelin::train

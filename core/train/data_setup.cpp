@@ -41,12 +41,20 @@ std::vector<double> parse_numbers(const std::string& text, const char* what) {
     return out;
 }
 
+} // namespace
+
+int64_t held_out_count(int64_t n, double fraction) {
+    return fraction > 0 ? std::max<int64_t>(1, int64_t(double(n) * fraction + 0.5)) : 0;
+}
+
+namespace {
+
 // Splits `dataset` into (rest, held out) with `fraction` held out, seeded.
 std::pair<data::DatasetPtr, data::DatasetPtr>
 hold_out(const data::DatasetPtr& dataset, double fraction, uint64_t seed, const char* what) {
     if (fraction <= 0) return {dataset, nullptr};
     int64_t n = dataset->size();
-    int64_t held = std::max<int64_t>(1, int64_t(double(n) * fraction + 0.5));
+    int64_t held = held_out_count(n, fraction);
     if (held >= n)
         throw Error(std::string("the ") + what + " fraction " + std::to_string(fraction) +
                     " leaves no training examples (" + std::to_string(n) + " in total)");

@@ -110,12 +110,10 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
         throw Error("the training split has fewer examples (" +
                     std::to_string(data_.train->size()) + ") than one batch (" +
                     std::to_string(project.data.batch_size) + ") with drop_last");
-    steps_per_epoch_ =
-        (micro_batches_per_epoch_ + spec_.accumulation_steps - 1) / spec_.accumulation_steps;
+    steps_per_epoch_ = optimizer_steps(micro_batches_per_epoch_, spec_.accumulation_steps);
     if (spec_.scheduler) {
-        int64_t steps =
-            spec_.scheduler_interval == "step" ? steps_per_epoch_ * spec_.epochs : spec_.epochs;
-        schedule_ = std::make_unique<Schedule>(*spec_.scheduler, *optimizer_, steps);
+        schedule_ = std::make_unique<Schedule>(*spec_.scheduler, *optimizer_,
+                                               schedule_steps(spec_, steps_per_epoch_));
     }
     const auto& es = spec_.early_stopping;
     early_stopping_ = std::make_unique<EarlyStopping>(es.metric, parse_metric_mode(es.mode),
@@ -575,8 +573,7 @@ TrainResult Trainer::run() {
                     }
                 }
                 const double lr = optimizer_->param_groups()[0].options.at("lr");
-                if (schedule_ && spec_.scheduler_interval == "step" && !schedule_->needs_metric())
-                    schedule_->step();
+                if (schedule_ && schedules_per_step(spec_)) schedule_->step();
                 tracker.step_done(group_samples);
                 StepMetrics sm{epoch_,
                                step_,
@@ -611,7 +608,7 @@ TrainResult Trainer::run() {
                 {
                     std::lock_guard lock(progress_mutex_);
                     progress_.epoch = epoch_;
-                    progress_.step_in_epoch = (micro + accumulation - 1) / accumulation;
+                    progress_.step_in_epoch = optimizer_steps(micro, accumulation);
                     progress_.step = step_;
                     progress_.samples_per_second = tracker.samples_per_second();
                     progress_.eta_seconds = tracker.eta_seconds();
@@ -654,7 +651,7 @@ TrainResult Trainer::run() {
             result_.train = em.train;
             result_.validation = em.validation;
             result_.epochs_completed = epoch_ + 1;
-            if (schedule_ && (spec_.scheduler_interval == "epoch" || schedule_->needs_metric())) {
+            if (schedule_ && !schedules_per_step(spec_)) {
                 if (schedule_->needs_metric())
                     schedule_->step(metric_value(spec_.plateau_metric, em.train, em.validation));
                 else

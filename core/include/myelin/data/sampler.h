@@ -60,6 +60,9 @@ class WeightedRandomSampler : public Sampler {
 // WeightedRandomSampler. Throws when the dataset has no classes.
 std::vector<double> class_balanced_weights(const Dataset& dataset);
 
+// Batches per epoch over `examples` examples: the last short batch counts unless drop_last.
+int64_t batch_count(int64_t examples, int64_t batch_size, bool drop_last);
+
 // Groups a sampler's indices into batches of batch_size; the last short batch is dropped when
 // drop_last is set.
 class BatchSampler {

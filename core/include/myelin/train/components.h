@@ -76,6 +76,13 @@ class Schedule {
     std::unique_ptr<optim::ReduceLROnPlateau> plateau_;
 };
 
+// Whether the project's schedule steps after every optimizer step (interval "step"; the
+// metric-driven ReduceLROnPlateau always steps once per epoch, after validation).
+bool schedules_per_step(const io::TrainSpec& spec);
+// How many times Schedule::step() runs over the whole training: optimizer steps when it
+// schedules per step, else epochs.
+int64_t schedule_steps(const io::TrainSpec& spec, int64_t steps_per_epoch);
+
 // The learning rate of every step of a schedule (group 0), computed on a throwaway optimizer:
 // what the studio's LR preview plots. Empty for ReduceLROnPlateau.
 std::vector<double> preview_lr(const io::Choice& optimizer, const io::Choice& scheduler,

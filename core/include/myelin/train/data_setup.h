@@ -25,6 +25,10 @@ struct DataSplits {
     bool classification() const { return !class_names.empty(); }
 };
 
+// How many of `n` examples a hold-out of `fraction` (validation or test) takes: 0 for a fraction
+// of 0, else the rounded share and at least 1. make_data refuses a hold-out that takes all.
+int64_t held_out_count(int64_t n, double fraction);
+
 // Paths in the spec are relative to `project_dir`. Throws myelin::Error naming the source,
 // the option and the file on any problem.
 DataSplits make_data(const io::DataSpec& spec, const std::filesystem::path& project_dir,

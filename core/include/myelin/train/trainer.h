@@ -37,11 +37,11 @@ class EarlyStopping;
 
 struct TrainerOptions {
     std::filesystem::path project_dir = "."; // data paths are relative to it
-    std::filesystem::path checkpoint_dir;     // empty: no checkpoint files are written
-    std::optional<int64_t> epochs;            // override the project's
-    std::optional<uint64_t> seed;             // override the project's
-    int threads = 0;                          // 0: the project's setting, else the default
-    std::filesystem::path resume_from;        // a checkpoint to continue from
+    std::filesystem::path checkpoint_dir;    // empty: no checkpoint files are written
+    std::optional<int64_t> epochs;           // override the project's
+    std::optional<uint64_t> seed;            // override the project's
+    int threads = 0;                         // 0: the project's setting, else the default
+    std::filesystem::path resume_from;       // a checkpoint to continue from
     // Weights to start from (transfer learning): a safetensors file of state_dict tensors, e.g.
     // exported from PyTorch. Tensors are matched by name; missing and unexpected names are
     // reported as warnings, a shape mismatch is an error.
@@ -52,8 +52,8 @@ struct TrainerOptions {
 
 struct TrainResult {
     RunStatus status = RunStatus::Finished;
-    std::string error;                        // when failed
-    std::optional<std::string> error_module;  // where a NaN/Inf first appeared
+    std::string error;                       // when failed
+    std::optional<std::string> error_module; // where a NaN/Inf first appeared
     int64_t epochs_completed = 0;
     int64_t steps = 0;
     MetricMap train;      // last epoch's
@@ -63,6 +63,12 @@ struct TrainResult {
     std::filesystem::path best_checkpoint;
     bool early_stopped = false;
 };
+
+// Optimizer steps in `micro_batches` batches, `accumulation_steps` batches per step (a last,
+// shorter group is a step too): steps per epoch, and how far into an epoch a run is.
+inline int64_t optimizer_steps(int64_t micro_batches, int64_t accumulation_steps) {
+    return (micro_batches + accumulation_steps - 1) / accumulation_steps;
+}
 
 class Trainer {
   public:
