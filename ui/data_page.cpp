@@ -633,18 +633,13 @@ QWidget* DataPage::buildPreview() {
     chart_ = new QCustomPlot(panel);
     chart_->setObjectName(QStringLiteral("dataClassChart"));
     chart_->setMinimumHeight(200);
-    chart_->setBackground(colors::kSurface);
+    stylePlot(chart_, {chart_->xAxis, chart_->yAxis});
     QFont tickFont = font();
     tickFont.setPointSizeF(std::max(7.0, font().pointSizeF() - 1));
     for (QCPAxis* axis : {chart_->xAxis, chart_->yAxis}) {
-        axis->setBasePen(QPen(colors::kBorder));
-        axis->setTickPen(QPen(colors::kBorder));
         axis->setSubTickPen(Qt::NoPen);
-        axis->setTickLabelColor(colors::kMutedText);
-        axis->setLabelColor(colors::kMutedText);
         axis->setTickLabelFont(tickFont);
         axis->setLabelFont(tickFont);
-        axis->grid()->setPen(QPen(colors::kGridLine));
     }
     chart_->xAxis->grid()->setVisible(false);
     chart_->yAxis->setLabel(tr("examples"));

@@ -1,5 +1,7 @@
 #include "theme.h"
 
+#include <qcustomplot.h>
+
 #include <myelin/graph/registry.h>
 
 #include <QApplication>
@@ -118,6 +120,18 @@ QColor categoryColor(graph::Category category) {
         return {0xA8, 0x45, 0x7A};
     }
     return colors::kMutedText;
+}
+
+void stylePlot(QCustomPlot* plot, std::initializer_list<QCPAxis*> axes, const QColor& axisColor) {
+    plot->setBackground(QBrush(colors::kSurface));
+    for (QCPAxis* axis : axes) {
+        axis->setBasePen(QPen(axisColor));
+        axis->setTickPen(QPen(axisColor));
+        axis->setSubTickPen(QPen(axisColor));
+        axis->setLabelColor(colors::kMutedText);
+        axis->setTickLabelColor(colors::kMutedText);
+        axis->grid()->setPen(QPen(colors::kGridLine));
+    }
 }
 
 QIcon studioIcon() {

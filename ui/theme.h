@@ -3,7 +3,11 @@
 #include <QColor>
 #include <QIcon>
 
+#include <initializer_list>
+
 class QApplication;
+class QCPAxis;
+class QCustomPlot;
 
 namespace myelin::graph {
 enum class Category;
@@ -36,6 +40,11 @@ QColor categoryColor(graph::Category category);
 // Applies style, palette, font and style sheet to the whole application. Call once, after
 // the QApplication exists and before the first window is shown.
 void applyStudioTheme(QApplication& app);
+
+// The studio's look for a plot: the surface background and, on `axes`, lines in `axisColor`
+// (axis, ticks, sub-ticks), muted label text and light grid lines.
+void stylePlot(QCustomPlot* plot, std::initializer_list<QCPAxis*> axes,
+               const QColor& axisColor = colors::kBorder);
 
 // The application icon (a neuron with a myelinated axon), from the compiled-in resources.
 QIcon studioIcon();

@@ -37,20 +37,13 @@ const QColor kValidation{0xE0, 0x7A, 0x1F};
 QCustomPlot* makePlot(const QString& title, const QString& yLabel, QWidget* parent) {
     auto* plot = new QCustomPlot(parent);
     plot->setMinimumSize(240, 200);
-    plot->setBackground(QBrush(colors::kSurface));
+    stylePlot(plot, {plot->xAxis, plot->yAxis});
     plot->plotLayout()->insertRow(0);
     auto* heading = new QCPTextElement(plot, title, QFont(plot->font().family(), 9, QFont::Bold));
     heading->setTextColor(colors::kText);
     plot->plotLayout()->addElement(0, 0, heading);
-    for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
-        axis->setBasePen(QPen(colors::kBorder));
-        axis->setTickPen(QPen(colors::kBorder));
-        axis->setSubTickPen(QPen(colors::kBorder));
-        axis->setTickLabelColor(colors::kMutedText);
+    for (QCPAxis* axis : {plot->xAxis, plot->yAxis})
         axis->setTickLabelFont(QFont(plot->font().family(), 7));
-        axis->setLabelColor(colors::kMutedText);
-        axis->grid()->setPen(QPen(colors::kGridLine));
-    }
     plot->yAxis->setLabel(yLabel);
     // Few ticks: the plots are small and step numbers get long.
     plot->xAxis->ticker()->setTickCount(4);

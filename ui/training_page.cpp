@@ -677,7 +677,7 @@ QWidget* TrainingPage::buildPreview() {
     plot_ = new QCustomPlot(previewStack_);
     plot_->setObjectName(QStringLiteral("lrPreviewPlot"));
     plot_->setMinimumHeight(260);
-    plot_->setBackground(colors::kSurface);
+    stylePlot(plot_, {plot_->xAxis, plot_->yAxis, plot_->xAxis2}, colors::kEdge);
     plot_->setMouseTracking(true);
     plot_->installEventFilter(this);
     QCPGraph* graph = plot_->addGraph();
@@ -686,15 +686,8 @@ QWidget* TrainingPage::buildPreview() {
     fill.setAlpha(28);
     graph->setBrush(fill);
     graph->setAntialiased(true);
-    for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis, plot_->xAxis2}) {
-        axis->setBasePen(QPen(colors::kEdge));
-        axis->setTickPen(QPen(colors::kEdge));
-        axis->setSubTickPen(QPen(colors::kEdge));
-        axis->setLabelColor(colors::kMutedText);
-        axis->setTickLabelColor(colors::kMutedText);
-        axis->grid()->setPen(QPen(colors::kGridLine));
+    for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis, plot_->xAxis2})
         axis->grid()->setZeroLinePen(Qt::NoPen);
-    }
     plot_->xAxis2->grid()->setVisible(false);
     plot_->yAxis->setLabel(tr("Learning rate"));
     plot_->yAxis->setNumberFormat(QStringLiteral("g"));
