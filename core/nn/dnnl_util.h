@@ -33,6 +33,33 @@ inline dnnl::memory::dims dims_of(std::initializer_list<int64_t> v) {
     return dnnl::memory::dims(v.begin(), v.end());
 }
 
+// Whether oneDNN runs bfloat16 convolutions and matmuls on this CPU (oneDNN 2.6 needs AVX-512
+// for bf16 at all). Where it does not, autocast's ops compute in float32 on bf16-rounded
+// operands, which gives the same values.
+inline bool bf16_supported() {
+    static const bool ok = [] {
+        using dt = dnnl::memory::data_type;
+        using tag = dnnl::memory::format_tag;
+        try {
+            const dnnl::convolution_forward::desc conv(
+                dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                dnnl::memory::desc({1, 16, 4, 4}, dt::bf16, tag::any),
+                dnnl::memory::desc({16, 16, 3, 3}, dt::bf16, tag::any),
+                dnnl::memory::desc({1, 16, 2, 2}, dt::f32, tag::any), {1, 1}, {0, 0}, {0, 0},
+                {0, 0});
+            dnnl::convolution_forward::primitive_desc(conv, engine());
+            const dnnl::matmul::desc matmul(dnnl::memory::desc({1, 1}, dt::bf16, tag::ab),
+                                            dnnl::memory::desc({1, 1}, dt::bf16, tag::ab),
+                                            dnnl::memory::desc({1, 1}, dt::f32, tag::ab));
+            dnnl::matmul::primitive_desc(matmul, engine());
+            return true;
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }();
+    return ok;
+}
+
 // Cache of primitive bundles keyed by a vector of integers (shape, attributes, kind). Bounded:
 // cleared when it grows past `limit` entries (shapes rarely vary that much).
 template <typename Entry> class PrimitiveCache {

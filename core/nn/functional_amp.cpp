@@ -45,24 +45,11 @@ std::shared_ptr<MatmulEntry> matmul_entry(int64_t M, int64_t K, int64_t N, bool 
     });
 }
 
-// Whether oneDNN runs bf16 matmuls here (oneDNN 2.6 needs AVX-512 for bf16 at all).
-bool onednn_bf16() {
-    static const bool ok = [] {
-        try {
-            matmul_entry(1, 1, 1, false, false);
-            return true;
-        } catch (const dnnl::error&) {
-            return false;
-        }
-    }();
-    return ok;
-}
-
 // a, b: contiguous bf16 tensors laid out as matmul_entry describes. Without oneDNN bf16 the
 // float32 product of the widened operands is the same up to summation order (bf16 x bf16 is
 // exact in float32).
 Tensor mm(const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t M, int64_t K, int64_t N) {
-    if (!onednn_bf16()) {
+    if (!du::bf16_supported()) {
         autograd::NoGradGuard no_grad;
         const Tensor af = a.to(DType::Float32), bf = b.to(DType::Float32);
         return matmul(ta ? af.t() : af, tb ? bf.t() : bf).contiguous();

@@ -233,29 +233,10 @@ struct OutputMem {
     }
 };
 
-// Whether oneDNN runs bf16 convolutions here (oneDNN 2.6 needs AVX-512 for bf16 at all).
-bool onednn_bf16() {
-    static const bool ok = [] {
-        try {
-            const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
-            const auto any = memory::format_tag::any;
-            const dnnl::convolution_forward::desc d(
-                dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                memory::desc({1, 16, 4, 4}, bf16, any), memory::desc({16, 16, 3, 3}, bf16, any),
-                memory::desc({1, 16, 2, 2}, f32, any), {1, 1}, {0, 0}, {0, 0}, {0, 0});
-            dnnl::convolution_forward::primitive_desc(d, du::engine());
-            return true;
-        } catch (const dnnl::error&) {
-            return false;
-        }
-    }();
-    return ok;
-}
-
 // oneDNN needs right padding >= 0 (conv_transpose2d with output_padding > padding has less).
 bool onednn_ok(const Tensor& t, const Geom& g) {
     return t.dtype() == DType::Float32 && g.phr() >= 0 && g.pwr() >= 0 &&
-           (!g.bf16 || onednn_bf16());
+           (!g.bf16 || du::bf16_supported());
 }
 
 // Where oneDNN cannot run a bf16 geometry: the float32 path on operands rounded to bf16 gives the
