@@ -358,19 +358,15 @@ void MainWindow::createTraining() {
                     trainProgress_->hide();
                 }
             });
-    connect(
-        training_, &TrainingController::progressChanged, this, [this](const train::Progress& p) {
-            if (p.total_steps > 0) {
-                trainProgress_->setRange(0, int(std::min<int64_t>(p.total_steps, INT_MAX)));
-                trainProgress_->setValue(int(std::min<int64_t>(p.step, INT_MAX)));
-            }
-            trainStatus_->setText(tr("Epoch %1/%2 · step %3/%4 · ETA %5")
-                                      .arg(std::min(p.epoch + 1, std::max<int64_t>(p.epochs, 1)))
-                                      .arg(p.epochs)
-                                      .arg(p.step_in_epoch)
-                                      .arg(p.steps_per_epoch)
-                                      .arg(formatDuration(p.eta_seconds)));
-        });
+    connect(training_, &TrainingController::progressChanged, this,
+            [this](const train::Progress& p) {
+                if (p.total_steps > 0) {
+                    trainProgress_->setRange(0, int(std::min<int64_t>(p.total_steps, INT_MAX)));
+                    trainProgress_->setValue(int(std::min<int64_t>(p.step, INT_MAX)));
+                }
+                trainStatus_->setText(
+                    tr("%1  ·  ETA %2").arg(progressText(p), formatDuration(p.eta_seconds)));
+            });
     connect(training_, &TrainingController::runError, this, &MainWindow::onTrainingError);
     connect(training_, &TrainingController::finished, this, [this](train::RunStatus status) {
         const qint64 run = training_->runId();
@@ -542,7 +538,6 @@ void MainWindow::showProject(bool open) {
     updateTrainingActions();
     saveAction_->setEnabled(open);
     saveAsAction_->setEnabled(open);
-    closeAction_->setEnabled(open);
     if (open) editor_->view()->setFocus();
 }
 

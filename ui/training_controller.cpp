@@ -57,7 +57,6 @@ bool TrainingController::start(const io::Project& project, const QString& projec
     session_->storePath = storePath_.toStdString();
     runId_ = -1;
     progress_ = train::Progress{};
-    delivered_ = 0;
     finalStatus_.reset();
     auto session = session_;
     const std::string dir = projectDir.isEmpty() ? std::string(".") : projectDir.toStdString();
@@ -108,10 +107,6 @@ bool TrainingController::wait(int timeoutMs) {
     return thread_->wait(QDeadlineTimer(timeoutMs));
 }
 
-uint64_t TrainingController::eventsDropped() const {
-    return session_ ? session_->queue.dropped() : 0;
-}
-
 void TrainingController::setState(State state) {
     if (state == state_) return;
     state_ = state;
@@ -128,7 +123,6 @@ void TrainingController::drain() {
     session_->queue.drain(events, kMaxEventsPerDrain);
     for (const train::Event& event : events)
         dispatch(event);
-    delivered_ += events.size();
 }
 
 void TrainingController::dispatch(const train::Event& event) {

@@ -58,10 +58,6 @@ class TrainingController : public QObject {
     // The run's id in the store; -1 before it is created.
     int64_t runId() const { return runId_; }
     const train::Progress& progress() const { return progress_; }
-    // Everything drained so far: how many events, and how many the queue dropped as superseded.
-    uint64_t eventsDelivered() const { return delivered_; }
-    uint64_t eventsDropped() const;
-
   signals:
     void stateChanged(myelin::ui::TrainingController::State state);
     void runCreated(qint64 runId, const QString& storePath);
@@ -93,7 +89,6 @@ class TrainingController : public QObject {
     State state_ = State::Idle;
     int64_t runId_ = -1;
     train::Progress progress_;
-    uint64_t delivered_ = 0;
     std::optional<train::RunStatus> finalStatus_; // from the Finished event
 };
 

@@ -138,6 +138,14 @@ QString formatDuration(double seconds) {
     return QStringLiteral("%1:%2").arg(m).arg(sec, 2, 10, QLatin1Char('0'));
 }
 
+QString progressText(const train::Progress& p) {
+    QStringList parts;
+    parts << QObject::tr("epoch %1/%2").arg(std::min(p.epoch + 1, p.epochs)).arg(p.epochs);
+    if (p.steps_per_epoch > 0)
+        parts << QObject::tr("step %1/%2").arg(p.step_in_epoch).arg(p.steps_per_epoch);
+    return parts.join(QStringLiteral("  ·  "));
+}
+
 TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     : QWidget(parent), controller_(controller) {
     setObjectName(QStringLiteral("trainingDock"));
@@ -199,11 +207,7 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
 
     connect(controller_, &TrainingController::stateChanged, this, [this] { updateHeader(); });
     // A new run starts from clean plots.
-    connect(controller_, &TrainingController::runCreated, this, [this](qint64 id, const QString&) {
-        clear(QString());
-        runId_ = id;
-        updateHeader();
-    });
+    connect(controller_, &TrainingController::runCreated, this, &TrainingDock::clear);
     connect(controller_, &TrainingController::runStarted, this,
             [this](const train::RunStarted& started) {
                 runName_ = QString::fromStdString(started.run_name);
@@ -243,14 +247,14 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     updateHeader();
 }
 
-void TrainingDock::clear(const QString& runName) {
+void TrainingDock::clear() {
     for (QCustomPlot* plot : {lossPlot_, accuracyPlot_, lrPlot_}) {
         for (int i = 0; i < plot->graphCount(); ++i)
             plot->graph(i)->data()->clear();
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
     log_->clear();
-    runName_ = runName;
+    runName_.clear();
     scoreMetric_.clear();
     progress_ = train::Progress{};
     updateHeader();
@@ -331,18 +335,14 @@ void TrainingDock::updateHeader() {
     const TrainingController::State state = controller_->state();
     stateLabel_->setText(stateText(state));
     stateLabel_->setStyleSheet(QStringLiteral("background: %1;").arg(stateColor(state)));
-    if (runId_ >= 0 || !runName_.isEmpty())
-        runLabel_->setText(runId_ >= 0 ? tr("Run %1 · %2").arg(runId_).arg(runName_) : runName_);
+    const int64_t runId = controller_->runId();
+    if (runId >= 0 || !runName_.isEmpty())
+        runLabel_->setText(runId >= 0 ? tr("Run %1 · %2").arg(runId).arg(runName_) : runName_);
     if (progress_.epochs <= 0) {
         statsLabel_->clear();
         return;
     }
-    QStringList stats;
-    stats << tr("epoch %1/%2")
-                 .arg(std::min(progress_.epoch + 1, progress_.epochs))
-                 .arg(progress_.epochs);
-    if (progress_.steps_per_epoch > 0)
-        stats << tr("step %1/%2").arg(progress_.step_in_epoch).arg(progress_.steps_per_epoch);
+    QStringList stats{progressText(progress_)};
     if (progress_.samples_per_second > 0)
         stats << tr("%1 samples/s").arg(progress_.samples_per_second, 0, 'f', 0);
     if (state != TrainingController::State::Idle)

@@ -34,7 +34,7 @@ class TrainingDock : public QWidget {
     QString logText() const;
 
   private:
-    void clear(const QString& runName);
+    void clear(); // a new run starts from clean plots
     void onStep(const train::StepMetrics& metrics);
     void onEpoch(const train::EpochMetrics& metrics);
     void onProgress(const train::Progress& progress);
@@ -58,12 +58,13 @@ class TrainingDock : public QWidget {
     QPlainTextEdit* log_ = nullptr;
     QString runName_;
     QString scoreMetric_; // "accuracy", "r2" or empty until the first epoch says which
-    int64_t runId_ = -1;
     train::Progress progress_;
     bool dirty_ = false;
 };
 
 // "1:23:45", "4:05", "12 s"; "—" when unknown (negative).
 QString formatDuration(double seconds);
+// Where a run is: "epoch 2/10  ·  step 120/422" (the step part once steps per epoch are known).
+QString progressText(const train::Progress& progress);
 
 } // namespace myelin::ui
