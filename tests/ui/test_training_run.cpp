@@ -28,6 +28,8 @@
 #include <QUndoStack>
 #include <QtTest>
 
+#include <optional>
+
 using myelin::test::artifactsDir;
 using myelin::test::writeBlobsProject;
 using myelin::ui::MainWindow;
@@ -36,6 +38,26 @@ using myelin::ui::TrainingController;
 namespace {
 
 constexpr int kRunTimeoutMs = 120000;
+
+// A run started in `w` and followed to its end: how it ended (nullopt when it did not start or
+// did not end in time) and every runError's message and module.
+struct RunEnd {
+    std::optional<myelin::train::RunStatus> status;
+    QStringList messages, modules;
+};
+
+RunEnd trainToTheEnd(MainWindow& w) {
+    QSignalSpy errors(w.trainingController(), &TrainingController::runError);
+    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+    RunEnd end;
+    if (!w.startTraining() || !finished.wait(kRunTimeoutMs)) return end;
+    end.status = finished.at(0).at(0).value<myelin::train::RunStatus>();
+    for (const QList<QVariant>& error : errors) {
+        end.messages << error.at(0).toString();
+        end.modules << error.at(1).toString();
+    }
+    return end;
+}
 
 QAction* action(MainWindow& w, const char* name) {
     return w.findChild<QAction*>(QString::fromLatin1(name));
@@ -191,15 +213,11 @@ void TestTrainingRun::nanNamesAndSelectsTheLayer() {
     w.trainingController()->setStorePath(dir.filePath(QStringLiteral("runs.sqlite")));
     w.show();
     QVERIFY(w.openProject(project));
-    QSignalSpy errors(w.trainingController(), &TrainingController::runError);
-    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
-    QVERIFY(w.startTraining());
-    QVERIFY(finished.wait(kRunTimeoutMs));
-    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
-             myelin::train::RunStatus::Failed);
-    QCOMPARE(errors.count(), 1);
-    const QString message = errors.at(0).at(0).toString();
-    const QString module = errors.at(0).at(1).toString();
+    const RunEnd end = trainToTheEnd(w);
+    QVERIFY(end.status == myelin::train::RunStatus::Failed);
+    QCOMPARE(end.messages.size(), 1);
+    const QString message = end.messages[0];
+    const QString module = end.modules[0];
     QVERIFY2(message.contains(QStringLiteral("non-finite"), Qt::CaseInsensitive) ||
                  message.contains(QStringLiteral("NaN")),
              qPrintable(message));
@@ -241,15 +259,10 @@ void TestTrainingRun::storeThatCannotOpenIsReported() {
     MainWindow w;
     w.trainingController()->setStorePath(store);
     QVERIFY(w.openProject(project));
-    QSignalSpy errors(w.trainingController(), &TrainingController::runError);
-    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
-    QVERIFY(w.startTraining());
-    QVERIFY(finished.wait(kRunTimeoutMs));
-    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
-             myelin::train::RunStatus::Failed);
-    QCOMPARE(errors.count(), 1);
-    QVERIFY2(errors.at(0).at(0).toString().contains(QStringLiteral("not-a-file")),
-             qPrintable(errors.at(0).at(0).toString()));
+    const RunEnd end = trainToTheEnd(w);
+    QVERIFY(end.status == myelin::train::RunStatus::Failed);
+    QCOMPARE(end.messages.size(), 1);
+    QVERIFY2(end.messages[0].contains(QStringLiteral("not-a-file")), qPrintable(end.messages[0]));
     QVERIFY(!w.document()->isLocked());
     if (auto* box = w.findChild<QMessageBox*>(QStringLiteral("trainingErrorBox"))) box->close();
 }
@@ -262,15 +275,10 @@ void TestTrainingRun::badDataIsReportedAndRecorded() {
     w.trainingController()->setStorePath(store);
     QVERIFY(w.openProject(project));
     QVERIFY(QFile::remove(dir.filePath(QStringLiteral("blobs.csv")))); // the data went away
-    QSignalSpy errors(w.trainingController(), &TrainingController::runError);
-    QSignalSpy finished(w.trainingController(), &TrainingController::finished);
-    QVERIFY(w.startTraining());
-    QVERIFY(finished.wait(kRunTimeoutMs));
-    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
-             myelin::train::RunStatus::Failed);
-    QCOMPARE(errors.count(), 1);
-    QVERIFY2(errors.at(0).at(0).toString().contains(QStringLiteral("blobs.csv")),
-             qPrintable(errors.at(0).at(0).toString()));
+    const RunEnd end = trainToTheEnd(w);
+    QVERIFY(end.status == myelin::train::RunStatus::Failed);
+    QCOMPARE(end.messages.size(), 1);
+    QVERIFY2(end.messages[0].contains(QStringLiteral("blobs.csv")), qPrintable(end.messages[0]));
     auto* box = w.findChild<QMessageBox*>(QStringLiteral("trainingErrorBox"));
     QVERIFY(box != nullptr);
     QVERIFY(box->informativeText().contains(QStringLiteral("blobs.csv")));
