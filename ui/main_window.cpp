@@ -414,9 +414,7 @@ void MainWindow::setEditingLocked(bool locked) {
 
 bool MainWindow::startTraining() {
     if (!document_->isOpen() || training_->isActive()) return false;
-    int errors = 0;
-    for (const graph::Problem& p : document_->analysis().problems)
-        if (p.severity == graph::Severity::Error) ++errors;
+    const int errors = int(document_->analysis().error_count());
     if (errors > 0) {
         problemsDock_->show();
         problemsDock_->raise();
