@@ -647,11 +647,6 @@ QWidget* DataPage::buildPreview() {
     return panel;
 }
 
-QString DataPage::projectDir() const {
-    const QString path = document_->filePath();
-    return path.isEmpty() ? QDir::currentPath() : QFileInfo(path).absolutePath();
-}
-
 void DataPage::rebuildSourceForm() {
     // The old editors may be inside one of their own signals: delete them later.
     for (QObject* child : sourceForm_->findChildren<QObject*>())
@@ -909,7 +904,7 @@ void DataPage::browseFor(const QString& option) {
     const QString current = value != nullptr && std::holds_alternative<std::string>(*value)
                                 ? QString::fromStdString(std::get<std::string>(*value))
                                 : QString();
-    const QDir base(projectDir());
+    const QDir base(document_->dataDirectory());
     const QString start = current.isEmpty() ? base.path() : base.absoluteFilePath(current);
     const QString chosen =
         pathKind(option.toStdString()) == PathKind::Folder
@@ -963,7 +958,7 @@ void DataPage::maybeSchedulePreview() {
     if (!document_->isOpen()) return;
     const io::DataSpec key = previewKey(document_->project().data);
     const uint64_t seed = document_->project().train.seed;
-    const QString dir = projectDir();
+    const QString dir = document_->dataDirectory();
     if (requested_ && *requested_ == key && requestedSeed_ == seed && requestedDir_ == dir) return;
     requested_ = key;
     requestedSeed_ = seed;
@@ -996,7 +991,7 @@ void DataPage::refreshPreview() {
     if (!document_->isOpen()) return;
     requested_ = previewKey(document_->project().data);
     requestedSeed_ = document_->project().train.seed;
-    requestedDir_ = projectDir();
+    requestedDir_ = document_->dataDirectory();
     ++generation_;
     waitingForShow_ = false;
     debounce_->stop();
@@ -1027,7 +1022,7 @@ void DataPage::startPreview() {
     status_->setText(tr("Loading…"));
     running_ = true;
     const io::DataSpec spec = document_->project().data;
-    const std::filesystem::path dir = projectDir().toStdString();
+    const std::filesystem::path dir = document_->dataDirectory().toStdString();
     const uint64_t seed = document_->project().train.seed;
     const uint64_t generation = generation_;
     worker_ = std::thread([guard = guard_, spec, dir, seed, generation] {

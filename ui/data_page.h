@@ -102,7 +102,6 @@ class DataPage : public QWidget {
     void showPreview(const DataPreview& preview);
     void showPreviewError(const QString& message);
     void clearPreview(const QString& note);
-    QString projectDir() const;
 
     ProjectDocument* document_;
 

@@ -429,15 +429,11 @@ bool MainWindow::startTraining() {
         box->open();
         return false;
     }
-    const QString dir = !document_->filePath().isEmpty()
-                            ? QFileInfo(document_->filePath()).absolutePath()
-                        : !untitledBaseDir_.isEmpty() ? untitledBaseDir_
-                                                      : QDir::currentPath();
     TrainingStartOptions options;
     options.runName = document_->displayName();
     if (options.runName.endsWith(QStringLiteral(".myelin")))
         options.runName.chop(int(qstrlen(".myelin")));
-    if (!training_->start(document_->project(), dir, options)) return false;
+    if (!training_->start(document_->project(), document_->dataDirectory(), options)) return false;
     setEditingLocked(true);
     trainStatus_->setText(tr("Starting…"));
     trainProgress_->setRange(0, 0); // busy until the first progress report
@@ -604,8 +600,8 @@ bool MainWindow::newProject(const QString& examplePath) {
         }
     }
     if (!maybeSave()) return false;
-    untitledBaseDir_ = examplePath.isEmpty() ? QString() : QFileInfo(examplePath).absolutePath();
-    document_->open(std::move(project), QString());
+    document_->open(std::move(project), QString(), /*dirty=*/false,
+                    examplePath.isEmpty() ? QString() : QFileInfo(examplePath).absolutePath());
     if (layoutNeedsArranging(document_->spec())) {
         graph::ModelSpec arranged = document_->spec();
         arrangeLayers(arranged);

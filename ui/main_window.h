@@ -132,8 +132,7 @@ class MainWindow : public QMainWindow {
     QProgressBar* trainProgress_ = nullptr;
     QLabel* trainStatus_ = nullptr;
     QString lockReason_;
-    // Where an untitled project's relative data paths point (the example it was made from).
-    QString untitledBaseDir_;
+
     WelcomePage* welcomePage_ = nullptr;
     ModelEditor* editor_ = nullptr;
     LayerPalette* palette_ = nullptr;

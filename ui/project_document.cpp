@@ -2,6 +2,7 @@
 
 #include "model_edits.h"
 
+#include <QDir>
 #include <QFileInfo>
 #include <QUndoCommand>
 #include <QUndoStack>
@@ -90,13 +91,21 @@ QString ProjectDocument::displayName() const {
     return tr("Untitled");
 }
 
+QString ProjectDocument::dataDirectory() const {
+    if (!filePath_.isEmpty()) return QFileInfo(filePath_).absolutePath();
+    if (!untitledDataDirectory_.isEmpty()) return untitledDataDirectory_;
+    return QDir::currentPath();
+}
+
 bool ProjectDocument::isDirty() const {
     return open_ && (unsavedOnOpen_ || !undoStack_->isClean());
 }
 
-void ProjectDocument::open(io::Project project, const QString& path, bool dirty) {
+void ProjectDocument::open(io::Project project, const QString& path, bool dirty,
+                           const QString& untitledDataDirectory) {
     undoStack_->clear();
     project_ = std::move(project);
+    untitledDataDirectory_ = untitledDataDirectory;
     open_ = true;
     unsavedOnOpen_ = dirty;
     const QString previousPath = filePath_;
@@ -117,6 +126,7 @@ void ProjectDocument::close() {
     unsavedOnOpen_ = false;
     const bool hadPath = !filePath_.isEmpty();
     filePath_.clear();
+    untitledDataDirectory_.clear();
     analysis_ = graph::analyze(project_.model);
     emit projectReplaced();
     emit modelChanged(false);

@@ -34,6 +34,10 @@ class ProjectDocument : public QObject {
     QString filePath() const { return filePath_; }
     // The file name, or the project's name (or "Untitled") before the first save.
     QString displayName() const;
+    // The folder the project's relative data paths are read from: the project file's; for an
+    // untitled copy of an example, the example's; else the current directory. The Data page's
+    // preview and a training run both read the data from here.
+    QString dataDirectory() const;
     // Changed since it was opened or last saved.
     bool isDirty() const;
 
@@ -44,7 +48,10 @@ class ProjectDocument : public QObject {
 
     // Replaces the open project; the undo history starts empty. `dirty`: it holds changes not in
     // `path` (a recovered autosave).
-    void open(io::Project project, const QString& path, bool dirty = false);
+    // `untitledDataDirectory`: where an untitled project's data paths point (the folder of the
+    // example it was copied from); ignored once the project has a file.
+    void open(io::Project project, const QString& path, bool dirty = false,
+              const QString& untitledDataDirectory = QString());
     void close();
     // Writes the project to `path` (atomically), which becomes the file path. Throws
     // myelin::Error when the file cannot be written.
@@ -88,6 +95,7 @@ class ProjectDocument : public QObject {
     graph::Analysis analysis_;
     QUndoStack* undoStack_ = nullptr;
     QString filePath_;
+    QString untitledDataDirectory_;
     bool open_ = false;
     bool unsavedOnOpen_ = false;
     bool lastDirty_ = false;

@@ -92,6 +92,7 @@ class TestDataPage : public QObject {
     void missingCsvShowsErrorInPlace();
     void transformsAddMoveRemoveUndo();
     void tabularRegressionPreview();
+    void untitledCopyReadsDataBesideTheExample();
     void closedDocumentDisablesPage();
     void hiddenPageLoadsWhenShown();
     void staleResultsAreDropped();
@@ -318,6 +319,29 @@ void TestDataPage::transformsAddMoveRemoveUndo() {
     const QString summary = plain(f.find<QLabel>("dataSummary"));
     QVERIFY2(summary.contains(QStringLiteral("values -")), qPrintable(summary));
     QCOMPARE(f.page->previewImageCount(), 24);
+}
+
+// File > New from an example gives an untitled project whose relative data paths still point at
+// the example's folder (the CSV beside it), for the preview as for training.
+void TestDataPage::untitledCopyReadsDataBesideTheExample() {
+    const QString example = examplePath("tabular_regression");
+    const QString folder = QFileInfo(example).absolutePath();
+    ProjectDocument doc;
+    doc.open(myelin::io::load_project(example.toStdString()), QString(), false, folder);
+    QVERIFY(doc.filePath().isEmpty());
+    QCOMPARE(doc.dataDirectory(), folder);
+    QVERIFY(QDir::currentPath() != folder); // the test would prove nothing from there
+    DataPage page(&doc);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    QVERIFY2(page.waitForPreview(kPreviewTimeoutMs), qPrintable(page.previewError()));
+    QVERIFY(page.previewError().isEmpty());
+    // Without a folder the untitled project reads from the current directory, where the CSV
+    // is not.
+    doc.open(myelin::io::load_project(example.toStdString()), QString());
+    QCOMPARE(doc.dataDirectory(), QDir::currentPath());
+    QVERIFY(!page.waitForPreview(kPreviewTimeoutMs));
+    QVERIFY(!page.previewError().isEmpty());
 }
 
 void TestDataPage::tabularRegressionPreview() {
