@@ -205,13 +205,6 @@ double niceIntegerStep(double range, int target = 8) {
     return step;
 }
 
-std::unique_ptr<optim::Optimizer> throwawayOptimizer(const io::Choice& choice) {
-    // One scalar parameter stands in for the model, as in train::preview_lr.
-    std::vector<optim::ParamGroup> groups(1);
-    groups[0].params.push_back(zeros({1}).requires_grad_());
-    return train::make_optimizer(choice, std::move(groups));
-}
-
 } // namespace
 
 TrainingPage::TrainingPage(ProjectDocument* document, QWidget* parent)
@@ -985,7 +978,7 @@ int64_t TrainingPage::previewSteps(const io::TrainSpec& t) const {
 QString TrainingPage::buildError(const io::TrainSpec& t) const {
     try {
         train::make_loss(t.loss);
-        auto optimizer = throwawayOptimizer(t.optimizer);
+        auto optimizer = train::make_preview_optimizer(t.optimizer);
         if (t.scheduler) train::Schedule schedule(*t.scheduler, *optimizer, previewSteps(t));
     } catch (const std::exception& e) {
         return QString::fromUtf8(e.what());
@@ -1024,24 +1017,18 @@ void TrainingPage::updatePreview() {
                 // Metric-driven: nothing to plot, but core still checks the options.
                 train::preview_lr(t.optimizer, *t.scheduler, 1);
             } else if (!t.scheduler) {
-                throwawayOptimizer(t.optimizer); // checks the options
+                train::make_preview_optimizer(t.optimizer); // checks the options
                 for (int64_t s = 0; s < total; s += stride) {
                     previewX_.push_back(double(s + 1));
                     previewLr_.push_back(startLr);
                 }
-            } else if (stride == 1) {
-                previewLr_ = train::preview_lr(t.optimizer, *t.scheduler, total);
-                for (size_t s = 0; s < previewLr_.size(); ++s)
-                    previewX_.push_back(double(s + 1));
             } else {
-                // A long run: the same closed-form schedule, evaluated at every stride-th step.
-                auto optimizer = throwawayOptimizer(t.optimizer);
-                train::Schedule schedule(*t.scheduler, *optimizer, total);
-                for (int64_t s = 0; s < total; s += stride) {
-                    previewX_.push_back(double(s + 1));
-                    previewLr_.push_back(*schedule.lr_at(s));
-                }
-                note = tr("%1 steps: drawn at one step in %2.").arg(count(total)).arg(stride);
+                // A long run is drawn at every stride-th step of the same closed-form schedule.
+                previewLr_ = train::preview_lr(t.optimizer, *t.scheduler, total, stride);
+                for (size_t i = 0; i < previewLr_.size(); ++i)
+                    previewX_.push_back(double(int64_t(i) * stride + 1));
+                if (stride > 1)
+                    note = tr("%1 steps: drawn at one step in %2.").arg(count(total)).arg(stride);
             }
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());

@@ -467,17 +467,22 @@ void Schedule::load_state_dict(const optim::SchedulerState& state) {
         scheduler_->load_state_dict(state);
 }
 
-std::vector<double> preview_lr(const io::Choice& optimizer, const io::Choice& scheduler,
-                               int64_t steps) {
-    // One scalar parameter stands in for the model: the schedule only reads group options.
+std::unique_ptr<optim::Optimizer> make_preview_optimizer(const io::Choice& optimizer) {
+    // One scalar parameter stands in for the model: schedules only read group options.
     std::vector<optim::ParamGroup> groups(1);
     groups[0].params.push_back(zeros({1}).requires_grad_());
-    auto opt = make_optimizer(optimizer, std::move(groups));
+    return make_optimizer(optimizer, std::move(groups));
+}
+
+std::vector<double> preview_lr(const io::Choice& optimizer, const io::Choice& scheduler,
+                               int64_t steps, int64_t stride) {
+    auto opt = make_preview_optimizer(optimizer);
     Schedule schedule(scheduler, *opt, steps);
     std::vector<double> lrs;
     if (schedule.needs_metric()) return lrs;
-    lrs.reserve(size_t(std::max<int64_t>(steps, 0)));
-    for (int64_t s = 0; s < steps; ++s)
+    stride = std::max<int64_t>(stride, 1);
+    lrs.reserve(size_t(std::max<int64_t>((steps + stride - 1) / stride, 0)));
+    for (int64_t s = 0; s < steps; s += stride)
         lrs.push_back(*schedule.lr_at(s));
     return lrs;
 }

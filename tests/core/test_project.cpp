@@ -325,6 +325,11 @@ void TestProject::learningRatePreview() {
     // One-cycle peaks at max_lr.
     auto one = train::preview_lr(adam, {"OneCycleLR", {{"max_lr", 0.5}}}, 100);
     QVERIFY(qAbs(*std::max_element(one.begin(), one.end()) - 0.5) < 1e-9);
+    // A stride samples the same schedule at steps 0, 7, 14, ... (long runs in the studio).
+    auto sampled = train::preview_lr(adam, {"OneCycleLR", {{"max_lr", 0.5}}}, 100, 7);
+    QCOMPARE(sampled.size(), size_t(15));
+    for (size_t i = 0; i < sampled.size(); ++i)
+        QCOMPARE(sampled[i], one[i * 7]);
 }
 
 QTEST_GUILESS_MAIN(TestProject)

@@ -83,9 +83,15 @@ bool schedules_per_step(const io::TrainSpec& spec);
 // schedules per step, else epochs.
 int64_t schedule_steps(const io::TrainSpec& spec, int64_t steps_per_epoch);
 
-// The learning rate of every step of a schedule (group 0), computed on a throwaway optimizer:
-// what the studio's LR preview plots. Empty for ReduceLROnPlateau.
+// An optimizer over one stand-in scalar parameter, for what only reads its options: the LR
+// preview, and checking optimizer and scheduler options without a model. Throws as
+// make_optimizer does.
+std::unique_ptr<optim::Optimizer> make_preview_optimizer(const io::Choice& optimizer);
+
+// The learning rate (group 0) of a schedule over `steps` steps, at steps 0, stride, 2 stride, …
+// (every step by default), computed on a preview optimizer: what the studio's LR preview plots.
+// Empty for ReduceLROnPlateau.
 std::vector<double> preview_lr(const io::Choice& optimizer, const io::Choice& scheduler,
-                               int64_t steps);
+                               int64_t steps, int64_t stride = 1);
 
 } // namespace myelin::train
