@@ -9,8 +9,14 @@
 
 #include <myelin/nn/functional.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#define MYELIN_POOL_AVX512 1
+#endif
 
 namespace myelin::nn::functional {
 
@@ -86,49 +92,166 @@ Dims out_shape(const Tensor& x, int64_t OH, int64_t OW) {
     return s;
 }
 
-// The common 2x2 / stride 2 window fully inside the input, unrolled (same NaN rule: a NaN
-// replaces the running maximum, so the last NaN in scan order wins, as in PyTorch).
-template <typename T> bool max_forward_2x2(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
-    if (g.kh != 2 || g.kw != 2 || g.sh != 2 || g.sw != 2 || g.ph != 0 || g.pw != 0 || g.dh != 1 ||
-        g.dw != 1 || 2 * g.OH > g.H || 2 * g.OW > g.W)
-        return false;
-    const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW, planes = g.planes;
-    const int64_t HW = H * W, OHW = OH * OW;
-    // Branch-free steps (on real activations the comparisons are coin flips): a mask select for
-    // the value, an integer select for the index, so the row loop vectorises.
-    const auto step = [](T v, T& m, int64_t cand, int64_t& best) {
-        const bool take = (v > m) | (v != v);
-        if constexpr (std::is_same_v<T, float>)
-            m = myelin::kernels::bit_select(take, v, m);
-        else
-            m = take ? v : m;
-        best = take ? cand : best;
+// The common 2x2 / stride 2 window, unpadded. Each window's winner is kept as a one-byte code
+// (bit 0: right column, bit 1: bottom row) instead of an int64 index: an eighth of the memory,
+// and a backward that writes every input gradient once, densely, instead of zeroing and
+// scattering. Rows are compared pairwise first, then the two row winners: the same result as
+// PyTorch's scan (a, b, then the bottom row), where the first maximum wins ties and a NaN
+// replaces the running maximum, so the last NaN in scan order wins. Branch-free (on real
+// activations the comparisons are coin flips), so the loops vectorise.
+bool is_2x2(const PoolGeom& g) {
+    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
+           g.dh == 1 && g.dw == 1 && 2 * g.OH <= g.H && 2 * g.OW <= g.W;
+}
+
+template <typename T> T select(bool take, T a, T b) {
+    if constexpr (std::is_same_v<T, float>)
+        return myelin::kernels::bit_select(take, a, b);
+    else
+        return take ? a : b;
+}
+
+// One output row of the 2x2 pool: a, b from the top input row, d, e from the bottom one.
+template <typename T>
+void max_row_2x2(const T* __restrict r0, const T* __restrict r1, T* __restrict y,
+                 uint8_t* __restrict code, int64_t OW) {
+    for (int64_t ow = 0; ow < OW; ++ow) {
+        const T a = r0[2 * ow], b = r0[2 * ow + 1], d = r1[2 * ow], e = r1[2 * ow + 1];
+        const bool right_top = (b > a) | (b != b), right_bottom = (e > d) | (e != e);
+        const T top = select(right_top, b, a), bottom = select(right_bottom, e, d);
+        const bool below = (bottom > top) | (bottom != bottom);
+        y[ow] = select(below, bottom, top);
+        code[ow] = static_cast<uint8_t>((below << 1) | (below ? right_bottom : right_top));
+    }
+}
+
+template <typename T>
+void max_row_backward_2x2(const T* __restrict gy, const uint8_t* __restrict code, T* __restrict g0,
+                          T* __restrict g1, int64_t OW) {
+    for (int64_t ow = 0; ow < OW; ++ow) {
+        const T v = gy[ow];
+        const uint8_t c = code[ow];
+        g0[2 * ow] = select(c == 0, v, T(0));
+        g0[2 * ow + 1] = select(c == 1, v, T(0));
+        g1[2 * ow] = select(c == 2, v, T(0));
+        g1[2 * ow + 1] = select(c == 3, v, T(0));
+    }
+}
+
+#ifdef MYELIN_POOL_AVX512
+// The same two rows with AVX-512, 16 outputs at a time. Rows of pooled activations are short
+// (14 or 7 outputs for a 28x28 image), too short for the compiler's vectorised loop, so the
+// tails are handled with masks instead: masked-off lanes are neither read nor written.
+struct Lanes16 {
+    __mmask16 out, in_lo, in_hi; // outputs, and the 32 inputs of two rows' pairs split in two
+    explicit Lanes16(int64_t n) {
+        out = static_cast<__mmask16>((1u << n) - 1);
+        in_lo = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1);
+        in_hi = static_cast<__mmask16>(n > 8 ? (1u << (2 * n - 16)) - 1 : 0u);
+    }
+};
+
+inline __m512i lane_index(int first, int step, int mix) { // lanes first, first + step, ...
+    alignas(64) int32_t v[16];
+    for (int i = 0; i < 16; ++i)
+        v[i] = mix ? (i % 2 ? 16 : 0) + first + i / 2 : first + step * i;
+    return _mm512_load_si512(v);
+}
+
+template <>
+void max_row_2x2<float>(const float* __restrict r0, const float* __restrict r1, float* __restrict y,
+                        uint8_t* __restrict code, int64_t OW) {
+    static const __m512i even = lane_index(0, 2, 0), odd = lane_index(1, 2, 0);
+    const auto larger = [](__m512 cand, __m512 cur) { // PyTorch's cand > cur || isnan(cand)
+        return static_cast<__mmask16>(_mm512_cmp_ps_mask(cand, cur, _CMP_GT_OQ) |
+                                      _mm512_cmp_ps_mask(cand, cand, _CMP_UNORD_Q));
     };
-#pragma omp parallel for if (planes * OHW * 4 > kParallelWork)
-    for (int64_t p = 0; p < planes; ++p) {
-        for (int64_t oh = 0; oh < OH; ++oh) {
-            const T* r0 = x + p * HW + 2 * oh * W;
-            const T* r1 = r0 + W;
-            T* yo = y + p * OHW + oh * OW;
-            int64_t* io = idx ? idx + p * OHW + oh * OW : nullptr;
-            const int64_t base = 2 * oh * W;
-            for (int64_t ow = 0; ow < OW; ++ow) {
-                const int64_t c = 2 * ow;
-                T m = r0[c];
-                int64_t best = base + c;
-                step(r0[c + 1], m, base + c + 1, best);
-                step(r1[c], m, base + W + c, best);
-                step(r1[c + 1], m, base + W + c + 1, best);
-                yo[ow] = m;
-                if (io) io[ow] = best;
-            }
+    for (int64_t ow = 0; ow < OW; ow += 16) {
+        const Lanes16 m(std::min<int64_t>(16, OW - ow));
+        __m512 left[2], right[2];
+        const float* rows[2] = {r0 + 2 * ow, r1 + 2 * ow};
+        for (int r = 0; r < 2; ++r) {
+            const __m512 lo = _mm512_maskz_loadu_ps(m.in_lo, rows[r]);
+            const __m512 hi = _mm512_maskz_loadu_ps(m.in_hi, rows[r] + 16);
+            left[r] = _mm512_permutex2var_ps(lo, even, hi);
+            right[r] = _mm512_permutex2var_ps(lo, odd, hi);
+        }
+        const __mmask16 right_top = larger(right[0], left[0]),
+                        right_bottom = larger(right[1], left[1]);
+        const __m512 top = _mm512_mask_blend_ps(right_top, left[0], right[0]);
+        const __m512 bottom = _mm512_mask_blend_ps(right_bottom, left[1], right[1]);
+        const __mmask16 below = larger(bottom, top);
+        _mm512_mask_storeu_ps(y + ow, m.out, _mm512_mask_blend_ps(below, top, bottom));
+        const auto bit0 = static_cast<__mmask16>((below & right_bottom) | (~below & right_top));
+        const __m128i c = _mm_add_epi8(_mm_maskz_mov_epi8(bit0, _mm_set1_epi8(1)),
+                                       _mm_maskz_mov_epi8(below, _mm_set1_epi8(2)));
+        _mm_mask_storeu_epi8(code + ow, m.out, c);
+    }
+}
+
+template <>
+void max_row_backward_2x2<float>(const float* __restrict gy, const uint8_t* __restrict code,
+                                 float* __restrict g0, float* __restrict g1, int64_t OW) {
+    static const __m512i lo_pairs = lane_index(0, 0, 1), hi_pairs = lane_index(8, 0, 1);
+    for (int64_t ow = 0; ow < OW; ow += 16) {
+        const Lanes16 m(std::min<int64_t>(16, OW - ow));
+        const __m512 v = _mm512_maskz_loadu_ps(m.out, gy + ow);
+        const __m512i c = _mm512_maskz_cvtepu8_epi32(m.out, _mm_maskz_loadu_epi8(m.out, code + ow));
+        const auto at = [&](int k) {
+            return _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(k)), v);
+        };
+        float* rows[2] = {g0 + 2 * ow, g1 + 2 * ow};
+        for (int r = 0; r < 2; ++r) {
+            const __m512 left = at(2 * r), right = at(2 * r + 1);
+            _mm512_mask_storeu_ps(rows[r], m.in_lo, _mm512_permutex2var_ps(left, lo_pairs, right));
+            _mm512_mask_storeu_ps(rows[r] + 16, m.in_hi,
+                                  _mm512_permutex2var_ps(left, hi_pairs, right));
         }
     }
-    return true;
+}
+#endif
+
+template <typename T> void max_forward_2x2(const T* x, T* y, uint8_t* code, const PoolGeom& g) {
+    const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW, rows = g.planes * OH;
+#pragma omp parallel for schedule(static) if (rows * OW * 4 > kParallelWork)
+    for (int64_t r = 0; r < rows; ++r) {
+        const T* r0 = x + (r / OH) * H * W + 2 * (r % OH) * W;
+        max_row_2x2(r0, r0 + W, y + r * OW, code + r * OW, OW);
+    }
+}
+
+// PyTorch's flat per-plane indices from the window codes (for max_pool2d_with_indices).
+void indices_from_codes(const uint8_t* code, int64_t* idx, const PoolGeom& g) {
+    const int64_t OH = g.OH, OW = g.OW, rows = g.planes * OH;
+#pragma omp parallel for schedule(static) if (rows * OW > kParallelWork)
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t base = 2 * (r % OH) * g.W;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t c = code[r * OW + ow];
+            idx[r * OW + ow] = base + 2 * ow + (c & 1) + (c >> 1) * g.W;
+        }
+    }
+}
+
+template <typename T>
+void max_backward_2x2(const T* gy, const uint8_t* code, T* gx, const PoolGeom& g) {
+    const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW;
+#pragma omp parallel for schedule(static) if (g.planes * H * W > kParallelWork)
+    for (int64_t p = 0; p < g.planes; ++p) {
+        T* plane = gx + p * H * W;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+            T* g0 = plane + 2 * oh * W;
+            const int64_t r = p * OH + oh;
+            max_row_backward_2x2(gy + r * OW, code + r * OW, g0, g0 + W, OW);
+            for (int64_t w = 2 * OW; w < W; ++w) // an odd width's last column is in no window
+                g0[w] = g0[W + w] = T(0);
+        }
+        for (int64_t i = 2 * OH * W; i < H * W; ++i) // likewise an odd height's last row
+            plane[i] = T(0);
+    }
 }
 
 template <typename T> void max_forward(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
-    if (max_forward_2x2(x, y, idx, g)) return;
     const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
 #pragma omp parallel for if (g.planes * OHW * g.kh * g.kw > kParallelWork)
     for (int64_t p = 0; p < g.planes; ++p) {
@@ -292,19 +415,30 @@ ValuesIndices max_pool_impl(const Tensor& x, const Pool2dOptions& o, bool want_i
     const bool grad = autograd::needs_grad({&x});
     const Dims os = out_shape(x, g.OH, g.OW);
     Tensor y = make_tensor(os, x.dtype(), x.device());
-    Tensor idx = want_indices || grad ? make_tensor(os, DType::Int64, x.device()) : Tensor();
+    Tensor idx =
+        want_indices || (grad && !is_2x2(g)) ? make_tensor(os, DType::Int64, x.device()) : Tensor();
+    Tensor code = is_2x2(g) ? make_tensor(os, DType::UInt8, x.device()) : Tensor();
     dispatch(x.dtype(), [&](auto z) {
         using T = decltype(z);
-        max_forward(xc.data<T>(), y.data<T>(), idx.defined() ? idx.data<int64_t>() : nullptr, g);
+        if (code.defined()) {
+            max_forward_2x2(xc.data<T>(), y.data<T>(), code.data<uint8_t>(), g);
+            if (idx.defined()) indices_from_codes(code.data<uint8_t>(), idx.data<int64_t>(), g);
+        } else {
+            max_forward(xc.data<T>(), y.data<T>(), idx.defined() ? idx.data<int64_t>() : nullptr,
+                        g);
+        }
     });
     if (grad)
         record("MaxPool2DWithIndicesBackward0", {&x}, y,
-               [idx, g, in = x.shape()](const Tensor& grad, const Node&) {
+               [idx, code, g, in = x.shape()](const Tensor& grad, const Node&) {
                    const Tensor gy = grad.contiguous();
                    Tensor gx = make_tensor(in, gy.dtype(), gy.device());
                    dispatch(gy.dtype(), [&](auto z) {
                        using T = decltype(z);
-                       max_backward(gy.data<T>(), idx.data<int64_t>(), gx.data<T>(), g);
+                       if (code.defined())
+                           max_backward_2x2(gy.data<T>(), code.data<uint8_t>(), gx.data<T>(), g);
+                       else
+                           max_backward(gy.data<T>(), idx.data<int64_t>(), gx.data<T>(), g);
                    });
                    return TensorList{gx};
                });

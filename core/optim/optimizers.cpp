@@ -12,8 +12,9 @@
 #include <string>
 
 // Rounding must follow PyTorch's op by op: no contraction of a * b + c into an FMA except where
-// written (std::fma). No errno from sqrt, so the loops vectorise (NaN/Inf semantics unchanged).
-#pragma GCC optimize("fp-contract=off", "no-math-errno")
+// written (std::fma), and no errno from sqrt, so the loops vectorise: core/CMakeLists.txt
+// compiles this file with -ffp-contract=off -fno-math-errno. (Not `#pragma GCC optimize`: GCC
+// then refuses to inline std::sqrt into the loops, which stops them vectorising.)
 
 namespace myelin::optim {
 namespace {

@@ -311,6 +311,49 @@ class TestNnFunctional : public QObject {
                     "int64");
     }
 
+    // The 2x2 / stride-2 fast path against PyTorch's scan rule (first maximum wins ties, the last
+    // NaN in scan order wins), on ReLU-like inputs full of ties, with NaNs, odd sizes (the last
+    // row and column are in no window) and a batch large enough to run in parallel.
+    void max_pool2d_2x2_matches_scan_rule() {
+        const int64_t N = 4, C = 8, H = 29, W = 31, OH = 14, OW = 15;
+        std::vector<float> xv(static_cast<size_t>(N * C * H * W));
+        for (size_t i = 0; i < xv.size(); ++i)
+            xv[i] =
+                i % 97 == 5 ? NAN : static_cast<float>(std::max<int64_t>(0, (i * 7919) % 5 - 2));
+        std::vector<float> gy(static_cast<size_t>(N * C * OH * OW));
+        for (size_t i = 0; i < gy.size(); ++i)
+            gy[i] = static_cast<float>(i % 13) - 6.0f;
+        std::vector<int64_t> want_i(gy.size());
+        std::vector<float> want_v(gy.size()), want_gx(xv.size(), 0.0f);
+        for (int64_t p = 0; p < N * C; ++p)
+            for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow) {
+                    int64_t best = 2 * oh * W + 2 * ow;
+                    float m = xv[static_cast<size_t>(p * H * W + best)];
+                    for (int64_t k = 1; k < 4; ++k) {
+                        const int64_t at = (2 * oh + k / 2) * W + 2 * ow + k % 2;
+                        const float c = xv[static_cast<size_t>(p * H * W + at)];
+                        if (c > m || std::isnan(c)) m = c, best = at;
+                    }
+                    const size_t o = static_cast<size_t>((p * OH + oh) * OW + ow);
+                    want_i[o] = best, want_v[o] = m;
+                    want_gx[static_cast<size_t>(p * H * W + best)] = gy[o];
+                }
+        for (const DType dtype : {DType::Float32, DType::Float64}) { // vector and scalar paths
+            const Tensor x = from_vector(xv, {N, C, H, W}).to(dtype);
+            auto [v, idx] = F::max_pool2d_with_indices(x, F::Pool2dOptions{});
+            QCOMPARE(v.shape(), Dims({N, C, OH, OW}));
+            QCOMPARE(idx.to_vector<int64_t>(), want_i);
+            const auto got_v = v.to(DType::Float32).to_vector<float>();
+            for (size_t o = 0; o < got_v.size(); ++o)
+                QVERIFY(std::isnan(want_v[o]) ? std::isnan(got_v[o]) : got_v[o] == want_v[o]);
+            Tensor xl = x.detach().requires_grad_();
+            F::max_pool2d(xl, F::Pool2dOptions{})
+                .backward(from_vector(gy, {N, C, OH, OW}).to(dtype));
+            QCOMPARE(xl.grad().to(DType::Float32).to_vector<float>(), want_gx);
+        }
+    }
+
     void avg_pool2d_all() {
         Tensor x = arange(16.0, TensorOptions(DType::Float32)).reshape({1, 1, 4, 4});
         F::Pool2dOptions o;
