@@ -115,7 +115,12 @@ TensorList AccumulateGrad::apply(Tensor&& grad) {
     }
     if (!meta.grad) {
         // Steal the buffer when nobody else can see it; otherwise keep a private copy so a later
-        // in-place accumulation never writes into another tensor's gradient.
+        // in-place accumulation never writes into another tensor's gradient. A view whose root
+        // base nobody else holds (a transposed product, as linear's weight gradient is) owns
+        // its buffer too: drop the root first.
+        if (g.impl_ptr().use_count() == 1 && g.impl()->view_base &&
+            g.impl()->view_base.use_count() == 1)
+            g.impl()->view_base.reset();
         const bool exclusive = g.impl_ptr().use_count() == 1 &&
                                g.impl()->storage.use_count() == 1 && g.is_contiguous() &&
                                g.shape() == variable_->shape;

@@ -39,6 +39,11 @@ Tensor gemm_ready(const Tensor& t, DType compute) {
     return row || col ? c : raw_convert(c, compute);
 }
 
+// Whether t's matrices are stored column-major (a transposed view, like linear's weight.t()).
+bool column_major(const Tensor& t) {
+    return t.stride(1) == 1 && t.stride(2) != 1 && t.size(1) != 1 && t.size(2) != 1;
+}
+
 // c[B,M,N] = a[B,M,K] @ b[B,K,N] with autograd; batch dims of a or b may have stride 0.
 Tensor batched_product(const Tensor& a, const Tensor& b) {
     const DType rt = a.dtype();
@@ -49,12 +54,22 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
     if (ct != rt) out = raw_convert(out, rt);
     if (autograd::needs_grad({&a, &b}))
         record("BmmBackward0", {&a, &b}, out,
-               [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g, const Node& n) {
+               [sa = SavedTensor(a), sb = SavedTensor(b), a_col = column_major(a),
+                b_col = column_major(b)](const Tensor& g, const Node& n) {
+                   // Each gradient comes out in its operand's memory order, as in PyTorch: a
+                   // column-major operand gets (b g^T)^T / (g^T a)^T, so linear's weight
+                   // gradient is contiguous without a transposing copy.
                    TensorList r(2);
-                   if (n.needs_input_grad(0))
-                       r[0] = batched_product(g, sb.unpack(n).transpose(1, 2));
-                   if (n.needs_input_grad(1))
-                       r[1] = batched_product(sa.unpack(n).transpose(1, 2), g);
+                   if (n.needs_input_grad(0)) {
+                       const Tensor B = sb.unpack(n);
+                       r[0] = a_col ? batched_product(B, g.transpose(1, 2)).transpose(1, 2)
+                                    : batched_product(g, B.transpose(1, 2));
+                   }
+                   if (n.needs_input_grad(1)) {
+                       const Tensor A = sa.unpack(n);
+                       r[1] = b_col ? batched_product(g.transpose(1, 2), A).transpose(1, 2)
+                                    : batched_product(A.transpose(1, 2), g);
+                   }
                    return r;
                });
     return out;

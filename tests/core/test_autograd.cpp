@@ -213,6 +213,26 @@ class TestAutograd : public QObject {
         QVERIFY(hidden.expired());
     }
 
+    void product_gradients_keep_operand_layout() {
+        // As in PyTorch: the gradient of a transposed operand (linear's weight.t()) is computed
+        // transposed, so the leaf's gradient is contiguous with no transposing copy; values are
+        // the same as for the plain layout.
+        Tensor x = randn({5, 4}).requires_grad_(), w = randn({3, 4}).requires_grad_();
+        Tensor g = randn({5, 3});
+        (matmul(x, w.t()) * g).sum().backward();
+        QVERIFY(w.grad().is_contiguous());
+        Tensor w_plain = w.detach().t().contiguous().requires_grad_();
+        Tensor x_plain = x.detach().requires_grad_();
+        (matmul(x_plain, w_plain) * g).sum().backward();
+        QVERIFY(allclose(w.grad(), w_plain.grad().t(), 1e-6, 1e-6));
+        QVERIFY(allclose(x.grad(), x_plain.grad(), 1e-6, 1e-6));
+        // and for a transposed left operand
+        Tensor a = randn({4, 5}).requires_grad_();
+        (matmul(a.t(), w_plain) * g).sum().backward();
+        QVERIFY(a.grad().is_contiguous());
+        QVERIFY(allclose(a.grad().t(), x_plain.grad(), 1e-6, 1e-6));
+    }
+
     void dtype_conversion_gradients() {
         Tensor x = leaf({1, 2});
         Tensor y = x.to(DType::Float64) * 2.0;
