@@ -25,8 +25,8 @@ OMP_NUM_THREADS=$threads MYELIN_NUM_THREADS=$threads build/bench/myelin_bench_op
 OMP_NUM_THREADS=$threads /usr/bin/python3 bench/torch_ops.py --threads "$threads" >"$tmp/torch.json"
 # Training steps (batch 128, Adam), each framework and model in its own process so peak RSS is
 # the workload's own.
-steps_mlp=${MYELIN_BENCH_STEPS_MLP:-200}
-steps_cnn=${MYELIN_BENCH_STEPS_CNN:-30}
+steps_mlp=${MYELIN_BENCH_STEPS_MLP:-400}
+steps_cnn=${MYELIN_BENCH_STEPS_CNN:-100}
 for model in mlp cnn; do
   steps=$([ "$model" = mlp ] && echo "$steps_mlp" || echo "$steps_cnn")
   OMP_NUM_THREADS=$threads build/bench/myelin_train_fashion --model "$model" --steps "$steps" \
