@@ -303,24 +303,33 @@ struct AvgWindow {
     int64_t h0, h1, w0, w1;
     double divisor;
 };
-AvgWindow avg_window(const PoolGeom& g, int64_t oh, int64_t ow, bool count_include_pad) {
+// How an average pool divides: by the window's size with or without padding, or by a fixed
+// divisor_override (when not 0).
+struct AvgDivisor {
+    bool count_include_pad = true;
+    int64_t override_by = 0;
+};
+
+AvgWindow avg_window(const PoolGeom& g, int64_t oh, int64_t ow, AvgDivisor d) {
     int64_t h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
     int64_t h1 = std::min(h0 + g.kh, g.H + g.ph), w1 = std::min(w0 + g.kw, g.W + g.pw);
     const int64_t pool_size = (h1 - h0) * (w1 - w0);
     h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
     h1 = std::min(h1, g.H), w1 = std::min(w1, g.W);
     const int64_t inside = std::max<int64_t>(0, h1 - h0) * std::max<int64_t>(0, w1 - w0);
-    return {h0, h1, w0, w1, static_cast<double>(count_include_pad ? pool_size : inside)};
+    const int64_t divisor = d.override_by         ? d.override_by
+                            : d.count_include_pad ? pool_size
+                                                  : inside;
+    return {h0, h1, w0, w1, static_cast<double>(divisor)};
 }
 
-template <typename T>
-void avg_forward(const T* x, T* y, const PoolGeom& g, bool count_include_pad) {
+template <typename T> void avg_forward(const T* x, T* y, const PoolGeom& g, AvgDivisor d) {
     const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
 #pragma omp parallel for if (g.planes * OHW * g.kh * g.kw > kParallelWork)
     for (int64_t p = 0; p < g.planes; ++p)
         for (int64_t oh = 0; oh < g.OH; ++oh)
             for (int64_t ow = 0; ow < g.OW; ++ow) {
-                const AvgWindow win = avg_window(g, oh, ow, count_include_pad);
+                const AvgWindow win = avg_window(g, oh, ow, d);
                 T& out = y[p * OHW + oh * g.OW + ow];
                 if (win.h0 >= win.h1 || win.w0 >= win.w1) {
                     out = T(0);
@@ -334,8 +343,7 @@ void avg_forward(const T* x, T* y, const PoolGeom& g, bool count_include_pad) {
             }
 }
 
-template <typename T>
-void avg_backward(const T* gy, T* gx, const PoolGeom& g, bool count_include_pad) {
+template <typename T> void avg_backward(const T* gy, T* gx, const PoolGeom& g, AvgDivisor d) {
     const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
 #pragma omp parallel for if (g.planes * OHW * g.kh * g.kw > kParallelWork)
     for (int64_t p = 0; p < g.planes; ++p) {
@@ -344,7 +352,7 @@ void avg_backward(const T* gy, T* gx, const PoolGeom& g, bool count_include_pad)
             gp[i] = T(0);
         for (int64_t oh = 0; oh < g.OH; ++oh)
             for (int64_t ow = 0; ow < g.OW; ++ow) {
-                const AvgWindow win = avg_window(g, oh, ow, count_include_pad);
+                const AvgWindow win = avg_window(g, oh, ow, d);
                 if (win.h0 >= win.h1 || win.w0 >= win.w1) continue;
                 const T v = static_cast<T>(gy[p * OHW + oh * g.OW + ow] / win.divisor);
                 for (int64_t ih = win.h0; ih < win.h1; ++ih)
@@ -459,19 +467,20 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
     const PoolGeom g = pool_geom("avg_pool2d", x, o, false);
     const Tensor xc = x.detach().contiguous();
     Tensor y = make_tensor(out_shape(x, g.OH, g.OW), x.dtype(), x.device());
-    const bool cip = o.count_include_pad;
+    if (o.divisor_override == 0) throw Error("avg_pool2d: divisor_override must not be zero");
+    const AvgDivisor d{o.count_include_pad, o.divisor_override.value_or(0)};
     dispatch(x.dtype(), [&](auto z) {
         using T = decltype(z);
-        avg_forward(xc.data<T>(), y.data<T>(), g, cip);
+        avg_forward(xc.data<T>(), y.data<T>(), g, d);
     });
     if (autograd::needs_grad({&x}))
         record("AvgPool2DBackward0", {&x}, y,
-               [g, cip, in = x.shape()](const Tensor& grad, const Node&) {
+               [g, d, in = x.shape()](const Tensor& grad, const Node&) {
                    const Tensor gy = grad.contiguous();
                    Tensor gx = make_tensor(in, gy.dtype(), gy.device());
                    dispatch(gy.dtype(), [&](auto z) {
                        using T = decltype(z);
-                       avg_backward(gy.data<T>(), gx.data<T>(), g, cip);
+                       avg_backward(gy.data<T>(), gx.data<T>(), g, d);
                    });
                    return TensorList{gx};
                });

@@ -371,13 +371,15 @@ std::string MaxPool2d::extra_repr() const {
 AvgPool2d::AvgPool2d(Size2 k, AvgPool2dOptions opts)
     : Module("AvgPool2d"), kernel_size(k), stride(opts.stride.value_or(k)), options(opts) {
     check_pool_args(*this, kernel_size, stride, opts.padding);
+    if (opts.divisor_override == 0) throw Error("AvgPool2d: divisor_override must not be zero");
 }
 
 Tensor AvgPool2d::forward(const TensorList& inputs) {
     const Tensor& x = inputs[0];
     check_pool_input(*this, x, kernel_size, stride, options.padding, Size2(1), options.ceil_mode);
-    const auto o = pool_options(kernel_size, stride, options.padding, Size2(1), options.ceil_mode,
-                                options.count_include_pad);
+    auto o = pool_options(kernel_size, stride, options.padding, Size2(1), options.ceil_mode,
+                          options.count_include_pad);
+    o.divisor_override = options.divisor_override;
     if (x.dim() == 3) return F::avg_pool2d(x.unsqueeze(0), o).squeeze(0);
     return F::avg_pool2d(x, o);
 }

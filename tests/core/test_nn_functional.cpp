@@ -403,6 +403,20 @@ class TestNnFunctional : public QObject {
         }
         CHECK_ERROR(ShapeError, F::avg_pool2d(zeros({2, 1, 4, 4, 4}), o), "avg_pool2d",
                     "got [2, 1, 4, 4, 4]");
+        // divisor_override: every window's sum over the same divisor, padding or not
+        F::Pool2dOptions div = o;
+        div.padding = {1, 1};
+        div.divisor_override = 3;
+        Tensor x4 = arange(4.0, TensorOptions(DType::Float32)).reshape({1, 1, 2, 2});
+        QVERIFY(near(vals(F::avg_pool2d(x4, div)), {0.0 / 3, 1.0 / 3, 2.0 / 3, 3.0 / 3}));
+        Tensor xg = x4.detach().requires_grad_();
+        F::avg_pool2d(xg, div).sum().backward();
+        QVERIFY(near(vals(xg.grad()), {1.0 / 3, 1.0 / 3, 1.0 / 3, 1.0 / 3}));
+        GRADCHECK(([div](const TensorList& in) { return TensorList{F::avg_pool2d(in[0], div)}; }),
+                  rnd({1, 2, 5, 4}, 3));
+        div.divisor_override = 0;
+        CHECK_ERROR(Error, F::avg_pool2d(x4, div), "avg_pool2d", "divisor_override",
+                    "must not be zero");
     }
 
     void adaptive_avg_pool2d_all() {

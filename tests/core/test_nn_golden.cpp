@@ -361,6 +361,7 @@ std::map<std::string, Factory> buildFactories() {
         c.padding = o.size2("padding", 0);
         c.ceil_mode = o.b("ceil_mode", false);
         c.count_include_pad = o.b("count_include_pad", true);
+        if (o.has("divisor_override")) c.divisor_override = o.i("divisor_override");
         return make_shared<nn::AvgPool2d>(o.size2("kernel_size"), c);
     };
     t["AdaptiveAvgPool2d"] = [](const Opts& o) {

@@ -499,6 +499,8 @@ def pool_cases():
          {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
          [1, 2, 6, 6]),
         ("rect", (2, 3), {"stride": (1, 2), "padding": (1, 1)}, [1, 2, 4, 7]),
+        ("k3_s2_p1_ceil_div5", 3,
+         {"stride": 2, "padding": 1, "ceil_mode": True, "divisor_override": 5}, [1, 2, 6, 6]),
     ]
     for tag, k, o, shape in avg_specs:
         opts = {"kernel_size": k}

@@ -55,6 +55,8 @@ struct Pool2dOptions {
     std::array<int64_t, 2> dilation{1, 1}; // max_pool2d only
     bool ceil_mode = false;
     bool count_include_pad = true; // avg_pool2d only
+    // avg_pool2d only: divide every window's sum by this instead of its size (must not be 0)
+    std::optional<int64_t> divisor_override;
 };
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
 // Values and the flat (h * W + w) index of each maximum within its input plane, as PyTorch.

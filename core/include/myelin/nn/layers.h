@@ -170,6 +170,7 @@ struct AvgPool2dOptions {
     Size2 padding = 0;
     bool ceil_mode = false;
     bool count_include_pad = true;
+    std::optional<int64_t> divisor_override = std::nullopt; // divide by it, not the window size
 };
 
 class AvgPool2d : public Module {
