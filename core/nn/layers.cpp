@@ -238,10 +238,37 @@ std::string Conv1d::extra_repr() const {
 
 // --- Conv2d ------------------------------------------------------------------------------------
 
+// x [N, C, H, W] padded by {left, right, top, bottom} in a conv padding_mode other than zeros:
+// reflect and replicate are F::pad's; circular wraps around (the last rows pad the top).
+static Tensor pad_by_mode(const Tensor& x, const std::vector<int64_t>& lrtb,
+                          const std::string& mode) {
+    if (mode != "circular") return F::pad(x, lrtb, mode);
+    Tensor out = x;
+    for (int side = 0; side < 2; ++side) {
+        const int dim = side == 0 ? 3 : 2;
+        const int64_t before = lrtb[2 * side], after = lrtb[2 * side + 1], n = out.size(dim);
+        if (before > n || after > n)
+            throw ShapeError(
+                "Conv2d: circular padding of " + std::to_string(std::max(before, after)) +
+                " needs at least that many rows and columns, got input " + x.shape().str());
+        TensorList parts;
+        if (before > 0) parts.push_back(out.narrow(dim, n - before, before));
+        parts.push_back(out);
+        if (after > 0) parts.push_back(out.narrow(dim, 0, after));
+        out = cat(parts, dim);
+    }
+    return out;
+}
+
 Conv2d::Conv2d(int64_t in, int64_t out, Size2 k, Conv2dOptions opts)
     : Module("Conv2d"), in_channels(in), out_channels(out), kernel_size(k), options(opts) {
     check_conv_args(*this, in, out, opts.groups, opts.same_padding, !(opts.stride == Size2(1)));
     require_positive(*this, std::min(k.h, k.w), "kernel_size");
+    const std::string& mode = opts.padding_mode;
+    if (mode != "zeros" && mode != "reflect" && mode != "replicate" && mode != "circular")
+        throw Error("Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "
+                    "got '" +
+                    mode + "'");
     weight = register_parameter("weight", empty({out, in / opts.groups, k.h, k.w}));
     if (opts.bias) bias = register_parameter("bias", empty({out}));
     reset_parameters();
@@ -264,8 +291,23 @@ Tensor Conv2d::forward(const TensorList& inputs) {
                   x);
     F::Conv2dOptions fo{o.stride.arr(), o.padding.arr(), o.dilation.arr(), o.groups,
                         o.same_padding};
-    if (x.dim() == 3) return F::conv2d(x.unsqueeze(0), weight, bias, fo).squeeze(0);
-    return F::conv2d(x, weight, bias, fo);
+    const Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
+    Tensor y;
+    if (o.padding_mode == "zeros") {
+        y = F::conv2d(x4, weight, bias, fo);
+    } else {
+        // As PyTorch: pad explicitly in the chosen mode, then convolve without padding.
+        const auto sides = [&](int64_t k, int64_t d, int64_t p) {
+            const int64_t total = o.same_padding ? d * (k - 1) : 2 * p;
+            return std::array<int64_t, 2>{total / 2, total - total / 2};
+        };
+        const auto h = sides(kernel_size.h, o.dilation.h, o.padding.h);
+        const auto w = sides(kernel_size.w, o.dilation.w, o.padding.w);
+        fo.padding = {0, 0};
+        fo.same_padding = false;
+        y = F::conv2d(pad_by_mode(x4, {w[0], w[1], h[0], h[1]}, o.padding_mode), weight, bias, fo);
+    }
+    return x.dim() == 3 ? y.squeeze(0) : y;
 }
 
 std::string Conv2d::extra_repr() const {
@@ -278,6 +320,7 @@ std::string Conv2d::extra_repr() const {
     if (!(options.dilation == Size2(1))) s += ", dilation=" + tuple2(options.dilation);
     if (options.groups != 1) s += ", groups=" + std::to_string(options.groups);
     if (!bias.defined()) s += ", bias=False";
+    if (options.padding_mode != "zeros") s += ", padding_mode=" + options.padding_mode;
     return s;
 }
 

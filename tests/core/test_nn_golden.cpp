@@ -333,6 +333,7 @@ std::map<std::string, Factory> buildFactories() {
         c.dilation = o.size2("dilation", 1);
         c.groups = o.i("groups", 1);
         c.bias = o.b("bias", true);
+        if (o.has("padding_mode")) c.padding_mode = o.str("padding_mode");
         return make_shared<nn::Conv2d>(o.i("in_channels"), o.i("out_channels"),
                                        o.size2("kernel_size"), c);
     };

@@ -236,6 +236,14 @@ class TestNnModule : public QObject {
             error_of<Error>([&] { s.register_buffer("0", zeros({1})); }).contains("already taken"));
         QVERIFY(error_of<Error>([&] { s.register_parameter("a.b", zeros({1})); }).contains("'.'"));
         QVERIFY(error_of<Error>([&] {
+                    nn::Conv2d(1, 1, 3, nn::Conv2dOptions{.padding_mode = "mirror"});
+                }).contains("padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular'"));
+        QVERIFY(error_of<ShapeError>([&] {
+                    nn::Conv2d c(1, 1, 3,
+                                 nn::Conv2dOptions{.padding = 3, .padding_mode = "circular"});
+                    c(zeros({1, 1, 2, 2}));
+                }).contains("circular padding of 3"));
+        QVERIFY(error_of<Error>([&] {
                     s.param("nope");
                 }).contains("Sequential has no parameter 'nope'"));
         QVERIFY(error_of<Error>([&] { s.child("x"); }).contains("no submodule 'x'"));
@@ -679,6 +687,10 @@ class TestNnModule : public QObject {
              "Conv2d(3, 8, kernel_size=(3, 5), stride=(2, 2), padding=(1, 1))"},
             {make_shared<Conv2d>(3, 8, 3, Conv2dOptions{.same_padding = true}),
              "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=same)"},
+            {make_shared<Conv2d>(
+                 3, 8, 3, Conv2dOptions{.padding = 1, .bias = false, .padding_mode = "reflect"}),
+             "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False, "
+             "padding_mode=reflect)"},
             {make_shared<ConvTranspose2d>(8, 4, 2, ConvTranspose2dOptions{.stride = 2}),
              "ConvTranspose2d(8, 4, kernel_size=(2, 2), stride=(2, 2))"},
             {make_shared<ConvTranspose2d>(

@@ -445,6 +445,12 @@ def conv2d_cases():
         ("same", 2, 3, 3, {"padding": "same"}, [2, 2, 5, 5]),
         ("same_even_kernel", 2, 3, (2, 4), {"padding": "same"}, [2, 2, 5, 6]),
         ("same_dilated", 2, 2, 3, {"padding": "same", "dilation": 2}, [1, 2, 6, 6]),
+        ("reflect", 2, 3, 3, {"padding": (1, 2), "padding_mode": "reflect"}, [2, 2, 5, 6]),
+        ("replicate_stride2", 2, 3, 3, {"padding": 1, "stride": 2, "padding_mode": "replicate"},
+         [2, 2, 5, 5]),
+        ("circular", 2, 3, (3, 2), {"padding": (1, 2), "padding_mode": "circular"}, [1, 2, 4, 5]),
+        ("same_even_circular", 2, 3, (2, 4), {"padding": "same", "padding_mode": "circular"},
+         [1, 2, 5, 6]),
     ]
     for tag, cin, cout, k, o, shape in specs:
         opts = {"in_channels": cin, "out_channels": cout, "kernel_size": k}
