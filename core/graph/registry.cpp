@@ -962,12 +962,17 @@ std::vector<LayerKind> make_kinds() {
     }
     {
         LayerKind k = kind("Upsample", Category::Reshape,
-                           "Nearest-neighbour upsampling of [N, C, H, W] by integer factors.");
+                           "Upsampling of [N, C, H, W] by integer factors (nearest or bilinear).");
         k.attrs = {pair_attr("scale_factor", 2, "Height and width multipliers."),
-                   enum_attr("mode", "nearest", {"nearest"}, "Interpolation (nearest only).")};
+                   enum_attr("mode", "nearest", {"nearest", "bilinear"}, "Interpolation."),
+                   bool_attr("align_corners", false,
+                             "Bilinear only: line up the corner pixels of input and output "
+                             "instead of the pixel centres.")};
         k.summary_attrs = {"scale_factor"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_rank(in[0], 4, "[N, C, H, W]");
+            if (a.get_bool("align_corners") && a.get_string("mode") == "nearest")
+                fail("align_corners needs mode bilinear");
             auto s = pair_of(a, "scale_factor");
             Dims out = in[0].shape;
             out[2] *= s[0];
@@ -977,7 +982,8 @@ std::vector<LayerKind> make_kinds() {
         k.param_count = no_params;
         k.flops = no_flops;
         k.build = [](const Attrs& a) {
-            return std::make_shared<nn::Upsample>(size2(a, "scale_factor"), a.get_string("mode"));
+            return std::make_shared<nn::Upsample>(size2(a, "scale_factor"), a.get_string("mode"),
+                                                  a.get_bool("align_corners"));
         };
         kinds.push_back(std::move(k));
     }

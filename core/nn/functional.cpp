@@ -237,6 +237,51 @@ Tensor upsample_nearest2d(const Tensor& x, std::array<int64_t, 2> s) {
         .reshape({N, C, H * s[0], W * s[1]});
 }
 
+namespace {
+
+// Linear interpolation of x along `dim` to out = in * scale samples, with PyTorch's source
+// coordinates computed in x's dtype (float32 or float64) as PyTorch's kernel does, so the
+// weights match its bit for bit. Differentiable (index_select and element-wise ops).
+template <typename T>
+Tensor lerp_axis(const Tensor& x, int dim, int64_t scale, bool align_corners) {
+    const int64_t in = x.size(dim), out = in * scale;
+    std::vector<int64_t> lo(static_cast<size_t>(out)), hi(lo.size());
+    std::vector<T> w_lo(lo.size()), w_hi(lo.size());
+    const T step = align_corners
+                       ? (out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0))
+                       : T(1) / static_cast<T>(scale);
+    for (int64_t d = 0; d < out; ++d) {
+        const T src = align_corners ? step * static_cast<T>(d)
+                                    : std::max(step * (static_cast<T>(d) + T(0.5)) - T(0.5), T(0));
+        const auto i = static_cast<size_t>(d);
+        lo[i] = std::min(static_cast<int64_t>(src), in - 1);
+        hi[i] = lo[i] + (lo[i] < in - 1 ? 1 : 0);
+        w_hi[i] = src - static_cast<T>(lo[i]);
+        w_lo[i] = T(1) - w_hi[i];
+    }
+    Dims wshape = Dims::filled(x.dim(), 1);
+    wshape[dim] = out;
+    const Tensor a = index_select(x, dim, from_vector(lo, {out}));
+    const Tensor b = index_select(x, dim, from_vector(hi, {out}));
+    return a * from_vector(w_lo, wshape) + b * from_vector(w_hi, wshape);
+}
+
+} // namespace
+
+Tensor upsample_bilinear2d(const Tensor& x, std::array<int64_t, 2> s, bool align_corners) {
+    const char* op = "upsample_bilinear2d";
+    require_f32_f64(op, "input", x);
+    if (x.dim() != 4) shape_error(op, "expected input [N, C, H, W] (4-D), got " + x.shape().str());
+    if (s[0] < 1 || s[1] < 1)
+        shape_error(op, "expected scale factors >= 1, got (" + std::to_string(s[0]) + ", " +
+                            std::to_string(s[1]) + ")");
+    // Width first, then height: the order of PyTorch's h0 * (w0 * a + w1 * b) + h1 * (...).
+    if (x.dtype() == DType::Float64)
+        return lerp_axis<double>(lerp_axis<double>(x, 3, s[1], align_corners), 2, s[0],
+                                 align_corners);
+    return lerp_axis<float>(lerp_axis<float>(x, 3, s[1], align_corners), 2, s[0], align_corners);
+}
+
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     const char* op = "one_hot";
     if (indices.dtype() != DType::Int64)

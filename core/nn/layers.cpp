@@ -740,16 +740,19 @@ std::string Unflatten::extra_repr() const {
     return "dim=" + std::to_string(dim) + ", unflattened_size=" + dims_tuple(unflattened_size);
 }
 
-Upsample::Upsample(Size2 scale, const std::string& mode_)
-    : Module("Upsample"), scale_factor(scale), mode(mode_) {
+Upsample::Upsample(Size2 scale, const std::string& mode_, bool align)
+    : Module("Upsample"), scale_factor(scale), mode(mode_), align_corners(align) {
     require_positive(*this, std::min(scale.h, scale.w), "scale_factor");
-    if (mode != "nearest")
-        throw Error("Upsample: mode '" + mode + "' is not supported (only 'nearest')");
+    if (mode != "nearest" && mode != "bilinear")
+        throw Error("Upsample: mode '" + mode + "' is not supported ('nearest' or 'bilinear')");
+    if (align_corners && mode == "nearest")
+        throw Error("Upsample: align_corners can only be set with mode 'bilinear'");
 }
 
 Tensor Upsample::forward(const TensorList& inputs) {
     const Tensor& x = inputs[0];
     if (x.dim() != 4) bad_input(*this, "[N, C, H, W]", x);
+    if (mode == "bilinear") return F::upsample_bilinear2d(x, scale_factor.arr(), align_corners);
     return F::upsample_nearest2d(x, scale_factor.arr());
 }
 

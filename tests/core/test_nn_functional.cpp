@@ -684,6 +684,21 @@ class TestNnFunctional : public QObject {
     }
 
     // ------------------------------------------------------------------------------ misc
+    void upsample_bilinear2d_all() {
+        // 1x2 -> 2x4 by hand: half-pixel centres (clamped at the border) or aligned corners
+        const Tensor x = tensor({0.0f, 4.0f}).reshape({1, 1, 1, 2});
+        QVERIFY(near(vals(F::upsample_bilinear2d(x, {2, 2})), {0, 1, 3, 4, 0, 1, 3, 4}));
+        QVERIFY(near(vals(F::upsample_bilinear2d(x, {2, 2}, true)),
+                     {0, 4.0 / 3, 8.0 / 3, 4, 0, 4.0 / 3, 8.0 / 3, 4}));
+        for (const bool align : {false, true})
+            GRADCHECK(([align](const TensorList& in) {
+                          return TensorList{F::upsample_bilinear2d(in[0], {2, 3}, align)};
+                      }),
+                      rnd({1, 2, 3, 4}, 5));
+        CHECK_ERROR(ShapeError, F::upsample_bilinear2d(zeros({2, 3, 4}), {2, 2}),
+                    "upsample_bilinear2d", "[N, C, H, W]", "got [2, 3, 4]");
+    }
+
     void upsample_nearest2d_all() {
         Tensor x = tensor({1, 2, 3, 4}).reshape({1, 1, 2, 2});
         QVERIFY(near(vals(F::upsample_nearest2d(x, {2, 3})),

@@ -401,7 +401,8 @@ std::map<std::string, Factory> buildFactories() {
     t["Identity"] = [](const Opts&) { return make_shared<nn::Identity>(); };
     t["Upsample"] = [](const Opts& o) {
         return make_shared<nn::Upsample>(o.size2("scale_factor"),
-                                         o.has("mode") ? o.str("mode") : std::string("nearest"));
+                                         o.has("mode") ? o.str("mode") : std::string("nearest"),
+                                         o.b("align_corners", false));
     };
     t["ReLU"] = [](const Opts&) { return make_shared<nn::ReLU>(); };
     t["LeakyReLU"] = [](const Opts& o) {

@@ -236,6 +236,10 @@ class TestNnModule : public QObject {
             error_of<Error>([&] { s.register_buffer("0", zeros({1})); }).contains("already taken"));
         QVERIFY(error_of<Error>([&] { s.register_parameter("a.b", zeros({1})); }).contains("'.'"));
         QVERIFY(error_of<Error>([&] {
+                    nn::Upsample(2, "nearest", true);
+                }).contains("align_corners can only be set with mode 'bilinear'"));
+        QVERIFY(error_of<Error>([&] { nn::Upsample(2, "bicubic"); }).contains("'bicubic'"));
+        QVERIFY(error_of<Error>([&] {
                     nn::Conv2d(1, 1, 3, nn::Conv2dOptions{.padding_mode = "mirror"});
                 }).contains("padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular'"));
         QVERIFY(error_of<ShapeError>([&] {
@@ -734,6 +738,8 @@ class TestNnModule : public QObject {
             {make_shared<Unflatten>(1, Dims{2, 5}), "Unflatten(dim=1, unflattened_size=(2, 5))"},
             {make_shared<Identity>(), "Identity()"},
             {make_shared<Upsample>(2), "Upsample(scale_factor=2.0, mode=nearest)"},
+            {make_shared<Upsample>(2, "bilinear", true),
+             "Upsample(scale_factor=2.0, mode=bilinear)"},
             {make_shared<Upsample>(Size2(2, 3)), "Upsample(scale_factor=(2.0, 3.0), mode=nearest)"},
             {make_shared<ReLU>(), "ReLU()"},
             {make_shared<LeakyReLU>(), "LeakyReLU(negative_slope=0.01)"},

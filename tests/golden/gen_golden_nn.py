@@ -624,6 +624,12 @@ def misc_cases():
     layer("identity", "Identity", {}, lambda: nn.Identity(), lambda: [(U([3, 4]), 1)])
     layer("upsample_nearest_2", "Upsample", {"scale_factor": 2, "mode": "nearest"},
           lambda: nn.Upsample(scale_factor=2, mode="nearest"), lambda: [(U([2, 2, 2, 3]), 1)])
+    for align in (False, True):
+        layer("upsample_bilinear_2x3" + ("_align" if align else ""), "Upsample",
+              {"scale_factor": [2, 3], "mode": "bilinear", "align_corners": int(align)},
+              lambda align=align: nn.Upsample(scale_factor=(2.0, 3.0), mode="bilinear",
+                                              align_corners=align),
+              lambda: [(U([2, 2, 3, 4]), 1)])
     layer("upsample_nearest_2x3", "Upsample", {"scale_factor": [2, 3], "mode": "nearest"},
           lambda: nn.Upsample(scale_factor=(2.0, 3.0), mode="nearest"),
           lambda: [(U([1, 2, 2, 2]), 1)])

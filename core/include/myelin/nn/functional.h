@@ -89,6 +89,10 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& 
            double value = 0.0);
 // Nearest-neighbour upsampling of [N, C, H, W] by integer scale factors.
 Tensor upsample_nearest2d(const Tensor& x, std::array<int64_t, 2> scale_factor);
+// PyTorch's bilinear interpolation (align_corners false: half-pixel centres, clamped at 0;
+// true: the corner pixels of input and output line up).
+Tensor upsample_bilinear2d(const Tensor& x, std::array<int64_t, 2> scale_factor,
+                           bool align_corners = false);
 // int64 indices -> int64 one-hot with a trailing dim of num_classes (-1: max + 1).
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 

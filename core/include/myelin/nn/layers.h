@@ -338,12 +338,15 @@ class Identity : public Module {
 // Nearest-neighbour upsampling of [N, C, H, W] by integer scale factors.
 class Upsample : public Module {
   public:
-    explicit Upsample(Size2 scale_factor, const std::string& mode = "nearest");
+    // mode "nearest" or "bilinear"; align_corners only for "bilinear"
+    explicit Upsample(Size2 scale_factor, const std::string& mode = "nearest",
+                      bool align_corners = false);
     Tensor forward(const TensorList& inputs) override;
     std::string extra_repr() const override;
 
     const Size2 scale_factor;
     const std::string mode;
+    const bool align_corners;
 };
 
 // --- activations (element-wise; any input shape) -----------------------------------------------
