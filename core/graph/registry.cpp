@@ -137,6 +137,24 @@ std::optional<double> momentum_of(const Attrs& a) {
 [[noreturn]] void fail(const std::string& message) {
     throw ShapeError(message);
 }
+
+// Conv2d's reflect padding must be smaller than the input's height and width, circular padding
+// at most as large (it wraps the opposite side around once), as in PyTorch.
+void require_padding_fits(const Attrs& a, int64_t h, int64_t w) {
+    const std::string mode = a.get_string("padding_mode");
+    if (mode != "reflect" && mode != "circular") return;
+    const auto k = pair_of(a, "kernel_size"), d = pair_of(a, "dilation"), p = pair_of(a, "padding");
+    const int64_t sizes[2] = {h, w};
+    const char* names[2] = {"height", "width"};
+    for (int i = 0; i < 2; ++i) {
+        const int64_t total = a.get_bool("same_padding") ? d[i] * (k[i] - 1) : 2 * p[i];
+        const int64_t side = total - total / 2;
+        if (mode == "reflect" ? side >= sizes[i] : side > sizes[i])
+            fail(mode + " padding of " + std::to_string(side) + " needs an input " + names[i] +
+                 (mode == "reflect" ? " above " : " of at least ") + std::to_string(side) +
+                 ", got " + std::to_string(sizes[i]));
+    }
+}
 void require_float(const TensorType& t) {
     if (!is_floating(t.dtype))
         throw DTypeError(std::string("expected a floating point input, got ") +
@@ -433,6 +451,9 @@ std::vector<LayerKind> make_kinds() {
                    bool_attr("same_padding", false,
                              "Pad so the output has the input's height and width (PyTorch's "
                              "padding='same'; needs stride 1). Overrides padding."),
+                   enum_attr("padding_mode", "zeros", {"zeros", "reflect", "replicate", "circular"},
+                             "What the padding holds: zeros, the border mirrored (reflect), the "
+                             "edge repeated (replicate) or the opposite side (circular)."),
                    pair_attr("dilation", 1, "Spacing between filter taps."),
                    int_attr("groups", 1, "Blocked connections from input to output channels."),
                    kBias};
@@ -444,6 +465,7 @@ std::vector<LayerKind> make_kinds() {
             require_divisible(cin, g, "in_channels");
             require_divisible(a.get_int("out_channels"), g, "out_channels");
             int64_t h = in[0].shape[2], w = in[0].shape[3];
+            require_padding_fits(a, h, w);
             if (a.get_bool("same_padding")) {
                 if (pair_of(a, "stride") != std::array<int64_t, 2>{1, 1})
                     fail("same_padding needs stride 1");
@@ -474,7 +496,8 @@ std::vector<LayerKind> make_kinds() {
                                   .dilation = size2(a, "dilation"),
                                   .groups = a.get_int("groups"),
                                   .bias = a.get_bool("bias"),
-                                  .same_padding = a.get_bool("same_padding")});
+                                  .same_padding = a.get_bool("same_padding"),
+                                  .padding_mode = a.get_string("padding_mode")});
         };
         kinds.push_back(std::move(k));
     }
