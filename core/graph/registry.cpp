@@ -114,6 +114,10 @@ AttrDesc nullable(AttrDesc d) {
 }
 
 const AttrDesc kBias = bool_attr("bias", true, "Learn an additive bias.");
+const AttrDesc kPaddingMode =
+    enum_attr("padding_mode", "zeros", {"zeros", "reflect", "replicate", "circular"},
+              "What the padding holds: zeros, the border mirrored (reflect), the edge repeated "
+              "(replicate) or the opposite side (circular).");
 AttrDesc num_inputs_attr() {
     return int_attr("num_inputs", 2, "Number of input ports.", 2, 16);
 }
@@ -138,21 +142,23 @@ std::optional<double> momentum_of(const Attrs& a) {
     throw ShapeError(message);
 }
 
-// Conv2d's reflect padding must be smaller than the input's height and width, circular padding
-// at most as large (it wraps the opposite side around once), as in PyTorch.
-void require_padding_fits(const Attrs& a, int64_t h, int64_t w) {
+// A convolution's reflect padding must be smaller than the input along each padded dimension,
+// circular padding at most as large (it wraps the opposite side around once), as in PyTorch.
+// One entry per spatial dimension: kernel, dilation, padding, input size, name.
+struct PaddedDim {
+    int64_t k, d, p, size;
+    const char* name;
+};
+void require_padding_fits(const Attrs& a, std::initializer_list<PaddedDim> dims) {
     const std::string mode = a.get_string("padding_mode");
     if (mode != "reflect" && mode != "circular") return;
-    const auto k = pair_of(a, "kernel_size"), d = pair_of(a, "dilation"), p = pair_of(a, "padding");
-    const int64_t sizes[2] = {h, w};
-    const char* names[2] = {"height", "width"};
-    for (int i = 0; i < 2; ++i) {
-        const int64_t total = a.get_bool("same_padding") ? d[i] * (k[i] - 1) : 2 * p[i];
+    for (const PaddedDim& dim : dims) {
+        const int64_t total = a.get_bool("same_padding") ? dim.d * (dim.k - 1) : 2 * dim.p;
         const int64_t side = total - total / 2;
-        if (mode == "reflect" ? side >= sizes[i] : side > sizes[i])
-            fail(mode + " padding of " + std::to_string(side) + " needs an input " + names[i] +
+        if (mode == "reflect" ? side >= dim.size : side > dim.size)
+            fail(mode + " padding of " + std::to_string(side) + " needs an input " + dim.name +
                  (mode == "reflect" ? " above " : " of at least ") + std::to_string(side) +
-                 ", got " + std::to_string(sizes[i]));
+                 ", got " + std::to_string(dim.size));
     }
 }
 void require_float(const TensorType& t) {
@@ -400,6 +406,7 @@ std::vector<LayerKind> make_kinds() {
                    bool_attr("same_padding", false,
                              "Pad so the output has the input's length (PyTorch's "
                              "padding='same'; needs stride 1). Overrides padding."),
+                   kPaddingMode,
                    int_attr("dilation", 1, "Spacing between filter taps."),
                    int_attr("groups", 1, "Blocked connections from input to output channels."),
                    kBias};
@@ -411,6 +418,8 @@ std::vector<LayerKind> make_kinds() {
             require_divisible(cin, g, "in_channels");
             require_divisible(a.get_int("out_channels"), g, "out_channels");
             int64_t len = in[0].shape[2];
+            require_padding_fits(a, {{a.get_int("kernel_size"), a.get_int("dilation"),
+                                      a.get_int("padding"), len, "length"}});
             if (a.get_bool("same_padding")) {
                 if (a.get_int("stride") != 1) fail("same_padding needs stride 1");
             } else {
@@ -437,7 +446,8 @@ std::vector<LayerKind> make_kinds() {
                                   .dilation = a.get_int("dilation"),
                                   .groups = a.get_int("groups"),
                                   .bias = a.get_bool("bias"),
-                                  .same_padding = a.get_bool("same_padding")});
+                                  .same_padding = a.get_bool("same_padding"),
+                                  .padding_mode = a.get_string("padding_mode")});
         };
         kinds.push_back(std::move(k));
     }
@@ -451,9 +461,7 @@ std::vector<LayerKind> make_kinds() {
                    bool_attr("same_padding", false,
                              "Pad so the output has the input's height and width (PyTorch's "
                              "padding='same'; needs stride 1). Overrides padding."),
-                   enum_attr("padding_mode", "zeros", {"zeros", "reflect", "replicate", "circular"},
-                             "What the padding holds: zeros, the border mirrored (reflect), the "
-                             "edge repeated (replicate) or the opposite side (circular)."),
+                   kPaddingMode,
                    pair_attr("dilation", 1, "Spacing between filter taps."),
                    int_attr("groups", 1, "Blocked connections from input to output channels."),
                    kBias};
@@ -465,7 +473,10 @@ std::vector<LayerKind> make_kinds() {
             require_divisible(cin, g, "in_channels");
             require_divisible(a.get_int("out_channels"), g, "out_channels");
             int64_t h = in[0].shape[2], w = in[0].shape[3];
-            require_padding_fits(a, h, w);
+            const auto k2 = pair_of(a, "kernel_size"), d2 = pair_of(a, "dilation"),
+                       p2 = pair_of(a, "padding");
+            require_padding_fits(
+                a, {{k2[0], d2[0], p2[0], h, "height"}, {k2[1], d2[1], p2[1], w, "width"}});
             if (a.get_bool("same_padding")) {
                 if (pair_of(a, "stride") != std::array<int64_t, 2>{1, 1})
                     fail("same_padding needs stride 1");

@@ -8,6 +8,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <tuple>
 
 namespace myelin::nn {
 
@@ -180,6 +181,47 @@ std::string Bilinear::extra_repr() const {
            ", out_features=" + std::to_string(out_features) + ", bias=" + py_bool(bias.defined());
 }
 
+// --- padding modes of Conv1d / Conv2d ----------------------------------------------------------
+
+namespace {
+
+void check_padding_mode(const Module& m, const std::string& mode) {
+    if (mode != "zeros" && mode != "reflect" && mode != "replicate" && mode != "circular")
+        throw Error(m.type_name() +
+                    ": padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got '" +
+                    mode + "'");
+}
+
+// x [N, C, H, W] padded explicitly for a convolution whose padding_mode is not zeros, as PyTorch
+// does before convolving unpadded: each side gets padding (for 'same': total / 2 before, the
+// rest after). reflect and replicate are F::pad's; circular wraps the opposite side around.
+Tensor pad_for_conv(const Module& m, const Tensor& x, Size2 k, Size2 d, Size2 p, bool same,
+                    const std::string& mode) {
+    const auto sides = [&](int64_t kk, int64_t dd, int64_t pp) {
+        const int64_t total = same ? dd * (kk - 1) : 2 * pp;
+        return std::array<int64_t, 2>{total / 2, total - total / 2};
+    };
+    const auto h = sides(k.h, d.h, p.h), w = sides(k.w, d.w, p.w);
+    if (mode != "circular") return F::pad(x, {w[0], w[1], h[0], h[1]}, mode);
+    Tensor out = x;
+    for (const auto& [dim, before, after] :
+         {std::tuple<int, int64_t, int64_t>{3, w[0], w[1]}, {2, h[0], h[1]}}) {
+        const int64_t n = out.size(dim);
+        if (before > n || after > n)
+            throw ShapeError(m.type_name() + ": circular padding of " +
+                             std::to_string(std::max(before, after)) +
+                             " needs an input at least that large, got " + x.shape().str());
+        TensorList parts;
+        if (before > 0) parts.push_back(out.narrow(dim, n - before, before));
+        parts.push_back(out);
+        if (after > 0) parts.push_back(out.narrow(dim, 0, after));
+        out = cat(parts, dim);
+    }
+    return out;
+}
+
+} // namespace
+
 // --- Conv1d ------------------------------------------------------------------------------------
 
 namespace {
@@ -200,6 +242,7 @@ Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, Conv1dOptions opts)
     : Module("Conv1d"), in_channels(in), out_channels(out), kernel_size(k), options(opts) {
     check_conv_args(*this, in, out, opts.groups, opts.same_padding, opts.stride != 1);
     require_positive(*this, k, "kernel_size");
+    check_padding_mode(*this, opts.padding_mode);
     weight = register_parameter("weight", empty({out, in / opts.groups, k}));
     if (opts.bias) bias = register_parameter("bias", empty({out}));
     reset_parameters();
@@ -219,8 +262,16 @@ Tensor Conv1d::forward(const TensorList& inputs) {
         bad_input(*this, expected + " with L large enough for the kernel", x);
     F::Conv1dOptions o{options.stride, options.padding, options.dilation, options.groups,
                        options.same_padding};
-    if (x.dim() == 2) return F::conv1d(x.unsqueeze(0), weight, bias, o).squeeze(0);
-    return F::conv1d(x, weight, bias, o);
+    Tensor x3 = x.dim() == 2 ? x.unsqueeze(0) : x;
+    if (options.padding_mode != "zeros") {
+        x3 = pad_for_conv(*this, x3.unsqueeze(2), Size2(1, kernel_size), Size2(1, options.dilation),
+                          Size2(0, options.padding), options.same_padding, options.padding_mode)
+                 .squeeze(2);
+        o.padding = 0;
+        o.same_padding = false;
+    }
+    const Tensor y = F::conv1d(x3, weight, bias, o);
+    return x.dim() == 2 ? y.squeeze(0) : y;
 }
 
 std::string Conv1d::extra_repr() const {
@@ -233,42 +284,17 @@ std::string Conv1d::extra_repr() const {
     if (options.dilation != 1) s += ", dilation=" + tuple1(options.dilation);
     if (options.groups != 1) s += ", groups=" + std::to_string(options.groups);
     if (!bias.defined()) s += ", bias=False";
+    if (options.padding_mode != "zeros") s += ", padding_mode=" + options.padding_mode;
     return s;
 }
 
 // --- Conv2d ------------------------------------------------------------------------------------
 
-// x [N, C, H, W] padded by {left, right, top, bottom} in a conv padding_mode other than zeros:
-// reflect and replicate are F::pad's; circular wraps around (the last rows pad the top).
-static Tensor pad_by_mode(const Tensor& x, const std::vector<int64_t>& lrtb,
-                          const std::string& mode) {
-    if (mode != "circular") return F::pad(x, lrtb, mode);
-    Tensor out = x;
-    for (int side = 0; side < 2; ++side) {
-        const int dim = side == 0 ? 3 : 2;
-        const int64_t before = lrtb[2 * side], after = lrtb[2 * side + 1], n = out.size(dim);
-        if (before > n || after > n)
-            throw ShapeError(
-                "Conv2d: circular padding of " + std::to_string(std::max(before, after)) +
-                " needs at least that many rows and columns, got input " + x.shape().str());
-        TensorList parts;
-        if (before > 0) parts.push_back(out.narrow(dim, n - before, before));
-        parts.push_back(out);
-        if (after > 0) parts.push_back(out.narrow(dim, 0, after));
-        out = cat(parts, dim);
-    }
-    return out;
-}
-
 Conv2d::Conv2d(int64_t in, int64_t out, Size2 k, Conv2dOptions opts)
     : Module("Conv2d"), in_channels(in), out_channels(out), kernel_size(k), options(opts) {
     check_conv_args(*this, in, out, opts.groups, opts.same_padding, !(opts.stride == Size2(1)));
     require_positive(*this, std::min(k.h, k.w), "kernel_size");
-    const std::string& mode = opts.padding_mode;
-    if (mode != "zeros" && mode != "reflect" && mode != "replicate" && mode != "circular")
-        throw Error("Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "
-                    "got '" +
-                    mode + "'");
+    check_padding_mode(*this, opts.padding_mode);
     weight = register_parameter("weight", empty({out, in / opts.groups, k.h, k.w}));
     if (opts.bias) bias = register_parameter("bias", empty({out}));
     reset_parameters();
@@ -296,16 +322,11 @@ Tensor Conv2d::forward(const TensorList& inputs) {
     if (o.padding_mode == "zeros") {
         y = F::conv2d(x4, weight, bias, fo);
     } else {
-        // As PyTorch: pad explicitly in the chosen mode, then convolve without padding.
-        const auto sides = [&](int64_t k, int64_t d, int64_t p) {
-            const int64_t total = o.same_padding ? d * (k - 1) : 2 * p;
-            return std::array<int64_t, 2>{total / 2, total - total / 2};
-        };
-        const auto h = sides(kernel_size.h, o.dilation.h, o.padding.h);
-        const auto w = sides(kernel_size.w, o.dilation.w, o.padding.w);
         fo.padding = {0, 0};
         fo.same_padding = false;
-        y = F::conv2d(pad_by_mode(x4, {w[0], w[1], h[0], h[1]}, o.padding_mode), weight, bias, fo);
+        y = F::conv2d(pad_for_conv(*this, x4, kernel_size, o.dilation, o.padding, o.same_padding,
+                                   o.padding_mode),
+                      weight, bias, fo);
     }
     return x.dim() == 3 ? y.squeeze(0) : y;
 }

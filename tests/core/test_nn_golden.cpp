@@ -322,6 +322,7 @@ std::map<std::string, Factory> buildFactories() {
         c.dilation = o.i("dilation", 1);
         c.groups = o.i("groups", 1);
         c.bias = o.b("bias", true);
+        if (o.has("padding_mode")) c.padding_mode = o.str("padding_mode");
         return make_shared<nn::Conv1d>(o.i("in_channels"), o.i("out_channels"), o.i("kernel_size"),
                                        c);
     };

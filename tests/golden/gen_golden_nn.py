@@ -422,6 +422,8 @@ def conv1d_cases():
         ("nobias", 3, 4, 3, {"bias": False}, [2, 3, 8]),
         ("same", 3, 4, 3, {"padding": "same"}, [2, 3, 8]),
         ("same_even_dilated", 2, 3, 4, {"padding": "same", "dilation": 2}, [2, 2, 9]),
+        ("reflect", 3, 4, 3, {"padding": 2, "padding_mode": "reflect"}, [2, 3, 7]),
+        ("circular_same", 2, 3, 4, {"padding": "same", "padding_mode": "circular"}, [2, 2, 9]),
     ]
     for tag, cin, cout, k, o, shape in specs:
         opts = {"in_channels": cin, "out_channels": cout, "kernel_size": k}

@@ -77,6 +77,8 @@ struct Conv1dOptions {
     int64_t groups = 1;
     bool bias = true;
     bool same_padding = false; // PyTorch's padding="same" (stride must be 1)
+    // What the padding holds: "zeros", "reflect", "replicate" or "circular" (PyTorch's names)
+    std::string padding_mode = "zeros";
 };
 
 class Conv1d : public Module {
