@@ -224,13 +224,20 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& p, const std::string& mo
     return y;
 }
 
-Tensor upsample_nearest2d(const Tensor& x, std::array<int64_t, 2> s) {
-    const char* op = "upsample_nearest2d";
-    require_floating(op, "input", x);
+namespace {
+// An upsampling's input is [N, C, H, W] and its integer scale factors are at least 1.
+void check_upsample(const char* op, const Tensor& x, std::array<int64_t, 2> s) {
     if (x.dim() != 4) shape_error(op, "expected input [N, C, H, W] (4-D), got " + x.shape().str());
     if (s[0] < 1 || s[1] < 1)
         shape_error(op, "expected scale factors >= 1, got (" + std::to_string(s[0]) + ", " +
                             std::to_string(s[1]) + ")");
+}
+} // namespace
+
+Tensor upsample_nearest2d(const Tensor& x, std::array<int64_t, 2> s) {
+    const char* op = "upsample_nearest2d";
+    require_floating(op, "input", x);
+    check_upsample(op, x, s);
     const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
     return x.reshape({N, C, H, 1, W, 1})
         .expand({N, C, H, s[0], W, s[1]})
@@ -271,10 +278,7 @@ Tensor lerp_axis(const Tensor& x, int dim, int64_t scale, bool align_corners) {
 Tensor upsample_bilinear2d(const Tensor& x, std::array<int64_t, 2> s, bool align_corners) {
     const char* op = "upsample_bilinear2d";
     require_f32_f64(op, "input", x);
-    if (x.dim() != 4) shape_error(op, "expected input [N, C, H, W] (4-D), got " + x.shape().str());
-    if (s[0] < 1 || s[1] < 1)
-        shape_error(op, "expected scale factors >= 1, got (" + std::to_string(s[0]) + ", " +
-                            std::to_string(s[1]) + ")");
+    check_upsample(op, x, s);
     // Width first, then height: the order of PyTorch's h0 * (w0 * a + w1 * b) + h1 * (...).
     if (x.dtype() == DType::Float64)
         return lerp_axis<double>(lerp_axis<double>(x, 3, s[1], align_corners), 2, s[0],
