@@ -180,11 +180,7 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         options.run_name = !start.runName.isEmpty() ? start.runName.toStdString()
                            : !project.name.empty()  ? project.name
                                                     : std::string("untitled");
-        store::RunInfo info;
-        info.name = options.run_name;
-        info.project_json = io::serialize_project(project);
-        info.device = "cpu";
-        info.threads = get_num_threads();
+        const store::RunInfo info = train::run_info(project, options);
         // The run exists in the store before anything can fail, so a failed setup is recorded.
         runId = store->create_run(info);
         session->runId = runId;

@@ -180,10 +180,7 @@ int cmd_train(const std::vector<std::string_view>& raw) {
 
     auto store_path = args.get("--store").value_or(store::default_store_path().string());
     store::RunStore store = store::RunStore::open(store_path);
-    store::RunInfo info;
-    info.name = options.run_name;
-    info.project_json = io::serialize_project(project);
-    info.device = "cpu";
+    store::RunInfo info = train::run_info(project, options);
     if (auto r = args.get("--resume")) {
         options.resume_from = resolve_resume(*r, store, info.parent_run);
         info.parent_checkpoint = std::filesystem::absolute(options.resume_from).string();

@@ -1,6 +1,7 @@
 #include <myelin/train/store_sink.h>
 
 #include <myelin/device.h>
+#include <myelin/io/project.h>
 #include <myelin/train/trainer.h>
 
 #include <string>
@@ -69,6 +70,17 @@ void StoreSink::on_event(const Event& e) {
         store_.flush();
         store_.finish_run(run_, final_status_, error_);
     }
+}
+
+store::RunInfo run_info(const io::Project& project, const TrainerOptions& options) {
+    store::RunInfo info;
+    info.name = options.run_name;
+    info.project_json = io::serialize_project(project);
+    info.device = "cpu";
+    info.threads = options.threads > 0         ? options.threads
+                   : project.train.threads > 0 ? project.train.threads
+                                               : get_num_threads();
+    return info;
 }
 
 void record_run_params(store::RunStore& store, int64_t run, const Trainer& trainer,

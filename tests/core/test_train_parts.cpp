@@ -3,11 +3,14 @@
 // under threads, the progress tracker on a fake clock, and early stopping sequences.
 #include <myelin/device.h>
 #include <myelin/error.h>
+#include <myelin/io/project.h>
 #include <myelin/tensor.h>
 #include <myelin/train/capture.h>
 #include <myelin/train/early_stopping.h>
 #include <myelin/train/events.h>
 #include <myelin/train/metrics.h>
+#include <myelin/train/store_sink.h>
+#include <myelin/train/trainer.h>
 
 #include <QtTest>
 
@@ -179,6 +182,24 @@ class TestTrainParts : public QObject {
 
   private slots:
     // --- metrics ---------------------------------------------------------------------------------
+
+    void runInfoRecordsTheThreadsTheTrainerUses() {
+        // CLI and studio both record a new run through run_info: the thread count is the one
+        // the Trainer will set (options, else project, else the process default).
+        io::Project project;
+        project.name = "p";
+        train::TrainerOptions options;
+        options.run_name = "run a";
+        QCOMPARE(train::run_info(project, options).threads, get_num_threads());
+        project.train.threads = 3;
+        QCOMPARE(train::run_info(project, options).threads, 3);
+        options.threads = 2;
+        const store::RunInfo info = train::run_info(project, options);
+        QCOMPARE(info.threads, 2);
+        QCOMPARE(info.name, std::string("run a"));
+        QCOMPARE(info.device, std::string("cpu"));
+        QCOMPARE(info.project_json, io::serialize_project(project));
+    }
 
     void classificationHandComputed() {
         // true:      0  0  1  1  2  2

@@ -15,6 +15,7 @@ namespace myelin::train {
 
 class Trainer;
 struct TrainResult;
+struct TrainerOptions;
 
 class StoreSink final : public EventSink {
   public:
@@ -31,8 +32,10 @@ class StoreSink final : public EventSink {
 };
 
 // What the CLI and the studio both record around a run, so their runs look the same in the
-// store: the run's parameters once its trainer is built, and the test metrics ("test_<name>")
-// after it finished.
+// store: the new run (name, project snapshot, device, and the thread count the Trainer will
+// use: the options', else the project's, else the process default), the run's parameters once
+// its trainer is built, and the test metrics ("test_<name>") after it finished.
+store::RunInfo run_info(const io::Project& project, const TrainerOptions& options);
 void record_run_params(store::RunStore& store, int64_t run, const Trainer& trainer,
                        const io::Project& project);
 void record_test_metrics(store::RunStore& store, int64_t run, const TrainResult& result);
