@@ -191,10 +191,10 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& p, const std::string& mo
                    });
         return y;
     }
-    const bool reflect = mode == "reflect";
-    if (!reflect && mode != "replicate")
+    const bool reflect = mode == "reflect", circular = mode == "circular";
+    if (!reflect && !circular && mode != "replicate")
         throw Error(std::string(op) + ": unknown mode '" + mode +
-                    "' (expected 'constant', 'reflect' or 'replicate')");
+                    "' (expected 'constant', 'reflect', 'replicate' or 'circular')");
     Tensor y = x;
     for (int i = 0; i < n; ++i) {
         const int d = x.dim() - 1 - i;
@@ -203,6 +203,10 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& p, const std::string& mo
             shape_error(op, mode + " padding must be non-negative, got " + std::to_string(l) +
                                 ", " + std::to_string(r) + " for dim " + std::to_string(d));
         if (l == 0 && r == 0) continue;
+        if (circular && (l > L || r > L))
+            shape_error(op, "circular padding of " + std::to_string(std::max(l, r)) +
+                                " needs dim " + std::to_string(d) +
+                                " at least that large, got input " + x.shape().str());
         if (reflect ? (l >= L || r >= L) : L == 0)
             shape_error(op, mode + " padding (" + std::to_string(l) + ", " + std::to_string(r) +
                                 ") must be " +
@@ -214,6 +218,8 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& p, const std::string& mo
             if (reflect) {
                 if (s < 0) s = -s;
                 if (s >= L) s = 2 * (L - 1) - s;
+            } else if (circular) { // wraps around: the last rows pad the top
+                s = (s + L) % L;
             } else {
                 s = std::clamp<int64_t>(s, 0, L - 1);
             }

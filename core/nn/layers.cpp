@@ -8,7 +8,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <tuple>
 
 namespace myelin::nn {
 
@@ -192,9 +191,9 @@ void check_padding_mode(const Module& m, const std::string& mode) {
                     mode + "'");
 }
 
-// x [N, C, H, W] padded explicitly for a convolution whose padding_mode is not zeros, as PyTorch
-// does before convolving unpadded: each side gets padding (for 'same': total / 2 before, the
-// rest after). reflect and replicate are F::pad's; circular wraps the opposite side around.
+// x [N, C, H, W] padded explicitly (F::pad) for a convolution whose padding_mode is not zeros,
+// as PyTorch does before convolving unpadded: each side gets padding (for 'same': total / 2
+// before, the rest after).
 Tensor pad_for_conv(const Module& m, const Tensor& x, Size2 k, Size2 d, Size2 p, bool same,
                     const std::string& mode) {
     const auto sides = [&](int64_t kk, int64_t dd, int64_t pp) {
@@ -202,22 +201,11 @@ Tensor pad_for_conv(const Module& m, const Tensor& x, Size2 k, Size2 d, Size2 p,
         return std::array<int64_t, 2>{total / 2, total - total / 2};
     };
     const auto h = sides(k.h, d.h, p.h), w = sides(k.w, d.w, p.w);
-    if (mode != "circular") return F::pad(x, {w[0], w[1], h[0], h[1]}, mode);
-    Tensor out = x;
-    for (const auto& [dim, before, after] :
-         {std::tuple<int, int64_t, int64_t>{3, w[0], w[1]}, {2, h[0], h[1]}}) {
-        const int64_t n = out.size(dim);
-        if (before > n || after > n)
-            throw ShapeError(m.type_name() + ": circular padding of " +
-                             std::to_string(std::max(before, after)) +
-                             " needs an input at least that large, got " + x.shape().str());
-        TensorList parts;
-        if (before > 0) parts.push_back(out.narrow(dim, n - before, before));
-        parts.push_back(out);
-        if (after > 0) parts.push_back(out.narrow(dim, 0, after));
-        out = cat(parts, dim);
+    try {
+        return F::pad(x, {w[0], w[1], h[0], h[1]}, mode);
+    } catch (const ShapeError& e) { // padding that does not fit the input: name the layer
+        throw ShapeError(m.type_name() + ": " + e.what());
     }
-    return out;
 }
 
 } // namespace

@@ -657,6 +657,7 @@ class TestNnFunctional : public QObject {
         Tensor x = tensor({1, 2, 3}).reshape({1, 1, 3});
         QVERIFY(near(vals(F::pad(x, {2, 1}, "reflect")), {3, 2, 1, 2, 3, 2}));
         QVERIFY(near(vals(F::pad(x, {2, 1}, "replicate")), {1, 1, 1, 2, 3, 3}));
+        QVERIFY(near(vals(F::pad(x, {2, 3}, "circular")), {2, 3, 1, 2, 3, 1, 2, 3}));
         QVERIFY(near(vals(F::pad(x, {1, 2}, "constant", 9)), {9, 1, 2, 3, 9, 9}));
         QVERIFY(near(vals(F::pad(x, {-1, 1})), {2, 3, 0}));
         Tensor x2 = arange(6.0, TensorOptions(DType::Float32)).reshape({1, 2, 3});
@@ -664,7 +665,7 @@ class TestNnFunctional : public QObject {
             near(vals(F::pad(x2, {1, 0, 1, 0}, "reflect")), {4, 3, 4, 5, 1, 0, 1, 2, 4, 3, 4, 5}));
         QCOMPARE(F::pad(x2, {0, 0, 0, 0, 1, 1}).shape(), Dims({3, 2, 3}));
         const Tensor xx = rnd({2, 3, 4, 5}, 1);
-        for (const std::string mode : {"constant", "reflect", "replicate"}) {
+        for (const std::string mode : {"constant", "reflect", "replicate", "circular"}) {
             const std::vector<int64_t> p = {2, 1, 0, 3};
             GRADCHECK(([p, mode](const TensorList& in) {
                           return TensorList{F::pad(in[0], p, mode, 0.5)};
@@ -679,6 +680,8 @@ class TestNnFunctional : public QObject {
             },
             xx);
         CHECK_ERROR(ShapeError, F::pad(x, {3, 0}, "reflect"), "pad", "smaller than");
+        CHECK_ERROR(ShapeError, F::pad(x, {4, 0}, "circular"), "pad", "circular padding of 4",
+                    "got input [1, 1, 3]");
         CHECK_ERROR(ShapeError, F::pad(x, {1, 0, 1}), "pad", "even number");
         CHECK_ERROR(Error, F::pad(x, {1, 0}, "wrap"), "pad", "unknown mode 'wrap'");
     }

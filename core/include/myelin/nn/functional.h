@@ -84,7 +84,8 @@ Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true, Generato
 Tensor embedding(const Tensor& indices, const Tensor& weight,
                  std::optional<int64_t> padding_idx = std::nullopt);
 // pad = {left, right, top, bottom, ...} from the last dim backwards, as torch.nn.functional.pad;
-// mode "constant" (value), "reflect" or "replicate".
+// mode "constant" (value), "reflect", "replicate" or "circular" (wraps around; pads at most the
+// dimension's size).
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& mode = "constant",
            double value = 0.0);
 // Nearest-neighbour upsampling of [N, C, H, W] by integer scale factors.
