@@ -153,8 +153,8 @@ void require_padding_fits(const Attrs& a, std::initializer_list<PaddedDim> dims)
     const std::string mode = a.get_string("padding_mode");
     if (mode != "reflect" && mode != "circular") return;
     for (const PaddedDim& dim : dims) {
-        const int64_t total = a.get_bool("same_padding") ? dim.d * (dim.k - 1) : 2 * dim.p;
-        const int64_t side = total - total / 2;
+        const int64_t side =
+            nn::conv_padding_sides(dim.k, dim.d, dim.p, a.get_bool("same_padding"))[1];
         if (mode == "reflect" ? side >= dim.size : side > dim.size)
             fail(mode + " padding of " + std::to_string(side) + " needs an input " + dim.name +
                  (mode == "reflect" ? " above " : " of at least ") + std::to_string(side) +

@@ -180,6 +180,12 @@ std::string Bilinear::extra_repr() const {
            ", out_features=" + std::to_string(out_features) + ", bias=" + py_bool(bias.defined());
 }
 
+std::array<int64_t, 2> conv_padding_sides(int64_t kernel, int64_t dilation, int64_t padding,
+                                          bool same) {
+    const int64_t total = same ? dilation * (kernel - 1) : 2 * padding;
+    return {total / 2, total - total / 2};
+}
+
 // --- padding modes of Conv1d / Conv2d ----------------------------------------------------------
 
 namespace {
@@ -196,11 +202,8 @@ void check_padding_mode(const Module& m, const std::string& mode) {
 // before, the rest after).
 Tensor pad_for_conv(const Module& m, const Tensor& x, Size2 k, Size2 d, Size2 p, bool same,
                     const std::string& mode) {
-    const auto sides = [&](int64_t kk, int64_t dd, int64_t pp) {
-        const int64_t total = same ? dd * (kk - 1) : 2 * pp;
-        return std::array<int64_t, 2>{total / 2, total - total / 2};
-    };
-    const auto h = sides(k.h, d.h, p.h), w = sides(k.w, d.w, p.w);
+    const auto h = conv_padding_sides(k.h, d.h, p.h, same),
+               w = conv_padding_sides(k.w, d.w, p.w, same);
     try {
         return F::pad(x, {w[0], w[1], h[0], h[1]}, mode);
     } catch (const ShapeError& e) { // padding that does not fit the input: name the layer

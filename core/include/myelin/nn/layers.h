@@ -70,6 +70,11 @@ class Bilinear : public Module {
 
 // --- convolution -------------------------------------------------------------------------------
 
+// The padding a convolution adds before and after one dimension: `padding` on both sides, or for
+// padding='same' the total dilation * (kernel - 1) split with the odd one after (PyTorch's rule).
+std::array<int64_t, 2> conv_padding_sides(int64_t kernel, int64_t dilation, int64_t padding,
+                                          bool same);
+
 struct Conv1dOptions {
     int64_t stride = 1;
     int64_t padding = 0;
