@@ -1,7 +1,8 @@
 // 2-D pooling: max (with PyTorch's flat per-plane indices, which double as the backward
-// workspace), average and adaptive average. Plain nchw loops, one OpenMP task per plane: these
-// ops are memory-bound, and the loops reproduce PyTorch's window and divisor rules exactly
-// (ceil_mode, padding, count_include_pad, NaN propagation).
+// workspace, except for the common 2x2 / stride-2 window, which keeps a one-byte code), average
+// and adaptive average. Plain nchw loops, one OpenMP task per plane or row: these ops are
+// memory-bound, and the loops reproduce PyTorch's window and divisor rules exactly (ceil_mode,
+// padding, count_include_pad, divisor_override, NaN propagation).
 #include "autograd/function.h"
 #include "backend/kernels/elementwise.h"
 #include "nn/functional_common.h"
@@ -98,7 +99,8 @@ Dims out_shape(const Tensor& x, int64_t OH, int64_t OW) {
 // scattering. Rows are compared pairwise first, then the two row winners: the same result as
 // PyTorch's scan (a, b, then the bottom row), where the first maximum wins ties and a NaN
 // replaces the running maximum, so the last NaN in scan order wins. Branch-free (on real
-// activations the comparisons are coin flips), so the loops vectorise.
+// activations the comparisons are coin flips): the compiler vectorises wide rows, and the
+// AVX-512 versions below take the short ones of small images.
 bool is_2x2(const PoolGeom& g) {
     return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
            g.dh == 1 && g.dw == 1 && 2 * g.OH <= g.H && 2 * g.OW <= g.W;
