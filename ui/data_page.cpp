@@ -44,6 +44,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <tuple>
 
 namespace myelin::ui {
 
@@ -425,6 +426,16 @@ DataPage::~DataPage() {
     if (worker_.joinable()) worker_.join();
 }
 
+std::pair<QLabel*, QWidget*> DataPage::addDocAndForm(const QString& docName) {
+    auto* doc = new QLabel(settings_);
+    doc->setObjectName(docName);
+    doc->setWordWrap(true);
+    settingsColumn_->addWidget(doc);
+    auto* form = new QWidget(settings_);
+    settingsColumn_->addWidget(form);
+    return {doc, form};
+}
+
 QWidget* DataPage::buildSettings() {
     settings_ = new QWidget;
     settings_->setObjectName(QStringLiteral("dataSettings"));
@@ -447,12 +458,7 @@ QWidget* DataPage::buildSettings() {
     }
     connect(source_, &QComboBox::currentIndexChanged, this, &DataPage::commitSourceKind);
     settingsColumn_->addWidget(source_);
-    sourceDoc_ = new QLabel(settings_);
-    sourceDoc_->setObjectName(QStringLiteral("dataSourceDoc"));
-    sourceDoc_->setWordWrap(true);
-    settingsColumn_->addWidget(sourceDoc_);
-    sourceForm_ = new QWidget(settings_);
-    settingsColumn_->addWidget(sourceForm_);
+    std::tie(sourceDoc_, sourceForm_) = addDocAndForm(QStringLiteral("dataSourceDoc"));
 
     // Split and loading.
     settingsColumn_->addWidget(sectionHeading(tr("Split and loading"), settings_));
@@ -549,12 +555,7 @@ QWidget* DataPage::buildSettings() {
     buttons->addWidget(moveUp_);
     buttons->addWidget(moveDown_);
     settingsColumn_->addLayout(buttons);
-    transformDoc_ = new QLabel(settings_);
-    transformDoc_->setObjectName(QStringLiteral("dataTransformDoc"));
-    transformDoc_->setWordWrap(true);
-    settingsColumn_->addWidget(transformDoc_);
-    transformForm_ = new QWidget(settings_);
-    settingsColumn_->addWidget(transformForm_);
+    std::tie(transformDoc_, transformForm_) = addDocAndForm(QStringLiteral("dataTransformDoc"));
     settingsColumn_->addStretch(1);
     return settings_;
 }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 
 class QCheckBox;
 class QComboBox;
@@ -76,6 +77,9 @@ class DataPage : public QWidget {
 
   private:
     QWidget* buildSettings();
+    // A word-wrapped description (named docName) and an empty form under it, in the settings
+    // column: what the chosen source or transform is, and its options.
+    std::pair<QLabel*, QWidget*> addDocAndForm(const QString& docName);
     QWidget* buildPreview();
     void rebuildSourceForm();
     void rebuildTransformForm();
