@@ -1,5 +1,6 @@
 #include <myelin/error.h>
 #include <myelin/io/checkpoint.h>
+#include <myelin/io/json_limits.h>
 #include <myelin/io/safetensors.h>
 
 #include <nlohmann/json.hpp>
@@ -130,6 +131,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     auto meta_json = [&](const char* key) -> std::optional<json> {
         auto text = file.metadata_value(key);
         if (!text) return std::nullopt;
+        if (auto problem = json_nesting_problem(*text); !problem.empty())
+            throw Error(where + ": metadata '" + key + "' " + problem);
         try {
             return json::parse(*text);
         } catch (const json::parse_error& e) {

@@ -2,6 +2,7 @@
 // document with a path so every error names the field ("training.optimizer.lr"); writing emits
 // every field in a fixed order with two-space indentation, so saving is byte-stable.
 #include <myelin/graph/registry.h>
+#include <myelin/io/json_limits.h>
 #include <myelin/io/project.h>
 #include <myelin/train/components.h>
 
@@ -543,6 +544,8 @@ void pretty_print(const json& v, int indent, std::string& out) {
 } // namespace
 
 Project parse_project(std::string_view text, const std::string& source_name) {
+    if (auto problem = json_nesting_problem(text); !problem.empty())
+        throw ProjectError(source_name, "", "the JSON " + problem);
     json doc;
     try {
         doc = json::parse(text.begin(), text.end());
@@ -587,6 +590,8 @@ std::string serialize_project(const Project& p) {
     doc["data"] = write_data(p.data);
     doc["training"] = write_train(p.train);
     json ui = json::object();
+    if (auto problem = json_nesting_problem(p.ui_json); !problem.empty())
+        throw Error("project ui data " + problem);
     try {
         ui = json::parse(p.ui_json.empty() ? std::string("{}") : p.ui_json);
     } catch (const json::parse_error& e) {

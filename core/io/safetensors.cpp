@@ -1,5 +1,6 @@
 // safetensors reading (header validation, then data) and atomic writing.
 #include <myelin/error.h>
+#include <myelin/io/json_limits.h>
 #include <myelin/io/safetensors.h>
 
 #include <nlohmann/json.hpp>
@@ -26,11 +27,20 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json; // keeps the header's order (state_dict order)
+// Headers are read into nlohmann::json (objects in a std::map): an ordered_json object inserts in
+// linear time, so reading n tensors took O(n^2) (19 s for 100,000 names). The parse callback
+// records the order of the names instead (state_dict order). Headers are written in order.
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
 
 // The reference implementation's limit: a bigger header is not a safetensors file.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 constexpr const char* kMetadataKey = "__metadata__";
+// Bounds on what a header may list, so that a hostile one is refused with bounded memory. The
+// largest published models have a few thousand tensors (with optimizer state, three times
+// that); each entry is dtype, shape (at most kMaxDims values) and two offsets.
+constexpr uint64_t kMaxTensors = 100'000;
+constexpr uint64_t kMaxHeaderValues = kMaxTensors * (kMaxDims + 8);
 
 [[noreturn]] void fail_read(const std::string& source, const std::string& what) {
     throw Error("cannot read '" + source + "': " + what);
@@ -210,31 +220,94 @@ void check_coverage(const std::string& source, const std::vector<SafetensorsTens
                               "requires the tensors to cover the buffer exactly");
 }
 
+// Builds the header's parse tree with nlohmann's plain DOM builder, checking events as they
+// arrive. (Not nlohmann's callback parser: after each nested object it rescans the parent's
+// members, O(n^2) for n tensors, 130 s for 100,000.) It records the first repeated key (nlohmann
+// keeps the last of repeated keys silently; a repeated tensor name or field is corruption) and
+// the order of the names (objects are std::maps), and refuses a header of millions of tiny
+// entries before its parse tree costs gigabytes.
+class HeaderReader {
+  public:
+    std::string duplicate;                         // the first repeated key, described
+    std::vector<std::string> names, metadata_keys; // in file order
+
+    HeaderReader(const std::string& source, Json& root) : source_(source), dom_(root) {}
+
+    bool null() { return value() && dom_.null(); }
+    bool boolean(bool v) { return value() && dom_.boolean(v); }
+    bool number_integer(Json::number_integer_t v) { return value() && dom_.number_integer(v); }
+    bool number_unsigned(Json::number_unsigned_t v) { return value() && dom_.number_unsigned(v); }
+    bool number_float(Json::number_float_t v, const Json::string_t& text) {
+        return value() && dom_.number_float(v, text);
+    }
+    bool string(Json::string_t& v) { return value() && dom_.string(v); }
+    bool binary(Json::binary_t& v) { return value() && dom_.binary(v); }
+    bool start_object(std::size_t n) {
+        value();
+        open_objects_.emplace_back();
+        ++depth_;
+        return dom_.start_object(n);
+    }
+    bool end_object() {
+        open_objects_.pop_back();
+        --depth_;
+        return dom_.end_object();
+    }
+    bool start_array(std::size_t n) {
+        value();
+        ++depth_;
+        return dom_.start_array(n);
+    }
+    bool end_array() {
+        --depth_;
+        return dom_.end_array();
+    }
+    bool key(Json::string_t& key) {
+        if (depth_ == 1) {
+            if (names.size() == kMaxTensors + 1) // one name may be __metadata__
+                fail_read(source_, "the header lists more than " + std::to_string(kMaxTensors) +
+                                       " tensors (the limit; no real model comes close)");
+            top_level_key_ = key;
+            names.push_back(key);
+        } else if (depth_ == 2 && top_level_key_ == kMetadataKey) {
+            metadata_keys.push_back(key);
+        }
+        if (!open_objects_.back().insert(key).second && duplicate.empty())
+            duplicate = depth_ == 1 ? "the header names '" + clip(key) + "' twice"
+                                    : "key '" + clip(key) + "' appears twice inside '" +
+                                          clip(top_level_key_) + "'";
+        return dom_.key(key);
+    }
+    template <typename Exception>
+    bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+        return dom_.parse_error(position, token, e); // throws it, as its own type
+    }
+
+  private:
+    bool value() {
+        if (++values_ > kMaxHeaderValues)
+            fail_read(source_, "the header holds more than " + std::to_string(kMaxHeaderValues) +
+                                   " JSON values; a safetensors file has at most " +
+                                   std::to_string(kMaxTensors) + " tensors with a few values each");
+        return true;
+    }
+
+    const std::string& source_;
+    nlohmann::detail::json_sax_dom_parser<Json> dom_;
+    std::vector<std::set<std::string>> open_objects_;
+    std::string top_level_key_;
+    int depth_ = 0;
+    uint64_t values_ = 0;
+};
+
 // Parses and validates the JSON header (`text`, `size` bytes) for a byte buffer of `data_size`.
 SafetensorsHeader parse_header(const std::string& source, const char* text, size_t size,
                                uint64_t data_size) {
     if (size == 0 || text[0] != '{')
         fail_read(source, "not a safetensors file: the JSON header must start with '{'");
+    if (auto problem = json_nesting_problem({text, size}); !problem.empty())
+        fail_read(source, "the header " + problem);
 
-    // nlohmann keeps the last of repeated keys silently; a repeated tensor name or field is
-    // corruption, so the parse callback records the first one.
-    std::vector<std::set<std::string>> open_objects;
-    std::string top_level_key, duplicate;
-    const auto on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
-        if (event == Json::parse_event_t::object_start) {
-            open_objects.emplace_back();
-        } else if (event == Json::parse_event_t::object_end) {
-            open_objects.pop_back();
-        } else if (event == Json::parse_event_t::key) {
-            const auto& key = parsed.get_ref<const std::string&>();
-            if (depth == 1) top_level_key = key;
-            if (!open_objects.back().insert(key).second && duplicate.empty())
-                duplicate = depth == 1 ? "the header names '" + clip(key) + "' twice"
-                                       : "key '" + clip(key) + "' appears twice inside '" +
-                                             clip(top_level_key) + "'";
-        }
-        return true;
-    };
     // nlohmann's message without its "[json.exception.parse_error.101] " prefix, and short:
     // "last read: '...'" may quote a whole unterminated string.
     const auto reason = [](const Json::exception& e) {
@@ -244,8 +317,9 @@ SafetensorsHeader parse_header(const std::string& source, const char* text, size
         return clip(why, 300);
     };
     Json header;
+    HeaderReader reader(source, header);
     try {
-        header = Json::parse(text, text + size, on_event);
+        Json::sax_parse(text, text + size, &reader);
     } catch (const Json::parse_error& e) {
         fail_read(source, "the header is not valid JSON (byte " + std::to_string(e.byte) +
                               " of the header, file offset " + std::to_string(e.byte + 8) +
@@ -253,19 +327,21 @@ SafetensorsHeader parse_header(const std::string& source, const char* text, size
     } catch (const Json::exception& e) { // out_of_range: a number too large for a double
         fail_read(source, "the header is not valid JSON: " + reason(e));
     }
-    if (!duplicate.empty()) fail_read(source, duplicate);
+    if (!reader.duplicate.empty()) fail_read(source, reader.duplicate);
     if (!header.is_object())
         fail_read(source, "the header is " + kind_of(header) + ", not a JSON object");
 
     SafetensorsHeader out;
     out.data_start = 8 + size;
     out.data_size = data_size;
-    for (const auto& [key, value] : header.items()) {
+    for (const std::string& key : reader.names) {
+        const Json& value = header.at(key);
         if (key == kMetadataKey) {
             if (!value.is_object())
                 fail_read(source,
                           "'__metadata__' is " + kind_of(value) + ", not an object of strings");
-            for (const auto& [mkey, mvalue] : value.items()) {
+            for (const std::string& mkey : reader.metadata_keys) {
+                const Json& mvalue = value.at(mkey);
                 if (!mvalue.is_string())
                     fail_read(source, "'__metadata__' value of '" + clip(mkey) + "' is " +
                                           kind_of(mvalue) + ", not a string");
@@ -450,9 +526,9 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
             static_cast<uint64_t>(tensors[k].second.numel()) * tensors[k].second.element_size();
     }
 
-    Json header = Json::object();
+    OrderedJson header = OrderedJson::object();
     if (!metadata.empty()) {
-        Json meta = Json::object();
+        OrderedJson meta = OrderedJson::object();
         for (const auto& [key, value] : metadata)
             meta.emplace(key, value);
         header.emplace(kMetadataKey, std::move(meta));
@@ -460,14 +536,14 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
     for (size_t k = 0; k < tensors.size(); ++k) {
         const Tensor& t = tensors[k].second;
         const uint64_t end = begin[k] + static_cast<uint64_t>(t.numel()) * t.element_size();
-        header.emplace(tensors[k].first, Json{{"dtype", safetensors_dtype_name(t.dtype())},
+        header.emplace(tensors[k].first, OrderedJson{{"dtype", safetensors_dtype_name(t.dtype())},
                                               {"shape", t.shape().vec()},
                                               {"data_offsets", {begin[k], end}}});
     }
     std::string text;
     try {
-        text = header.dump(-1, ' ', false, Json::error_handler_t::strict);
-    } catch (const Json::type_error&) {
+        text = header.dump(-1, ' ', false, OrderedJson::error_handler_t::strict);
+    } catch (const OrderedJson::type_error&) {
         fail("a tensor name or metadata string is not valid UTF-8");
     }
     text.append((8 - text.size() % 8) % 8, ' ');

@@ -75,6 +75,7 @@ class TestCli : public QObject {
     void checkValidProject();
     void checkInvalidProject();
     void checkMalformedProject();
+    void deeplyNestedFilesAreRefused();
     void formatRewritesCanonically();
     void trainEvalAndRuns();
     void stopAndResume();
@@ -177,6 +178,44 @@ void TestCli::checkMalformedProject() {
     const Result missing = runCli({QStringLiteral("check"), dir.filePath(QStringLiteral("no"))});
     QCOMPARE(missing.exitCode, 1);
     QVERIFY2(missing.err.contains(QStringLiteral("cannot open the file")), qPrintable(missing.err));
+}
+
+// Issue 20: a safetensors header nesting arrays 10^6 deep (2 MB, far under the 100 MB header
+// limit) overflowed the stack of a recursive JSON parse. Every path that reads a checkpoint
+// refuses it with exit code 1 and a message naming the file; a project file too.
+void TestCli::deeplyNestedFilesAreRefused() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 1);
+    const int depth = 1000000;
+    QByteArray header = "{\"w\":{\"dtype\":\"F32\",\"shape\":" + QByteArray(depth, '[') +
+                        QByteArray(depth, ']') + ",\"data_offsets\":[0,4]}}";
+    header.append(QByteArray(int(-header.size() & 7), ' '));
+    QByteArray file(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        file[i] = char((quint64(header.size()) >> (8 * i)) & 0xff);
+    const QString deep = dir.filePath(QStringLiteral("deep.safetensors"));
+    QVERIFY(writeFile(deep, file + header + QByteArray(4, '\0')));
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const QList<QStringList> commands = {
+        {QStringLiteral("eval"), project, QStringLiteral("--checkpoint"), deep},
+        {QStringLiteral("train"), project, QStringLiteral("--store"), store,
+         QStringLiteral("--init-weights"), deep},
+        {QStringLiteral("train"), project, QStringLiteral("--store"), store,
+         QStringLiteral("--resume"), deep}};
+    for (const QStringList& args : commands) {
+        const Result r = runCli(args);
+        QVERIFY2(r.exitCode == 1, qPrintable(args.join(' ') + ": " + r.err));
+        QVERIFY2(r.err.contains(deep) && r.err.contains(QStringLiteral("1000002 levels deep")),
+                 qPrintable(args.join(' ') + ": " + r.err));
+    }
+    const QString deepProject = dir.filePath(QStringLiteral("deep.myelin"));
+    QVERIFY(writeFile(deepProject, "{\"format_version\": 1, \"ui\": " + QByteArray(depth, '[') +
+                                       QByteArray(depth, ']') + "}"));
+    const Result check = runCli({QStringLiteral("check"), deepProject});
+    QCOMPARE(check.exitCode, 1);
+    QVERIFY2(check.err.contains(deepProject + QStringLiteral(": the JSON nests arrays and objects "
+                                                             "1000001 levels deep")),
+             qPrintable(check.err));
 }
 
 void TestCli::formatRewritesCanonically() {
