@@ -17,7 +17,9 @@ int64_t json_nesting_depth(std::string_view text) {
             continue;
         }
         switch (c) {
-        case '"': in_string = true; break;
+        case '"':
+            in_string = true;
+            break;
         case '[':
         case '{':
             if (++depth > deepest) deepest = depth;
@@ -26,7 +28,8 @@ int64_t json_nesting_depth(std::string_view text) {
         case '}':
             if (depth > 0) --depth; // unbalanced text is for the parser to report
             break;
-        default: break;
+        default:
+            break;
         }
     }
     return deepest;

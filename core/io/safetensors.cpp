@@ -537,8 +537,8 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
         const Tensor& t = tensors[k].second;
         const uint64_t end = begin[k] + static_cast<uint64_t>(t.numel()) * t.element_size();
         header.emplace(tensors[k].first, OrderedJson{{"dtype", safetensors_dtype_name(t.dtype())},
-                                              {"shape", t.shape().vec()},
-                                              {"data_offsets", {begin[k], end}}});
+                                                     {"shape", t.shape().vec()},
+                                                     {"data_offsets", {begin[k], end}}});
     }
     std::string text;
     try {

@@ -147,17 +147,20 @@ class TestHostileInput : public QObject {
                  qPrintable(message));
         // The same inside a string is text, and the reader gets to say what is wrong with it.
         const std::string quoted = "{\"format_version\": 1, \"name\": \"" + nested(1000) + "\"}";
-        QVERIFY(error_of<io::ProjectError>([&] { io::parse_project(quoted, "q.myelin"); })
-                    .contains(QStringLiteral("q.myelin:(top level): missing field 'model'")));
+        QVERIFY(error_of<io::ProjectError>([&] {
+                    io::parse_project(quoted, "q.myelin");
+                }).contains(QStringLiteral("q.myelin:(top level): missing field 'model'")));
         // The studio's layout data goes through the writer too.
         io::Project project;
         project.ui_json = "{\"a\": " + nested(1000000) + "}";
-        QVERIFY(error_of<Error>([&] { io::serialize_project(project); })
-                    .startsWith(QStringLiteral("project ui data nests arrays and objects 1000001")));
+        QVERIFY(error_of<Error>([&] {
+                    io::serialize_project(project);
+                }).startsWith(QStringLiteral("project ui data nests arrays and objects 1000001")));
     }
 
     void checkpointMetadataRefusesDeepNesting() {
-        const std::string path = dir_.filePath(QStringLiteral("deep_meta.safetensors")).toStdString();
+        const std::string path =
+            dir_.filePath(QStringLiteral("deep_meta.safetensors")).toStdString();
         io::save_safetensors(path, {{"w", zeros({2})}},
                              {{"format", io::kCheckpointFormat},
                               {"training", "{\"epoch\": " + nested(1000000) + "}"}});
@@ -243,8 +246,8 @@ class TestHostileInput : public QObject {
         const std::string path = dir_.filePath(QStringLiteral("huge.idx")).toStdString();
         {
             std::ofstream out(path, std::ios::binary);
-            const unsigned char header[] = {0, 0, 0x08, 3,    0x80, 0, 0, 0, 0x80, 0,
-                                            0, 0, 0x80, 0,    0,    0, 1, 2, 3,    4};
+            const unsigned char header[] = {0, 0, 0x08, 3, 0x80, 0, 0, 0, 0x80, 0,
+                                            0, 0, 0x80, 0, 0,    0, 1, 2, 3,    4};
             out.write(reinterpret_cast<const char*>(header), sizeof header);
         }
         const QString message = error_within_memory(100, [&] { data::read_idx(path); });

@@ -507,13 +507,17 @@ class TestSafetensors : public QObject {
             "the header nests arrays and objects 1000002 levels deep; the limit is 64");
         EXPECT_LOAD_ERROR(file_bytes("{\"__metadata__\": {\"k\": " + nested(1000000) + "}}"),
                           "the header nests arrays and objects 1000002 levels deep");
-        EXPECT_LOAD_ERROR(file_bytes("{" + entry("a", "U8", "[" + nested(61) + "]", "[0, 0]") + "}"),
-                          "tensor 'a': shape dimension 0 is an array, not a non-negative integer");
-        EXPECT_LOAD_ERROR(file_bytes("{" + entry("a", "U8", "[" + nested(62) + "]", "[0, 0]") + "}"),
-                          "65 levels deep; the limit is 64");
+        EXPECT_LOAD_ERROR(
+            file_bytes("{" + entry("a", "U8", "[" + nested(61) + "]", "[0, 0]") + "}"),
+            "tensor 'a': shape dimension 0 is an array, not a non-negative integer");
+        EXPECT_LOAD_ERROR(
+            file_bytes("{" + entry("a", "U8", "[" + nested(62) + "]", "[0, 0]") + "}"),
+            "65 levels deep; the limit is 64");
         // Brackets inside names and strings are text, not nesting.
-        EXPECT_LOAD_ERROR(file_bytes("{" + entry(std::string(100, '[') + "\\\"", "F99", "[1]", "[0, 1]") + "}", "x"),
-                          "unknown dtype 'F99'");
+        EXPECT_LOAD_ERROR(
+            file_bytes("{" + entry(std::string(100, '[') + "\\\"", "F99", "[1]", "[0, 1]") + "}",
+                       "x"),
+            "unknown dtype 'F99'");
         const QString long_name = load_error(
             file_bytes("{" + entry(std::string(100000, 'n'), "F99", "[1]", "[0, 1]") + "}", "x"));
         QVERIFY2(long_name.contains("tensor 'nnnn") && long_name.contains("...': unknown dtype") &&
