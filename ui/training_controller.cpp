@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <mutex>
 
 namespace myelin::ui {
 
@@ -23,14 +22,12 @@ constexpr size_t kMaxEventsPerDrain = 2048;
 
 } // namespace
 
-// What the GUI thread and the worker share. The trainer exists only while run() goes; requests
-// made before that are remembered and applied when it does.
+// What the GUI thread and the worker share: the events, and the run's stop / pause requests.
+// The controller never points into the Trainer (which lives and dies on the worker); requests
+// made before it exists or after it is gone land on the RunControl and are simply remembered.
 struct TrainingController::Session {
     train::EventQueue queue{kQueueCapacity};
-    std::mutex mutex;
-    train::Trainer* trainer = nullptr;
-    bool stopRequested = false;
-    bool pauseRequested = false;
+    std::shared_ptr<train::RunControl> control = std::make_shared<train::RunControl>();
     std::atomic<int64_t> runId{-1};
     std::string storePath;
 };
@@ -74,31 +71,19 @@ bool TrainingController::start(const io::Project& project, const QString& projec
 
 void TrainingController::pause() {
     if (state_ != State::Running || !session_) return;
-    {
-        std::lock_guard lock(session_->mutex);
-        session_->pauseRequested = true;
-        if (session_->trainer != nullptr) session_->trainer->pause();
-    }
+    session_->control->pause();
     setState(State::Paused);
 }
 
 void TrainingController::resume() {
     if (state_ != State::Paused || !session_) return;
-    {
-        std::lock_guard lock(session_->mutex);
-        session_->pauseRequested = false;
-        if (session_->trainer != nullptr) session_->trainer->resume();
-    }
+    session_->control->resume();
     setState(State::Running);
 }
 
 void TrainingController::stop() {
     if (!isActive() || !session_) return;
-    {
-        std::lock_guard lock(session_->mutex);
-        session_->stopRequested = true;
-        if (session_->trainer != nullptr) session_->trainer->stop();
-    }
+    session_->control->stop();
     setState(State::Stopping);
 }
 
@@ -174,6 +159,7 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
     try {
         store.emplace(store::RunStore::open(session->storePath));
         train::TrainerOptions options;
+        options.control = session->control;
         options.project_dir = projectDir;
         options.epochs = start.epochs;
         options.max_steps = start.maxSteps;
@@ -200,17 +186,7 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         fan.add(storeSink);
         fan.add(session->queue);
         trainer->set_sink(&fan);
-        {
-            std::lock_guard lock(session->mutex);
-            if (session->stopRequested) trainer->stop();
-            if (session->pauseRequested) trainer->pause();
-            session->trainer = trainer.get();
-        }
         const train::TrainResult result = trainer->run();
-        {
-            std::lock_guard lock(session->mutex);
-            session->trainer = nullptr;
-        }
         train::record_test_metrics(*store, runId, result);
     } catch (const std::exception& e) {
         // The store itself failed (cannot be opened, locked past its busy timeout, disk full).

@@ -1,7 +1,7 @@
 // The training loop. One optimizer step = `accumulation_steps` micro-batches (the loader's
 // batches), each loss weighted by its share of the group's samples so that accumulating equals
-// training on the big batch. Capture hooks are registered only on the steps that capture, so a
-// step without capture pays nothing for them.
+// training on the big batch. What else a run does (capture, norms, NaN localisation, feature
+// maps, early stopping, checkpoint keeping) is in trainer_callbacks.cpp, on the hook points.
 #include <myelin/autocast.h>
 #include <myelin/autograd.h>
 #include <myelin/data/dataloader.h>
@@ -20,6 +20,8 @@
 #include <myelin/train/metrics.h>
 #include <myelin/train/trainer.h>
 
+#include "trainer_callbacks.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -37,12 +39,6 @@ std::optional<DType> autocast_for(const io::TrainSpec& spec) {
     return std::nullopt;
 }
 
-std::string zero_padded(int64_t value, int width) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%0*lld", width, static_cast<long long>(value));
-    return buffer;
-}
-
 data::DataLoaderOptions loader_options(const io::DataSpec& d, uint64_t seed, bool train,
                                        data::TransformPtr transform) {
     data::DataLoaderOptions o;
@@ -58,7 +54,8 @@ data::DataLoaderOptions loader_options(const io::DataSpec& d, uint64_t seed, boo
 } // namespace
 
 Trainer::Trainer(const io::Project& project, TrainerOptions options)
-    : project_(project), spec_(project.train), options_(std::move(options)) {
+    : project_(project), spec_(project.train), options_(std::move(options)),
+      control_(options_.control ? options_.control : std::make_shared<RunControl>()) {
     if (options_.epochs) spec_.epochs = *options_.epochs;
     if (options_.seed) spec_.seed = *options_.seed;
     if (options_.threads > 0) spec_.threads = options_.threads;
@@ -101,6 +98,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
             groups[it->second].params.push_back(p);
     }
     if (groups.empty()) throw Error("the model has no trainable parameters (all frozen?)");
+    parameters_ = model_->parameters();
     optimizer_ = make_optimizer(spec_.optimizer, std::move(groups));
 
     train_loader_ = std::make_unique<data::DataLoader>(
@@ -124,6 +122,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
             layers_.emplace_back(name, child);
     if (!options_.init_weights.empty()) load_initial_weights();
     if (!options_.resume_from.empty()) load_resume_checkpoint();
+    add_builtin_callbacks();
     progress_.epochs = spec_.epochs;
     progress_.steps_per_epoch = steps_per_epoch_;
     progress_.total_steps = steps_per_epoch_ * spec_.epochs;
@@ -179,32 +178,39 @@ void Trainer::report(Event event) {
     if (sink_) sink_->on_event(event);
 }
 
-void Trainer::pause() {
-    paused_ = true;
-}
-
-void Trainer::resume() {
-    {
-        std::lock_guard lock(pause_mutex_);
-        paused_ = false;
-    }
-    pause_cv_.notify_all();
-}
-
-void Trainer::stop() {
-    {
-        std::lock_guard lock(pause_mutex_);
-        stop_ = true;
-    }
-    pause_cv_.notify_all();
-}
-
 void Trainer::wait_while_paused() {
-    if (!paused_) return;
+    if (!control_->paused() || control_->stop_requested()) return;
     report(LogMessage{LogLevel::Info, "paused at step " + std::to_string(step_)});
-    std::unique_lock lock(pause_mutex_);
-    pause_cv_.wait(lock, [&] { return !paused_ || stop_; });
-    if (!stop_) report(LogMessage{LogLevel::Info, "resumed"});
+    control_->wait_while_paused();
+    if (!control_->stop_requested()) report(LogMessage{LogLevel::Info, "resumed"});
+}
+
+void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) {
+    callbacks_.push_back(std::move(callback));
+}
+
+void Trainer::add_builtin_callbacks() {
+    // Capture first: it stops capturing when the loss is not finite, before the NaN guard's
+    // localisation pass runs the model again.
+    if (spec_.capture.summaries_every > 0)
+        callbacks_.push_back(std::make_shared<SummaryCapture>(spec_.capture.summaries_every));
+    callbacks_.push_back(std::make_shared<NonFiniteLossGuard>());
+    callbacks_.push_back(std::make_shared<GradientMonitor>(
+        spec_.capture.layer_norms ? spec_.capture.layer_norms_every : 0));
+    if (spec_.capture.feature_maps_every > 0)
+        callbacks_.push_back(std::make_shared<FeatureMapProbe>(spec_.capture.feature_maps_every));
+    if (spec_.validate_every_steps > 0 && data_.validation)
+        callbacks_.push_back(std::make_shared<PeriodicValidation>(spec_.validate_every_steps));
+    callbacks_.push_back(std::make_shared<EarlyStoppingMonitor>());
+    callbacks_.push_back(std::make_shared<CheckpointKeeper>(spec_.checkpoints));
+}
+
+std::optional<DType> Trainer::autocast_dtype() const {
+    return autocast_for(spec_);
+}
+
+void Trainer::restart_step_timer() {
+    if (tracker_) tracker_->restart_step_timer();
 }
 
 Progress Trainer::progress() const {
@@ -241,7 +247,7 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
     bool was_training = model_->is_training();
     model_->eval();
     autograd::NoGradGuard no_grad;
-    AutocastGuard amp(autocast_for(spec_));
+    AutocastGuard amp(autocast_dtype());
     RunningMean loss;
     std::optional<ClassificationMetrics> cls;
     std::optional<RegressionMetrics> reg;
@@ -278,7 +284,7 @@ Tensor Trainer::predict(const data::DatasetPtr& dataset, Tensor* targets) {
     bool was_training = model_->is_training();
     model_->eval();
     autograd::NoGradGuard no_grad;
-    AutocastGuard amp(autocast_for(spec_));
+    AutocastGuard amp(autocast_dtype());
     TensorList outputs, target_list;
     loader.start_epoch(0);
     while (auto batch = loader.next()) {
@@ -293,7 +299,7 @@ Tensor Trainer::predict(const data::DatasetPtr& dataset, Tensor* targets) {
 
 std::optional<std::string> Trainer::first_nonfinite_output(const data::Example& batch) {
     autograd::NoGradGuard no_grad;
-    AutocastGuard amp(autocast_for(spec_));
+    AutocastGuard amp(autocast_dtype());
     std::optional<std::string> first;
     std::vector<HookHandle> handles;
     for (const auto& [name, layer] : model_->named_children())
@@ -408,320 +414,194 @@ void Trainer::load_resume_checkpoint() {
         s.bad_epochs = int(c.bad_epochs);
         s.updates = c.early_stopping_updates;
         early_stopping_->restore(s);
-        best_metric_ = c.best_metric;
     }
 }
 
 TrainResult Trainer::run() {
     if (spec_.threads > 0) set_num_threads(spec_.threads); // this thread's OpenMP team
     result_ = TrainResult();
-    ProgressTracker tracker(steps_per_epoch_ * spec_.epochs);
+    tracker_.emplace(steps_per_epoch_ * spec_.epochs);
     report(RunStarted{options_.run_name, spec_.epochs, steps_per_epoch_, epoch_, step_});
     for (const auto& w : init_warnings_)
         report(LogMessage{LogLevel::Warning, w});
-    tracker.start(step_);
-    const int64_t accumulation = spec_.accumulation_steps;
-    const auto& cap = spec_.capture;
-    // A fixed example for feature maps: the first of validation (else training), eval transform.
-    Tensor probe;
-    if (cap.feature_maps_every > 0) {
-        auto source = data_.validation ? data_.validation : data_.train;
-        Generator gen(spec_.seed);
-        Tensor x = source->get(0).input;
-        if (data_.eval_transform) x = (*data_.eval_transform)(x, gen);
-        probe = x.unsqueeze(0);
-    }
-    std::vector<Tensor> all_params = model_->parameters();
+    tracker_->start(step_);
     try {
-        for (; epoch_ < spec_.epochs; ++epoch_) {
-            model_->train();
-            train_loader_->start_epoch(uint64_t(epoch_), first_batch_);
-            RunningMean epoch_loss;
-            std::optional<ClassificationMetrics> train_cls;
-            if (data_.classification())
-                train_cls.emplace(int64_t(data_.class_names.size()), data_.class_names);
-            int64_t micro = first_batch_;
-            first_batch_ = 0;
-            // The samples of the current accumulation group, to weight each micro-batch.
-            int64_t group_samples = 0;
-            double group_loss = 0;
-            std::vector<HookHandle> hooks;
-            bool capturing_summaries = false;
-            while (true) {
-                if (micro % accumulation == 0) {
-                    // Group boundary: pause / stop are honoured here, between optimizer steps.
-                    if (stop_) break;
-                    wait_while_paused();
-                    if (stop_) break;
-                    tracker.restart_step_timer();
-                    optimizer_->zero_grad();
-                    int64_t first = micro,
-                            last = std::min(micro + accumulation, micro_batches_per_epoch_);
-                    group_samples = 0;
-                    for (int64_t b = first; b < last; ++b) {
-                        int64_t start = b * project_.data.batch_size;
-                        group_samples += std::min<int64_t>(project_.data.batch_size,
-                                                           data_.train->size() - start);
-                    }
-                    group_loss = 0;
-                    capturing_summaries =
-                        cap.summaries_every > 0 && (step_ + 1) % cap.summaries_every == 0;
-                    if (capturing_summaries)
-                        for (const auto& [name, layer] : layers_) {
-                            hooks.push_back(layer->register_forward_hook(
-                                [this, name = name](nn::Module&, const TensorList&,
-                                                    const Tensor& out) {
-                                    if (out.defined() && is_floating(out.dtype()))
-                                        report(TensorSummaryEvent{name, SummaryKind::Activation,
-                                                                  epoch_, step_ + 1,
-                                                                  summarize(out.detach())});
-                                    return Tensor();
-                                }));
-                            hooks.push_back(layer->register_full_backward_hook(
-                                [this, name = name](nn::Module&, const TensorList&,
-                                                    const TensorList& grad_out) {
-                                    if (!grad_out.empty() && grad_out[0].defined())
-                                        report(TensorSummaryEvent{name, SummaryKind::Gradient,
-                                                                  epoch_, step_ + 1,
-                                                                  summarize(grad_out[0])});
-                                }));
-                        }
-                }
-                auto batch = train_loader_->next();
-                if (!batch) break;
-                const int64_t n = batch->input.size(0);
-                Tensor out, loss;
-                {
-                    AutocastGuard amp(autocast_for(spec_));
-                    out = (*model_)(batch->input);
-                    loss = (*loss_)(out, batch->target);
-                }
-                double loss_value = loss.item<double>();
-                if (!std::isfinite(loss_value)) {
-                    for (auto& h : hooks)
-                        h.remove();
-                    auto where = first_nonfinite_output(*batch);
-                    result_.error_module = where;
-                    throw Error("the loss became " +
-                                std::string(std::isnan(loss_value) ? "NaN" : "infinite") +
-                                " at step " + std::to_string(step_ + 1) + " (epoch " +
-                                std::to_string(epoch_ + 1) + ")" +
-                                (where ? "; the first non-finite output is " + *where + "'s"
-                                       : "; every layer's output was finite, so the loss itself "
-                                         "overflowed"));
-                }
-                double weight = sum_reduction_ ? 1.0 : double(n) / double(group_samples);
-                (weight == 1.0 ? loss : loss * weight).backward();
-                group_loss += (sum_reduction_ ? loss_value / double(n) : loss_value) * double(n);
-                epoch_loss.add(sum_reduction_ ? loss_value / double(n) : loss_value, n);
-                if (train_cls && out.dim() == 2) {
-                    autograd::NoGradGuard no_grad;
-                    train_cls->update(out.detach(), batch->target);
-                }
-                ++micro;
-                if (micro % accumulation != 0 && micro < micro_batches_per_epoch_) continue;
-
-                // --- optimizer step ---
-                for (auto& h : hooks)
-                    h.remove();
-                hooks.clear();
-                const bool norms = cap.layer_norms && (step_ + 1) % cap.layer_norms_every == 0;
-                std::vector<LayerStats> stats;
-                std::vector<std::vector<Tensor>> before;
-                double grad_squares = 0;
-                std::optional<std::string> bad_grad_layer;
-                for (const auto& [name, layer] : layers_) {
-                    auto params = layer->parameters();
-                    if (params.empty()) continue;
-                    double g2 = 0, w2 = 0;
-                    for (const auto& p : params) {
-                        if (p.grad().defined()) g2 += sum_of_squares(p.grad());
-                        if (norms) w2 += sum_of_squares(p);
-                    }
-                    if (!std::isfinite(g2)) bad_grad_layer = name; // last in forward order wins
-                    grad_squares += g2;
-                    if (norms) {
-                        stats.push_back({name, std::sqrt(g2), std::sqrt(w2), 0.0});
-                        std::vector<Tensor> copies;
-                        for (const auto& p : params)
-                            copies.push_back(p.detach().clone());
-                        before.push_back(std::move(copies));
-                    }
-                }
-                if (!std::isfinite(grad_squares)) {
-                    result_.error_module = bad_grad_layer;
-                    throw Error("a gradient became non-finite at step " +
-                                std::to_string(step_ + 1) +
-                                (bad_grad_layer ? " in " + *bad_grad_layer : std::string()) +
-                                " (try a lower learning rate or gradient clipping)");
-                }
-                if (spec_.clip_grad_norm) optim::clip_grad_norm_(all_params, *spec_.clip_grad_norm);
-                if (spec_.clip_grad_value)
-                    optim::clip_grad_value_(all_params, *spec_.clip_grad_value);
-                optimizer_->step();
-                ++step_;
-                if (norms) {
-                    size_t i = 0;
-                    for (const auto& [name, layer] : layers_) {
-                        auto params = layer->parameters();
-                        if (params.empty()) continue;
-                        UpdateSquares u;
-                        for (size_t j = 0; j < params.size(); ++j)
-                            u += update_squares(before[i][j], params[j]);
-                        stats[i].update_ratio = u.ratio();
-                        ++i;
-                    }
-                }
-                const double lr = optimizer_->param_groups()[0].options.at("lr");
-                if (schedule_ && schedules_per_step(spec_)) schedule_->step();
-                tracker.step_done(group_samples);
-                StepMetrics sm{epoch_,
-                               step_,
-                               group_loss / double(group_samples),
-                               lr,
-                               tracker.samples_per_second(),
-                               std::move(stats)};
-                report(std::move(sm));
-                if (capturing_summaries)
-                    for (const auto& [name, layer] : layers_)
-                        for (const auto& [pname, p] : layer->named_parameters())
-                            report(TensorSummaryEvent{name + "." + pname, SummaryKind::Weight,
-                                                      epoch_, step_, summarize(p.detach())});
-                if (cap.feature_maps_every > 0 && step_ % cap.feature_maps_every == 0 &&
-                    probe.defined()) {
-                    autograd::NoGradGuard no_grad;
-                    AutocastGuard amp(autocast_for(spec_));
-                    bool was_training = model_->is_training();
-                    model_->eval();
-                    std::vector<HookHandle> fm;
-                    for (const auto& [name, layer] : layers_)
-                        fm.push_back(layer->register_forward_hook(
-                            [this, name = name](nn::Module&, const TensorList&, const Tensor& o) {
-                                report(FeatureMapEvent{name, epoch_, step_, snapshot(o)});
-                                return Tensor();
-                            }));
-                    (*model_)(probe);
-                    for (auto& h : fm)
-                        h.remove();
-                    model_->train(was_training);
-                }
-                {
-                    std::lock_guard lock(progress_mutex_);
-                    progress_.epoch = epoch_;
-                    progress_.step_in_epoch = optimizer_steps(micro, accumulation);
-                    progress_.step = step_;
-                    progress_.samples_per_second = tracker.samples_per_second();
-                    progress_.eta_seconds = tracker.eta_seconds();
-                    report(progress_);
-                }
-                if (options_.max_steps > 0 && step_ >= options_.max_steps) stop_ = true;
-                if (spec_.validate_every_steps > 0 && step_ % spec_.validate_every_steps == 0 &&
-                    data_.validation) {
-                    EpochMetrics mid{epoch_,
-                                     step_,
-                                     {{"loss", epoch_loss.mean()}},
-                                     evaluate(data_.validation),
-                                     {}};
-                    report(std::move(mid));
-                    tracker.restart_step_timer();
-                }
-            }
-            for (auto& h : hooks)
-                h.remove();
-            const bool epoch_done = micro >= micro_batches_per_epoch_;
-            if (!epoch_done) {
-                // Stopped between steps: keep the exact position for a resume.
-                auto path = save_checkpoint("step-" + zero_padded(step_, 7) + ".safetensors",
-                                            epoch_, micro);
-                if (!path.empty()) {
-                    result_.last_checkpoint = path;
-                    report(CheckpointSaved{path.string(), epoch_, step_, false});
-                }
-                result_.status = RunStatus::Stopped;
+        for (auto& callback : callbacks_)
+            callback->on_run_start(*this);
+        for (bool ended = false; epoch_ < spec_.epochs && !ended; ++epoch_) {
+            const int64_t micro = train_epoch();
+            if (micro < micro_batches_per_epoch_) {
+                stop_mid_epoch(micro);
                 break;
             }
-
-            // --- end of epoch: validation, schedule, early stopping, checkpoints ---
-            MetricMap train_metrics{{"loss", epoch_loss.mean()}};
-            if (train_cls)
-                for (const auto& [k, v] : train_cls->scalars())
-                    train_metrics[k] = v;
-            EpochMetrics em{epoch_, step_, train_metrics, {}, {}};
-            if (data_.validation) em.validation = evaluate(data_.validation, &em.confusion);
-            result_.train = em.train;
-            result_.validation = em.validation;
-            result_.epochs_completed = epoch_ + 1;
-            if (schedule_ && !schedules_per_step(spec_)) {
-                if (schedule_->needs_metric())
-                    schedule_->step(metric_value(spec_.plateau_metric, em.train, em.validation));
-                else
-                    schedule_->step();
-            }
-            // The early-stopping metric also picks the best checkpoint; without validation data
-            // a val_ metric does not exist: then only an enabled early stopping is an error.
-            bool is_best = false;
-            const std::string& tracked_name = spec_.early_stopping.metric;
-            bool tracked_exists = tracked_name.rfind("val_", 0) != 0 || data_.validation;
-            if (spec_.early_stopping.enabled || (spec_.checkpoints.keep_best && tracked_exists))
-                is_best =
-                    early_stopping_->update(metric_value(tracked_name, em.train, em.validation));
-            report(std::move(em));
-            const auto& ck = spec_.checkpoints;
-            const bool last_epoch = epoch_ + 1 == spec_.epochs;
-            if (is_best && ck.keep_best) {
-                auto path = save_checkpoint("best.safetensors", epoch_ + 1, 0);
-                if (!path.empty()) {
-                    result_.best_checkpoint = path;
-                    report(CheckpointSaved{path.string(), epoch_ + 1, step_, true});
-                }
-            }
-            const bool stopping = spec_.early_stopping.enabled && early_stopping_->should_stop();
-            if ((ck.every_epochs > 0 && (epoch_ + 1) % ck.every_epochs == 0) || last_epoch ||
-                stopping) {
-                auto path = save_checkpoint("epoch-" + zero_padded(epoch_ + 1, 4) + ".safetensors",
-                                            epoch_ + 1, 0);
-                if (!path.empty()) {
-                    result_.last_checkpoint = path;
-                    report(CheckpointSaved{path.string(), epoch_ + 1, step_, false});
-                    periodic_checkpoints_.push_back(path);
-                    while (int64_t(periodic_checkpoints_.size()) > ck.keep_last) {
-                        std::error_code ignored;
-                        std::filesystem::remove(periodic_checkpoints_.front(), ignored);
-                        periodic_checkpoints_.erase(periodic_checkpoints_.begin());
-                    }
-                }
-            }
-            tracker.restart_step_timer();
-            if (stopping) {
-                result_.early_stopped = true;
-                report(LogMessage{LogLevel::Info, early_stopping_->stop_reason()});
-                ++epoch_;
-                break;
-            }
-            if (stop_) {
-                result_.status = RunStatus::Stopped;
-                ++epoch_;
-                break;
-            }
+            ended = end_epoch();
         }
-        if (result_.status == RunStatus::Finished && data_.test) {
-            result_.test = evaluate(data_.test);
-            std::string text = "test:";
-            for (const auto& [k, v] : result_.test) {
-                char value[32];
-                std::snprintf(value, sizeof value, "%.4f", v);
-                text += " " + k + "=" + value;
-            }
-            report(LogMessage{LogLevel::Info, text});
-        }
+        if (result_.status == RunStatus::Finished && data_.test) test_metrics();
     } catch (const std::exception& e) {
-        result_.status = RunStatus::Failed;
-        result_.error = e.what();
-        report(RunError{result_.error, epoch_, step_, result_.error_module});
+        fail(e);
+    }
+    try { // whatever the outcome: callbacks release their hooks and fill in the result
+        for (auto& callback : callbacks_)
+            callback->on_run_end(*this, result_);
+    } catch (const std::exception& e) {
+        if (result_.status != RunStatus::Failed) fail(e);
     }
     result_.steps = step_;
     report(Finished{result_.status, epoch_, step_});
     return result_;
+}
+
+void Trainer::fail(const std::exception& e) {
+    result_.status = RunStatus::Failed;
+    result_.error = e.what();
+    if (const auto* failure = dynamic_cast<const TrainingFailure*>(&e))
+        result_.error_module = failure->module();
+    report(RunError{result_.error, epoch_, step_, result_.error_module});
+}
+
+int64_t Trainer::train_epoch() {
+    model_->train();
+    train_loader_->start_epoch(uint64_t(epoch_), first_batch_);
+    epoch_loss_ = RunningMean();
+    epoch_classification_.reset();
+    if (data_.classification())
+        epoch_classification_.emplace(int64_t(data_.class_names.size()), data_.class_names);
+    int64_t micro = first_batch_;
+    first_batch_ = 0;
+    while (micro < micro_batches_per_epoch_) {
+        // Pause and stop are honoured here, between optimizer steps.
+        if (control_->stop_requested()) break;
+        wait_while_paused();
+        if (control_->stop_requested()) break;
+        const int64_t last = std::min(micro + spec_.accumulation_steps, micro_batches_per_epoch_);
+        micro = train_step(micro, last);
+        if (micro < last) break; // the loader ran out early
+    }
+    return micro;
+}
+
+int64_t Trainer::train_step(int64_t micro, int64_t last) {
+    tracker_->restart_step_timer();
+    optimizer_->zero_grad();
+    int64_t group_samples = 0; // to weight each micro-batch's loss by its share
+    for (int64_t b = micro; b < last; ++b) {
+        const int64_t start = b * project_.data.batch_size;
+        group_samples += std::min<int64_t>(project_.data.batch_size, data_.train->size() - start);
+    }
+    for (auto& callback : callbacks_)
+        callback->before_step(*this);
+    double group_loss = 0;
+    for (; micro < last; ++micro) {
+        auto batch = train_loader_->next();
+        if (!batch) return micro;
+        forward_backward(*batch, group_samples, group_loss);
+    }
+    for (auto& callback : callbacks_)
+        callback->after_backward(*this);
+
+    if (spec_.clip_grad_norm) optim::clip_grad_norm_(parameters_, *spec_.clip_grad_norm);
+    if (spec_.clip_grad_value) optim::clip_grad_value_(parameters_, *spec_.clip_grad_value);
+    optimizer_->step();
+    ++step_;
+    const double lr = optimizer_->param_groups()[0].options.at("lr");
+    if (schedule_ && schedules_per_step(spec_)) schedule_->step();
+    tracker_->step_done(group_samples);
+    StepMetrics metrics{
+        epoch_, step_, group_loss / double(group_samples), lr, tracker_->samples_per_second(), {}};
+    for (auto& callback : callbacks_)
+        callback->after_optimizer_step(*this, metrics);
+    report(std::move(metrics));
+    {
+        std::lock_guard lock(progress_mutex_);
+        progress_.epoch = epoch_;
+        progress_.step_in_epoch = optimizer_steps(micro, spec_.accumulation_steps);
+        progress_.step = step_;
+        progress_.samples_per_second = tracker_->samples_per_second();
+        progress_.eta_seconds = tracker_->eta_seconds();
+        report(progress_);
+    }
+    for (auto& callback : callbacks_)
+        callback->after_step_reported(*this);
+    if (options_.max_steps > 0 && step_ >= options_.max_steps) control_->stop();
+    return micro;
+}
+
+void Trainer::forward_backward(const data::Example& batch, int64_t group_samples,
+                               double& group_loss) {
+    const int64_t n = batch.input.size(0);
+    Tensor out, loss;
+    {
+        AutocastGuard amp(autocast_dtype());
+        out = (*model_)(batch.input);
+        loss = (*loss_)(out, batch.target);
+    }
+    const double loss_value = loss.item<double>();
+    for (auto& callback : callbacks_)
+        callback->after_forward(*this, ForwardPass{batch, out, loss, loss_value});
+    const double weight = sum_reduction_ ? 1.0 : double(n) / double(group_samples);
+    (weight == 1.0 ? loss : loss * weight).backward();
+    const double mean_loss = sum_reduction_ ? loss_value / double(n) : loss_value;
+    group_loss += mean_loss * double(n);
+    epoch_loss_.add(mean_loss, n);
+    if (epoch_classification_ && out.dim() == 2) {
+        autograd::NoGradGuard no_grad;
+        epoch_classification_->update(out.detach(), batch.target);
+    }
+}
+
+bool Trainer::end_epoch() {
+    MetricMap train_metrics{{"loss", epoch_loss_.mean()}};
+    if (epoch_classification_)
+        for (const auto& [k, v] : epoch_classification_->scalars())
+            train_metrics[k] = v;
+    EpochMetrics metrics{epoch_, step_, train_metrics, {}, {}};
+    if (data_.validation) metrics.validation = evaluate(data_.validation, &metrics.confusion);
+    result_.train = metrics.train;
+    result_.validation = metrics.validation;
+    result_.epochs_completed = epoch_ + 1;
+    if (schedule_ && !schedules_per_step(spec_)) {
+        if (schedule_->needs_metric())
+            schedule_->step(metric_value(spec_.plateau_metric, metrics.train, metrics.validation));
+        else
+            schedule_->step();
+    }
+    report(metrics);
+    EpochEnd end{metrics, epoch_ + 1 == spec_.epochs, false, false, {}};
+    for (auto& callback : callbacks_)
+        callback->on_epoch_end(*this, end);
+    tracker_->restart_step_timer();
+    if (end.stop) {
+        result_.early_stopped = true;
+        report(LogMessage{LogLevel::Info, end.stop_reason});
+        return true;
+    }
+    if (control_->stop_requested()) {
+        result_.status = RunStatus::Stopped;
+        return true;
+    }
+    return false;
+}
+
+void Trainer::stop_mid_epoch(int64_t micro) {
+    // Stopped between steps: keep the exact position for a resume.
+    const auto path =
+        save_checkpoint("step-" + zero_padded(step_, 7) + ".safetensors", epoch_, micro);
+    if (!path.empty()) {
+        result_.last_checkpoint = path;
+        report(CheckpointSaved{path.string(), epoch_, step_, false});
+    }
+    result_.status = RunStatus::Stopped;
+}
+
+void Trainer::test_metrics() {
+    result_.test = evaluate(data_.test);
+    std::string text = "test:";
+    for (const auto& [k, v] : result_.test) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%.4f", v);
+        text += " " + k + "=" + value;
+    }
+    report(LogMessage{LogLevel::Info, text});
 }
 
 } // namespace myelin::train

@@ -120,6 +120,8 @@ class TestTrainer : public QObject {
     void frozenLayersDoNotMove();
     void transferLearningFromWeights();
     void stopAndPauseFromAnotherThread();
+    void callbacksSeeTheHookPointsInOrder();
+    void controlOutlivesTheTrainer();
     void dataMustFitTheModel();
     void regressionExample();
     void checkpointFileIsValidated();
@@ -448,6 +450,73 @@ void TestTrainer::stopAndPauseFromAnotherThread() {
     w2.join();
     QCOMPARE(r.status, RunStatus::Stopped);
     QCOMPARE(r.steps, int64_t(0));
+}
+
+// A callback added from outside sees every hook point, in the documented order: with 2
+// micro-batches per step, each step reads before_step, forward, forward, backward, optimizer
+// step, reported; each epoch ends with on_epoch_end after its EpochMetrics.
+void TestTrainer::callbacksSeeTheHookPointsInOrder() {
+    struct Log final : TrainerCallback {
+        std::string text;
+        void on_run_start(Trainer&) override { text += "start "; }
+        void before_step(Trainer& t) override { text += "s" + std::to_string(t.step() + 1) + ":"; }
+        void after_forward(Trainer&, const ForwardPass& pass) override {
+            text += std::isfinite(pass.loss_value) && pass.output.dim() == 2 ? "f" : "?";
+        }
+        void after_backward(Trainer&) override { text += "b"; }
+        void after_optimizer_step(Trainer& t, StepMetrics& m) override {
+            text += m.step == t.step() && m.layers.size() == 2 ? "o" : "?";
+        }
+        void after_step_reported(Trainer&) override { text += "r "; }
+        void on_epoch_end(Trainer& t, EpochEnd& end) override {
+            text += "e" + std::to_string(t.epoch() + 1) + (end.last_epoch ? "!" : "") + " ";
+        }
+        void on_run_end(Trainer&, TrainResult& r) override {
+            text += r.status == RunStatus::Finished ? "end" : "failed";
+        }
+    };
+    io::Project p = blobs_project(csv_, 2, 64); // 180 training rows: 3 batches, 2 steps
+    p.train.accumulation_steps = 2;
+    Trainer t(p, {});
+    auto log = std::make_shared<Log>();
+    t.add_callback(log);
+    QCOMPARE(t.run().status, RunStatus::Finished);
+    QCOMPARE(QString::fromStdString(log->text),
+             QStringLiteral("start s1:ffbor s2:fbor e1 s3:ffbor s4:fbor e2! end"));
+
+    // A callback's error fails the run with its message and layer.
+    struct Breaks final : TrainerCallback {
+        void after_backward(Trainer& t) override {
+            if (t.step() == 2) throw TrainingFailure("breakpoint hit", std::string("fc2"));
+        }
+    };
+    Trainer broken(p, {});
+    broken.add_callback(std::make_shared<Breaks>());
+    const TrainResult r = broken.run();
+    QCOMPARE(r.status, RunStatus::Failed);
+    QCOMPARE(QString::fromStdString(r.error), QStringLiteral("breakpoint hit"));
+    QCOMPARE(QString::fromStdString(r.error_module.value_or("")), QStringLiteral("fc2"));
+    QCOMPARE(r.steps, int64_t(2));
+}
+
+// The run's RunControl is shared: a stop requested before the Trainer exists is honoured, and
+// the control stays usable after the Trainer is gone.
+void TestTrainer::controlOutlivesTheTrainer() {
+    auto control = std::make_shared<RunControl>();
+    control->stop();
+    TrainResult r;
+    {
+        TrainerOptions o;
+        o.control = control;
+        Trainer t(blobs_project(csv_, 5), o);
+        QCOMPARE(t.shared_control(), control);
+        r = t.run();
+    }
+    QCOMPARE(r.status, RunStatus::Stopped);
+    QCOMPARE(r.steps, int64_t(0));
+    control->pause();
+    control->resume();
+    QVERIFY(!control->wait_while_paused());
 }
 
 void TestTrainer::dataMustFitTheModel() {

@@ -10,7 +10,10 @@
 #include "training_dock.h"
 #include "ui_test_support.h"
 
+#include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
+
+#include <sqlite3.h>
 
 #include <qcustomplot.h>
 
@@ -18,6 +21,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
 #include <QMessageBox>
@@ -75,6 +79,7 @@ class TestTrainingRun : public QObject {
     void nanNamesAndSelectsTheLayer();
     void invalidModelIsNotTrained();
     void storeThatCannotOpenIsReported();
+    void stopWhileTheStoreFailsIsSafe();
     void badDataIsReportedAndRecorded();
     void liveViewOnFashionMnist();
 
@@ -248,6 +253,48 @@ void TestTrainingRun::invalidModelIsNotTrained() {
     QVERIFY(!w.trainingController()->isActive());
     QVERIFY(w.findChild<QMessageBox*>(QStringLiteral("cannotTrainBox")) != nullptr);
     QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("runs.sqlite"))));
+}
+
+// Another connection takes the store's write lock during a run: the run's writes fail after the
+// busy timeout, run() ends by that error and its Trainer is destroyed while the worker still
+// records the failure (which waits out the timeout again). Stop, pause and resume pressed all
+// along must never reach a destroyed Trainer (they once did through a raw pointer; under ASan
+// that was a heap-use-after-free) and the run ends failed, saying why.
+void TestTrainingRun::stopWhileTheStoreFailsIsSafe() {
+    QTemporaryDir dir;
+    const QString projectPath = writeBlobsProject(dir.path(), 100000, 600);
+    const myelin::io::Project project = myelin::io::load_project(projectPath.toStdString());
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    TrainingController controller;
+    controller.setStorePath(store);
+    QSignalSpy steps(&controller, &TrainingController::stepMetrics);
+    QSignalSpy errors(&controller, &TrainingController::runError);
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    QVERIFY(controller.start(project, dir.path()));
+    QVERIFY(steps.wait(kRunTimeoutMs));
+
+    sqlite3* locker = nullptr;
+    QCOMPARE(sqlite3_open(store.toUtf8().constData(), &locker), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    QElapsedTimer clock;
+    clock.start();
+    while (finished.isEmpty() && clock.elapsed() < kRunTimeoutMs) {
+        controller.pause();
+        controller.resume();
+        controller.stop();
+        QTest::qWait(5);
+    }
+    sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(locker);
+
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Failed);
+    QVERIFY(!errors.isEmpty());
+    const QString message = errors.last().at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("locked")), qPrintable(message));
+    QCOMPARE(controller.state(), TrainingController::State::Idle);
+    controller.stop(); // after the end: nothing to stop, nothing to reach
 }
 
 void TestTrainingRun::storeThatCannotOpenIsReported() {

@@ -1,19 +1,23 @@
 #pragma once
 // Trainer: runs a project's training spec — zero_grad, forward, loss, backward over accumulated
 // micro-batches, clipping, optimizer step, scheduler step — with validation, early stopping,
-// checkpoints, capture through module hooks, NaN/Inf detection and resume. Everything it reports
-// goes out as train::Events to one sink (an EventQueue when another thread consumes them).
+// checkpoints, capture through module hooks, NaN/Inf detection and resume. run() is a short
+// loop over epochs and optimizer steps; everything beyond training itself hangs on its hook
+// points as TrainerCallbacks (callbacks.h). Everything it reports goes out as train::Events to
+// one sink (an EventQueue when another thread consumes them).
 //
-// Threading: run() blocks on the calling (training) thread. pause(), resume(), stop() and
-// progress() may be called from any thread at any time; stop() finishes the current optimizer
-// step and writes a checkpoint before run() returns.
+// Threading: run() blocks on the calling (training) thread. Stop and pause go through the
+// run's RunControl (run_control.h), which any thread may hold and use at any time, before,
+// during or after run(); stop() finishes the current optimizer step and writes a checkpoint
+// before run() returns. progress() may be called from any thread.
 #include <myelin/graph/build.h>
 #include <myelin/io/project.h>
+#include <myelin/train/callbacks.h>
 #include <myelin/train/data_setup.h>
 #include <myelin/train/events.h>
+#include <myelin/train/metrics.h>
+#include <myelin/train/run_control.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -48,6 +52,8 @@ struct TrainerOptions {
     std::filesystem::path init_weights;
     std::string run_name;
     int64_t max_steps = 0; // stop (as by stop()) after this many optimizer steps; 0: no limit
+    // Stop / pause requests; shared with whoever asks (null: the Trainer makes its own).
+    std::shared_ptr<RunControl> control;
 };
 
 struct TrainResult {
@@ -83,19 +89,27 @@ class Trainer {
     // Where events go (not owned; set before run()). Null: nowhere.
     void set_sink(EventSink* sink) { sink_ = sink; }
 
-    // Trains to the end (or until stopped, early-stopped or failed). Never throws for failures of
-    // the run itself: they are in the result and in an Error event.
+    // Trains to the end (or until stopped, early-stopped or failed). Failures of the run itself
+    // (bad data, a NaN, a callback's error) are in the result and in an Error event; run()
+    // throws only what the sink throws (e.g. a store that cannot be written).
     TrainResult run();
 
-    void pause();
-    void resume();
-    void stop();
-    bool paused() const { return paused_; }
+    // Hooks into run(), called after the built-in callbacks in the order added (before run()).
+    void add_callback(std::shared_ptr<TrainerCallback> callback);
+
+    // The run's stop / pause requests (shared with TrainerOptions::control when given).
+    RunControl& control() { return *control_; }
+    const std::shared_ptr<RunControl>& shared_control() const { return control_; }
+    void pause() { control_->pause(); }
+    void resume() { control_->resume(); }
+    void stop() { control_->stop(); }
+    bool paused() const { return control_->paused(); }
     Progress progress() const;
 
     graph::GraphModule& model() { return *model_; }
     const DataSplits& data() const { return data_; }
     const io::TrainSpec& spec() const { return spec_; }
+    const TrainerOptions& options() const { return options_; }
     int64_t steps_per_epoch() const { return steps_per_epoch_; }
     // Loss and metrics of the model on `dataset` (eval mode, no grad, eval transforms); fills
     // `confusion` for classification when given.
@@ -104,23 +118,58 @@ class Trainer {
     // eval transforms); `targets` receives the stacked targets when given.
     Tensor predict(const data::DatasetPtr& dataset, Tensor* targets = nullptr);
 
-  private:
-    struct Capture;
-    // Not "emit": a Qt program that includes this header defines emit as a macro.
+    // --- for callbacks, at the hook points ---
+    // Sends an event to the sink. (Not "emit": a Qt program that includes this header defines
+    // emit as a macro.)
     void report(Event event);
+    int64_t epoch() const { return epoch_; } // 0-based, the epoch being trained
+    int64_t step() const { return step_; }   // optimizer steps done
+    // The layers capture, norms and feature maps cover (training.capture.layers; all top-level
+    // layers when empty), in forward order.
+    const std::vector<std::pair<std::string, nn::ModulePtr>>& captured_layers() const {
+        return layers_;
+    }
+    // The dtype forward passes autocast to (training.precision), or none.
+    std::optional<DType> autocast_dtype() const;
+    // The mean training loss of the epoch so far.
+    double epoch_loss() const { return epoch_loss_.mean(); }
+    // A metric by its name in the project ("val_loss", "train_accuracy"); throws Error naming
+    // the metrics there are when it is unknown.
+    double metric_value(const std::string& name, const MetricMap& train,
+                        const MetricMap& validation) const;
+    EarlyStopping& early_stopping() { return *early_stopping_; }
+    // Writes a checkpoint of the whole training state as `file_name` in the checkpoint folder,
+    // at position (epoch, batch_in_epoch, step()); empty when the run writes no checkpoints.
+    std::filesystem::path save_checkpoint(const std::string& file_name, int64_t epoch,
+                                          int64_t batch_in_epoch);
+    // Runs `batch` through the model again and names the first layer whose output is not
+    // finite (NaN localisation).
+    std::optional<std::string> first_nonfinite_output(const data::Example& batch);
+    // Excludes the time since the last step from the step-time average (after a validation).
+    void restart_step_timer();
+
+  private:
     void check_data_fits_model();
     void load_resume_checkpoint();
     void load_initial_weights();
-    std::filesystem::path save_checkpoint(const std::string& file_name, int64_t epoch,
-                                          int64_t batch_in_epoch);
-    std::optional<std::string> first_nonfinite_output(const data::Example& batch);
-    double metric_value(const std::string& name, const MetricMap& train,
-                        const MetricMap& validation) const;
+    void add_builtin_callbacks();
+    // One epoch from first_batch_; returns the micro-batch it stopped at (the epoch's size when
+    // it ran to its end).
+    int64_t train_epoch();
+    // One optimizer step over micro-batches [micro, last); returns the next micro-batch.
+    int64_t train_step(int64_t micro, int64_t last);
+    void forward_backward(const data::Example& batch, int64_t group_samples, double& group_loss);
+    // Validation, schedule, epoch metrics, on_epoch_end; true when the run ends here.
+    bool end_epoch();
+    void stop_mid_epoch(int64_t micro);
+    void test_metrics();
+    void fail(const std::exception& e); // marks the result failed and reports the error
     void wait_while_paused();
 
     io::Project project_;
     io::TrainSpec spec_;
     TrainerOptions options_;
+    std::shared_ptr<RunControl> control_;
     std::shared_ptr<graph::GraphModule> model_;
     DataSplits data_;
     std::shared_ptr<nn::Loss> loss_;
@@ -129,6 +178,8 @@ class Trainer {
     std::unique_ptr<EarlyStopping> early_stopping_;
     std::unique_ptr<data::DataLoader> train_loader_;
     std::vector<std::pair<std::string, nn::ModulePtr>> layers_; // captured layers, forward order
+    std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
+    std::vector<Tensor> parameters_; // for clipping
     int64_t micro_batches_per_epoch_ = 0;
     int64_t steps_per_epoch_ = 0;
     bool sum_reduction_ = false;
@@ -137,16 +188,15 @@ class Trainer {
     int64_t epoch_ = 0;
     int64_t first_batch_ = 0;
     int64_t step_ = 0;
-    std::optional<double> best_metric_;
-    std::vector<std::filesystem::path> periodic_checkpoints_;
     std::vector<std::string> init_warnings_; // reported when run() starts
     TrainResult result_;
 
+    // The epoch in progress.
+    RunningMean epoch_loss_;
+    std::optional<ClassificationMetrics> epoch_classification_;
+    std::optional<ProgressTracker> tracker_;
+
     EventSink* sink_ = nullptr;
-    std::atomic<bool> stop_{false};
-    std::atomic<bool> paused_{false};
-    std::mutex pause_mutex_;
-    std::condition_variable pause_cv_;
     mutable std::mutex progress_mutex_;
     Progress progress_;
 };

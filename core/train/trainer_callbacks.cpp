@@ -1,0 +1,248 @@
+// The Trainer's built-in callbacks; see trainer_callbacks.h and callbacks.h.
+#include "trainer_callbacks.h"
+
+#include <myelin/autocast.h>
+#include <myelin/autograd.h>
+#include <myelin/data/dataset.h>
+#include <myelin/generator.h>
+#include <myelin/nn/module.h>
+#include <myelin/train/capture.h>
+#include <myelin/train/early_stopping.h>
+#include <myelin/train/trainer.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace myelin::train {
+
+std::string zero_padded(int64_t value, int width) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%0*lld", width, static_cast<long long>(value));
+    return buffer;
+}
+
+// --- SummaryCapture ---
+
+void SummaryCapture::before_step(Trainer& trainer) {
+    remove_hooks();
+    capturing_ = (trainer.step() + 1) % every_ == 0;
+    if (!capturing_) return;
+    Trainer* t = &trainer;
+    for (const auto& [name, layer] : trainer.captured_layers()) {
+        hooks_.push_back(layer->register_forward_hook(
+            [t, name = name](nn::Module&, const TensorList&, const Tensor& out) {
+                if (out.defined() && is_floating(out.dtype()))
+                    t->report(TensorSummaryEvent{name, SummaryKind::Activation, t->epoch(),
+                                                 t->step() + 1, summarize(out.detach())});
+                return Tensor();
+            }));
+        hooks_.push_back(layer->register_full_backward_hook(
+            [t, name = name](nn::Module&, const TensorList&, const TensorList& grad_out) {
+                if (!grad_out.empty() && grad_out[0].defined())
+                    t->report(TensorSummaryEvent{name, SummaryKind::Gradient, t->epoch(),
+                                                 t->step() + 1, summarize(grad_out[0])});
+            }));
+    }
+}
+
+void SummaryCapture::after_forward(Trainer&, const ForwardPass& pass) {
+    // The run is about to fail: no summaries of the NaN guard's localisation pass.
+    if (!std::isfinite(pass.loss_value)) remove_hooks();
+}
+
+void SummaryCapture::after_backward(Trainer&) {
+    remove_hooks();
+}
+
+void SummaryCapture::after_step_reported(Trainer& trainer) {
+    if (!capturing_) return;
+    capturing_ = false;
+    for (const auto& [name, layer] : trainer.captured_layers())
+        for (const auto& [pname, p] : layer->named_parameters())
+            trainer.report(TensorSummaryEvent{name + "." + pname, SummaryKind::Weight,
+                                              trainer.epoch(), trainer.step(),
+                                              summarize(p.detach())});
+}
+
+void SummaryCapture::on_epoch_end(Trainer&, EpochEnd&) {
+    remove_hooks();
+}
+
+void SummaryCapture::on_run_end(Trainer&, TrainResult&) {
+    remove_hooks();
+}
+
+void SummaryCapture::remove_hooks() {
+    for (auto& h : hooks_)
+        h.remove();
+    hooks_.clear();
+}
+
+// --- NonFiniteLossGuard ---
+
+void NonFiniteLossGuard::after_forward(Trainer& trainer, const ForwardPass& pass) {
+    if (std::isfinite(pass.loss_value)) return;
+    const auto where = trainer.first_nonfinite_output(pass.batch);
+    throw TrainingFailure(
+        "the loss became " + std::string(std::isnan(pass.loss_value) ? "NaN" : "infinite") +
+            " at step " + std::to_string(trainer.step() + 1) + " (epoch " +
+            std::to_string(trainer.epoch() + 1) + ")" +
+            (where ? "; the first non-finite output is " + *where + "'s"
+                   : "; every layer's output was finite, so the loss itself overflowed"),
+        where);
+}
+
+// --- GradientMonitor ---
+
+void GradientMonitor::after_backward(Trainer& trainer) {
+    const bool norms = norms_every_ > 0 && (trainer.step() + 1) % norms_every_ == 0;
+    stats_.clear();
+    before_.clear();
+    double grad_squares = 0;
+    std::optional<std::string> bad_layer;
+    for (const auto& [name, layer] : trainer.captured_layers()) {
+        auto params = layer->parameters();
+        if (params.empty()) continue;
+        double g2 = 0, w2 = 0;
+        for (const auto& p : params) {
+            if (p.grad().defined()) g2 += sum_of_squares(p.grad());
+            if (norms) w2 += sum_of_squares(p);
+        }
+        if (!std::isfinite(g2)) bad_layer = name; // the last in forward order: nearest the input
+        grad_squares += g2;
+        if (norms) {
+            stats_.push_back({name, std::sqrt(g2), std::sqrt(w2), 0.0});
+            std::vector<Tensor> copies;
+            for (const auto& p : params)
+                copies.push_back(p.detach().clone());
+            before_.push_back(std::move(copies));
+        }
+    }
+    if (!std::isfinite(grad_squares))
+        throw TrainingFailure("a gradient became non-finite at step " +
+                                  std::to_string(trainer.step() + 1) +
+                                  (bad_layer ? " in " + *bad_layer : std::string()) +
+                                  " (try a lower learning rate or gradient clipping)",
+                              bad_layer);
+}
+
+void GradientMonitor::after_optimizer_step(Trainer& trainer, StepMetrics& metrics) {
+    if (stats_.empty()) return;
+    size_t i = 0;
+    for (const auto& [name, layer] : trainer.captured_layers()) {
+        auto params = layer->parameters();
+        if (params.empty()) continue;
+        UpdateSquares u;
+        for (size_t j = 0; j < params.size(); ++j)
+            u += update_squares(before_[i][j], params[j]);
+        stats_[i].update_ratio = u.ratio();
+        ++i;
+    }
+    metrics.layers = std::move(stats_);
+    stats_.clear();
+    before_.clear();
+}
+
+// --- FeatureMapProbe ---
+
+void FeatureMapProbe::on_run_start(Trainer& trainer) {
+    const DataSplits& data = trainer.data();
+    auto source = data.validation ? data.validation : data.train;
+    Generator gen(trainer.spec().seed);
+    Tensor x = source->get(0).input;
+    if (data.eval_transform) x = (*data.eval_transform)(x, gen);
+    probe_ = x.unsqueeze(0);
+}
+
+void FeatureMapProbe::after_step_reported(Trainer& trainer) {
+    if (trainer.step() % every_ != 0 || !probe_.defined()) return;
+    autograd::NoGradGuard no_grad;
+    AutocastGuard amp(trainer.autocast_dtype());
+    graph::GraphModule& model = trainer.model();
+    const bool was_training = model.is_training();
+    model.eval();
+    std::vector<HookHandle> hooks;
+    Trainer* t = &trainer;
+    for (const auto& [name, layer] : trainer.captured_layers())
+        hooks.push_back(layer->register_forward_hook(
+            [t, name = name](nn::Module&, const TensorList&, const Tensor& out) {
+                t->report(FeatureMapEvent{name, t->epoch(), t->step(), snapshot(out)});
+                return Tensor();
+            }));
+    try {
+        model(probe_);
+    } catch (...) {
+        for (auto& h : hooks)
+            h.remove();
+        model.train(was_training);
+        throw;
+    }
+    for (auto& h : hooks)
+        h.remove();
+    model.train(was_training);
+}
+
+// --- PeriodicValidation ---
+
+void PeriodicValidation::after_step_reported(Trainer& trainer) {
+    if (trainer.step() % every_ != 0) return;
+    EpochMetrics mid{trainer.epoch(),
+                     trainer.step(),
+                     {{"loss", trainer.epoch_loss()}},
+                     trainer.evaluate(trainer.data().validation),
+                     {}};
+    trainer.report(std::move(mid));
+    trainer.restart_step_timer();
+}
+
+// --- EarlyStoppingMonitor ---
+
+void EarlyStoppingMonitor::on_epoch_end(Trainer& trainer, EpochEnd& end) {
+    // Without validation data a val_ metric does not exist: then only an enabled early stopping
+    // is an error (unknown metric).
+    const io::TrainSpec& spec = trainer.spec();
+    const std::string& tracked = spec.early_stopping.metric;
+    const bool tracked_exists = !tracked.starts_with("val_") || trainer.data().validation;
+    if (!spec.early_stopping.enabled && !(spec.checkpoints.keep_best && tracked_exists)) return;
+    EarlyStopping& early_stopping = trainer.early_stopping();
+    end.is_best = early_stopping.update(
+        trainer.metric_value(tracked, end.metrics.train, end.metrics.validation));
+    if (spec.early_stopping.enabled && early_stopping.should_stop()) {
+        end.stop = true;
+        end.stop_reason = early_stopping.stop_reason();
+    }
+}
+
+// --- CheckpointKeeper ---
+
+void CheckpointKeeper::on_epoch_end(Trainer& trainer, EpochEnd& end) {
+    const int64_t epochs_done = trainer.epoch() + 1;
+    if (end.is_best && spec_.keep_best) {
+        const auto path = trainer.save_checkpoint("best.safetensors", epochs_done, 0);
+        if (!path.empty()) {
+            best_ = path;
+            trainer.report(CheckpointSaved{path.string(), epochs_done, trainer.step(), true});
+        }
+    }
+    const bool periodic = spec_.every_epochs > 0 && epochs_done % spec_.every_epochs == 0;
+    if (!periodic && !end.last_epoch && !end.stop) return;
+    const auto path = trainer.save_checkpoint(
+        "epoch-" + zero_padded(epochs_done, 4) + ".safetensors", epochs_done, 0);
+    if (path.empty()) return;
+    last_ = path;
+    trainer.report(CheckpointSaved{path.string(), epochs_done, trainer.step(), false});
+    periodic_.push_back(path);
+    while (int64_t(periodic_.size()) > spec_.keep_last) {
+        std::error_code ignored;
+        std::filesystem::remove(periodic_.front(), ignored);
+        periodic_.erase(periodic_.begin());
+    }
+}
+
+void CheckpointKeeper::on_run_end(Trainer&, TrainResult& result) {
+    if (!best_.empty()) result.best_checkpoint = best_;
+    // A stop between steps writes a later checkpoint itself.
+    if (result.last_checkpoint.empty()) result.last_checkpoint = last_;
+}
+
+} // namespace myelin::train

@@ -1,0 +1,105 @@
+#pragma once
+// The Trainer's built-in callbacks (internal to core/train): what a run does besides training,
+// each on its hook points (callbacks.h). Trainer::add_builtin_callbacks adds them in the order
+// they are declared here.
+#include <myelin/autograd.h>
+#include <myelin/io/project.h>
+#include <myelin/train/callbacks.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace myelin::train {
+
+// "0042" for (42, 4): checkpoint file names sort by step and epoch.
+std::string zero_padded(int64_t value, int width);
+
+// Activation and gradient summaries (statistics + 64-bin histograms) of every captured layer
+// on every `every`-th step, through forward and full backward hooks registered for that step
+// only (a step without capture pays nothing), and the layers' weight summaries after it.
+class SummaryCapture final : public TrainerCallback {
+  public:
+    explicit SummaryCapture(int64_t every) : every_(every) {}
+    void before_step(Trainer& trainer) override;
+    void after_forward(Trainer& trainer, const ForwardPass& pass) override;
+    void after_backward(Trainer& trainer) override;
+    void after_step_reported(Trainer& trainer) override;
+    void on_epoch_end(Trainer& trainer, EpochEnd& end) override;
+    void on_run_end(Trainer& trainer, TrainResult& result) override;
+
+  private:
+    void remove_hooks();
+    int64_t every_;
+    bool capturing_ = false;
+    std::vector<HookHandle> hooks_;
+};
+
+// A loss that is NaN or infinite ends the run, naming the first layer whose output is not
+// finite (the batch is run through the model again with forward hooks).
+class NonFiniteLossGuard final : public TrainerCallback {
+  public:
+    void after_forward(Trainer& trainer, const ForwardPass& pass) override;
+};
+
+// Per-layer gradient norms every step: a non-finite one ends the run naming the layer; every
+// `norms_every`-th step (0: never) the layers' grad norm, weight norm and update/weight ratio
+// go into the step's metrics.
+class GradientMonitor final : public TrainerCallback {
+  public:
+    explicit GradientMonitor(int64_t norms_every) : norms_every_(norms_every) {}
+    void after_backward(Trainer& trainer) override;
+    void after_optimizer_step(Trainer& trainer, StepMetrics& metrics) override;
+
+  private:
+    int64_t norms_every_;
+    std::vector<LayerStats> stats_;
+    std::vector<std::vector<Tensor>> before_; // parameters before the step, per layer
+};
+
+// Every `every`-th step, the activations of every captured layer on one fixed example (the first
+// of validation, else of training, with the evaluation transform), in eval mode.
+class FeatureMapProbe final : public TrainerCallback {
+  public:
+    explicit FeatureMapProbe(int64_t every) : every_(every) {}
+    void on_run_start(Trainer& trainer) override;
+    void after_step_reported(Trainer& trainer) override;
+
+  private:
+    int64_t every_;
+    Tensor probe_;
+};
+
+// Validation every `every` optimizer steps, reported as EpochMetrics within the epoch.
+class PeriodicValidation final : public TrainerCallback {
+  public:
+    explicit PeriodicValidation(int64_t every) : every_(every) {}
+    void after_step_reported(Trainer& trainer) override;
+
+  private:
+    int64_t every_;
+};
+
+// Tracks the early-stopping metric (which also picks the best checkpoint) and ends the run when
+// it stops improving (when early stopping is enabled).
+class EarlyStoppingMonitor final : public TrainerCallback {
+  public:
+    void on_epoch_end(Trainer& trainer, EpochEnd& end) override;
+};
+
+// The best checkpoint (best.safetensors) and the periodic ones (epoch-NNNN.safetensors, every
+// `every_epochs`, at the last epoch and when early stopping ends the run), keeping the newest
+// `keep_last` periodic ones.
+class CheckpointKeeper final : public TrainerCallback {
+  public:
+    explicit CheckpointKeeper(io::CheckpointSpec spec) : spec_(std::move(spec)) {}
+    void on_epoch_end(Trainer& trainer, EpochEnd& end) override;
+    void on_run_end(Trainer& trainer, TrainResult& result) override;
+
+  private:
+    io::CheckpointSpec spec_;
+    std::filesystem::path best_, last_;
+    std::vector<std::filesystem::path> periodic_;
+};
+
+} // namespace myelin::train
