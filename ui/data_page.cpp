@@ -119,8 +119,8 @@ QString numberText(double v) {
 }
 
 // The spec as far as the examples go: loader settings do not change what make_data returns.
-io::DataSpec previewKey(io::DataSpec spec) {
-    const io::DataSpec defaults;
+spec::DataSpec previewKey(spec::DataSpec spec) {
+    const spec::DataSpec defaults;
     spec.batch_size = defaults.batch_size;
     spec.num_workers = defaults.num_workers;
     spec.shuffle = defaults.shuffle;
@@ -159,10 +159,10 @@ QBoxLayout* boxHolding(QLayout* layout, QWidget* widget) {
     return nullptr;
 }
 
-QString transformLabel(const io::Choice& choice, int index) {
+QString transformLabel(const spec::Choice& choice, int index) {
     QString text =
         QStringLiteral("%1.  %2").arg(index + 1).arg(QString::fromStdString(choice.kind));
-    const train::ComponentKind* kind = train::find_component(train::transform_kinds(), choice.kind);
+    const spec::ComponentKind* kind = spec::find_component(spec::transform_kinds(), choice.kind);
     if (kind == nullptr || kind->options.empty()) return text;
     QStringList parts;
     const graph::Attrs options = graph::with_defaults(kind->options, choice.options);
@@ -175,7 +175,7 @@ QString transformLabel(const io::Choice& choice, int index) {
 }
 
 // Runs on the worker thread: make_data and everything the preview draws from its result.
-DataPreview computePreview(const io::DataSpec& spec, const std::filesystem::path& dir,
+DataPreview computePreview(const spec::DataSpec& spec, const std::filesystem::path& dir,
                            uint64_t seed) {
     DataPreview out;
     const train::DataSplits splits = train::make_data(spec, dir, seed);
@@ -451,7 +451,7 @@ QWidget* DataPage::buildSettings() {
     settingsColumn_->addWidget(sectionHeading(tr("Source"), settings_));
     source_ = new QComboBox(settings_);
     source_->setObjectName(QStringLiteral("dataSource"));
-    for (const train::ComponentKind& kind : train::data_source_kinds()) {
+    for (const spec::ComponentKind& kind : spec::data_source_kinds()) {
         source_->addItem(QString::fromStdString(kind.name));
         source_->setItemData(source_->count() - 1, QString::fromStdString(kind.doc),
                              Qt::ToolTipRole);
@@ -530,7 +530,7 @@ QWidget* DataPage::buildSettings() {
     auto* menu = new QMenu(addTransform_);
     menu->setObjectName(QStringLiteral("dataAddTransformMenu"));
     menu->setToolTipsVisible(true);
-    for (const train::ComponentKind& kind : train::transform_kinds()) {
+    for (const spec::ComponentKind& kind : spec::transform_kinds()) {
         const QString name = QString::fromStdString(kind.name);
         QAction* action = menu->addAction(name);
         action->setObjectName(QStringLiteral("addTransform_") + name);
@@ -663,8 +663,8 @@ void DataPage::rebuildSourceForm() {
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->setHorizontalSpacing(12);
     form->setVerticalSpacing(6);
-    const train::ComponentKind* kind =
-        train::find_component(train::data_source_kinds(), shownSourceKind_);
+    const spec::ComponentKind* kind =
+        spec::find_component(spec::data_source_kinds(), shownSourceKind_);
     if (kind != nullptr) {
         sourceRows_.build(kind->options, form, box, this,
                           [this](const AttrRow& row, const graph::AttrValue& value) {
@@ -691,12 +691,12 @@ void DataPage::rebuildSourceForm() {
 
 void DataPage::rebuildTransformForm() {
     const auto& transforms = document_->project().data.transforms;
-    const io::Choice* selected =
+    const spec::Choice* selected =
         selectedTransform_ >= 0 && selectedTransform_ < int(transforms.size())
             ? &transforms[size_t(selectedTransform_)]
             : nullptr;
     const std::string kindName = selected != nullptr ? selected->kind : std::string();
-    const train::ComponentKind* kind = train::find_component(train::transform_kinds(), kindName);
+    const spec::ComponentKind* kind = spec::find_component(spec::transform_kinds(), kindName);
     removeTransform_->setEnabled(selected != nullptr && document_->isOpen());
     moveUp_->setEnabled(selected != nullptr && selectedTransform_ > 0 && document_->isOpen());
     moveDown_->setEnabled(selected != nullptr && selectedTransform_ + 1 < int(transforms.size()) &&
@@ -739,7 +739,7 @@ void DataPage::rebuildTransformForm() {
 
 void DataPage::refresh() {
     const bool open = document_->isOpen();
-    const io::DataSpec& spec = document_->project().data;
+    const spec::DataSpec& spec = document_->project().data;
     settings_->setEnabled(open);
     refresh_->setEnabled(open);
 
@@ -748,8 +748,8 @@ void DataPage::refresh() {
         const int index = source_->findText(QString::fromStdString(spec.source.kind));
         source_->setCurrentIndex(index);
     }
-    const train::ComponentKind* kind =
-        train::find_component(train::data_source_kinds(), spec.source.kind);
+    const spec::ComponentKind* kind =
+        spec::find_component(spec::data_source_kinds(), spec.source.kind);
     sourceDoc_->setText(
         kind != nullptr
             ? QString::fromStdString(kind->doc)
@@ -802,8 +802,8 @@ void DataPage::refreshTransformList() {
         transforms_->clear();
         for (size_t i = 0; i < transforms.size(); ++i) {
             auto* item = new QListWidgetItem(transformLabel(transforms[i], int(i)), transforms_);
-            const train::ComponentKind* kind =
-                train::find_component(train::transform_kinds(), transforms[i].kind);
+            const spec::ComponentKind* kind =
+                spec::find_component(spec::transform_kinds(), transforms[i].kind);
             if (kind != nullptr) item->setToolTip(QString::fromStdString(kind->doc));
         }
         transforms_->setCurrentRow(selectedTransform_);
@@ -812,7 +812,7 @@ void DataPage::refreshTransformList() {
 }
 
 void DataPage::refreshLoaderFacts() {
-    const io::DataSpec& spec = document_->project().data;
+    const spec::DataSpec& spec = document_->project().data;
     if (!document_->isOpen() || trainSize_ <= 0 || !errorText_.isEmpty()) {
         loaderFacts_->clear();
         loaderFacts_->hide();
@@ -833,23 +833,23 @@ void DataPage::refreshLoaderFacts() {
     loaderFacts_->show();
 }
 
-void DataPage::apply(const io::DataSpec& after, const QString& text, const QString& mergeKey) {
+void DataPage::apply(const spec::DataSpec& after, const QString& text, const QString& mergeKey) {
     document_->applyDataEdit(after, text, mergeKey);
 }
 
 void DataPage::commitSourceKind(int index) {
-    const auto& kinds = train::data_source_kinds();
+    const auto& kinds = spec::data_source_kinds();
     if (index < 0 || index >= int(kinds.size())) return;
-    const train::ComponentKind& kind = kinds[size_t(index)];
-    io::DataSpec spec = document_->project().data;
+    const spec::ComponentKind& kind = kinds[size_t(index)];
+    spec::DataSpec spec = document_->project().data;
     if (spec.source.kind == kind.name) return;
     // Options of another source mean nothing here: start from the new kind's defaults.
-    spec.source = io::Choice{kind.name, graph::with_defaults(kind.options, {})};
+    spec.source = spec::Choice{kind.name, graph::with_defaults(kind.options, {})};
     apply(spec, tr("Change data source to %1").arg(QString::fromStdString(kind.name)));
 }
 
 void DataPage::commitSourceOption(const AttrRow& row, const graph::AttrValue& value) {
-    io::DataSpec spec = document_->project().data;
+    spec::DataSpec spec = document_->project().data;
     const graph::AttrValue* current = spec.source.options.find(row.desc.name);
     if (current != nullptr ? *current == value : value == row.desc.default_value) return;
     spec.source.options.set(row.desc.name, value);
@@ -861,9 +861,9 @@ void DataPage::commitSourceOption(const AttrRow& row, const graph::AttrValue& va
 }
 
 void DataPage::commitTransformOption(const AttrRow& row, const graph::AttrValue& value) {
-    io::DataSpec spec = document_->project().data;
+    spec::DataSpec spec = document_->project().data;
     if (selectedTransform_ < 0 || selectedTransform_ >= int(spec.transforms.size())) return;
-    io::Choice& transform = spec.transforms[size_t(selectedTransform_)];
+    spec::Choice& transform = spec.transforms[size_t(selectedTransform_)];
     const graph::AttrValue* current = transform.options.find(row.desc.name);
     if (current != nullptr ? *current == value : value == row.desc.default_value) return;
     transform.options.set(row.desc.name, value);
@@ -875,7 +875,7 @@ void DataPage::commitTransformOption(const AttrRow& row, const graph::AttrValue&
 }
 
 void DataPage::commitLoader() {
-    io::DataSpec spec = document_->project().data;
+    spec::DataSpec spec = document_->project().data;
     if (validation_->value() != spec.validation_fraction) {
         spec.validation_fraction = validation_->value();
         apply(spec,
@@ -900,7 +900,7 @@ void DataPage::commitLoader() {
 }
 
 void DataPage::browseFor(const QString& option) {
-    const io::DataSpec& spec = document_->project().data;
+    const spec::DataSpec& spec = document_->project().data;
     const graph::AttrValue* value = spec.source.options.find(option.toStdString());
     const QString current = value != nullptr && std::holds_alternative<std::string>(*value)
                                 ? QString::fromStdString(std::get<std::string>(*value))
@@ -923,17 +923,17 @@ void DataPage::browseFor(const QString& option) {
 }
 
 void DataPage::addTransform(const QString& kindName) {
-    const train::ComponentKind* kind =
-        train::find_component(train::transform_kinds(), kindName.toStdString());
+    const spec::ComponentKind* kind =
+        spec::find_component(spec::transform_kinds(), kindName.toStdString());
     if (kind == nullptr || !document_->isOpen()) return;
-    io::DataSpec spec = document_->project().data;
+    spec::DataSpec spec = document_->project().data;
     spec.transforms.push_back({kind->name, graph::with_defaults(kind->options, {})});
     selectedTransform_ = int(spec.transforms.size()) - 1;
     apply(spec, tr("Add transform %1").arg(kindName));
 }
 
 void DataPage::removeTransform() {
-    io::DataSpec spec = document_->project().data;
+    spec::DataSpec spec = document_->project().data;
     if (selectedTransform_ < 0 || selectedTransform_ >= int(spec.transforms.size())) return;
     const QString kind = QString::fromStdString(spec.transforms[size_t(selectedTransform_)].kind);
     spec.transforms.erase(spec.transforms.begin() + selectedTransform_);
@@ -942,7 +942,7 @@ void DataPage::removeTransform() {
 }
 
 void DataPage::moveTransform(int delta) {
-    io::DataSpec spec = document_->project().data;
+    spec::DataSpec spec = document_->project().data;
     const int from = selectedTransform_, to = selectedTransform_ + delta;
     if (from < 0 || to < 0 || from >= int(spec.transforms.size()) ||
         to >= int(spec.transforms.size()))
@@ -957,7 +957,7 @@ void DataPage::moveTransform(int delta) {
 void DataPage::maybeSchedulePreview() {
     refreshLoaderFacts(); // the seed line follows the Training page
     if (!document_->isOpen()) return;
-    const io::DataSpec key = previewKey(document_->project().data);
+    const spec::DataSpec key = previewKey(document_->project().data);
     const uint64_t seed = document_->project().train.seed;
     const QString dir = document_->dataDirectory();
     if (requested_ && *requested_ == key && requestedSeed_ == seed && requestedDir_ == dir) return;
@@ -1022,7 +1022,7 @@ void DataPage::startPreview() {
     if (!document_->isOpen() || running_) return; // a running one restarts when it finishes
     status_->setText(tr("Loading…"));
     running_ = true;
-    const io::DataSpec spec = document_->project().data;
+    const spec::DataSpec spec = document_->project().data;
     const std::filesystem::path dir = document_->dataDirectory().toStdString();
     const uint64_t seed = document_->project().train.seed;
     const uint64_t generation = generation_;

@@ -1,7 +1,7 @@
 #pragma once
 // The Data page: where the examples come from (the data source and its options), how they are
 // split and loaded (validation fraction, batch size, workers, shuffle, drop last) and the
-// transforms applied to them, each change one undoable edit of the project's io::DataSpec. The
+// transforms applied to them, each change one undoable edit of the project's spec::DataSpec. The
 // right side previews what training will get: the split sizes and input shape, the first
 // training examples as the model sees them (after transforms) as pictures or a table, and the
 // class balance of the training split (or the target's distribution for regression). The
@@ -88,7 +88,7 @@ class DataPage : public QWidget {
     void refreshLoaderFacts();
 
     // One edit of the data spec through the document's undo stack.
-    void apply(const io::DataSpec& after, const QString& text, const QString& mergeKey = {});
+    void apply(const spec::DataSpec& after, const QString& text, const QString& mergeKey = {});
     void commitSourceKind(int index);
     void commitSourceOption(const AttrRow& row, const graph::AttrValue& value);
     void commitTransformOption(const AttrRow& row, const graph::AttrValue& value);
@@ -157,7 +157,7 @@ class DataPage : public QWidget {
     uint64_t generation_ = 0;
     // What the latest scheduled preview is of: the spec without its loader settings (they do
     // not change the examples), the seed and the folder relative paths resolve against.
-    std::optional<io::DataSpec> requested_;
+    std::optional<spec::DataSpec> requested_;
     uint64_t requestedSeed_ = 0;
     QString requestedDir_;
     bool waitingForShow_ = false;

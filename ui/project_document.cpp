@@ -50,8 +50,8 @@ class SettingsCommand : public QUndoCommand {
   public:
     static constexpr int kSettingsId = 0x53455453; // "SETS"
 
-    SettingsCommand(ProjectDocument* document, std::pair<io::DataSpec, io::TrainSpec> before,
-                    std::pair<io::DataSpec, io::TrainSpec> after, const QString& text,
+    SettingsCommand(ProjectDocument* document, std::pair<spec::DataSpec, spec::TrainSpec> before,
+                    std::pair<spec::DataSpec, spec::TrainSpec> after, const QString& text,
                     QString mergeKey)
         : document_(document), before_(std::move(before)), after_(std::move(after)),
           mergeKey_(std::move(mergeKey)) {
@@ -74,7 +74,7 @@ class SettingsCommand : public QUndoCommand {
 
   private:
     ProjectDocument* document_;
-    std::pair<io::DataSpec, io::TrainSpec> before_, after_;
+    std::pair<spec::DataSpec, spec::TrainSpec> before_, after_;
     QString mergeKey_;
 };
 
@@ -173,21 +173,21 @@ void ProjectDocument::moveNodes(const std::vector<std::pair<graph::NodeId, QPoin
     undoStack_->push(new ModelCommand(this, project_.model, std::move(after), text, dragId));
 }
 
-void ProjectDocument::applyDataEdit(const io::DataSpec& after, const QString& text,
+void ProjectDocument::applyDataEdit(const spec::DataSpec& after, const QString& text,
                                     const QString& mergeKey) {
     if (!open_ || locked_ || after == project_.data) return;
     undoStack_->push(new SettingsCommand(this, {project_.data, project_.train},
                                          {after, project_.train}, text, mergeKey));
 }
 
-void ProjectDocument::applyTrainEdit(const io::TrainSpec& after, const QString& text,
+void ProjectDocument::applyTrainEdit(const spec::TrainSpec& after, const QString& text,
                                      const QString& mergeKey) {
     if (!open_ || locked_ || after == project_.train) return;
     undoStack_->push(new SettingsCommand(this, {project_.data, project_.train},
                                          {project_.data, after}, text, mergeKey));
 }
 
-void ProjectDocument::setSettings(const io::DataSpec& data, const io::TrainSpec& train) {
+void ProjectDocument::setSettings(const spec::DataSpec& data, const spec::TrainSpec& train) {
     const bool dataChanged = !(data == project_.data);
     const bool trainChanged = !(train == project_.train);
     project_.data = data;

@@ -65,9 +65,9 @@ class ProjectDocument : public QObject {
     // One undoable edit of the data spec (Data page) or the training spec (Training page).
     // Edits with the same non-empty `mergeKey` in a row merge into one command (a spin box
     // stepped ten times is one undo). Nothing happens when `after` equals the current spec.
-    void applyDataEdit(const io::DataSpec& after, const QString& text,
+    void applyDataEdit(const spec::DataSpec& after, const QString& text,
                        const QString& mergeKey = QString());
-    void applyTrainEdit(const io::TrainSpec& after, const QString& text,
+    void applyTrainEdit(const spec::TrainSpec& after, const QString& text,
                         const QString& mergeKey = QString());
     // Positions set without history (the automatic arrangement of a file just opened).
     void setLayoutWithoutUndo(const graph::ModelSpec& arranged);
@@ -87,7 +87,7 @@ class ProjectDocument : public QObject {
   private:
     friend class ModelCommand;
     friend class SettingsCommand;
-    void setSettings(const io::DataSpec& data, const io::TrainSpec& train);
+    void setSettings(const spec::DataSpec& data, const spec::TrainSpec& train);
     void setModel(const graph::ModelSpec& spec, bool layoutOnly);
     void updateDirty();
 

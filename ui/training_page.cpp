@@ -50,7 +50,7 @@ constexpr int64_t kMaxPreviewPoints = 20000;
 constexpr int64_t kFashionMnistTrainImages = 60000;
 
 // The Fashion-MNIST training images left after the validation hold-out (make_data's split).
-int64_t fashionTrainingExamples(const io::DataSpec& d) {
+int64_t fashionTrainingExamples(const spec::DataSpec& d) {
     return kFashionMnistTrainImages -
            train::held_out_count(kFashionMnistTrainImages, d.validation_fraction);
 }
@@ -213,23 +213,25 @@ TrainingPage::TrainingPage(ProjectDocument* document, QWidget* parent)
     setAttribute(Qt::WA_StyledBackground, true);
     setStyleSheet(QString::fromLatin1(kStyleSheet) + QString::fromLatin1(kFormStyleSheet));
 
-    loss_.kinds = &train::loss_kinds();
+    loss_.kinds = &spec::loss_kinds();
     loss_.what = tr("loss");
-    loss_.get = [](const io::TrainSpec& t) { return std::optional<io::Choice>(t.loss); };
-    loss_.set = [](io::TrainSpec& t, std::optional<io::Choice> c) {
+    loss_.get = [](const spec::TrainSpec& t) { return std::optional<spec::Choice>(t.loss); };
+    loss_.set = [](spec::TrainSpec& t, std::optional<spec::Choice> c) {
         if (c) t.loss = std::move(*c);
     };
-    optimizer_.kinds = &train::optimizer_kinds();
+    optimizer_.kinds = &spec::optimizer_kinds();
     optimizer_.what = tr("optimizer");
-    optimizer_.get = [](const io::TrainSpec& t) { return std::optional<io::Choice>(t.optimizer); };
-    optimizer_.set = [](io::TrainSpec& t, std::optional<io::Choice> c) {
+    optimizer_.get = [](const spec::TrainSpec& t) {
+        return std::optional<spec::Choice>(t.optimizer);
+    };
+    optimizer_.set = [](spec::TrainSpec& t, std::optional<spec::Choice> c) {
         if (c) t.optimizer = std::move(*c);
     };
-    scheduler_.kinds = &train::scheduler_kinds();
+    scheduler_.kinds = &spec::scheduler_kinds();
     scheduler_.optional = true;
     scheduler_.what = tr("LR schedule");
-    scheduler_.get = [](const io::TrainSpec& t) { return t.scheduler; };
-    scheduler_.set = [](io::TrainSpec& t, std::optional<io::Choice> c) { t.scheduler = c; };
+    scheduler_.get = [](const spec::TrainSpec& t) { return t.scheduler; };
+    scheduler_.set = [](spec::TrainSpec& t, std::optional<spec::Choice> c) { t.scheduler = c; };
 
     buildUi();
 
@@ -303,7 +305,7 @@ QWidget* TrainingPage::buildSettings() {
     schedule->insertRow(2, tr("Steps"), interval_);
     connect(interval_, &QComboBox::currentIndexChanged, this, [this] {
         const QString interval = interval_->currentData().toString();
-        commit([&](io::TrainSpec& t) { t.scheduler_interval = interval.toStdString(); },
+        commit([&](spec::TrainSpec& t) { t.scheduler_interval = interval.toStdString(); },
                interval == QLatin1String("step") ? tr("Step the LR schedule every optimizer step")
                                                  : tr("Step the LR schedule once per epoch"));
     });
@@ -322,7 +324,7 @@ QWidget* TrainingPage::buildSettings() {
         const QString metric = plateauMetric_->currentText();
         if (metric.isEmpty()) return;
         commit(
-            [&](io::TrainSpec& t) {
+            [&](spec::TrainSpec& t) {
                 t.plateau_metric = metric.toStdString();
                 if (t.scheduler && t.scheduler->kind == "ReduceLROnPlateau")
                     t.scheduler->options.set("mode",
@@ -337,7 +339,7 @@ QWidget* TrainingPage::buildSettings() {
                       tr("Passes over the training set."), settings_);
     run->addRow(tr("Epochs"), epochs_);
     connect(epochs_, &QSpinBox::valueChanged, this, [this](int v) {
-        commit([v](io::TrainSpec& t) { t.epochs = v; }, tr("Change epochs to %1").arg(v),
+        commit([v](spec::TrainSpec& t) { t.epochs = v; }, tr("Change epochs to %1").arg(v),
                QStringLiteral("train.epochs"));
     });
 
@@ -348,7 +350,7 @@ QWidget* TrainingPage::buildSettings() {
     run->addRow(tr("Accumulation"), accumulation_);
     setUnits(accumulation_, tr(" micro-batch per step"), tr(" micro-batches per step"));
     connect(accumulation_, &QSpinBox::valueChanged, this, [this](int v) {
-        commit([v](io::TrainSpec& t) { t.accumulation_steps = v; },
+        commit([v](spec::TrainSpec& t) { t.accumulation_steps = v; },
                tr("Change gradient accumulation to %1").arg(v),
                QStringLiteral("train.accumulation"));
     });
@@ -356,7 +358,7 @@ QWidget* TrainingPage::buildSettings() {
     // Optional clipping: a check box enabling the value.
     auto optionalClip = [&](QCheckBox*& box, QDoubleSpinBox*& spin, const QString& name,
                             const QString& label, const QString& tip,
-                            std::optional<double> io::TrainSpec::*field, const QString& what) {
+                            std::optional<double> spec::TrainSpec::*field, const QString& what) {
         box = new QCheckBox(settings_);
         box->setObjectName(name + QStringLiteral("Enabled"));
         box->setToolTip(tip);
@@ -373,13 +375,15 @@ QWidget* TrainingPage::buildSettings() {
             s->setEnabled(on);
             const double v = s->value();
             commit(
-                [&](io::TrainSpec& t) { t.*field = on ? std::optional<double>(v) : std::nullopt; },
+                [&](spec::TrainSpec& t) {
+                    t.*field = on ? std::optional<double>(v) : std::nullopt;
+                },
                 on ? tr("Clip gradients by %1 at %2").arg(what, number(v))
                    : tr("Stop clipping gradients by %1").arg(what));
         });
         connect(spin, &QDoubleSpinBox::valueChanged, this, [this, b, field, what, name](double v) {
             if (!b->isChecked()) return;
-            commit([&](io::TrainSpec& t) { t.*field = v; },
+            commit([&](spec::TrainSpec& t) { t.*field = v; },
                    tr("Clip gradients by %1 at %2").arg(what, number(v)),
                    QStringLiteral("train.") + name);
         });
@@ -387,11 +391,11 @@ QWidget* TrainingPage::buildSettings() {
     optionalClip(clipNormEnabled_, clipNorm_, QStringLiteral("trainClipNorm"), tr("Clip grad norm"),
                  tr("Scale all gradients down together when their total L2 norm exceeds this "
                     "(clip_grad_norm_)."),
-                 &io::TrainSpec::clip_grad_norm, tr("norm"));
+                 &spec::TrainSpec::clip_grad_norm, tr("norm"));
     optionalClip(clipValueEnabled_, clipValue_, QStringLiteral("trainClipValue"),
                  tr("Clip grad value"),
                  tr("Clamp every gradient element to [-value, value] (clip_grad_value_)."),
-                 &io::TrainSpec::clip_grad_value, tr("value"));
+                 &spec::TrainSpec::clip_grad_value, tr("value"));
 
     precision_ = new QComboBox(settings_);
     precision_->setObjectName(QStringLiteral("trainPrecision"));
@@ -404,7 +408,7 @@ QWidget* TrainingPage::buildSettings() {
     run->addRow(tr("Precision"), precision_);
     connect(precision_, &QComboBox::currentIndexChanged, this, [this] {
         const QString precision = precision_->currentData().toString();
-        commit([&](io::TrainSpec& t) { t.precision = precision.toStdString(); },
+        commit([&](spec::TrainSpec& t) { t.precision = precision.toStdString(); },
                tr("Change precision to %1").arg(precision));
     });
 
@@ -426,7 +430,7 @@ QWidget* TrainingPage::buildSettings() {
     setUnits(validateEvery_, tr(" step"), tr(" steps"));
     run->addRow(tr("Validate every"), validateEvery_);
     connect(validateEvery_, &QSpinBox::valueChanged, this, [this](int v) {
-        commit([v](io::TrainSpec& t) { t.validate_every_steps = v; },
+        commit([v](spec::TrainSpec& t) { t.validate_every_steps = v; },
                v == 0 ? tr("Validate once per epoch") : tr("Validate every %1 steps").arg(v),
                QStringLiteral("train.validateEvery"));
     });
@@ -436,7 +440,7 @@ QWidget* TrainingPage::buildSettings() {
     threads_->setSpecialValueText(tr("machine default"));
     run->addRow(tr("Threads"), threads_);
     connect(threads_, &QSpinBox::valueChanged, this, [this](int v) {
-        commit([v](io::TrainSpec& t) { t.threads = v; },
+        commit([v](spec::TrainSpec& t) { t.threads = v; },
                v == 0 ? tr("Use the default number of threads") : tr("Change threads to %1").arg(v),
                QStringLiteral("train.threads"));
     });
@@ -449,7 +453,7 @@ QWidget* TrainingPage::buildSettings() {
                               "epochs."));
     es->addRow(tr("Enabled"), esEnabled_);
     connect(esEnabled_, &QCheckBox::toggled, this, [this](bool on) {
-        commit([on](io::TrainSpec& t) { t.early_stopping.enabled = on; },
+        commit([on](spec::TrainSpec& t) { t.early_stopping.enabled = on; },
                on ? tr("Enable early stopping") : tr("Disable early stopping"));
     });
 
@@ -464,7 +468,7 @@ QWidget* TrainingPage::buildSettings() {
         const QString metric = esMetric_->currentText();
         if (metric.isEmpty()) return;
         commit(
-            [&](io::TrainSpec& t) {
+            [&](spec::TrainSpec& t) {
                 t.early_stopping.metric = metric.toStdString();
                 t.early_stopping.mode = higherIsBetter(metric) ? "max" : "min";
             },
@@ -478,7 +482,7 @@ QWidget* TrainingPage::buildSettings() {
     es->addRow(tr("Mode"), esMode_);
     connect(esMode_, &QComboBox::currentIndexChanged, this, [this] {
         const QString mode = esMode_->currentData().toString();
-        commit([&](io::TrainSpec& t) { t.early_stopping.mode = mode.toStdString(); },
+        commit([&](spec::TrainSpec& t) { t.early_stopping.mode = mode.toStdString(); },
                tr("Change the early-stopping mode to %1").arg(mode));
     });
 
@@ -487,7 +491,7 @@ QWidget* TrainingPage::buildSettings() {
     setUnits(esPatience_, tr(" epoch"), tr(" epochs"));
     es->addRow(tr("Patience"), esPatience_);
     connect(esPatience_, &QSpinBox::valueChanged, this, [this](int v) {
-        commit([v](io::TrainSpec& t) { t.early_stopping.patience = v; },
+        commit([v](spec::TrainSpec& t) { t.early_stopping.patience = v; },
                tr("Change early-stopping patience to %1").arg(v),
                QStringLiteral("train.es.patience"));
     });
@@ -496,7 +500,7 @@ QWidget* TrainingPage::buildSettings() {
                             tr("The smallest change that counts as an improvement."), settings_);
     es->addRow(tr("Min delta"), esMinDelta_);
     connect(esMinDelta_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
-        commit([v](io::TrainSpec& t) { t.early_stopping.min_delta = v; },
+        commit([v](spec::TrainSpec& t) { t.early_stopping.min_delta = v; },
                tr("Change early-stopping min delta to %1").arg(number(v)),
                QStringLiteral("train.es.minDelta"));
     });
@@ -511,7 +515,7 @@ QWidget* TrainingPage::buildSettings() {
     setUnits(ckEvery_, tr(" epoch"), tr(" epochs"));
     ck->addRow(tr("Save"), ckEvery_);
     connect(ckEvery_, &QSpinBox::valueChanged, this, [this](int v) {
-        commit([v](io::TrainSpec& t) { t.checkpoints.every_epochs = v; },
+        commit([v](spec::TrainSpec& t) { t.checkpoints.every_epochs = v; },
                v == 0 ? tr("Save checkpoints only at the end")
                       : tr("Save a checkpoint every %1 epochs").arg(v),
                QStringLiteral("train.ck.every"));
@@ -521,7 +525,7 @@ QWidget* TrainingPage::buildSettings() {
     ckKeepLast_->setSuffix(tr(" most recent"));
     ck->addRow(tr("Keep"), ckKeepLast_);
     connect(ckKeepLast_, &QSpinBox::valueChanged, this, [this](int v) {
-        commit([v](io::TrainSpec& t) { t.checkpoints.keep_last = v; },
+        commit([v](spec::TrainSpec& t) { t.checkpoints.keep_last = v; },
                tr("Keep the last %1 checkpoints").arg(v), QStringLiteral("train.ck.keepLast"));
     });
     ckKeepBest_ = new QCheckBox(tr("by the early-stopping metric"), settings_);
@@ -530,7 +534,7 @@ QWidget* TrainingPage::buildSettings() {
                                "early-stopping metric (best.safetensors)."));
     ck->addRow(tr("Keep best"), ckKeepBest_);
     connect(ckKeepBest_, &QCheckBox::toggled, this, [this](bool on) {
-        commit([on](io::TrainSpec& t) { t.checkpoints.keep_best = on; },
+        commit([on](spec::TrainSpec& t) { t.checkpoints.keep_best = on; },
                on ? tr("Keep the best checkpoint") : tr("Do not keep the best checkpoint"));
     });
 
@@ -550,17 +554,17 @@ QWidget* TrainingPage::buildSettings() {
     normsLine->addWidget(capNormsEvery_, 1);
     cap->addRow(tr("Layer norms"), normsLine);
     connect(capNorms_, &QCheckBox::toggled, this, [this](bool on) {
-        commit([on](io::TrainSpec& t) { t.capture.layer_norms = on; },
+        commit([on](spec::TrainSpec& t) { t.capture.layer_norms = on; },
                on ? tr("Capture layer norms") : tr("Stop capturing layer norms"));
     });
     connect(capNormsEvery_, &QSpinBox::valueChanged, this, [this](int v) {
-        commit([v](io::TrainSpec& t) { t.capture.layer_norms_every = v; },
+        commit([v](spec::TrainSpec& t) { t.capture.layer_norms_every = v; },
                tr("Capture layer norms every %1 steps").arg(v),
                QStringLiteral("train.cap.normsEvery"));
     });
 
     auto offOrEvery = [&](QSpinBox*& spin, const QString& name, const QString& label,
-                          const QString& tip, int64_t io::CaptureSpec::*field,
+                          const QString& tip, int64_t spec::CaptureSpec::*field,
                           const QString& what) {
         spin = intSpin(name, 0, INT_MAX, tip, settings_);
         spin->setSpecialValueText(tr("off"));
@@ -568,7 +572,7 @@ QWidget* TrainingPage::buildSettings() {
         setUnits(spin, tr(" step"), tr(" steps"));
         cap->addRow(label, spin);
         connect(spin, &QSpinBox::valueChanged, this, [this, field, what, name](int v) {
-            commit([&](io::TrainSpec& t) { t.capture.*field = v; },
+            commit([&](spec::TrainSpec& t) { t.capture.*field = v; },
                    v == 0 ? tr("Stop capturing %1").arg(what)
                           : tr("Capture %1 every %2 steps").arg(what).arg(v),
                    QStringLiteral("train.") + name);
@@ -577,10 +581,10 @@ QWidget* TrainingPage::buildSettings() {
     offOrEvery(capSummaries_, QStringLiteral("captureSummariesEvery"), tr("Summaries"),
                tr("Activation and gradient statistics and histograms of every captured layer "
                   "(0: off)."),
-               &io::CaptureSpec::summaries_every, tr("summaries"));
+               &spec::CaptureSpec::summaries_every, tr("summaries"));
     offOrEvery(capFeatureMaps_, QStringLiteral("captureFeatureMapsEvery"), tr("Feature maps"),
                tr("Activations of one fixed validation sample (0: off)."),
-               &io::CaptureSpec::feature_maps_every, tr("feature maps"));
+               &spec::CaptureSpec::feature_maps_every, tr("feature maps"));
 
     capLayers_ = new QLineEdit(settings_);
     capLayers_->setObjectName(QStringLiteral("captureLayers"));
@@ -602,7 +606,7 @@ void TrainingPage::buildComponent(Component& c, QFormLayout* form, const QString
         c.kind->addItem(tr("None"), QString());
         c.kind->setItemData(0, tr("A constant learning rate."), Qt::ToolTipRole);
     }
-    for (const train::ComponentKind& kind : *c.kinds) {
+    for (const spec::ComponentKind& kind : *c.kinds) {
         c.kind->addItem(QString::fromStdString(kind.name), QString::fromStdString(kind.name));
         c.kind->setItemData(c.kind->count() - 1, QString::fromStdString(kind.doc), Qt::ToolTipRole);
     }
@@ -621,7 +625,7 @@ void TrainingPage::buildComponent(Component& c, QFormLayout* form, const QString
             [this, component] { commitKind(*component); });
 }
 
-void TrainingPage::rebuildOptions(Component& c, const std::optional<io::Choice>& choice) {
+void TrainingPage::rebuildOptions(Component& c, const std::optional<spec::Choice>& choice) {
     // Detached at once (tests and findChild see only the new form), deleted later: a signal of
     // one of its editors may be on the stack.
     if (c.form != nullptr) {
@@ -635,8 +639,8 @@ void TrainingPage::rebuildOptions(Component& c, const std::optional<io::Choice>&
     c.rows.clear();
     c.built = true;
     c.shownKind = choice ? choice->kind : std::string();
-    const train::ComponentKind* kind =
-        choice ? train::find_component(*c.kinds, choice->kind) : nullptr;
+    const spec::ComponentKind* kind =
+        choice ? spec::find_component(*c.kinds, choice->kind) : nullptr;
     c.form = new QWidget(c.container);
     QFormLayout* form = makeForm(c.form);
     form->setContentsMargins(0, 0, 0, 0);
@@ -763,15 +767,15 @@ QWidget* TrainingPage::buildPreview() {
 
 void TrainingPage::refresh() {
     const bool open = document_->isOpen();
-    const io::TrainSpec t = open ? document_->project().train : io::TrainSpec{};
+    const spec::TrainSpec t = open ? document_->project().train : spec::TrainSpec{};
     refusedError_.clear();
 
     for (Component* c : {&loss_, &optimizer_, &scheduler_}) {
-        const std::optional<io::Choice> choice = c->get(t);
+        const std::optional<spec::Choice> choice = c->get(t);
         const QString kind = choice ? QString::fromStdString(choice->kind) : QString();
         showIndexOfData(c->kind, kind);
-        const train::ComponentKind* desc =
-            choice ? train::find_component(*c->kinds, choice->kind) : nullptr;
+        const spec::ComponentKind* desc =
+            choice ? spec::find_component(*c->kinds, choice->kind) : nullptr;
         const QString doc = desc != nullptr ? QString::fromStdString(desc->doc)
                                             : tr("A constant learning rate: the optimizer's lr.");
         c->doc->setText(doc);
@@ -857,7 +861,7 @@ void TrainingPage::refresh() {
 QStringList TrainingPage::availableMetrics() const {
     if (!document_->isOpen()) return {};
     const io::Project& p = document_->project();
-    const bool classification = train::loss_takes_class_indices(p.train.loss.kind);
+    const bool classification = spec::loss_takes_class_indices(p.train.loss.kind);
     // The class count is the model's output width: top-5 accuracy exists from 5 classes on.
     int64_t classes = 0;
     const graph::Analysis& analysis = document_->analysis();
@@ -887,7 +891,7 @@ QStringList TrainingPage::availableMetrics() const {
     return metrics;
 }
 
-void TrainingPage::refreshMetricCombos(const io::TrainSpec& t) {
+void TrainingPage::refreshMetricCombos(const spec::TrainSpec& t) {
     const QStringList available = availableMetrics();
     const bool hasValidation =
         document_->isOpen() && document_->project().data.validation_fraction > 0;
@@ -923,7 +927,7 @@ void TrainingPage::updateEnabled() {
                                                : lockReason_);
     banner_->setVisible(!open || locked_);
 
-    const io::TrainSpec t = open ? document_->project().train : io::TrainSpec{};
+    const spec::TrainSpec t = open ? document_->project().train : spec::TrainSpec{};
     const bool plateau = t.scheduler && t.scheduler->kind == "ReduceLROnPlateau";
     interval_->setEnabled(t.scheduler.has_value() && !plateau);
     interval_->setToolTip(
@@ -952,7 +956,7 @@ void TrainingPage::setEditingLocked(bool locked, const QString& reason) {
 
 std::optional<int64_t> TrainingPage::knownStepsPerEpoch() const {
     if (!document_->isOpen()) return std::nullopt;
-    const io::DataSpec& d = document_->project().data;
+    const spec::DataSpec& d = document_->project().data;
     if (d.source.kind != "fashion-mnist" || d.batch_size <= 0) return std::nullopt;
     // The trainer's arithmetic: the seeded validation hold-out, then batches, then accumulation.
     const int64_t examples = fashionTrainingExamples(d);
@@ -971,11 +975,11 @@ int64_t TrainingPage::previewStepsPerEpoch() const {
     return knownStepsPerEpoch().value_or(assumedSteps_->value());
 }
 
-int64_t TrainingPage::previewSteps(const io::TrainSpec& t) const {
+int64_t TrainingPage::previewSteps(const spec::TrainSpec& t) const {
     return std::max<int64_t>(1, train::schedule_steps(t, previewStepsPerEpoch()));
 }
 
-QString TrainingPage::buildError(const io::TrainSpec& t) const {
+QString TrainingPage::buildError(const spec::TrainSpec& t) const {
     try {
         train::make_loss(t.loss);
         auto optimizer = train::make_preview_optimizer(t.optimizer);
@@ -1002,15 +1006,15 @@ void TrainingPage::updatePreview() {
     int64_t total = 0;
     double startLr = 0;
     const bool open = document_->isOpen();
-    const io::TrainSpec t = open ? document_->project().train : io::TrainSpec{};
+    const spec::TrainSpec t = open ? document_->project().train : spec::TrainSpec{};
     if (open) {
         plateau = t.scheduler && t.scheduler->kind == "ReduceLROnPlateau";
         perStep = train::schedules_per_step(t);
         total = previewSteps(t);
         stride = (total + kMaxPreviewPoints - 1) / kMaxPreviewPoints;
         try {
-            const train::ComponentKind* ok =
-                train::find_component(train::optimizer_kinds(), t.optimizer.kind);
+            const spec::ComponentKind* ok =
+                spec::find_component(spec::optimizer_kinds(), t.optimizer.kind);
             if (ok == nullptr) throw Error("unknown optimizer '" + t.optimizer.kind + "'");
             startLr = graph::with_defaults(ok->options, t.optimizer.options).get_float("lr");
             if (plateau) {
@@ -1082,7 +1086,7 @@ void TrainingPage::updatePreview() {
     assumeRow_->setVisible(open && perStep && !known);
     QString steps;
     if (open && perStep && known) {
-        const io::DataSpec& d = document_->project().data;
+        const spec::DataSpec& d = document_->project().data;
         steps = tr("x: optimizer steps, %1 per epoch (%2 Fashion-MNIST training images after the "
                    "validation split in batches of %3%4) × %5 epochs.")
                     .arg(count(*known), count(fashionTrainingExamples(d)))
@@ -1098,8 +1102,8 @@ void TrainingPage::updatePreview() {
     stepsInfo_->setVisible(!steps.isEmpty());
 
     if (plateau && open) {
-        const train::ComponentKind* sk =
-            train::find_component(train::scheduler_kinds(), t.scheduler->kind);
+        const spec::ComponentKind* sk =
+            spec::find_component(spec::scheduler_kinds(), t.scheduler->kind);
         QString detail;
         try {
             const graph::Attrs o = graph::with_defaults(sk->options, t.scheduler->options);
@@ -1194,7 +1198,7 @@ void TrainingPage::updateOverview() {
         return;
     }
     const io::Project& p = document_->project();
-    const io::TrainSpec& t = p.train;
+    const spec::TrainSpec& t = p.train;
     const std::optional<int64_t> known = knownStepsPerEpoch();
     auto row = [](const QString& key, const QString& value) {
         return QStringLiteral("<tr><td style='color:#52606D; padding:2px 14px 2px 0'>%1</td>"
@@ -1264,11 +1268,11 @@ void TrainingPage::updateOverview() {
 // --- committing
 // ------------------------------------------------------------------------------------
 
-bool TrainingPage::commit(const std::function<void(io::TrainSpec&)>& change, const QString& text,
+bool TrainingPage::commit(const std::function<void(spec::TrainSpec&)>& change, const QString& text,
                           const QString& mergeKey, const AttrRow* field) {
     if (!document_->isOpen() || locked_) return false;
-    const io::TrainSpec& current = document_->project().train;
-    io::TrainSpec after = current;
+    const spec::TrainSpec& current = document_->project().train;
+    spec::TrainSpec after = current;
     change(after);
     if (after == current) {
         // Back to the project's value: a refused edit's message no longer applies.
@@ -1293,18 +1297,18 @@ bool TrainingPage::commit(const std::function<void(io::TrainSpec&)>& change, con
 void TrainingPage::commitKind(Component& c) {
     if (!document_->isOpen() || locked_) return;
     const QString name = c.kind->currentData().toString();
-    std::optional<io::Choice> choice;
+    std::optional<spec::Choice> choice;
     if (!name.isEmpty()) {
-        const train::ComponentKind* kind = train::find_component(*c.kinds, name.toStdString());
+        const spec::ComponentKind* kind = spec::find_component(*c.kinds, name.toStdString());
         if (kind == nullptr) return;
-        choice = io::Choice{kind->name, graph::with_defaults(kind->options, {})};
+        choice = spec::Choice{kind->name, graph::with_defaults(kind->options, {})};
     }
-    const std::optional<io::Choice> current = c.get(document_->project().train);
+    const std::optional<spec::Choice> current = c.get(document_->project().train);
     if ((current ? current->kind : std::string()) == (choice ? choice->kind : std::string()))
         return;
     // A new kind starts from its defaults. It is committed even when core rejects it with the
     // other settings (the reason shows under the plot), so the next edit can make it fit.
-    io::TrainSpec after = document_->project().train;
+    spec::TrainSpec after = document_->project().train;
     c.set(after, choice);
     refusedError_.clear();
     document_->applyTrainEdit(after, choice ? tr("Change %1 to %2").arg(c.what, name)
@@ -1312,13 +1316,13 @@ void TrainingPage::commitKind(Component& c) {
 }
 
 void TrainingPage::commitOption(Component& c, const AttrRow& row, const graph::AttrValue& value) {
-    const std::optional<io::Choice> current = c.get(document_->project().train);
+    const std::optional<spec::Choice> current = c.get(document_->project().train);
     if (!current) return;
     const graph::AttrValue* existing = current->options.find(row.desc.name);
     const std::string name = row.desc.name;
     commit(
-        [&](io::TrainSpec& t) {
-            std::optional<io::Choice> choice = c.get(t);
+        [&](spec::TrainSpec& t) {
+            std::optional<spec::Choice> choice = c.get(t);
             if (existing == nullptr && value == row.desc.default_value) return; // already so
             choice->options.set(name, value);
             c.set(t, std::move(choice));
@@ -1339,7 +1343,7 @@ void TrainingPage::commitSeed() {
         return;
     }
     showFieldError(seedError_, seed_, QString());
-    commit([seed](io::TrainSpec& t) { t.seed = seed; }, tr("Change seed to %1").arg(seed),
+    commit([seed](spec::TrainSpec& t) { t.seed = seed; }, tr("Change seed to %1").arg(seed),
            QStringLiteral("train.seed"));
 }
 
@@ -1364,7 +1368,7 @@ void TrainingPage::commitCaptureLayers() {
         return;
     }
     showFieldError(capLayersError_, capLayers_, QString());
-    commit([&](io::TrainSpec& t) { t.capture.layers = layers; },
+    commit([&](spec::TrainSpec& t) { t.capture.layers = layers; },
            layers.empty() ? tr("Capture every layer")
                           : tr("Capture layers %1").arg(names.join(QStringLiteral(", "))));
 }

@@ -66,7 +66,7 @@ class TrainingPage : public QWidget {
     // One of the three component choices (loss, optimizer, scheduler): kind combo, the kind's
     // documentation and its options form in a container the form is rebuilt in.
     struct Component {
-        const std::vector<train::ComponentKind>* kinds = nullptr;
+        const std::vector<spec::ComponentKind>* kinds = nullptr;
         bool optional = false; // the scheduler: "None" first
         QComboBox* kind = nullptr;
         QLabel* doc = nullptr;
@@ -75,8 +75,8 @@ class TrainingPage : public QWidget {
         AttrRows rows;
         std::string shownKind;
         bool built = false;
-        std::function<std::optional<io::Choice>(const io::TrainSpec&)> get;
-        std::function<void(io::TrainSpec&, std::optional<io::Choice>)> set;
+        std::function<std::optional<spec::Choice>(const spec::TrainSpec&)> get;
+        std::function<void(spec::TrainSpec&, std::optional<spec::Choice>)> set;
         QString what; // "loss", "optimizer", "LR schedule" in undo texts
     };
 
@@ -84,9 +84,9 @@ class TrainingPage : public QWidget {
     QWidget* buildSettings();
     QWidget* buildPreview();
     void buildComponent(Component& c, QFormLayout* form, const QString& objectName);
-    void rebuildOptions(Component& c, const std::optional<io::Choice>& choice);
+    void rebuildOptions(Component& c, const std::optional<spec::Choice>& choice);
     void refresh();
-    void refreshMetricCombos(const io::TrainSpec& t);
+    void refreshMetricCombos(const spec::TrainSpec& t);
     void updateEnabled();
     void updatePreview();
     void updateOverview();
@@ -95,7 +95,7 @@ class TrainingPage : public QWidget {
     // The document's spec with `change` applied, committed as one undo step. Changes that core
     // cannot build (optimizer or schedule options it rejects) are refused and explained under
     // the plot (and under `field` when given) unless the current spec is not buildable either.
-    bool commit(const std::function<void(io::TrainSpec&)>& change, const QString& text,
+    bool commit(const std::function<void(spec::TrainSpec&)>& change, const QString& text,
                 const QString& mergeKey = QString(), const AttrRow* field = nullptr);
     void commitKind(Component& c);
     void commitOption(Component& c, const AttrRow& row, const graph::AttrValue& value);
@@ -106,8 +106,8 @@ class TrainingPage : public QWidget {
     QStringList availableMetrics() const;
     std::optional<int64_t> knownStepsPerEpoch() const;
     // What stops core from building `t`'s optimizer and schedule; empty when it builds.
-    QString buildError(const io::TrainSpec& t) const;
-    int64_t previewSteps(const io::TrainSpec& t) const;
+    QString buildError(const spec::TrainSpec& t) const;
+    int64_t previewSteps(const spec::TrainSpec& t) const;
 
     ProjectDocument* document_;
     bool locked_ = false;

@@ -4,7 +4,7 @@
 #include <myelin/graph/registry.h>
 #include <myelin/io/json_limits.h>
 #include <myelin/io/project.h>
-#include <myelin/train/components.h>
+#include <myelin/spec/components.h>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +17,9 @@
 namespace myelin::io {
 
 using json = nlohmann::ordered_json;
+using spec::Choice;
+using spec::DataSpec;
+using spec::TrainSpec;
 
 ProjectError::ProjectError(std::string file, std::string location, std::string message)
     : Error(file + (location.empty() ? "" : ":" + location) + ": " + message),
@@ -219,10 +222,10 @@ graph::Attrs read_options(const Reader& r, const std::vector<graph::AttrDesc>& d
     return graph::with_defaults(descs, given);
 }
 
-Choice read_choice(const Reader& r, const std::vector<train::ComponentKind>& kinds,
+Choice read_choice(const Reader& r, const std::vector<spec::ComponentKind>& kinds,
                    const char* what) {
     std::string kind = r.at("kind").str();
-    const train::ComponentKind* k = train::find_component(kinds, kind);
+    const spec::ComponentKind* k = spec::find_component(kinds, kind);
     if (!k) {
         std::string known;
         for (const auto& c : kinds)
@@ -246,10 +249,10 @@ const graph::AttrDesc* find_desc(const std::vector<graph::AttrDesc>* descs,
     return nullptr;
 }
 
-json write_choice(const Choice& c, const std::vector<train::ComponentKind>& kinds) {
+json write_choice(const Choice& c, const std::vector<spec::ComponentKind>& kinds) {
     json out = json::object();
     out["kind"] = c.kind;
-    const train::ComponentKind* kind = train::find_component(kinds, c.kind);
+    const spec::ComponentKind* kind = spec::find_component(kinds, c.kind);
     for (const auto& [name, value] : c.options.items())
         out[name] = write_value(value, find_desc(kind ? &kind->options : nullptr, name));
     return out;
@@ -336,14 +339,14 @@ DataSpec read_data(const Reader& r) {
     r.only({"source", "validation_fraction", "transforms", "batch_size", "num_workers", "shuffle",
             "drop_last"});
     DataSpec d;
-    d.source = read_choice(r.at("source"), train::data_source_kinds(), "data source");
+    d.source = read_choice(r.at("source"), spec::data_source_kinds(), "data source");
     d.validation_fraction = r.number_or("validation_fraction", d.validation_fraction);
     if (d.validation_fraction < 0 || d.validation_fraction >= 1)
         r.at("validation_fraction").fail("expected a fraction in [0, 1)");
     if (r.has("transforms")) {
         Reader t = r.at("transforms");
         for (size_t i = 0; i < t.array_size(); ++i)
-            d.transforms.push_back(read_choice(t.at(i), train::transform_kinds(), "transform"));
+            d.transforms.push_back(read_choice(t.at(i), spec::transform_kinds(), "transform"));
     }
     d.batch_size = r.int_or("batch_size", d.batch_size, 1);
     d.num_workers = int(r.int_or("num_workers", d.num_workers, 0));
@@ -355,11 +358,11 @@ DataSpec read_data(const Reader& r) {
 
 json write_data(const DataSpec& d) {
     json o = json::object();
-    o["source"] = write_choice(d.source, train::data_source_kinds());
+    o["source"] = write_choice(d.source, spec::data_source_kinds());
     o["validation_fraction"] = d.validation_fraction;
     json t = json::array();
     for (const auto& c : d.transforms)
-        t.push_back(write_choice(c, train::transform_kinds()));
+        t.push_back(write_choice(c, spec::transform_kinds()));
     o["transforms"] = std::move(t);
     o["batch_size"] = d.batch_size;
     o["num_workers"] = d.num_workers;
@@ -385,10 +388,10 @@ TrainSpec read_train(const Reader& r) {
             "accumulation_steps", "clip_grad_norm", "clip_grad_value", "precision", "seed",
             "validate_every_steps", "threads", "early_stopping", "checkpoints", "capture"});
     TrainSpec t;
-    t.loss = read_choice(r.at("loss"), train::loss_kinds(), "loss");
-    t.optimizer = read_choice(r.at("optimizer"), train::optimizer_kinds(), "optimizer");
+    t.loss = read_choice(r.at("loss"), spec::loss_kinds(), "loss");
+    t.optimizer = read_choice(r.at("optimizer"), spec::optimizer_kinds(), "optimizer");
     if (r.has("scheduler") && !r.at("scheduler").value().is_null())
-        t.scheduler = read_choice(r.at("scheduler"), train::scheduler_kinds(), "scheduler");
+        t.scheduler = read_choice(r.at("scheduler"), spec::scheduler_kinds(), "scheduler");
     t.scheduler_interval = read_enum(r, "scheduler_interval", "epoch", {"epoch", "step"});
     t.plateau_metric = r.str_or("plateau_metric", t.plateau_metric);
     t.epochs = r.int_or("epochs", t.epochs, 1);
@@ -441,10 +444,10 @@ TrainSpec read_train(const Reader& r) {
 
 json write_train(const TrainSpec& t) {
     json o = json::object();
-    o["loss"] = write_choice(t.loss, train::loss_kinds());
-    o["optimizer"] = write_choice(t.optimizer, train::optimizer_kinds());
+    o["loss"] = write_choice(t.loss, spec::loss_kinds());
+    o["optimizer"] = write_choice(t.optimizer, spec::optimizer_kinds());
     o["scheduler"] =
-        t.scheduler ? write_choice(*t.scheduler, train::scheduler_kinds()) : json(nullptr);
+        t.scheduler ? write_choice(*t.scheduler, spec::scheduler_kinds()) : json(nullptr);
     o["scheduler_interval"] = t.scheduler_interval;
     o["plateau_metric"] = t.plateau_metric;
     o["epochs"] = t.epochs;

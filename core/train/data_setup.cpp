@@ -78,9 +78,9 @@ class ComposeOrSingle {
 
 } // namespace
 
-DataSplits make_data(const io::DataSpec& spec, const std::filesystem::path& project_dir,
+DataSplits make_data(const spec::DataSpec& spec, const std::filesystem::path& project_dir,
                      uint64_t seed) {
-    const ComponentKind* kind = find_component(data_source_kinds(), spec.source.kind);
+    const spec::ComponentKind* kind = find_component(spec::data_source_kinds(), spec.source.kind);
     if (!kind) throw Error("unknown data source '" + spec.source.kind + "'");
     graph::Attrs o = graph::with_defaults(kind->options, spec.source.options);
     const std::string& source = spec.source.kind;
@@ -173,8 +173,8 @@ DataSplits make_data(const io::DataSpec& spec, const std::filesystem::path& proj
     ComposeOrSingle train_t, eval_t;
     data::Example first = out.train->get(0);
     for (size_t i = 0; i < spec.transforms.size(); ++i) {
-        const io::Choice& t = spec.transforms[i];
-        const ComponentKind* tk = find_component(transform_kinds(), t.kind);
+        const spec::Choice& t = spec.transforms[i];
+        const spec::ComponentKind* tk = find_component(spec::transform_kinds(), t.kind);
         if (!tk) throw Error("unknown transform '" + t.kind + "'");
         graph::Attrs a = graph::with_defaults(tk->options, t.options);
         if (t.kind == "ScaleTo01") {

@@ -34,12 +34,12 @@ namespace {
 // training.precision "bfloat16" runs every forward pass (training, evaluation, probes) under
 // bf16 autocast, so evaluation measures the model as it trains; backward and the optimizer
 // step stay outside it.
-std::optional<DType> autocast_for(const io::TrainSpec& spec) {
+std::optional<DType> autocast_for(const spec::TrainSpec& spec) {
     if (spec.precision == "bfloat16") return DType::BFloat16;
     return std::nullopt;
 }
 
-data::DataLoaderOptions loader_options(const io::DataSpec& d, uint64_t seed, bool train,
+data::DataLoaderOptions loader_options(const spec::DataSpec& d, uint64_t seed, bool train,
                                        data::TransformPtr transform) {
     data::DataLoaderOptions o;
     o.batch_size = d.batch_size;
@@ -71,7 +71,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     data_ = make_data(project.data, options_.project_dir, spec_.seed);
     loss_ = make_loss(spec_.loss);
     {
-        const ComponentKind* k = find_component(loss_kinds(), spec_.loss.kind);
+        const spec::ComponentKind* k = find_component(spec::loss_kinds(), spec_.loss.kind);
         graph::Attrs o = graph::with_defaults(k->options, spec_.loss.options);
         sum_reduction_ = o.get_string("reduction") == "sum";
     }
@@ -81,7 +81,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     // filter(lambda p: p.requires_grad, ...) in PyTorch).
     std::map<double, size_t> group_of;
     std::vector<optim::ParamGroup> groups;
-    const ComponentKind* ok = find_component(optimizer_kinds(), spec_.optimizer.kind);
+    const spec::ComponentKind* ok = find_component(spec::optimizer_kinds(), spec_.optimizer.kind);
     double base_lr = graph::with_defaults(ok->options, spec_.optimizer.options).get_float("lr");
     for (const auto& node : project.model.nodes) {
         const std::string& name = model_->module_name(node.id);
@@ -145,7 +145,7 @@ void Trainer::check_data_fits_model() {
     if (!out) throw Error("the model's output shape could not be inferred");
     const Dims& s = out->shape;
     const std::string& loss = spec_.loss.kind;
-    if (loss_takes_class_indices(loss)) {
+    if (spec::loss_takes_class_indices(loss)) {
         if (!data_.classification())
             throw Error(loss + " needs class labels, but the data's targets are numeric "
                                "(regression): choose MSELoss, L1Loss, SmoothL1Loss or HuberLoss");

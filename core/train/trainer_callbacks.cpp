@@ -200,7 +200,7 @@ void PeriodicValidation::after_step_reported(Trainer& trainer) {
 void EarlyStoppingMonitor::on_epoch_end(Trainer& trainer, EpochEnd& end) {
     // Without validation data a val_ metric does not exist: then only an enabled early stopping
     // is an error (unknown metric).
-    const io::TrainSpec& spec = trainer.spec();
+    const spec::TrainSpec& spec = trainer.spec();
     const std::string& tracked = spec.early_stopping.metric;
     const bool tracked_exists = !tracked.starts_with("val_") || trainer.data().validation;
     if (!spec.early_stopping.enabled && !(spec.checkpoints.keep_best && tracked_exists)) return;

@@ -92,12 +92,12 @@ class EarlyStoppingMonitor final : public TrainerCallback {
 // `keep_last` periodic ones.
 class CheckpointKeeper final : public TrainerCallback {
   public:
-    explicit CheckpointKeeper(io::CheckpointSpec spec) : spec_(std::move(spec)) {}
+    explicit CheckpointKeeper(spec::CheckpointSpec spec) : spec_(std::move(spec)) {}
     void on_epoch_end(Trainer& trainer, EpochEnd& end) override;
     void on_run_end(Trainer& trainer, TrainResult& result) override;
 
   private:
-    io::CheckpointSpec spec_;
+    spec::CheckpointSpec spec_;
     std::filesystem::path best_, last_;
     std::vector<std::filesystem::path> periodic_;
 };

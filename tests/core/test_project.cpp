@@ -271,16 +271,16 @@ void TestProject::saveIsAtomic() {
 
 void TestProject::componentsBuild() {
     // Every loss, optimizer and scheduler kind builds from its defaults.
-    for (const auto& k : train::loss_kinds()) {
+    for (const auto& k : spec::loss_kinds()) {
         auto loss = train::make_loss({k.name, {}});
         QCOMPARE(QString(loss->name()), QString::fromStdString(k.name));
     }
-    for (const auto& k : train::optimizer_kinds()) {
+    for (const auto& k : spec::optimizer_kinds()) {
         std::vector<optim::ParamGroup> groups(1);
         groups[0].params.push_back(zeros({3}).requires_grad_());
         auto opt = train::make_optimizer({k.name, {}}, groups);
         QCOMPARE(QString(opt->name()), QString::fromStdString(k.name));
-        for (const auto& s : train::scheduler_kinds()) {
+        for (const auto& s : spec::scheduler_kinds()) {
             if (s.name == "OneCycleLR" && k.name == "Adagrad") { // no momentum to cycle
                 QVERIFY(error_of<Error>([&] {
                             train::Schedule({s.name, {}}, *opt, 20);
@@ -295,8 +295,8 @@ void TestProject::componentsBuild() {
     QVERIFY(error_of<Error>([] {
                 train::make_loss({"HingeLoss", {}});
             }).contains("unknown loss 'HingeLoss'"));
-    QVERIFY(train::loss_takes_class_indices("CrossEntropyLoss"));
-    QVERIFY(!train::loss_takes_class_indices("MSELoss"));
+    QVERIFY(spec::loss_takes_class_indices("CrossEntropyLoss"));
+    QVERIFY(!spec::loss_takes_class_indices("MSELoss"));
     // Options reach the object: label smoothing changes the loss value.
     Tensor logits = tensor({{2.0, 0.0, -1.0}});
     Tensor target = from_vector(std::vector<int64_t>{0}, {1});
@@ -308,7 +308,7 @@ void TestProject::componentsBuild() {
 }
 
 void TestProject::learningRatePreview() {
-    io::Choice adam{"Adam", {{"lr", 0.1}}};
+    spec::Choice adam{"Adam", {{"lr", 0.1}}};
     auto step = train::preview_lr(adam, {"StepLR", {{"step_size", int64_t(3)}, {"gamma", 0.5}}}, 7);
     QCOMPARE(step.size(), size_t(7));
     QCOMPARE(step[0], 0.1);

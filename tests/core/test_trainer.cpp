@@ -221,7 +221,7 @@ void TestTrainer::reproducible() {
 
 void TestTrainer::resumeEqualsStraightRun() {
     io::Project p = blobs_project(csv_, 2);
-    p.train.scheduler = io::Choice{"StepLR", {{"step_size", int64_t(1)}, {"gamma", 0.5}}};
+    p.train.scheduler = spec::Choice{"StepLR", {{"step_size", int64_t(1)}, {"gamma", 0.5}}};
     Recorder straight;
     Trainer a(p, {});
     a.set_sink(&straight);

@@ -62,7 +62,7 @@ struct Fixture {
         page->resize(1280, 800);
         if (show) page->show();
     }
-    const myelin::io::DataSpec& data() const { return doc.project().data; }
+    const myelin::spec::DataSpec& data() const { return doc.project().data; }
     QUndoStack& undo() { return *doc.undoStack(); }
     template <typename T> T* find(const char* name) {
         return page->findChild<T*>(QLatin1String(name));
@@ -437,7 +437,7 @@ void TestDataPage::staleResultsAreDropped() {
     QCOMPARE(barTotal(f.bars()), 600.0);
 
     // The split is seeded with the training seed: a new seed previews again.
-    myelin::io::TrainSpec train = f.doc.project().train;
+    myelin::spec::TrainSpec train = f.doc.project().train;
     train.seed += 1;
     f.doc.applyTrainEdit(train, QStringLiteral("Change seed"));
     QVERIFY(f.page->previewPending());

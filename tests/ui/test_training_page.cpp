@@ -28,7 +28,7 @@
 
 #include <vector>
 
-using myelin::io::TrainSpec;
+using myelin::spec::TrainSpec;
 using myelin::test::artifactsDir;
 using myelin::test::examplePath;
 using myelin::ui::ProjectDocument;
@@ -120,10 +120,10 @@ void TestTrainingPage::showsTheProjectsSettings() {
     QCOMPARE(optimizer->currentText(), QStringLiteral("Adam"));
     QCOMPARE(scheduler->currentText(), QStringLiteral("None"));
     // Every kind core offers, with its documentation as tooltip.
-    QCOMPARE(loss->count(), int(myelin::train::loss_kinds().size()));
-    QCOMPARE(optimizer->count(), int(myelin::train::optimizer_kinds().size()));
-    QCOMPARE(scheduler->count(), int(myelin::train::scheduler_kinds().size()) + 1);
-    const auto& adam = *myelin::train::find_component(myelin::train::optimizer_kinds(), "Adam");
+    QCOMPARE(loss->count(), int(myelin::spec::loss_kinds().size()));
+    QCOMPARE(optimizer->count(), int(myelin::spec::optimizer_kinds().size()));
+    QCOMPARE(scheduler->count(), int(myelin::spec::scheduler_kinds().size()) + 1);
+    const auto& adam = *myelin::spec::find_component(myelin::spec::optimizer_kinds(), "Adam");
     QCOMPARE(optimizer->itemData(optimizer->currentIndex(), Qt::ToolTipRole).toString(),
              QString::fromStdString(adam.doc));
 
@@ -216,7 +216,7 @@ void TestTrainingPage::perStepPreviewUsesTheDataSize() {
     f.find<QSpinBox>("trainAccumulation")->setValue(2);
     QCOMPARE(f.page.previewStepsPerEpoch(), int64_t(211));
     QCOMPARE(f.page.previewValues().size(), size_t(422));
-    myelin::io::DataSpec data = f.doc.project().data;
+    myelin::spec::DataSpec data = f.doc.project().data;
     data.batch_size = 64;
     f.doc.applyDataEdit(data, QStringLiteral("Change batch size"));
     QCOMPARE(f.page.previewStepsPerEpoch(), int64_t(422)); // 844 micro-batches / 2
@@ -312,7 +312,7 @@ void TestTrainingPage::kindChangeResetsOptionsAndUndoRestores() {
     Fixture f;
     f.option<QDoubleSpinBox>("optimizerOptions", "lr")->setValue(0.005);
     f.choose("optimizerKind", QStringLiteral("SGD"));
-    const auto& sgd = *myelin::train::find_component(myelin::train::optimizer_kinds(), "SGD");
+    const auto& sgd = *myelin::spec::find_component(myelin::spec::optimizer_kinds(), "SGD");
     QCOMPARE(f.train().optimizer.kind, std::string("SGD"));
     QVERIFY(f.train().optimizer.options == myelin::graph::with_defaults(sgd.options, {}));
     QCOMPARE(f.option<QDoubleSpinBox>("optimizerOptions", "lr")->value(), 0.01);

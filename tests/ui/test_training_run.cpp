@@ -350,7 +350,7 @@ void TestTrainingRun::liveViewOnFashionMnist() {
     w.show();
     QVERIFY(w.openProject(
         QStringLiteral(MYELIN_TEST_SOURCE_DIR "/resources/examples/fashion_mlp.myelin")));
-    myelin::io::TrainSpec spec = w.document()->project().train;
+    myelin::spec::TrainSpec spec = w.document()->project().train;
     spec.epochs = 4;
     w.document()->applyTrainEdit(spec, QStringLiteral("Train for 4 epochs"));
     QSignalSpy epochs(w.trainingController(), &TrainingController::epochMetrics);

@@ -1,10 +1,7 @@
 #pragma once
-// The choosable parts of a training spec — losses, optimizers, LR schedules, data sources and
-// transforms — each described once (name, documentation, typed options with PyTorch's defaults)
-// and built from an io::Choice. The project loader checks options against these descriptions;
-// the studio builds its Training and Data pages from them.
-#include <myelin/graph/attributes.h>
-#include <myelin/io/project.h>
+// Builds the choosable parts of a training spec — losses, optimizers, LR schedules — from a
+// spec::Choice whose kind and options spec/components.h describes.
+#include <myelin/spec/components.h>
 
 #include <memory>
 #include <optional>
@@ -28,27 +25,10 @@ struct SchedulerState;
 
 namespace myelin::train {
 
-struct ComponentKind {
-    std::string name;
-    std::string doc;
-    std::vector<graph::AttrDesc> options;
-};
-
-const std::vector<ComponentKind>& loss_kinds();
-const std::vector<ComponentKind>& optimizer_kinds();
-const std::vector<ComponentKind>& scheduler_kinds();
-const std::vector<ComponentKind>& data_source_kinds();
-const std::vector<ComponentKind>& transform_kinds();
-// nullptr when `name` is not among `kinds`.
-const ComponentKind* find_component(const std::vector<ComponentKind>& kinds, std::string_view name);
-
-// Whether the loss wants int64 class indices (classification) rather than float targets.
-bool loss_takes_class_indices(std::string_view loss_kind);
-
 // Options missing from `choice` take their defaults. Throws myelin::Error for unknown kinds or
 // invalid options (messages name the option).
-std::shared_ptr<nn::Loss> make_loss(const io::Choice& choice);
-std::unique_ptr<optim::Optimizer> make_optimizer(const io::Choice& choice,
+std::shared_ptr<nn::Loss> make_loss(const spec::Choice& choice);
+std::unique_ptr<optim::Optimizer> make_optimizer(const spec::Choice& choice,
                                                  std::vector<optim::ParamGroup> groups);
 
 // An LR schedule of either family: epoch/step-driven (LRScheduler, optionally after a linear
@@ -57,7 +37,7 @@ class Schedule {
   public:
     // `steps` = how many times step() will run over the whole training (epochs, or optimizer
     // steps when the interval is "step"): OneCycleLR and CosineAnnealingLR's default T_max use it.
-    Schedule(const io::Choice& choice, optim::Optimizer& optimizer, int64_t steps);
+    Schedule(const spec::Choice& choice, optim::Optimizer& optimizer, int64_t steps);
     ~Schedule();
     Schedule(const Schedule&) = delete;
     Schedule& operator=(const Schedule&) = delete;
@@ -78,20 +58,20 @@ class Schedule {
 
 // Whether the project's schedule steps after every optimizer step (interval "step"; the
 // metric-driven ReduceLROnPlateau always steps once per epoch, after validation).
-bool schedules_per_step(const io::TrainSpec& spec);
+bool schedules_per_step(const spec::TrainSpec& spec);
 // How many times Schedule::step() runs over the whole training: optimizer steps when it
 // schedules per step, else epochs.
-int64_t schedule_steps(const io::TrainSpec& spec, int64_t steps_per_epoch);
+int64_t schedule_steps(const spec::TrainSpec& spec, int64_t steps_per_epoch);
 
 // An optimizer over one stand-in scalar parameter, for what only reads its options: the LR
 // preview, and checking optimizer and scheduler options without a model. Throws as
 // make_optimizer does.
-std::unique_ptr<optim::Optimizer> make_preview_optimizer(const io::Choice& optimizer);
+std::unique_ptr<optim::Optimizer> make_preview_optimizer(const spec::Choice& optimizer);
 
 // The learning rate (group 0) of a schedule over `steps` steps, at steps 0, stride, 2 stride, …
 // (every step by default), computed on a preview optimizer: what the studio's LR preview plots.
 // Empty for ReduceLROnPlateau.
-std::vector<double> preview_lr(const io::Choice& optimizer, const io::Choice& scheduler,
+std::vector<double> preview_lr(const spec::Choice& optimizer, const spec::Choice& scheduler,
                                int64_t steps, int64_t stride = 1);
 
 } // namespace myelin::train

@@ -31,7 +31,7 @@ int64_t held_out_count(int64_t n, double fraction);
 
 // Paths in the spec are relative to `project_dir`. Throws myelin::Error naming the source,
 // the option and the file on any problem.
-DataSplits make_data(const io::DataSpec& spec, const std::filesystem::path& project_dir,
+DataSplits make_data(const spec::DataSpec& spec, const std::filesystem::path& project_dir,
                      uint64_t seed);
 
 } // namespace myelin::train

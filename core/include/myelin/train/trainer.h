@@ -108,7 +108,7 @@ class Trainer {
 
     graph::GraphModule& model() { return *model_; }
     const DataSplits& data() const { return data_; }
-    const io::TrainSpec& spec() const { return spec_; }
+    const spec::TrainSpec& spec() const { return spec_; }
     const TrainerOptions& options() const { return options_; }
     int64_t steps_per_epoch() const { return steps_per_epoch_; }
     // Loss and metrics of the model on `dataset` (eval mode, no grad, eval transforms); fills
@@ -167,7 +167,7 @@ class Trainer {
     void wait_while_paused();
 
     io::Project project_;
-    io::TrainSpec spec_;
+    spec::TrainSpec spec_;
     TrainerOptions options_;
     std::shared_ptr<RunControl> control_;
     std::shared_ptr<graph::GraphModule> model_;

@@ -1,0 +1,83 @@
+#pragma once
+// The specs a project holds besides its model graph: where the data comes from and how it is
+// batched (DataSpec), and how the model is trained (TrainSpec), each choosable part a Choice of
+// a kind described in spec/components.h. Plain values: io reads and writes them, train consumes
+// them, the studio edits them.
+#include <myelin/graph/attributes.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace myelin::spec {
+
+// A named component with options, e.g. {"Adam", {lr: 0.001}}: loss, optimizer, scheduler, data
+// source, transform. The kinds and their options are described in spec/components.h.
+struct Choice {
+    std::string kind;
+    graph::Attrs options;
+    bool operator==(const Choice& other) const = default;
+};
+
+struct DataSpec {
+    // Where the examples come from: kind "fashion-mnist", "idx", "csv", "npy" or "image-folder"
+    // with its options (paths relative to the project file's folder).
+    Choice source{"fashion-mnist", {}};
+    double validation_fraction = 0.1; // split off the training set (seeded)
+    std::vector<Choice> transforms;   // applied in order on the loader threads (training set)
+    int64_t batch_size = 128;
+    int num_workers = 2;
+    bool shuffle = true;
+    bool drop_last = false;
+    bool operator==(const DataSpec& other) const = default;
+};
+
+struct EarlyStoppingSpec {
+    bool enabled = false;
+    std::string metric = "val_loss";
+    std::string mode = "min"; // "min" | "max"
+    int64_t patience = 5;
+    double min_delta = 0.0;
+    bool operator==(const EarlyStoppingSpec& other) const = default;
+};
+
+struct CheckpointSpec {
+    int64_t every_epochs = 1; // 0: only at the end (and on stop)
+    bool keep_best = true;    // also keep the best by the early-stopping metric
+    int64_t keep_last = 2;    // older periodic checkpoints are deleted
+    bool operator==(const CheckpointSpec& other) const = default;
+};
+
+// What the trainer captures with module hooks (and how often, in optimizer steps).
+struct CaptureSpec {
+    bool layer_norms = true;          // grad norm, weight norm, update/weight ratio per layer
+    int64_t layer_norms_every = 1;    // every N steps
+    int64_t summaries_every = 100;    // activation + gradient summaries and histograms; 0: off
+    int64_t feature_maps_every = 500; // activations of one fixed validation sample; 0: off
+    std::vector<std::string> layers;  // module names; empty: every layer
+    bool operator==(const CaptureSpec& other) const = default;
+};
+
+struct TrainSpec {
+    Choice loss{"CrossEntropyLoss", {}};
+    Choice optimizer{"Adam", {}};
+    std::optional<Choice> scheduler;
+    std::string scheduler_interval = "epoch"; // "epoch" | "step": when scheduler.step() runs
+    std::string plateau_metric = "val_loss";  // ReduceLROnPlateau's metric
+    int64_t epochs = 10;
+    int64_t accumulation_steps = 1;       // micro-batches per optimizer step
+    std::optional<double> clip_grad_norm; // max total L2 norm
+    std::optional<double> clip_grad_value;
+    // "float32", or "bfloat16": forward passes under bf16 autocast (myelin/autocast.h).
+    std::string precision = "float32";
+    uint64_t seed = 0;
+    int64_t validate_every_steps = 0; // 0: once per epoch
+    int threads = 0;                  // 0: the machine's default
+    EarlyStoppingSpec early_stopping;
+    CheckpointSpec checkpoints;
+    CaptureSpec capture;
+    bool operator==(const TrainSpec& other) const = default;
+};
+
+} // namespace myelin::spec
