@@ -3,8 +3,7 @@
 #include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/store/run_store.h>
-#include <myelin/train/store_sink.h>
-#include <myelin/train/trainer.h>
+#include <myelin/train/recorded_run.h>
 
 #include <QThread>
 #include <QTimer>
@@ -154,10 +153,8 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         session->queue.push(train::RunError{message, 0, 0, std::nullopt});
         session->queue.push(train::Finished{train::RunStatus::Failed, 0, 0});
     };
-    std::optional<store::RunStore> store;
-    int64_t runId = -1;
+    std::optional<train::RecordedRun> run;
     try {
-        store.emplace(store::RunStore::open(session->storePath));
         train::TrainerOptions options;
         options.control = session->control;
         options.project_dir = projectDir;
@@ -166,37 +163,23 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         options.run_name = !start.runName.isEmpty() ? start.runName.toStdString()
                            : !project.name.empty()  ? project.name
                                                     : std::string("untitled");
-        const store::RunInfo info = train::run_info(project, options);
+        train::RecordedRunOptions recorded;
+        recorded.store_path = session->storePath;
+        recorded.resume = start.resume.toStdString();
         // The run exists in the store before anything can fail, so a failed setup is recorded.
-        runId = store->create_run(info);
-        session->runId = runId;
-        options.checkpoint_dir = store->artifact_folder(runId) / "checkpoints";
-
-        std::unique_ptr<train::Trainer> trainer;
+        run.emplace(project, options, recorded);
+        session->runId = run->id();
         try {
-            trainer = std::make_unique<train::Trainer>(project, options);
+            run->prepare();
         } catch (const Error& e) {
-            store->finish_run(runId, store::RunStatus::Failed, e.what());
-            fail(e.what());
+            fail(e.what()); // recorded as failed by prepare()
             return;
         }
-        train::record_run_params(*store, runId, *trainer, project);
-        train::StoreSink storeSink(*store, runId);
-        train::FanOut fan;
-        fan.add(storeSink);
-        fan.add(session->queue);
-        trainer->set_sink(&fan);
-        const train::TrainResult result = trainer->run();
-        train::record_test_metrics(*store, runId, result);
+        run->run(&session->queue);
     } catch (const std::exception& e) {
-        // The store itself failed (cannot be opened, locked past its busy timeout, disk full).
-        if (store && runId >= 0) {
-            try {
-                store->finish_run(runId, store::RunStatus::Failed, e.what());
-            } catch (const std::exception&) {
-                // Already failing on the store: the message below says why.
-            }
-        }
+        // The store itself failed (cannot be opened, locked past its busy timeout, disk full),
+        // or the resume target does not exist.
+        if (run) run->fail(e.what());
         fail(e.what());
     }
 }

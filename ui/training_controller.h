@@ -23,6 +23,7 @@ struct TrainingStartOptions {
     std::optional<int64_t> epochs; // override the project's
     int64_t maxSteps = 0;          // stop after this many optimizer steps; 0: no limit
     QString runName;               // empty: the project's name
+    QString resume;                // a run id in the store or a checkpoint file; empty: fresh
 };
 
 class TrainingController : public QObject {

@@ -4,7 +4,7 @@
 #include <myelin/error.h>
 #include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
-#include <myelin/train/store_sink.h>
+#include <myelin/train/recorded_run.h>
 #include <myelin/train/trainer.h>
 
 #include "cli_common.h"
@@ -130,29 +130,6 @@ class ProgressPrinter final : public train::EventSink {
     std::chrono::steady_clock::time_point last_print_{};
 };
 
-// --resume: a run id (its newest checkpoint in the store) or a checkpoint path.
-std::filesystem::path resolve_resume(const std::string& what, store::RunStore& store,
-                                     std::optional<int64_t>& parent_run) {
-    bool numeric = !what.empty() && what.find_first_not_of("0123456789") == std::string::npos;
-    if (!numeric) {
-        if (!std::filesystem::exists(what))
-            throw Error("--resume: no checkpoint file '" + what + "' (and not a run id)");
-        return what;
-    }
-    int64_t id = std::stoll(what);
-    store::Run run = store.run(id);
-    parent_run = id;
-    const store::Artifact* newest = nullptr;
-    auto artifacts = store.artifacts(id);
-    for (const auto& a : artifacts)
-        if (a.kind == "checkpoint" && std::filesystem::exists(a.path) &&
-            (!newest || a.step > newest->step ||
-             (a.step == newest->step && a.created_at > newest->created_at)))
-            newest = &a;
-    if (!newest) throw Error("--resume: run " + what + " has no checkpoint to resume from");
-    return newest->path;
-}
-
 } // namespace
 
 int cmd_train(const std::vector<std::string_view>& raw) {
@@ -178,28 +155,22 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     options.run_name = args.get("--name").value_or(
         project.name.empty() ? project_path.stem().string() : project.name);
 
-    auto store_path = args.get("--store").value_or(store::default_store_path().string());
-    store::RunStore store = store::RunStore::open(store_path);
-    store::RunInfo info = train::run_info(project, options);
-    if (auto r = args.get("--resume")) {
-        options.resume_from = resolve_resume(*r, store, info.parent_run);
-        info.parent_checkpoint = std::filesystem::absolute(options.resume_from).string();
-    }
+    train::RecordedRunOptions recorded;
+    recorded.store_path = args.get("--store").value_or(store::default_store_path().string());
+    recorded.resume = args.get("--resume").value_or("");
+    recorded.checkpoint_dir = args.get("--checkpoint-dir").value_or("");
     // The run exists in the store before anything can fail, so a failed setup is recorded too.
-    int64_t run_id = store.create_run(info);
-    options.checkpoint_dir = args.get("--checkpoint-dir")
-                                 .value_or(store.artifact_folder(run_id).string() + "/checkpoints");
-    std::unique_ptr<train::Trainer> trainer;
+    train::RecordedRun run(project, options, recorded);
+    const int64_t run_id = run.id();
+    train::Trainer* trainer = nullptr;
     try {
-        trainer = std::make_unique<train::Trainer>(project, options);
+        trainer = &run.prepare();
     } catch (const Error& e) {
-        store.finish_run(run_id, store::RunStatus::Failed, e.what());
         std::fprintf(stderr, "myelin: error: %s\n", e.what());
         return kExitError;
     }
-    train::record_run_params(store, run_id, *trainer, project);
     std::printf("run %lld \"%s\" in %s\n", (long long)run_id, options.run_name.c_str(),
-                store_path.c_str());
+                recorded.store_path.c_str());
     std::printf("model: %lld parameters; data: %lld training, %lld validation, %lld test "
                 "examples; %lld steps per epoch\n",
                 (long long)trainer->model().num_parameters(),
@@ -208,18 +179,20 @@ int cmd_train(const std::vector<std::string_view>& raw) {
                 (long long)(trainer->data().test ? trainer->data().test->size() : 0),
                 (long long)trainer->steps_per_epoch());
 
-    train::StoreSink store_sink(store, run_id);
     ProgressPrinter printer(*trainer, ::isatty(STDOUT_FILENO) == 1);
-    train::FanOut fan;
-    fan.add(store_sink);
-    fan.add(printer);
-    trainer->set_sink(&fan);
     g_interrupted = false;
     auto previous = std::signal(SIGINT, on_sigint);
-    train::TrainResult result = trainer->run();
+    train::TrainResult result;
+    try {
+        result = run.run(&printer);
+    } catch (const std::exception& e) { // the store failed
+        std::signal(SIGINT, previous);
+        printer.end_line();
+        run.fail(e.what());
+        throw;
+    }
     std::signal(SIGINT, previous);
     printer.end_line();
-    train::record_test_metrics(store, run_id, result);
     switch (result.status) {
     case train::RunStatus::Finished:
         std::printf("finished run %lld after %lld steps\n", (long long)run_id,

@@ -80,6 +80,7 @@ class TestTrainingRun : public QObject {
     void invalidModelIsNotTrained();
     void storeThatCannotOpenIsReported();
     void stopWhileTheStoreFailsIsSafe();
+    void resumesARunWithItsLineage();
     void badDataIsReportedAndRecorded();
     void liveViewOnFashionMnist();
 
@@ -295,6 +296,42 @@ void TestTrainingRun::stopWhileTheStoreFailsIsSafe() {
     QVERIFY2(message.contains(QStringLiteral("locked")), qPrintable(message));
     QCOMPARE(controller.state(), TrainingController::State::Idle);
     controller.stop(); // after the end: nothing to stop, nothing to reach
+}
+
+// The studio starts runs through the same recorded-run session as the CLI, so it resumes too:
+// a run stopped after 5 steps goes on from its checkpoint as a new run whose parent is it.
+void TestTrainingRun::resumesARunWithItsLineage() {
+    QTemporaryDir dir;
+    const QString projectPath = writeBlobsProject(dir.path(), 2);
+    const myelin::io::Project project = myelin::io::load_project(projectPath.toStdString());
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    TrainingController controller;
+    controller.setStorePath(store);
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    myelin::ui::TrainingStartOptions first;
+    first.maxSteps = 5;
+    QVERIFY(controller.start(project, dir.path(), first));
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QCOMPARE(finished.last().at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Stopped);
+    myelin::ui::TrainingStartOptions again;
+    again.resume = QStringLiteral("1");
+    QVERIFY(controller.start(project, dir.path(), again));
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QCOMPARE(finished.last().at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Finished);
+    auto runs = myelin::store::RunStore::open(store.toStdString());
+    const myelin::store::Run resumed = runs.run(2);
+    QCOMPARE(resumed.parent_run.value_or(-1), int64_t(1));
+    QVERIFY(resumed.parent_checkpoint.find("step-0000005") != std::string::npos);
+    // A resume target that does not exist is reported, and no run is created for it.
+    QSignalSpy errors(&controller, &TrainingController::runError);
+    myelin::ui::TrainingStartOptions missing;
+    missing.resume = QStringLiteral("/nonexistent.safetensors");
+    QVERIFY(controller.start(project, dir.path(), missing));
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QVERIFY(errors.last().at(0).toString().contains(QStringLiteral("no checkpoint file")));
+    QCOMPARE(runs.list_runs().size(), size_t(2));
 }
 
 void TestTrainingRun::storeThatCannotOpenIsReported() {
