@@ -222,8 +222,9 @@ void Module::collect_buffers(const std::string& prefix,
 
 void Module::collect_modules(const std::string& prefix,
                              std::vector<std::pair<std::string, ModulePtr>>& out) {
-    for (const auto& [name, m] : children_) {
+    for (const auto& [name, child] : children_) {
         const std::string path = join_name(prefix, name);
+        const ModulePtr& m = child; // a lambda may not capture a structured binding (clang 14)
         // A module reachable twice is listed once, as PyTorch's memo does.
         if (std::none_of(out.begin(), out.end(), [&](const auto& e) { return e.second == m; })) {
             out.emplace_back(path, m);
