@@ -190,13 +190,6 @@ QString count(int64_t v) {
     return QLocale(QLocale::English).toString(qlonglong(v));
 }
 
-// Higher is better for these metrics; lower for losses and errors.
-bool higherIsBetter(const QString& metric) {
-    for (const char* word : {"accuracy", "precision", "recall", "f1", "r2"})
-        if (metric.endsWith(QLatin1String(word))) return true;
-    return false;
-}
-
 // 1, 2, 5, 10, 20, ... so that `range` shows about `target` integer ticks.
 double niceIntegerStep(double range, int target = 8) {
     double step = 1;
@@ -327,8 +320,9 @@ QWidget* TrainingPage::buildSettings() {
             [&](spec::TrainSpec& t) {
                 t.plateau_metric = metric.toStdString();
                 if (t.scheduler && t.scheduler->kind == "ReduceLROnPlateau")
-                    t.scheduler->options.set("mode",
-                                             std::string(higherIsBetter(metric) ? "max" : "min"));
+                    t.scheduler->options.set(
+                        "mode",
+                        std::string(train::higher_is_better(metric.toStdString()) ? "max" : "min"));
             },
             tr("Change the plateau metric to %1").arg(metric));
     });
@@ -470,7 +464,8 @@ QWidget* TrainingPage::buildSettings() {
         commit(
             [&](spec::TrainSpec& t) {
                 t.early_stopping.metric = metric.toStdString();
-                t.early_stopping.mode = higherIsBetter(metric) ? "max" : "min";
+                t.early_stopping.mode =
+                    train::higher_is_better(metric.toStdString()) ? "max" : "min";
             },
             tr("Change the early-stopping metric to %1").arg(metric));
     });
@@ -869,25 +864,10 @@ QStringList TrainingPage::availableMetrics() const {
         if (p.model.nodes[i].kind == "Output" && analysis.nodes[i].output &&
             analysis.nodes[i].output->shape.size() == 2)
             classes = analysis.nodes[i].output->shape[1];
-    QStringList keys{QStringLiteral("loss")};
-    if (classification) {
-        keys << QStringLiteral("accuracy");
-        if (classes >= 5) keys << QStringLiteral("top5_accuracy");
-        keys << QStringLiteral("macro_precision") << QStringLiteral("macro_recall")
-             << QStringLiteral("macro_f1");
-    }
     QStringList metrics;
-    // As the trainer computes them: validation has the loss and the task's metrics (regression:
-    // errors and R²), training the loss and, for classification, the same scores.
-    if (p.data.validation_fraction > 0) {
-        for (const QString& k : keys)
-            metrics << QStringLiteral("val_") + k;
-        if (!classification)
-            metrics << QStringLiteral("val_mae") << QStringLiteral("val_mse")
-                    << QStringLiteral("val_rmse") << QStringLiteral("val_r2");
-    }
-    for (const QString& k : keys)
-        metrics << QStringLiteral("train_") + k;
+    for (const train::MetricInfo& m :
+         train::epoch_metrics(classification, classes, p.data.validation_fraction > 0))
+        metrics << QString::fromStdString(m.name);
     return metrics;
 }
 

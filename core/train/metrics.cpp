@@ -275,6 +275,14 @@ MetricMap ClassificationMetrics::scalars() const {
     return m;
 }
 
+std::vector<std::string> ClassificationMetrics::names(int64_t num_classes) {
+    std::vector<std::string> out{"accuracy"};
+    if (num_classes >= 5) out.push_back("top5_accuracy");
+    for (const char* name : {"macro_precision", "macro_recall", "macro_f1"})
+        out.push_back(name);
+    return out;
+}
+
 // --- RegressionMetrics --------------------------------------------------------------------------
 
 void RegressionMetrics::update(const Tensor& predictions, const Tensor& targets) {
@@ -338,6 +346,41 @@ double RegressionMetrics::r2() const {
 
 MetricMap RegressionMetrics::scalars() const {
     return {{"mae", mae()}, {"mse", mse()}, {"rmse", rmse()}, {"r2", r2()}};
+}
+
+std::vector<std::string> RegressionMetrics::names() {
+    return {"mae", "mse", "rmse", "r2"};
+}
+
+// --- what a run records -------------------------------------------------------------------------
+
+bool higher_is_better(std::string_view metric) {
+    for (std::string_view prefix : {"val_", "train_"})
+        if (metric.starts_with(prefix)) metric.remove_prefix(prefix.size());
+    for (std::string_view better :
+         {"accuracy", "top5_accuracy", "macro_precision", "macro_recall", "macro_f1", "r2"})
+        if (metric == better) return true;
+    return false;
+}
+
+std::vector<MetricInfo> epoch_metrics(bool classification, int64_t num_classes,
+                                      bool has_validation) {
+    std::vector<std::string> scores = {"loss"};
+    if (classification)
+        for (auto& name : ClassificationMetrics::names(num_classes))
+            scores.push_back(std::move(name));
+    std::vector<MetricInfo> out;
+    auto add = [&](const std::string& name) { out.push_back({name, higher_is_better(name)}); };
+    if (has_validation) {
+        for (const auto& name : scores)
+            add("val_" + name);
+        if (!classification)
+            for (const auto& name : RegressionMetrics::names())
+                add("val_" + name);
+    }
+    for (const auto& name : scores)
+        add("train_" + name);
+    return out;
 }
 
 // --- RunningMean --------------------------------------------------------------------------------

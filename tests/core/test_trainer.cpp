@@ -19,6 +19,7 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 using namespace myelin;
@@ -122,6 +123,7 @@ class TestTrainer : public QObject {
     void stopAndPauseFromAnotherThread();
     void callbacksSeeTheHookPointsInOrder();
     void controlOutlivesTheTrainer();
+    void offeredMetricsAreTheRecordedOnes();
     void dataMustFitTheModel();
     void regressionExample();
     void checkpointFileIsValidated();
@@ -517,6 +519,52 @@ void TestTrainer::controlOutlivesTheTrainer() {
     control->pause();
     control->resume();
     QVERIFY(!control->wait_while_paused());
+}
+
+// train::epoch_metrics (what the studio offers for early stopping and plateau schedules) names
+// exactly the epoch metrics a run records, each with its direction.
+void TestTrainer::offeredMetricsAreTheRecordedOnes() {
+    Trainer t(blobs_project(csv_, 1), {});
+    Recorder rec;
+    t.set_sink(&rec);
+    QCOMPARE(t.run().status, RunStatus::Finished);
+    std::set<std::string> recorded;
+    for (const auto& e : rec.events)
+        if (const auto* m = e.get<EpochMetrics>()) {
+            for (const auto& [k, v] : m->train)
+                recorded.insert("train_" + k);
+            for (const auto& [k, v] : m->validation)
+                recorded.insert("val_" + k);
+        }
+    std::set<std::string> offered;
+    for (const MetricInfo& m : epoch_metrics(true, 3, true))
+        offered.insert(m.name);
+    QCOMPARE(offered, recorded);
+    QVERIFY(higher_is_better("val_accuracy") && higher_is_better("train_macro_f1") &&
+            higher_is_better("val_r2") && higher_is_better("top5_accuracy"));
+    QVERIFY(!higher_is_better("val_loss") && !higher_is_better("val_rmse") &&
+            !higher_is_better("train_loss") && !higher_is_better("val_mae"));
+    // The score lists are the ones scalars() fills.
+    RegressionMetrics regression;
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : regression.scalars())
+        keys.push_back(k);
+    auto names = RegressionMetrics::names();
+    std::sort(names.begin(), names.end());
+    QCOMPARE(keys, names);
+    for (int64_t classes : {3, 5, 10}) {
+        ClassificationMetrics cls(classes);
+        keys.clear();
+        for (const auto& [k, v] : cls.scalars())
+            keys.push_back(k);
+        names = ClassificationMetrics::names(classes);
+        std::sort(names.begin(), names.end());
+        QCOMPARE(keys, names);
+    }
+    // Regression records its errors and R² on validation only.
+    const auto metrics = epoch_metrics(false, 0, true);
+    QCOMPARE(metrics.size(), size_t(6)); // val_loss, val_mae, val_mse, val_rmse, val_r2, train_loss
+    QCOMPARE(epoch_metrics(false, 0, false).size(), size_t(1));
 }
 
 void TestTrainer::dataMustFitTheModel() {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace myelin {
@@ -70,6 +71,8 @@ class ClassificationMetrics {
 
     // accuracy, top5_accuracy (when defined), macro_precision, macro_recall, macro_f1.
     MetricMap scalars() const;
+    // The names scalars() has for `num_classes` classes.
+    static std::vector<std::string> names(int64_t num_classes);
 
   private:
     int64_t num_classes_;
@@ -97,7 +100,8 @@ class RegressionMetrics {
     double mse() const;
     double rmse() const;
     double r2() const;
-    MetricMap scalars() const; // mae, mse, rmse, r2
+    MetricMap scalars() const;               // mae, mse, rmse, r2
+    static std::vector<std::string> names(); // the names scalars() has
 
   private:
     int64_t count_ = 0;
@@ -106,6 +110,23 @@ class RegressionMetrics {
     double target_mean_ = 0.0;
     double target_m2_ = 0.0; // sum of squared deviations of the targets from their mean
 };
+
+// An epoch metric as a project names it ("val_loss", "train_accuracy") and which way is better.
+struct MetricInfo {
+    std::string name;
+    bool higher_is_better = false;
+};
+
+// Whether a larger value of `metric` is better (accuracy, precision, recall, F1, R²), with or
+// without its "val_" / "train_" prefix; losses and errors are better lower.
+bool higher_is_better(std::string_view metric);
+
+// Every epoch metric a run records, as the Trainer computes them: validation (when the data has
+// a validation split) the loss and the task's metrics (classification: ClassificationMetrics for
+// `num_classes`; regression: RegressionMetrics), training the loss and, for classification, the
+// same scores. What the studio offers for early stopping and ReduceLROnPlateau.
+std::vector<MetricInfo> epoch_metrics(bool classification, int64_t num_classes,
+                                      bool has_validation);
 
 // Mean of per-batch values weighted by batch size, e.g. the epoch loss from batch-mean losses
 // (a smaller last batch counts for less).
