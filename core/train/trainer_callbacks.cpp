@@ -108,7 +108,7 @@ void GradientMonitor::after_backward(Trainer& trainer) {
             if (p.grad().defined()) g2 += sum_of_squares(p.grad());
             if (norms) w2 += sum_of_squares(p);
         }
-        if (!std::isfinite(g2)) bad_layer = name; // the last in forward order: nearest the input
+        if (!std::isfinite(g2)) bad_layer = name; // the last in forward order: nearest the output
         grad_squares += g2;
         if (norms) {
             stats_.push_back({name, std::sqrt(g2), std::sqrt(w2), 0.0});
