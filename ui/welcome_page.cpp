@@ -174,15 +174,17 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     auto* roadmapCard = new QFrame(content);
     roadmapCard->setObjectName(QStringLiteral("roadmapCard"));
     auto* roadmap = makeLabel(
-        tr("Assemble layers in a visual graph editor, pick a loss, an optimizer and a "
-           "learning-rate schedule, press Train, and watch losses, accuracy and gradients live. "
-           "Every run is stored, so it can be compared with earlier runs, resumed and exported."),
+        tr("Assemble layers in a visual graph editor, pick the data, a loss, an optimizer and "
+           "a learning-rate schedule, press Train, and watch the loss, accuracy and learning "
+           "rate live. Every run, from the studio or the headless myelin tool, is recorded in "
+           "the run store with its metrics, per-layer gradient norms and checkpoints "
+           "(safetensors that load in PyTorch)."),
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
-    auto* statusLine = makeLabel(tr("This build ships the visual model editor (layers, shapes, "
-                                    "parameter counts and problems as you wire them) and the "
-                                    "headless myelin tool; the data and training pages come "
-                                    "next."),
+    auto* statusLine = makeLabel(tr("Not in this build yet: views of the recorded gradients and "
+                                    "activations, a runs browser to compare and fork runs, ONNX "
+                                    "export and GPU training. Resuming a run works from the "
+                                    "command line (myelin train --resume)."),
                                  "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
