@@ -8,6 +8,7 @@
 #include <myelin/data/sampler.h>
 #include <myelin/error.h>
 #include <myelin/generator.h>
+#include <myelin/graph/analysis.h>
 #include <myelin/tensor.h>
 #include <myelin/train/components.h>
 #include <myelin/train/data_setup.h>
@@ -103,11 +104,8 @@ const char* kStyleSheet = R"(
 #dataTransforms { border: 1px solid #DDE1E6; border-radius: 3px; }
 )";
 
-QString groupDigits(int64_t n) {
-    QString digits = QString::number(n < 0 ? -n : n);
-    for (int i = int(digits.size()) - 3; i > 0; i -= 3)
-        digits.insert(i, QLatin1Char(','));
-    return n < 0 ? QLatin1Char('-') + digits : digits;
+QString groupDigits(int64_t n) { // 1234567 -> "1,234,567", as everywhere in the studio
+    return QString::fromStdString(graph::format_count(n));
 }
 
 QString shapeText(const Dims& dims) {

@@ -466,16 +466,10 @@ void MainWindow::stopTraining() {
 
 void MainWindow::onTrainingError(const QString& message, const QString& module) {
     // A NaN/Inf names the module where it first appeared: select its node on the canvas.
-    graph::NodeId node = -1;
-    if (!module.isEmpty()) {
-        const graph::ModelSpec& spec = document_->spec();
-        const graph::Analysis& analysis = document_->analysis();
-        const std::string name = module.toStdString();
-        for (size_t i = 0; i < spec.nodes.size() && i < analysis.nodes.size() && node < 0; ++i)
-            if (analysis.nodes[i].module_name == name ||
-                name.rfind(analysis.nodes[i].module_name + ".", 0) == 0)
-                node = spec.nodes[i].id;
-    }
+    const graph::NodeId node =
+        module.isEmpty()
+            ? -1
+            : document_->analysis().node_of_module(document_->spec(), module.toStdString());
     if (node >= 0) {
         workspaceTabs_->setCurrentWidget(editor_);
         editor_->focusNode(node);

@@ -17,6 +17,15 @@ bool Analysis::ok() const {
     return error_count() == 0;
 }
 
+NodeId Analysis::node_of_module(const ModelSpec& spec, std::string_view name) const {
+    for (size_t i = 0; i < spec.nodes.size() && i < nodes.size(); ++i) {
+        const std::string& module = nodes[i].module_name;
+        if (module.empty() || !name.starts_with(module)) continue;
+        if (name.size() == module.size() || name[module.size()] == '.') return spec.nodes[i].id;
+    }
+    return -1;
+}
+
 size_t Analysis::error_count() const {
     return size_t(std::count_if(problems.begin(), problems.end(),
                                 [](const Problem& p) { return p.severity == Severity::Error; }));

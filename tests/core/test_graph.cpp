@@ -597,6 +597,13 @@ void TestGraph::frozenNodesAndUnusedNodes() {
     spec.node(fc1).frozen = true;
     Analysis a = analyze(spec);
     QVERIFY(a.ok()); // the unused branch is only a warning
+    // Module and parameter names lead back to their nodes (a run's error names a module).
+    QCOMPARE(a.node_of_module(spec, "fc2"), fc2);
+    QCOMPARE(a.node_of_module(spec, "fc1.weight"), fc1);
+    QCOMPARE(a.node_of_module(spec, "side.bias"), side);
+    QCOMPARE(a.node_of_module(spec, "fc"), NodeId(-1));
+    QCOMPARE(a.node_of_module(spec, "fc10"), NodeId(-1));
+    QCOMPARE(a.node_of_module(spec, ""), NodeId(-1));
     QCOMPARE(a.total_params, int64_t(15 + 8 + 25));
     QCOMPARE(a.trainable_params, int64_t(8 + 25));
     auto model = build(spec);

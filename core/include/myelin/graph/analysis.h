@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace myelin::graph {
@@ -47,6 +48,9 @@ struct Analysis {
     bool ok() const; // no Error problems
     std::vector<Problem> problems_of(NodeId node, const ModelSpec& spec) const;
     size_t error_count() const;
+    // The node a module or parameter name belongs to ("fc1", "fc1.weight", "block.conv"): the
+    // node whose module name is it or a dotted prefix of it; -1 when none.
+    NodeId node_of_module(const ModelSpec& spec, std::string_view name) const;
 };
 
 // Checks structure (unknown kinds, attributes, names, edges, ports, cycles, unconnected inputs,
