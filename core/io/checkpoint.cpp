@@ -135,7 +135,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
             throw Error(where + ": metadata '" + key + "' " + problem);
         try {
             return json::parse(*text);
-        } catch (const json::parse_error& e) {
+        } catch (const json::exception& e) { // parse_error, or out_of_range for 1e999
             throw Error(where + ": metadata '" + key + "' is not valid JSON: " + e.what());
         }
     };

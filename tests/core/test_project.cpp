@@ -140,6 +140,11 @@ void TestProject::jsonSyntaxErrorsHaveLineAndColumn() {
     QVERIFY2(e.startsWith("p.myelin:1:1: invalid JSON"), qPrintable(e));
     e = parse_error("[1, 2]");
     QCOMPARE(e, QStringLiteral("p.myelin:(top level): expected an object, got an array"));
+    // A number too large for a double is a ProjectError too (found by fuzz_project: it escaped
+    // as nlohmann's out_of_range).
+    e = parse_error("{\"format_version\": 1, \"name\": 1e999}");
+    QVERIFY2(e.startsWith("p.myelin: invalid JSON: number overflow parsing '1e999'"),
+             qPrintable(e));
     // A file that cannot be read names the path.
     e = error_of<ProjectError>([] { load_project("/nonexistent/x.myelin"); });
     QCOMPARE(e, QStringLiteral("/nonexistent/x.myelin: cannot open the file"));
