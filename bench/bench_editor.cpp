@@ -5,10 +5,10 @@
 // offscreen unless QT_QPA_PLATFORM says otherwise. Prints one JSON line per workload.
 #include "graph_fixtures.h"
 
-#include "graph_view.h"
-#include "model_editor.h"
-#include "model_edits.h"
-#include "project_document.h"
+#include "document/model_edits.h"
+#include "document/project_document.h"
+#include "editor/graph_view.h"
+#include "editor/model_editor.h"
 
 #include <myelin/io/project.h>
 

@@ -6,8 +6,8 @@
 // offers when they are not next to the executable (see new_project_dialog.h for the lookup).
 // MYELIN_STARTUP_PROBE=1 prints how long the start took (main() to the first painted frame of
 // the window with its project) and quits: docs/performance.md measures start-up with it.
-#include "main_window.h"
-#include "theme.h"
+#include "shell/main_window.h"
+#include "widgets/theme.h"
 
 #include <myelin/version.h>
 

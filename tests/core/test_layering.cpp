@@ -2,13 +2,15 @@
 // every #include in core/<folder> (sources and public headers) names its own folder or one in a
 // lower layer. The tensor core (tensor, autograd, backend) is one layer: a tensor records its
 // autograd node and runs on a backend. Core never includes Qt. This test fails on any upward or
-// circular dependency, naming the file, the line and the layers.
+// circular dependency, naming the file, the line and the layers. The studio's rooms (ui/<room>/)
+// are checked the same way against the table in docs/architecture.md, "Studio (ui/)".
 #include <QtTest>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -23,6 +25,17 @@ const std::map<std::string, int> kLayers = {
 };
 
 const fs::path kCore = fs::path(MYELIN_SOURCE_DIR) / "core";
+const fs::path kStudio = fs::path(MYELIN_SOURCE_DIR) / "ui";
+
+// Which other rooms a studio room may include ("room/header.h"); core is open to every room.
+const std::map<std::string, std::set<std::string>> kRooms = {
+    {"document", {}},
+    {"widgets", {}},
+    {"editor", {"document", "widgets"}},
+    {"pages", {"document", "widgets"}},
+    {"training", {"document", "widgets"}},
+    {"shell", {"document", "widgets", "editor", "pages", "training"}},
+};
 
 // The core folder a file belongs to: core/<folder>/... or core/include/myelin/<folder>/...;
 // the top-level public headers (myelin/tensor.h, ...) are the tensor core's.
@@ -91,6 +104,39 @@ class TestLayering : public QObject {
             }
         }
         QVERIFY(files > 100);
+        QVERIFY2(violations.isEmpty(), qPrintable(violations.join('\n')));
+    }
+
+    void studioRoomsIncludeOnlyTheirNeighbours() {
+        const std::regex include("^\\s*#\\s*include\\s*\"([a-z_]+)/");
+        QStringList violations;
+        int files = 0;
+        for (const auto& entry : fs::directory_iterator(kStudio)) {
+            if (!entry.is_directory()) continue;
+            const std::string room = entry.path().filename().string();
+            const auto allowed = kRooms.find(room);
+            if (allowed == kRooms.end()) {
+                violations << QString::fromStdString("ui/" + room +
+                                                     " is not a room in test_layering.cpp");
+                continue;
+            }
+            for (const auto& file : fs::recursive_directory_iterator(entry.path())) {
+                if (!file.is_regular_file()) continue;
+                ++files;
+                std::ifstream in(file.path());
+                std::string line;
+                for (int number = 1; std::getline(in, line); ++number) {
+                    std::smatch m;
+                    if (!std::regex_search(line, m, include)) continue;
+                    const std::string to = m[1].str();
+                    if (to == room || allowed->second.count(to)) continue;
+                    violations << QString::fromStdString(
+                        fs::relative(file.path(), kStudio.parent_path()).string() + ":" +
+                        std::to_string(number) + ": " + room + " includes " + to);
+                }
+            }
+        }
+        QVERIFY(files > 40);
         QVERIFY2(violations.isEmpty(), qPrintable(violations.join('\n')));
     }
 };

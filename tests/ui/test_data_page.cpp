@@ -2,8 +2,8 @@
 // split sizes) and of a CSV regression table, undoable edits of every kind of setting, a source
 // that cannot be loaded shown in place, and the preview worker surviving stale results and the
 // page's destruction. Screenshots of the page land in the artifacts folder.
-#include "data_page.h"
-#include "project_document.h"
+#include "document/project_document.h"
+#include "pages/data_page.h"
 #include "ui_test_support.h"
 
 #include <myelin/io/project.h>

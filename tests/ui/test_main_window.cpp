@@ -1,8 +1,8 @@
 // MainWindow driven offscreen: menus, status bar, title, dialogs, and a screenshot artifact.
-#include "backends_dialog.h"
-#include "main_window.h"
-#include "theme.h"
+#include "shell/backends_dialog.h"
+#include "shell/main_window.h"
 #include "ui_test_support.h"
+#include "widgets/theme.h"
 
 #include <myelin/device.h>
 #include <myelin/io/project.h>

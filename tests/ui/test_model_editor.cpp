@@ -1,21 +1,21 @@
 // The visual model editor driven offscreen the way a person uses it: palette drops onto the
 // canvas, port drags, inspector edits, context-menu quick-fixes, clipboard, undo/redo, and the
 // project files; screenshots of the editor land in the artifacts folder.
-#include "autosave.h"
-#include "edge_item.h"
-#include "graph_scene.h"
-#include "graph_view.h"
-#include "layer_palette.h"
-#include "main_window.h"
-#include "model_editor.h"
-#include "model_edits.h"
-#include "model_summary_panel.h"
-#include "node_inspector.h"
-#include "node_item.h"
-#include "problems_panel.h"
-#include "project_document.h"
-#include "theme.h"
+#include "document/autosave.h"
+#include "document/model_edits.h"
+#include "document/project_document.h"
+#include "editor/edge_item.h"
+#include "editor/graph_scene.h"
+#include "editor/graph_view.h"
+#include "editor/layer_palette.h"
+#include "editor/model_editor.h"
+#include "editor/model_summary_panel.h"
+#include "editor/node_inspector.h"
+#include "editor/node_item.h"
+#include "editor/problems_panel.h"
+#include "shell/main_window.h"
 #include "ui_test_support.h"
+#include "widgets/theme.h"
 
 #include <myelin/graph/analysis.h>
 #include <myelin/io/project.h>
@@ -586,6 +586,9 @@ void TestModelEditor::copyPasteKeepsInternalEdges() {
     QVERIFY(fragment.has_value());
     QCOMPARE(fragment->nodes.size(), size_t(3));
     QCOMPARE(fragment->edges.size(), size_t(2)); // only the edges among the three
+    // Another program's clipboard nesting a million levels deep is refused, not parsed.
+    const QByteArray deep = QByteArray(1000000, '[') + QByteArray(1000000, ']');
+    QVERIFY(!myelin::ui::ModelEditor::fragmentFromJson(deep).has_value());
 
     const size_t nodes = s.spec().nodes.size(), edges = s.spec().edges.size();
     s.window.findChild<QAction*>(QStringLiteral("actionPaste"))->trigger();

@@ -2,10 +2,10 @@
 // settings, the learning-rate preview (its numbers checked against core's train::preview_lr),
 // undo/redo through the document, invalid options refused with the reason, and the lock used
 // while a run trains. Screenshots land in the artifacts folder (docs/screenshots/ holds copies).
-#include "project_document.h"
-#include "theme.h"
-#include "training_page.h"
+#include "document/project_document.h"
+#include "pages/training_page.h"
 #include "ui_test_support.h"
+#include "widgets/theme.h"
 
 #include <myelin/io/project.h>
 #include <myelin/train/components.h>

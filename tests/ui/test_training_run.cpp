@@ -2,12 +2,12 @@
 // window's actions, events reaching the live plots, the run ending in the store with the same
 // status, editing locked while the run goes, and a NaN naming (and selecting) its layer.
 #include "blobs_project.h"
-#include "graph_scene.h"
-#include "main_window.h"
-#include "model_editor.h"
-#include "project_document.h"
-#include "training_controller.h"
-#include "training_dock.h"
+#include "document/project_document.h"
+#include "editor/graph_scene.h"
+#include "editor/model_editor.h"
+#include "shell/main_window.h"
+#include "training/training_controller.h"
+#include "training/training_dock.h"
 #include "ui_test_support.h"
 
 #include <myelin/io/project.h>

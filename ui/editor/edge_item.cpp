@@ -1,6 +1,6 @@
-#include "edge_item.h"
+#include "editor/edge_item.h"
 
-#include "theme.h"
+#include "widgets/theme.h"
 
 #include <QFontDatabase>
 #include <QFontMetricsF>

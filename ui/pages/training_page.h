@@ -4,7 +4,7 @@
 // capture, next to a live preview of the learning rate over the whole run computed by
 // train::preview_lr. Every committed change is one undoable edit of the project's TrainSpec;
 // the page shows the document's spec again after every change, so undo and redo update it.
-#include "attr_editor.h"
+#include "widgets/attr_editor.h"
 
 #include <myelin/io/project.h>
 #include <myelin/train/components.h>

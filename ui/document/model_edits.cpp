@@ -1,4 +1,4 @@
-#include "model_edits.h"
+#include "document/model_edits.h"
 
 #include <myelin/dtype.h>
 

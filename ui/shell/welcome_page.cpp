@@ -1,6 +1,6 @@
-#include "welcome_page.h"
+#include "shell/welcome_page.h"
 
-#include "theme.h"
+#include "widgets/theme.h"
 
 #include <myelin/device.h>
 #include <myelin/version.h>

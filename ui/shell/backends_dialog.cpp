@@ -1,4 +1,4 @@
-#include "backends_dialog.h"
+#include "shell/backends_dialog.h"
 
 #include <myelin/device.h>
 

@@ -3,7 +3,7 @@
 // delete, cut/copy/paste (the clipboard holds the selected nodes and the edges among them as the
 // JSON of a partial model), duplicate, rename, disconnect, insert a layer on an edge, add a layer
 // after the selection, quick-fixes and the automatic layout. Every action is one undo command.
-#include "model_edits.h"
+#include "document/model_edits.h"
 
 #include <myelin/graph/model_spec.h>
 

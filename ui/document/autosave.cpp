@@ -1,6 +1,6 @@
-#include "autosave.h"
+#include "document/autosave.h"
 
-#include "project_document.h"
+#include "document/project_document.h"
 
 #include <myelin/io/project.h>
 

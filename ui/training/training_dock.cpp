@@ -1,7 +1,7 @@
-#include "training_dock.h"
+#include "training/training_dock.h"
 
-#include "theme.h"
-#include "training_controller.h"
+#include "training/training_controller.h"
+#include "widgets/theme.h"
 
 #include <qcustomplot.h>
 

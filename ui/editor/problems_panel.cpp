@@ -1,8 +1,8 @@
-#include "problems_panel.h"
+#include "editor/problems_panel.h"
 
-#include "model_edits.h"
-#include "project_document.h"
-#include "theme.h"
+#include "document/model_edits.h"
+#include "document/project_document.h"
+#include "widgets/theme.h"
 
 #include <myelin/graph/analysis.h>
 

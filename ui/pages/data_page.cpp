@@ -1,8 +1,8 @@
-#include "data_page.h"
+#include "pages/data_page.h"
 
-#include "attr_editor.h"
-#include "project_document.h"
-#include "theme.h"
+#include "document/project_document.h"
+#include "widgets/attr_editor.h"
+#include "widgets/theme.h"
 
 #include <myelin/data/readers.h>
 #include <myelin/data/sampler.h>

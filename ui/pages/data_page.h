@@ -7,7 +7,7 @@
 // class balance of the training split (or the target's distribution for regression). The
 // preview runs train::make_data on a worker thread, debounced after each change, so a slow
 // source never blocks the window; a source that cannot be loaded shows its error in place.
-#include "attr_editor.h"
+#include "widgets/attr_editor.h"
 
 #include <myelin/io/project.h>
 

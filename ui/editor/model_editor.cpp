@@ -1,12 +1,13 @@
-#include "model_editor.h"
+#include "editor/model_editor.h"
 
-#include "edge_item.h"
-#include "graph_scene.h"
-#include "graph_view.h"
-#include "node_item.h"
-#include "project_document.h"
-#include "theme.h"
+#include "document/project_document.h"
+#include "editor/edge_item.h"
+#include "editor/graph_scene.h"
+#include "editor/graph_view.h"
+#include "editor/node_item.h"
+#include "widgets/theme.h"
 
+#include <myelin/io/json_limits.h>
 #include <myelin/io/project.h>
 
 #include <QAction>
@@ -194,6 +195,9 @@ QByteArray ModelEditor::fragmentToJson(const graph::ModelSpec& fragment) {
 }
 
 std::optional<graph::ModelSpec> ModelEditor::fragmentFromJson(const QByteArray& json) {
+    // Another program wrote the clipboard: refuse deep nesting before Qt's recursive parse.
+    if (!io::json_nesting_problem(std::string_view(json.constData(), size_t(json.size()))).empty())
+        return std::nullopt;
     const QJsonDocument fragment = QJsonDocument::fromJson(json);
     if (!fragment.isObject() || !fragment.object().contains(QStringLiteral("nodes")))
         return std::nullopt;

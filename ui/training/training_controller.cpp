@@ -1,4 +1,4 @@
-#include "training_controller.h"
+#include "training/training_controller.h"
 
 #include <myelin/device.h>
 #include <myelin/error.h>

@@ -1,7 +1,7 @@
-#include "layer_palette.h"
+#include "editor/layer_palette.h"
 
-#include "graph_scene.h"
-#include "theme.h"
+#include "editor/graph_scene.h"
+#include "widgets/theme.h"
 
 #include <myelin/graph/registry.h>
 

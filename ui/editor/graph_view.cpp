@@ -1,7 +1,7 @@
-#include "graph_view.h"
+#include "editor/graph_view.h"
 
-#include "graph_scene.h"
-#include "node_item.h"
+#include "editor/graph_scene.h"
+#include "editor/node_item.h"
 
 #include <QContextMenuEvent>
 #include <QGestureEvent>

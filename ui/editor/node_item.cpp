@@ -1,8 +1,8 @@
-#include "node_item.h"
+#include "editor/node_item.h"
 
-#include "graph_scene.h"
-#include "model_edits.h"
-#include "theme.h"
+#include "document/model_edits.h"
+#include "editor/graph_scene.h"
+#include "widgets/theme.h"
 
 #include <QFontDatabase>
 #include <QFontMetricsF>

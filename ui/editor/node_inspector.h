@@ -5,7 +5,7 @@
 // description as tooltip), and the training options frozen and lr multiplier. Each committed
 // change is one undo command; input that does not fit the description is explained under its
 // field and not committed.
-#include "attr_editor.h"
+#include "widgets/attr_editor.h"
 
 #include <myelin/graph/model_spec.h>
 

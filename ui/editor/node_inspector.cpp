@@ -1,9 +1,9 @@
-#include "node_inspector.h"
+#include "editor/node_inspector.h"
 
-#include "attr_editor.h"
-#include "model_edits.h"
-#include "project_document.h"
-#include "theme.h"
+#include "document/model_edits.h"
+#include "document/project_document.h"
+#include "widgets/attr_editor.h"
+#include "widgets/theme.h"
 
 #include <myelin/graph/analysis.h>
 

@@ -1,10 +1,10 @@
-#include "graph_scene.h"
+#include "editor/graph_scene.h"
 
-#include "edge_item.h"
-#include "model_edits.h"
-#include "node_item.h"
-#include "project_document.h"
-#include "theme.h"
+#include "document/model_edits.h"
+#include "document/project_document.h"
+#include "editor/edge_item.h"
+#include "editor/node_item.h"
+#include "widgets/theme.h"
 
 #include <QFontMetricsF>
 #include <QGraphicsPathItem>

@@ -1,6 +1,6 @@
-#include "project_document.h"
+#include "document/project_document.h"
 
-#include "model_edits.h"
+#include "document/model_edits.h"
 
 #include <QDir>
 #include <QFileInfo>

@@ -1,4 +1,4 @@
-#include "attr_editor.h"
+#include "widgets/attr_editor.h"
 
 #include <QCheckBox>
 #include <QComboBox>

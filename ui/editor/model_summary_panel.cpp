@@ -1,7 +1,7 @@
-#include "model_summary_panel.h"
+#include "editor/model_summary_panel.h"
 
-#include "project_document.h"
-#include "theme.h"
+#include "document/project_document.h"
+#include "widgets/theme.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>

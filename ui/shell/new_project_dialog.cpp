@@ -1,6 +1,6 @@
-#include "new_project_dialog.h"
+#include "shell/new_project_dialog.h"
 
-#include "theme.h"
+#include "widgets/theme.h"
 
 #include <myelin/graph/analysis.h>
 #include <myelin/io/project.h>

@@ -1,7 +1,7 @@
-#include "training_page.h"
+#include "pages/training_page.h"
 
-#include "project_document.h"
-#include "theme.h"
+#include "document/project_document.h"
+#include "widgets/theme.h"
 
 #include <myelin/data/sampler.h>
 #include <myelin/error.h>
