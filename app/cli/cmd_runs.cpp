@@ -1,6 +1,7 @@
-// myelin runs list | show | export-csv | delete: the run store from the terminal.
+// myelin runs list | show | layers | export-csv | delete: the run store from the terminal.
 #include <myelin/error.h>
 #include <myelin/store/run_store.h>
+#include <myelin/train/layer_inspection.h>
 
 #include "cli_common.h"
 
@@ -32,9 +33,11 @@ const char* const kListed[] = {"val_accuracy", "val_loss", "train_loss", "loss"}
 } // namespace
 
 int cmd_runs(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--store"}, {"--wide"});
+    Args args(raw, {"--store", "--step"}, {"--wide"});
     const auto& pos = args.positional();
-    if (pos.empty()) throw UsageError{"runs: list, show RUN, export-csv RUN FILE or delete RUN"};
+    if (pos.empty())
+        throw UsageError{
+            "runs: list, show RUN, layers RUN [--step N], export-csv RUN FILE or delete RUN"};
     const std::string& action = pos[0];
     auto path = args.get("--store").value_or(store::default_store_path().string());
     if (!std::filesystem::exists(path)) {
@@ -98,6 +101,17 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
         }
         return kExitOk;
     }
+    if (action == "layers") {
+        if (pos.size() != 2) throw UsageError{"runs layers RUN [--step N]"};
+        const int64_t id = run_id(pos[1]);
+        const std::optional<int64_t> step = args.get_int("--step", 0);
+        store::Run r = store.run(id);
+        std::printf("run %lld \"%s\": %s\n", (long long)r.id, r.name.c_str(),
+                    std::string(store::status_name(r.status)).c_str());
+        std::fputs(train::format_layer_stats(train::layer_stats_at(store, id, step)).c_str(),
+                   stdout);
+        return kExitOk;
+    }
     if (action == "export-csv") {
         if (pos.size() != 3) throw UsageError{"runs export-csv RUN FILE [--wide]"};
         store.export_metrics_csv(run_id(pos[1]), pos[2],
@@ -115,7 +129,8 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
             std::printf("  kept %s\n", kept.c_str());
         return kExitOk;
     }
-    throw UsageError{"runs: unknown action '" + action + "' (list, show, export-csv, delete)"};
+    throw UsageError{"runs: unknown action '" + action +
+                     "' (list, show, layers, export-csv, delete)"};
 }
 
 } // namespace myelin::cli

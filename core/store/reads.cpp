@@ -160,6 +160,26 @@ std::vector<MetricSample> RunStore::metric_series(int64_t run, std::string_view 
     return out;
 }
 
+std::optional<MetricSample> RunStore::nearest_metric_point(int64_t run, std::string_view key,
+                                                           int64_t step) const {
+    Impl& s = impl();
+    s.settle_for_read();
+    std::lock_guard lock(s.db_mutex);
+    const auto seek = [&](const char* sql) -> std::optional<MetricSample> {
+        Statement q = s.db->prepare(sql);
+        q.bind(1, run).bind(2, key).bind(3, step);
+        if (!q.step("reading a metric point")) return std::nullopt;
+        return MetricSample{q.int64(0), q.real(1), q.real(2)};
+    };
+    const auto before = seek("SELECT step, wall_time, value FROM metrics WHERE run = ?1 AND "
+                             "key = ?2 AND step <= ?3 ORDER BY step DESC LIMIT 1");
+    if (before && before->step == step) return before;
+    const auto after = seek("SELECT step, wall_time, value FROM metrics WHERE run = ?1 AND "
+                            "key = ?2 AND step > ?3 ORDER BY step LIMIT 1");
+    if (!before || !after) return before ? before : after;
+    return after->step - step < step - before->step ? after : before;
+}
+
 std::vector<MetricBucket> RunStore::metric_series_downsampled(int64_t run, std::string_view key,
                                                               StepRange range, int buckets) const {
     Impl& s = impl();

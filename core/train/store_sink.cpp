@@ -52,7 +52,8 @@ void StoreSink::on_event(const Event& e) {
         store::MetricPoint points[] = {
             {run_, kind + "_mean/" + s->layer, s->step, sum.mean, t},
             {run_, kind + "_std/" + s->layer, s->step, sum.std, t},
-            {run_, kind + "_zero_fraction/" + s->layer, s->step, sum.zero_fraction(), t}};
+            {run_, kind + "_zero_fraction/" + s->layer, s->step, sum.zero_fraction(), t},
+            {run_, kind + "_nonfinite/" + s->layer, s->step, double(sum.nonfinite_count()), t}};
         store_.log_metrics(points);
     } else if (auto* c = e.get<CheckpointSaved>()) {
         store::ArtifactInfo a;

@@ -262,6 +262,24 @@ void TestCli::trainEvalAndRuns() {
     QVERIFY2(show.out.contains(QStringLiteral("optimizer = Adam")), qPrintable(show.out));
     QVERIFY(show.out.contains(QStringLiteral("test_accuracy")));
     QVERIFY(show.out.contains(QStringLiteral("checkpoint step 42:")));
+    // Per layer, in model order, at the newest step and at a chosen one.
+    const Result layers = runCli({QStringLiteral("runs"), QStringLiteral("layers"),
+                                  QStringLiteral("1"), QStringLiteral("--store"), store});
+    QCOMPARE(layers.exitCode, 0);
+    QVERIFY2(layers.out.contains(QStringLiteral("norms: step 42; activations: none recorded")),
+             qPrintable(layers.out));
+    const qsizetype fc1 = layers.out.indexOf(QStringLiteral("\nfc1 (Linear)"));
+    QVERIFY2(fc1 > 0 && fc1 < layers.out.indexOf(QStringLiteral("\nfc2 (Linear)")),
+             qPrintable(layers.out));
+    const Result atStep =
+        runCli({QStringLiteral("runs"), QStringLiteral("layers"), QStringLiteral("1"),
+                QStringLiteral("--step"), QStringLiteral("7"), QStringLiteral("--store"), store});
+    QVERIFY2(atStep.out.contains(QStringLiteral("norms: step 7;")), qPrintable(atStep.out));
+    QCOMPARE(
+        runCli({QStringLiteral("runs"), QStringLiteral("layers"), QStringLiteral("1"),
+                QStringLiteral("--step"), QStringLiteral("-3"), QStringLiteral("--store"), store})
+            .exitCode,
+        2);
     const QString csv = dir.filePath(QStringLiteral("m.csv"));
     QCOMPARE(runCli({QStringLiteral("runs"), QStringLiteral("export-csv"), QStringLiteral("1"), csv,
                      QStringLiteral("--store"), store})

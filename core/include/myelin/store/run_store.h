@@ -238,6 +238,10 @@ class RunStore {
     std::vector<LatestMetric> latest_metrics(int64_t run) const;
     std::vector<MetricSample> metric_series(int64_t run, std::string_view key,
                                             StepRange range = {}) const;
+    // The point of `key` whose step is nearest `step` (the earlier on a tie): two index seeks,
+    // however long the series. Unset when the run has no point of `key`.
+    std::optional<MetricSample> nearest_metric_point(int64_t run, std::string_view key,
+                                                     int64_t step) const;
     // At most `buckets` buckets over the part of `range` holding points, in step order, empty
     // buckets left out. Bucket boundaries are evenly spaced, then snapped to multiples of a
     // precomputed block size of at most 1/4 of the spacing (so a boundary moves by at most 1/8

@@ -1,0 +1,70 @@
+#pragma once
+// What a recorded run says about each layer, read back from the run store: the per-layer series
+// the trainer's callbacks wrote through StoreSink (gradient, weight and update norms every
+// norms step; activation and gradient summaries every summary step), in the forward order of
+// the run's model. `myelin runs layers` prints it; the studio's inspection views plot it. Live
+// and recorded runs meet here: the store is the one source the views read.
+#include <myelin/store/run_store.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace myelin::train {
+
+// The per-layer metric families StoreSink writes, each as "<family>/<layer>".
+namespace layer_metric {
+inline constexpr std::string_view kGradNorm = "grad_norm";
+inline constexpr std::string_view kWeightNorm = "weight_norm";
+inline constexpr std::string_view kUpdateRatio = "update_ratio";
+inline constexpr std::string_view kActivationMean = "activation_mean";
+inline constexpr std::string_view kActivationStd = "activation_std";
+inline constexpr std::string_view kActivationZeros = "activation_zero_fraction";
+inline constexpr std::string_view kActivationNonFinite = "activation_nonfinite";
+inline constexpr std::string_view kGradientNonFinite = "gradient_nonfinite";
+} // namespace layer_metric
+
+// "grad_norm/fc1"
+std::string layer_metric_key(std::string_view family, std::string_view layer);
+
+struct RecordedLayer {
+    std::string name; // the module name, as in the state_dict ("conv1", "block.0")
+    std::string kind; // the node's layer kind ("Conv2d"); empty when the model does not name it
+};
+
+// The layers with per-layer series in `run`, in the forward order of the model the run was
+// started with; names that model does not have (its project could not be read) follow, sorted.
+std::vector<RecordedLayer> recorded_layers(const store::RunStore& store, int64_t run);
+
+// One layer at one step; a value is unset when that series has no point there.
+struct LayerStatsRow {
+    RecordedLayer layer;
+    std::optional<double> grad_norm;
+    std::optional<double> weight_norm;
+    std::optional<double> update_ratio;
+    std::optional<double> activation_mean;
+    std::optional<double> activation_std;
+    std::optional<double> zero_fraction; // exact zeros in the activation (dead units after ReLU)
+    std::optional<double> nonfinite;     // NaN/Inf elements in the activation and gradient
+};
+
+struct LayerStatsTable {
+    std::optional<int64_t> requested_step; // unset: the newest
+    std::optional<int64_t> norms_step;     // the recorded norms step nearest the request
+    std::optional<int64_t> summaries_step; // the recorded summary step nearest the request
+    std::vector<LayerStatsRow> rows;       // recorded_layers' order
+};
+
+// The statistics of every recorded layer at `step`, or at the nearest step that recorded them
+// (norms and summaries are recorded at different intervals, so each has its own nearest step;
+// on a tie the earlier step). Throws store::StoreError for an unknown run.
+LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
+                               std::optional<int64_t> step = std::nullopt);
+
+// The table as `myelin runs layers` prints it: a line saying which steps the values are from,
+// then one row per layer, "-" where nothing was recorded.
+std::string format_layer_stats(const LayerStatsTable& table);
+
+} // namespace myelin::train
