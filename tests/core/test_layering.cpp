@@ -34,7 +34,8 @@ const std::map<std::string, std::set<std::string>> kRooms = {
     {"editor", {"document", "widgets"}},
     {"pages", {"document", "widgets"}},
     {"training", {"document", "widgets"}},
-    {"shell", {"document", "widgets", "editor", "pages", "training"}},
+    {"inspect", {"widgets"}},
+    {"shell", {"document", "widgets", "editor", "pages", "training", "inspect"}},
 };
 
 // The core folder a file belongs to: core/<folder>/... or core/include/myelin/<folder>/...;

@@ -10,6 +10,7 @@
 #include "editor/model_summary_panel.h"
 #include "editor/node_inspector.h"
 #include "editor/problems_panel.h"
+#include "inspect/gradient_flow_view.h"
 #include "pages/data_page.h"
 #include "pages/training_page.h"
 #include "shell/backends_dialog.h"
@@ -101,6 +102,7 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     editor_ = new ModelEditor(document_, this);
     dataPage_ = new DataPage(document_, this);
     trainingPage_ = new TrainingPage(document_, this);
+    gradientFlow_ = new GradientFlowView(this);
     // An open project: the lock banner (while training) over the Model / Data / Training tabs.
     workspace_ = new QWidget(this);
     workspace_->setObjectName(QStringLiteral("workspace"));
@@ -113,6 +115,7 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     workspaceTabs_->addTab(editor_, tr("Model"));
     workspaceTabs_->addTab(dataPage_, tr("Data"));
     workspaceTabs_->addTab(trainingPage_, tr("Training"));
+    workspaceTabs_->addTab(gradientFlow_, tr("Gradient Flow"));
     auto* workspaceLayout = new QVBoxLayout(workspace_);
     workspaceLayout->setContentsMargins(0, 0, 0, 0);
     workspaceLayout->setSpacing(0);
@@ -368,6 +371,19 @@ void MainWindow::createTraining() {
                     tr("%1  ·  ETA %2").arg(progressText(p), formatDuration(p.eta_seconds)));
             });
     connect(training_, &TrainingController::runError, this, &MainWindow::onTrainingError);
+    // The gradient flow view follows the run just started and reads the store for any other.
+    connect(training_, &TrainingController::runCreated, this,
+            [this](qint64 run, const QString& storePath) {
+                gradientFlow_->setStorePath(storePath);
+                gradientFlow_->showRun(run, true);
+            });
+    connect(training_, &TrainingController::finished, gradientFlow_,
+            &GradientFlowView::runFinished);
+    connect(workspaceTabs_, &QTabWidget::currentChanged, this, [this](int index) {
+        if (workspaceTabs_->widget(index) != gradientFlow_) return;
+        gradientFlow_->setStorePath(training_->storePath()); // a no-op when it is open already
+        if (!gradientFlow_->isLive()) gradientFlow_->refreshRuns();
+    });
     connect(training_, &TrainingController::finished, this, [this](train::RunStatus status) {
         const qint64 run = training_->runId();
         const QString what = QString::fromLatin1(train::run_status_name(status));

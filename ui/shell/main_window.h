@@ -29,6 +29,7 @@ class ProjectDocument;
 class TrainingController;
 class TrainingDock;
 class TrainingPage;
+class GradientFlowView;
 class WelcomePage;
 
 class MainWindow : public QMainWindow {
@@ -53,6 +54,7 @@ class MainWindow : public QMainWindow {
     Autosave* autosave() const { return autosave_; }
     DataPage* dataPage() const { return dataPage_; }
     TrainingPage* trainingPage() const { return trainingPage_; }
+    GradientFlowView* gradientFlowView() const { return gradientFlow_; }
     TrainingController* trainingController() const { return training_; }
     TrainingDock* trainingDock() const { return trainingDock_; }
     // The Model / Data / Training tabs of an open project.
@@ -117,6 +119,7 @@ class MainWindow : public QMainWindow {
     QLabel* lockBanner_ = nullptr;
     DataPage* dataPage_ = nullptr;
     TrainingPage* trainingPage_ = nullptr;
+    GradientFlowView* gradientFlow_ = nullptr;
     TrainingController* training_ = nullptr;
     TrainingDock* trainingDock_ = nullptr;
     QDockWidget* trainingDockWidget_ = nullptr;

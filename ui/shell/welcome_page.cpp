@@ -176,13 +176,14 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     auto* roadmap = makeLabel(
         tr("Assemble layers in a visual graph editor, pick the data, a loss, an optimizer and "
            "a learning-rate schedule, press Train, and watch the loss, accuracy and learning "
-           "rate live. Every run, from the studio or the headless myelin tool, is recorded in "
-           "the run store with its metrics, per-layer gradient norms and checkpoints "
+           "rate live, and every layer's gradient norm, update ratio and weight norm on the "
+           "Gradient Flow tab. Every run, from the studio or the headless myelin tool, is "
+           "recorded in the run store with its metrics, per-layer statistics and checkpoints "
            "(safetensors that load in PyTorch)."),
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
-    auto* statusLine = makeLabel(tr("Not in this build yet: views of the recorded gradients and "
-                                    "activations, a runs browser to compare and fork runs, ONNX "
+    auto* statusLine = makeLabel(tr("Not in this build yet: views of activation and gradient "
+                                    "histograms and feature maps, a runs browser to compare and fork runs, ONNX "
                                     "export and GPU training. Resuming a run works from the "
                                     "command line (myelin train --resume)."),
                                  "welcomeStatus", roadmapCard);

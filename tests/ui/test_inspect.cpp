@@ -1,0 +1,141 @@
+// The inspection views, driven offscreen after real training runs in the studio: what they plot
+// is what the run store holds, live and when the run is reopened later.
+#include "blobs_project.h"
+#include "inspect/gradient_flow_view.h"
+#include "shell/main_window.h"
+#include "training/training_controller.h"
+#include "ui_test_support.h"
+
+#include <myelin/store/run_store.h>
+
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+
+using myelin::test::writeBlobsProject;
+using myelin::ui::GradientFlowView;
+using myelin::ui::MainWindow;
+using myelin::ui::TrainingController;
+namespace store = myelin::store;
+
+namespace {
+
+constexpr int kRunTimeoutMs = 120000;
+
+double storedValue(const store::RunStore& runs, const std::string& key, int64_t step) {
+    const auto points = runs.metric_series(1, key, {step, step});
+    return points.empty() ? std::nan("") : points.front().value;
+}
+
+} // namespace
+
+class TestInspect : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase() {
+        QVERIFY(home_.isValid());
+        qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
+        qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
+        QStandardPaths::setTestModeEnabled(true);
+        QSettings().clear();
+    }
+
+    void gradientFlowShowsWhatTheStoreHolds() {
+        QTemporaryDir dir;
+        const QString project = writeBlobsProject(dir.path(), 3, 600);
+        const QString storePath = dir.filePath(QStringLiteral("runs.sqlite"));
+        MainWindow w;
+        w.trainingController()->setStorePath(storePath);
+        w.resize(1280, 860);
+        w.show();
+        QVERIFY(w.openProject(project));
+        GradientFlowView* view = w.gradientFlowView();
+
+        // When the run is created, the view follows it live (the main window connected first).
+        bool followedLive = false;
+        connect(w.trainingController(), &TrainingController::runCreated, view,
+                [&] { followedLive = view->isLive() && view->run() == 1; });
+        QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+        QVERIFY(w.startTraining());
+        QVERIFY(finished.wait(kRunTimeoutMs));
+        QVERIFY(followedLive);
+        QVERIFY(!view->isLive());
+
+        // Layers with parameters, in model order; every plotted point is the store's.
+        const std::vector<std::string> layers = {"fc1", "fc2"};
+        QCOMPARE(view->plottedLayers(), layers);
+        store::RunStore runs = store::RunStore::open(storePath.toStdString());
+        const int64_t lastStep =
+            runs.nearest_metric_point(1, "loss", std::numeric_limits<int64_t>::max())->step;
+        QVERIFY(lastStep > 20);
+        for (int64_t step : {int64_t(1), int64_t(17), lastStep})
+            for (const auto& layer : layers) {
+                const auto plotted = view->plottedValue(layer, step);
+                QVERIFY2(plotted, qPrintable(QStringLiteral("%1 at step %2")
+                                                 .arg(QString::fromStdString(layer))
+                                                 .arg(step)));
+                QCOMPARE(*plotted, storedValue(runs, "grad_norm/" + layer, step));
+            }
+        // The bars are on the newest step, then on the step chosen.
+        QCOMPARE(*view->selectedStep(), lastStep);
+        QCOMPARE(*view->barValue("fc2"), storedValue(runs, "grad_norm/fc2", lastStep));
+        view->selectStep(17);
+        QCOMPARE(*view->selectedStep(), int64_t(17));
+        QCOMPARE(*view->barValue("fc1"), storedValue(runs, "grad_norm/fc1", 17));
+        // The other measures read their own series.
+        view->setMeasure(GradientFlowView::Measure::UpdateRatio);
+        QCOMPARE(*view->plottedValue("fc1", 5), storedValue(runs, "update_ratio/fc1", 5));
+        QCOMPARE(*view->barValue("fc1"), storedValue(runs, "update_ratio/fc1", 17));
+        view->setMeasure(GradientFlowView::Measure::WeightNorm);
+        QCOMPARE(*view->plottedValue("fc2", 30), storedValue(runs, "weight_norm/fc2", 30));
+
+        view->setMeasure(GradientFlowView::Measure::GradientNorm);
+        auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
+        tabs->setCurrentWidget(view);
+        QTest::qWait(50);
+        myelin::test::saveScreenshot(w, QStringLiteral("inspect_gradient_flow.png"));
+
+        // Reopened from the store by a view that never saw it live: the same numbers.
+        GradientFlowView reopened;
+        reopened.setStorePath(storePath);
+        QCOMPARE(reopened.run(), int64_t(1));
+        QVERIFY(!reopened.isLive());
+        QCOMPARE(reopened.plottedLayers(), layers);
+        for (int64_t step = 1; step <= lastStep; ++step)
+            for (const auto& layer : layers)
+                QCOMPARE(reopened.plottedValue(layer, step), view->plottedValue(layer, step));
+    }
+
+    void saysWhatIsMissing() {
+        QTemporaryDir dir;
+        const QString storePath = dir.filePath(QStringLiteral("runs.sqlite"));
+        GradientFlowView view;
+        view.setStorePath(storePath); // no store yet
+        QVERIFY2(view.message().contains(QStringLiteral("No run to show yet")),
+                 qPrintable(view.message()));
+        {
+            store::RunStore runs = store::RunStore::open(storePath.toStdString());
+            const int64_t run = runs.create_run({"no capture", "{}"});
+            runs.log_metric(run, "loss", 1, 0.5);
+            runs.finish_run(run, store::RunStatus::Finished);
+        }
+        view.refreshRuns();
+        QCOMPARE(view.run(), int64_t(1));
+        QVERIFY2(view.message().contains(QStringLiteral("recorded no per-layer norms")),
+                 qPrintable(view.message()));
+        QVERIFY(view.plottedLayers().empty());
+    }
+
+  private:
+    QTemporaryDir home_;
+};
+
+QTEST_MAIN(TestInspect)
+#include "test_inspect.moc"

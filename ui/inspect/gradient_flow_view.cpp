@@ -1,0 +1,517 @@
+#include "inspect/gradient_flow_view.h"
+
+#include "widgets/theme.h"
+
+#include <myelin/error.h>
+#include <myelin/graph/registry.h>
+#include <myelin/store/run_store.h>
+
+#include <qcustomplot.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSlider>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <limits>
+
+namespace myelin::ui {
+
+namespace lm = train::layer_metric;
+
+namespace {
+
+// A finished run's series is read as this many min/max buckets per layer: more than a plot has
+// pixel columns, few enough that 20 layers of 100k steps open at once.
+constexpr int kBuckets = 2000;
+constexpr int kPollMs = 250;
+
+// Layers of one category share its colour; the k-th of them gets a lighter or darker shade so
+// neighbours stay apart.
+QColor layerColor(const std::string& kind, int indexInCategory) {
+    const graph::LayerKind* layer = graph::find_layer_kind(kind);
+    const QColor base = layer ? categoryColor(layer->category) : colors::kMutedText;
+    static const int kShades[] = {100, 160, 65, 200, 50};
+    const int shade = kShades[indexInCategory % 5];
+    return shade >= 100 ? base.lighter(shade) : base.darker(100 * 100 / shade);
+}
+
+// Log axes cannot show zero, negative or non-finite values; those points are left out of the
+// lines (the bars and `myelin runs layers` still show them).
+bool plottable(double value) {
+    return std::isfinite(value) && value > 0;
+}
+
+// Labels on a log axis at 1, 2 and 5 x 10^k over a span of up to three decades, at 10^k over
+// a wider one (QCPAxisTickerLog labels only the decades, which leaves a narrow range bare).
+void setLogTicks(QCPAxis* axis) {
+    const QCPRange range = axis->range();
+    if (!(range.lower > 0) || !(range.upper > range.lower)) return;
+    const bool wide = range.upper / range.lower > 1000;
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (int decade = int(std::floor(std::log10(range.lower)));
+         decade <= int(std::ceil(std::log10(range.upper))); ++decade)
+        for (double mantissa : {1.0, 2.0, 5.0}) {
+            if (wide && mantissa != 1.0) continue;
+            const double tick = mantissa * std::pow(10.0, decade);
+            if (tick >= range.lower && tick <= range.upper)
+                ticker->addTick(tick, QString::number(tick, 'g', 3));
+        }
+    ticker->setSubTickCount(0);
+    axis->setTicker(ticker);
+}
+} // namespace
+
+GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("gradientFlowView"));
+    runBox_ = new QComboBox(this);
+    runBox_->setObjectName(QStringLiteral("inspectRun"));
+    runBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    runBox_->setMinimumContentsLength(24);
+    measureBox_ = new QComboBox(this);
+    measureBox_->setObjectName(QStringLiteral("inspectMeasure"));
+    measureBox_->addItem(tr("Gradient norm"), int(Measure::GradientNorm));
+    measureBox_->addItem(tr("Update / weight ratio"), int(Measure::UpdateRatio));
+    measureBox_->addItem(tr("Weight norm"), int(Measure::WeightNorm));
+    measureBox_->setToolTip(
+        tr("Gradient norm: L2 norm of the layer's parameter gradients.\n"
+           "Update / weight ratio: how far one optimizer step moves the weights, relative to "
+           "their size (about 1e-3 is healthy).\nWeight norm: L2 norm of the layer's weights."));
+    stateLabel_ = new QLabel(this);
+    stateLabel_->setObjectName(QStringLiteral("inspectState"));
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Run"), this));
+    top->addWidget(runBox_);
+    top->addSpacing(12);
+    top->addWidget(new QLabel(tr("Show"), this));
+    top->addWidget(measureBox_);
+    top->addSpacing(12);
+    top->addWidget(stateLabel_, 1);
+
+    lines_ = new QCustomPlot(this);
+    lines_->setObjectName(QStringLiteral("inspectLines"));
+    stylePlot(lines_, {lines_->xAxis, lines_->yAxis});
+    lines_->xAxis->setLabel(tr("step"));
+    lines_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+    lines_->legend->setVisible(true);
+    lines_->legend->setBrush(QBrush(QColor(255, 255, 255, 225)));
+    lines_->legend->setBorderPen(QPen(colors::kBorder));
+    lines_->legend->setFont(QFont(lines_->font().family(), 7));
+    lines_->legend->setSelectedFont(QFont(lines_->font().family(), 7));
+    lines_->legend->setIconSize(14, 8);
+    lines_->legend->setRowSpacing(-2);
+    lines_->legend->setSelectableParts(QCPLegend::spItems);
+    lines_->setToolTip(tr("Click a layer in the legend to hide or show its line; drag or wheel "
+                          "to move along the steps"));
+    lines_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom | QCP::iSelectLegend);
+    lines_->axisRect()->setRangeDrag(Qt::Horizontal);
+    lines_->axisRect()->setRangeZoom(Qt::Horizontal);
+    // Clicking a layer in the legend hides or shows its line (greyed out while hidden).
+    connect(lines_, &QCustomPlot::legendClick, this,
+            [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+                auto* plottable = qobject_cast<QCPPlottableLegendItem*>(item);
+                if (!plottable) return;
+                QCPAbstractPlottable* graph = plottable->plottable();
+                graph->setVisible(!graph->visible());
+                item->setTextColor(graph->visible() ? colors::kText : colors::kBorder);
+                item->setSelected(false);
+                lines_->replot();
+            });
+    stepMarker_ = new QCPItemStraightLine(lines_);
+    stepMarker_->setPen(QPen(colors::kAccent, 1, Qt::DashLine));
+    guide_ = new QCPItemStraightLine(lines_);
+    guide_->setPen(QPen(colors::kWarning, 1.2, Qt::DashDotLine));
+    guide_->point1->setCoords(0, 1e-3);
+    guide_->point2->setCoords(1, 1e-3);
+
+    bars_ = new QCustomPlot(this);
+    bars_->setObjectName(QStringLiteral("inspectBars"));
+    stylePlot(bars_, {bars_->xAxis, bars_->yAxis});
+    bars_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+    bars_->xAxis->setTickLabelRotation(35);
+    barItems_ = new QCPBars(bars_->xAxis, bars_->yAxis);
+    barItems_->setPen(Qt::NoPen);
+    barItems_->setBrush(colors::kAccent);
+    barItems_->setWidth(0.7);
+
+    stepSlider_ = new QSlider(Qt::Horizontal, this);
+    stepSlider_->setObjectName(QStringLiteral("inspectStep"));
+    stepLabel_ = new QLabel(this);
+    stepLabel_->setMinimumWidth(110);
+    followNewest_ = new QCheckBox(tr("Follow newest"), this);
+    followNewest_->setObjectName(QStringLiteral("inspectFollow"));
+    followNewest_->setToolTip(tr("Keep the bars on the newest recorded step while a run goes"));
+    auto* stepRow = new QHBoxLayout;
+    stepRow->addWidget(new QLabel(tr("Step"), this));
+    stepRow->addWidget(stepSlider_, 1);
+    stepRow->addWidget(stepLabel_);
+    stepRow->addWidget(followNewest_);
+
+    auto* plots = new QSplitter(Qt::Vertical, this);
+    plots->addWidget(lines_);
+    plots->addWidget(bars_);
+    plots->setStretchFactor(0, 3);
+    plots->setStretchFactor(1, 2);
+    plotPage_ = new QWidget(this);
+    auto* plotLayout = new QVBoxLayout(plotPage_);
+    plotLayout->setContentsMargins(0, 0, 0, 0);
+    plotLayout->addWidget(plots, 1);
+    plotLayout->addLayout(stepRow);
+
+    message_ = new QLabel(this);
+    message_->setObjectName(QStringLiteral("inspectMessage"));
+    message_->setAlignment(Qt::AlignCenter);
+    message_->setWordWrap(true);
+    message_->setStyleSheet(
+        QStringLiteral("color: %1; font-size: 11pt;").arg(colors::kMutedText.name()));
+    stack_ = new QStackedWidget(this);
+    stack_->addWidget(message_);
+    stack_->addWidget(plotPage_);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(10, 8, 10, 8);
+    layout->addLayout(top);
+    layout->addWidget(stack_, 1);
+
+    poll_ = new QTimer(this);
+    poll_->setInterval(kPollMs);
+    connect(poll_, &QTimer::timeout, this, &GradientFlowView::readNewRows);
+    connect(runBox_, &QComboBox::activated, this, [this](int index) {
+        const int64_t run = runBox_->itemData(index).toLongLong();
+        if (run != run_) showRun(run, false);
+    });
+    connect(measureBox_, &QComboBox::activated, this,
+            [this](int index) { setMeasure(Measure(measureBox_->itemData(index).toInt())); });
+    connect(stepSlider_, &QSlider::valueChanged, this, [this](int value) {
+        if (table_.norms_step && value == *table_.norms_step) return;
+        selectStep(value);
+    });
+    connect(followNewest_, &QCheckBox::toggled, this, [this](bool on) {
+        if (on) moveBars(std::numeric_limits<int64_t>::max());
+    });
+    showMessage(tr("No run to show yet. Train the model (Training tab): each layer's gradient "
+                   "norm appears here while it trains."));
+}
+
+GradientFlowView::~GradientFlowView() = default;
+
+bool GradientFlowView::openStore() {
+    if (store_) return true;
+    if (storePath_.isEmpty() || !QFileInfo::exists(storePath_)) return false;
+    try {
+        store::StoreOptions options;
+        options.mark_interrupted_at_open = false; // a reader: leave that to the writers
+        store_ = std::make_unique<store::RunStore>(
+            store::RunStore::open(storePath_.toStdString(), options));
+    } catch (const Error& e) {
+        showMessage(tr("Cannot read the run store: %1").arg(QString::fromStdString(e.what())));
+        return false;
+    }
+    return true;
+}
+
+void GradientFlowView::setStorePath(const QString& path) {
+    if (path == storePath_ && store_) return;
+    storePath_ = path;
+    store_.reset();
+    run_ = -1;
+    refreshRuns();
+}
+
+void GradientFlowView::refreshRuns() {
+    if (!openStore()) {
+        runBox_->clear();
+        return;
+    }
+    std::vector<store::RunSummary> runs;
+    try {
+        runs = store_->list_runs();
+    } catch (const Error& e) {
+        showMessage(tr("Cannot read the run store: %1").arg(QString::fromStdString(e.what())));
+        return;
+    }
+    const QSignalBlocker blocker(runBox_);
+    runBox_->clear();
+    for (const auto& summary : runs) {
+        const store::Run& r = summary.run;
+        runBox_->addItem(tr("#%1 %2 (%3)")
+                             .arg(r.id)
+                             .arg(QString::fromStdString(r.name),
+                                  QString::fromLatin1(store::status_name(r.status))),
+                         qint64(r.id));
+    }
+    const int shown = runBox_->findData(qint64(run_));
+    if (shown >= 0) runBox_->setCurrentIndex(shown);
+    if (run_ < 0 && !runs.empty()) showRun(runs.front().run.id, false);
+}
+
+void GradientFlowView::showRun(int64_t run, bool live) {
+    if (!openStore()) return;
+    run_ = run;
+    live_ = live;
+    if (runBox_->findData(qint64(run)) < 0) refreshRuns();
+    const QSignalBlocker blocker(runBox_);
+    runBox_->setCurrentIndex(runBox_->findData(qint64(run)));
+    followNewest_->setChecked(live);
+    reload();
+    if (live)
+        poll_->start();
+    else
+        poll_->stop();
+}
+
+void GradientFlowView::runFinished() {
+    if (!live_) return;
+    poll_->stop();
+    readNewRows();
+    live_ = false;
+    refreshRuns(); // the status in the run list
+    updateStepControls();
+}
+
+void GradientFlowView::setMeasure(Measure measure) {
+    measure_ = measure;
+    measureBox_->setCurrentIndex(measureBox_->findData(int(measure)));
+    reload();
+}
+
+std::string GradientFlowView::family() const {
+    switch (measure_) {
+    case Measure::UpdateRatio:
+        return std::string(lm::kUpdateRatio);
+    case Measure::WeightNorm:
+        return std::string(lm::kWeightNorm);
+    case Measure::GradientNorm:
+        break;
+    }
+    return std::string(lm::kGradNorm);
+}
+
+void GradientFlowView::showMessage(const QString& text) {
+    message_->setText(text);
+    stack_->setCurrentWidget(message_);
+}
+
+void GradientFlowView::reload() {
+    const std::optional<int64_t> keep = table_.norms_step; // the step the bars were on
+    lines_->clearGraphs();
+    graphs_.clear();
+    lastStep_.clear();
+    layers_.clear();
+    table_ = {};
+    guide_->setVisible(measure_ == Measure::UpdateRatio);
+    if (run_ < 0 || !store_) return;
+    try {
+        const std::string fam = family();
+        std::map<int, int> perCategory;
+        for (const auto& layer : train::recorded_layers(*store_, run_)) {
+            const std::string key = train::layer_metric_key(fam, layer.name);
+            const auto buckets = store_->metric_series_downsampled(run_, key, {}, kBuckets);
+            if (buckets.empty()) continue; // no parameters: no norms
+            const graph::LayerKind* kind = graph::find_layer_kind(layer.kind);
+            const int category = kind ? int(kind->category) : -1;
+            QCPGraph* graph = lines_->addGraph();
+            graph->setName(QString::fromStdString(
+                layer.kind.empty() ? layer.name : layer.name + " (" + layer.kind + ")"));
+            graph->setPen(QPen(layerColor(layer.kind, perCategory[category]++), 1.4));
+            QVector<QCPGraphData> points;
+            points.reserve(int(buckets.size()) * 4);
+            for (const auto& b : buckets) {
+                // One point per step where a bucket holds one; otherwise first, min, max, last,
+                // so a spike inside a bucket stays visible.
+                const auto add = [&](double step, double value) {
+                    if (plottable(value)) points.append(QCPGraphData(step, value));
+                };
+                add(double(b.first_step), b.first);
+                if (b.count > 2) {
+                    const double span = double(b.last_step - b.first_step);
+                    add(b.first_step + span / 3, b.min);
+                    add(b.first_step + 2 * span / 3, b.max);
+                }
+                if (b.count > 1) add(double(b.last_step), b.last);
+            }
+            graph->data()->set(points, true);
+            graphs_[layer.name] = graph;
+            lastStep_[layer.name] = buckets.back().last_step;
+            layers_.push_back(layer);
+        }
+    } catch (const Error& e) {
+        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        return;
+    }
+    if (layers_.empty()) {
+        showMessage(live_ ? tr("Run #%1 is starting: each layer's norms appear here after its "
+                               "first optimizer step.")
+                                .arg(run_)
+                          : tr("Run #%1 recorded no per-layer norms (Training > Capture > "
+                               "layer norms was off, or it stopped before its first step).")
+                                .arg(run_));
+        stateLabel_->clear();
+        return;
+    }
+    stack_->setCurrentWidget(plotPage_);
+    lines_->rescaleAxes();
+    moveBars(followNewest_->isChecked() || !keep ? std::numeric_limits<int64_t>::max() : *keep);
+}
+
+void GradientFlowView::readNewRows() {
+    if (!store_ || run_ < 0) return;
+    if (layers_.empty()) { // the first rows of a starting run
+        reload();
+        return;
+    }
+    try {
+        const std::string fam = family();
+        bool grew = false;
+        for (const auto& layer : layers_) {
+            int64_t& last = lastStep_[layer.name];
+            const auto rows =
+                store_->metric_series(run_, train::layer_metric_key(fam, layer.name),
+                                      {last + 1, std::numeric_limits<int64_t>::max()});
+            if (rows.empty()) continue;
+            QCPGraph* graph = graphs_.at(layer.name);
+            for (const auto& row : rows)
+                if (plottable(row.value)) graph->addData(double(row.step), row.value);
+            last = rows.back().step;
+            grew = true;
+        }
+        if (!grew) return;
+    } catch (const Error& e) {
+        poll_->stop();
+        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        return;
+    }
+    if (followNewest_->isChecked()) {
+        lines_->rescaleAxes();
+        moveBars(std::numeric_limits<int64_t>::max());
+    } else {
+        updateStepControls();
+        replot();
+    }
+}
+
+void GradientFlowView::selectStep(int64_t step) {
+    const QSignalBlocker blocker(followNewest_);
+    followNewest_->setChecked(false); // a step chosen stays chosen
+    moveBars(step);
+}
+
+void GradientFlowView::moveBars(int64_t step) {
+    if (!store_ || run_ < 0 || layers_.empty()) return;
+    try {
+        table_ = train::layer_stats_at(*store_, run_, step);
+    } catch (const Error& e) {
+        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        return;
+    }
+    updateBars();
+    updateStepControls();
+    replot();
+}
+
+void GradientFlowView::updateBars() {
+    QVector<double> ticks, values;
+    QVector<QString> labels;
+    for (const auto& row : table_.rows) {
+        if (!graphs_.count(row.layer.name)) continue;
+        const std::optional<double>& value = measure_ == Measure::UpdateRatio  ? row.update_ratio
+                                             : measure_ == Measure::WeightNorm ? row.weight_norm
+                                                                               : row.grad_norm;
+        ticks.append(ticks.size());
+        labels.append(QString::fromStdString(row.layer.name));
+        values.append(value && plottable(*value) ? *value : std::nan(""));
+    }
+    barItems_->setData(ticks, values, true);
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    ticker->addTicks(ticks, labels);
+    bars_->xAxis->setTicker(ticker);
+    bars_->xAxis->setRange(-0.6, ticks.size() - 0.4);
+    // Log bars need a floor: under the smallest value, so every bar shows.
+    double low = std::numeric_limits<double>::infinity(), high = 0;
+    for (double v : values)
+        if (plottable(v)) low = std::min(low, v), high = std::max(high, v);
+    if (guide_->visible()) low = std::min(low, 1e-3), high = std::max(high, 1e-3);
+    if (high > 0) {
+        barItems_->setBaseValue(low / 4);
+        bars_->yAxis->setRange(low / 4, high * 2);
+    }
+    if (guide_->visible()) lines_->yAxis->setRange(lines_->yAxis->range().expanded(1e-3));
+    setLogTicks(bars_->yAxis);
+    setLogTicks(lines_->yAxis);
+    bars_->yAxis->setLabel(
+        measureBox_->currentText() +
+        (table_.norms_step ? tr(" at step %1").arg(*table_.norms_step) : QString()));
+    lines_->yAxis->setLabel(measureBox_->currentText());
+}
+
+void GradientFlowView::updateStepControls() {
+    const QSignalBlocker blocker(stepSlider_);
+    int64_t first = 0, last = 0;
+    for (const auto& [name, graph] : graphs_) {
+        bool found = false;
+        const QCPRange keys = graph->getKeyRange(found);
+        if (!found) continue;
+        first = int64_t(keys.lower);
+        last = std::max(last, int64_t(keys.upper));
+    }
+    stepSlider_->setRange(int(first), int(std::max(first, last)));
+    if (table_.norms_step) stepSlider_->setValue(int(*table_.norms_step));
+    stepLabel_->setText(table_.norms_step ? tr("step %1").arg(*table_.norms_step) : QString());
+    stepMarker_->setVisible(table_.norms_step.has_value());
+    if (table_.norms_step) {
+        stepMarker_->point1->setCoords(double(*table_.norms_step), 1);
+        stepMarker_->point2->setCoords(double(*table_.norms_step), 2);
+    }
+    stateLabel_->setText(
+        live_ ? tr("● live: %1 layers, newest step %2").arg(layers_.size()).arg(last)
+              : tr("%1 layers, steps %2 to %3").arg(layers_.size()).arg(first).arg(last));
+}
+
+void GradientFlowView::replot() {
+    lines_->replot(QCustomPlot::rpQueuedReplot);
+    bars_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+std::vector<std::string> GradientFlowView::plottedLayers() const {
+    std::vector<std::string> names;
+    for (const auto& layer : layers_)
+        names.push_back(layer.name);
+    return names;
+}
+
+std::optional<double> GradientFlowView::plottedValue(const std::string& layer, int64_t step) const {
+    const auto it = graphs_.find(layer);
+    if (it == graphs_.end()) return std::nullopt;
+    const auto data = it->second->data();
+    const auto point = data->findBegin(double(step), false);
+    if (point == data->constEnd() || point->key != double(step)) return std::nullopt;
+    return point->value;
+}
+
+std::optional<double> GradientFlowView::barValue(const std::string& layer) const {
+    int index = 0;
+    for (const auto& row : table_.rows) {
+        if (!graphs_.count(row.layer.name)) continue;
+        if (row.layer.name == layer) {
+            const auto data = barItems_->data();
+            const auto bar = data->findBegin(index, false);
+            if (bar == data->constEnd() || std::isnan(bar->value)) return std::nullopt;
+            return bar->value;
+        }
+        ++index;
+    }
+    return std::nullopt;
+}
+
+QString GradientFlowView::message() const {
+    return stack_->currentWidget() == message_ ? message_->text() : QString();
+}
+
+} // namespace myelin::ui

@@ -1,0 +1,113 @@
+#pragma once
+// Gradient flow, the first inspection view: for one run in the store, every layer's gradient
+// norm (or update/weight ratio, or weight norm) over the steps, one line per layer on a log
+// axis coloured by the layer's category, and below it one bar per layer in model order at the
+// selected step. It reads the run store only — the same rows `myelin runs layers` prints — so a
+// run looks the same live and reopened later. While a run goes it reads the rows newer than the
+// ones it holds, four times a second; a long finished run is read as min/max buckets, which
+// keep its spikes.
+#include <myelin/train/layer_inspection.h>
+
+#include <QString>
+#include <QWidget>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QCPBars;
+class QCPGraph;
+class QCPItemStraightLine;
+class QLabel;
+class QSlider;
+class QStackedWidget;
+class QTimer;
+
+namespace myelin::store {
+class RunStore;
+}
+
+namespace myelin::ui {
+
+class GradientFlowView : public QWidget {
+    Q_OBJECT
+
+  public:
+    enum class Measure { GradientNorm, UpdateRatio, WeightNorm };
+
+    explicit GradientFlowView(QWidget* parent = nullptr);
+    ~GradientFlowView() override;
+
+    // The store the runs are read from; refills the run list.
+    void setStorePath(const QString& path);
+    // Shows a run; `live`: it is being recorded now, so new rows are read as they arrive and
+    // the selected step follows the newest one.
+    void showRun(int64_t run, bool live = false);
+    // The live run ended: read what it wrote last and stop polling.
+    void runFinished();
+    // Re-reads the list of runs in the store (keeps the shown run selected).
+    void refreshRuns();
+    void setMeasure(Measure measure);
+    // Moves the selected step (the bars) to the recorded step nearest `step`.
+    void selectStep(int64_t step);
+
+    int64_t run() const { return run_; }
+    bool isLive() const { return live_; }
+    Measure measure() const { return measure_; }
+    std::optional<int64_t> selectedStep() const { return table_.norms_step; }
+    // The layers with a line, in model order (their module names).
+    std::vector<std::string> plottedLayers() const;
+    // The value the line of `layer` shows at `step`; unset when it has no point there.
+    std::optional<double> plottedValue(const std::string& layer, int64_t step) const;
+    // The bar of `layer` at the selected step; unset when it has none.
+    std::optional<double> barValue(const std::string& layer) const;
+    // What the view says instead of plots, when it has nothing to plot; empty when it plots.
+    QString message() const;
+    QCustomPlot* linesPlot() const { return lines_; }
+    QCustomPlot* barsPlot() const { return bars_; }
+
+  private:
+    void reload();               // everything of the run, for the current measure
+    void readNewRows();          // live: rows newer than the ones held
+    void moveBars(int64_t step); // to the recorded step nearest `step`
+    void updateBars();           // the selected step's values
+    void updateStepControls();
+    void showMessage(const QString& text);
+    void replot();
+    std::string family() const;
+    bool openStore();
+
+    QString storePath_;
+    std::unique_ptr<store::RunStore> store_;
+    int64_t run_ = -1;
+    bool live_ = false;
+    Measure measure_ = Measure::GradientNorm;
+    std::vector<train::RecordedLayer> layers_; // with a series of the measure, model order
+    std::map<std::string, QCPGraph*> graphs_;
+    std::map<std::string, int64_t> lastStep_; // per layer: the newest step held
+    std::vector<int64_t> steps_;              // the recorded norm steps (of the first layer)
+    train::LayerStatsTable table_;            // the bars' step
+
+    QComboBox* runBox_ = nullptr;
+    QComboBox* measureBox_ = nullptr;
+    QLabel* stateLabel_ = nullptr;
+    QStackedWidget* stack_ = nullptr;
+    QLabel* message_ = nullptr;
+    QWidget* plotPage_ = nullptr; // the plots and the step row
+    QCustomPlot* lines_ = nullptr;
+    QCustomPlot* bars_ = nullptr;
+    QCPBars* barItems_ = nullptr;
+    QCPItemStraightLine* stepMarker_ = nullptr;
+    QCPItemStraightLine* guide_ = nullptr; // the 1e-3 update-ratio guide
+    QSlider* stepSlider_ = nullptr;
+    QLabel* stepLabel_ = nullptr;
+    QCheckBox* followNewest_ = nullptr;
+    QTimer* poll_ = nullptr;
+};
+
+} // namespace myelin::ui
