@@ -19,6 +19,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -33,14 +34,23 @@ namespace {
 constexpr int kBuckets = 2000;
 constexpr int kPollMs = 250;
 
-// Layers of one category share its colour; the k-th of them gets a lighter or darker shade so
-// neighbours stay apart.
+// Layers of one category share its hue; the k-th of them turns the hue a little and takes a
+// lighter or darker shade, so neighbours on the plot stay apart.
 QColor layerColor(const std::string& kind, int indexInCategory) {
     const graph::LayerKind* layer = graph::find_layer_kind(kind);
     const QColor base = layer ? categoryColor(layer->category) : colors::kMutedText;
-    static const int kShades[] = {100, 160, 65, 200, 50};
-    const int shade = kShades[indexInCategory % 5];
-    return shade >= 100 ? base.lighter(shade) : base.darker(100 * 100 / shade);
+    static const int kHueTurns[] = {0, 25, -25, 50, -50};
+    static const int kLightness[] = {0, 45, -35, 80, -55};
+    const int k = indexInCategory % 5;
+    const int hue = (std::max(base.hslHue(), 0) + kHueTurns[k] + 360) % 360;
+    const int lightness = std::clamp(base.lightness() + kLightness[k], 30, 200);
+    return QColor::fromHsl(hue, base.hslSaturation(), lightness);
+}
+
+// "7 (Linear)": a layer's module name and, where the model names it, its kind.
+QString layerLabel(const train::RecordedLayer& layer) {
+    return QString::fromStdString(layer.kind.empty() ? layer.name
+                                                     : layer.name + " (" + layer.kind + ")");
 }
 
 // Log axes cannot show zero, negative or non-finite values; those points are left out of the
@@ -318,8 +328,7 @@ void GradientFlowView::reload() {
             const graph::LayerKind* kind = graph::find_layer_kind(layer.kind);
             const int category = kind ? int(kind->category) : -1;
             QCPGraph* graph = lines_->addGraph();
-            graph->setName(QString::fromStdString(
-                layer.kind.empty() ? layer.name : layer.name + " (" + layer.kind + ")"));
+            graph->setName(layerLabel(layer));
             graph->setPen(QPen(layerColor(layer.kind, perCategory[category]++), 1.4));
             QVector<QCPGraphData> points;
             points.reserve(int(buckets.size()) * 4);
@@ -425,7 +434,7 @@ void GradientFlowView::updateBars() {
                                              : measure_ == Measure::WeightNorm ? row.weight_norm
                                                                                : row.grad_norm;
         ticks.append(ticks.size());
-        labels.append(QString::fromStdString(row.layer.name));
+        labels.append(layerLabel(row.layer));
         values.append(value && plottable(*value) ? *value : std::nan(""));
     }
     barItems_->setData(ticks, values, true);
@@ -445,9 +454,7 @@ void GradientFlowView::updateBars() {
     if (guide_->visible()) lines_->yAxis->setRange(lines_->yAxis->range().expanded(1e-3));
     setLogTicks(bars_->yAxis);
     setLogTicks(lines_->yAxis);
-    bars_->yAxis->setLabel(
-        measureBox_->currentText() +
-        (table_.norms_step ? tr(" at step %1").arg(*table_.norms_step) : QString()));
+    bars_->yAxis->setLabel(table_.norms_step ? tr("step %1").arg(*table_.norms_step) : QString());
     lines_->yAxis->setLabel(measureBox_->currentText());
 }
 
