@@ -182,11 +182,12 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
            "(safetensors that load in PyTorch)."),
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
-    auto* statusLine = makeLabel(tr("Not in this build yet: views of activation and gradient "
-                                    "histograms and feature maps, a runs browser to compare and fork runs, ONNX "
-                                    "export and GPU training. Resuming a run works from the "
-                                    "command line (myelin train --resume)."),
-                                 "welcomeStatus", roadmapCard);
+    auto* statusLine =
+        makeLabel(tr("Not in this build yet: views of activation and gradient "
+                     "histograms and feature maps, a runs browser to compare and fork runs, ONNX "
+                     "export and GPU training. Resuming a run works from the "
+                     "command line (myelin train --resume)."),
+                  "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
     roadmapLayout->setContentsMargins(18, 16, 18, 16);
