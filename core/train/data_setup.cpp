@@ -1,9 +1,11 @@
 #include <myelin/data/readers.h>
+#include <myelin/data/sampler.h>
 #include <myelin/error.h>
 #include <myelin/generator.h>
 #include <myelin/tensor.h>
 #include <myelin/train/components.h>
 #include <myelin/train/data_setup.h>
+#include <myelin/train/trainer.h>
 
 #include <cstdlib>
 #include <sstream>
@@ -45,6 +47,24 @@ std::vector<double> parse_numbers(const std::string& text, const char* what) {
 
 int64_t held_out_count(int64_t n, double fraction) {
     return fraction > 0 ? std::max<int64_t>(1, int64_t(double(n) * fraction + 0.5)) : 0;
+}
+
+// The training part of Fashion-MNIST (train-images-idx3-ubyte).
+constexpr int64_t kFashionMnistTrainImages = 60000;
+
+std::optional<int64_t> known_training_examples(const spec::DataSpec& spec) {
+    if (spec.source.kind != "fashion-mnist") return std::nullopt;
+    return kFashionMnistTrainImages -
+           held_out_count(kFashionMnistTrainImages, spec.validation_fraction);
+}
+
+std::optional<int64_t> known_steps_per_epoch(const spec::DataSpec& data,
+                                             int64_t accumulation_steps) {
+    const std::optional<int64_t> examples = known_training_examples(data);
+    if (!examples || *examples <= 0 || data.batch_size <= 0) return std::nullopt;
+    const int64_t micro = data::batch_count(*examples, data.batch_size, data.drop_last);
+    if (micro == 0) return std::nullopt;
+    return optimizer_steps(micro, std::max<int64_t>(1, accumulation_steps));
 }
 
 namespace {

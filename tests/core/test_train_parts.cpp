@@ -6,6 +6,7 @@
 #include <myelin/io/project.h>
 #include <myelin/tensor.h>
 #include <myelin/train/capture.h>
+#include <myelin/train/data_setup.h>
 #include <myelin/train/early_stopping.h>
 #include <myelin/train/events.h>
 #include <myelin/train/metrics.h>
@@ -181,6 +182,25 @@ class TestTrainParts : public QObject {
     Q_OBJECT
 
   private slots:
+    void stepsPerEpochFromTheSpecAlone() {
+        // Fashion-MNIST's size is fixed: 60,000 training images, 10% held out = 54,000.
+        spec::DataSpec d;
+        d.source.kind = "fashion-mnist";
+        d.batch_size = 64;
+        d.validation_fraction = 0.1;
+        QCOMPARE(*train::known_training_examples(d), int64_t(54000));
+        QCOMPARE(*train::known_steps_per_epoch(d, 1), int64_t(844)); // 843 full + 1 partial
+        QCOMPARE(*train::known_steps_per_epoch(d, 4), int64_t(211));
+        d.drop_last = true;
+        QCOMPARE(*train::known_steps_per_epoch(d, 1), int64_t(843));
+        d.validation_fraction = 0;
+        QCOMPARE(*train::known_training_examples(d), int64_t(60000));
+        // Sized by their files: not known without reading them.
+        d.source.kind = "csv";
+        QVERIFY(!train::known_training_examples(d));
+        QVERIFY(!train::known_steps_per_epoch(d, 1));
+    }
+
     // --- metrics ---------------------------------------------------------------------------------
 
     void runInfoRecordsTheThreadsTheTrainerUses() {

@@ -3,7 +3,6 @@
 #include "document/project_document.h"
 #include "widgets/theme.h"
 
-#include <myelin/data/sampler.h>
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
 #include <myelin/optim/optimizer.h>
@@ -46,15 +45,6 @@ constexpr int kLabelWidth = 150;
 // Beyond this many steps the preview samples the schedule (Schedule::lr_at) instead of
 // computing every step, so a long run still previews instantly.
 constexpr int64_t kMaxPreviewPoints = 20000;
-// Fashion-MNIST's training part: a fixed size, so steps per epoch follow from the data spec.
-constexpr int64_t kFashionMnistTrainImages = 60000;
-
-// The Fashion-MNIST training images left after the validation hold-out (make_data's split).
-int64_t fashionTrainingExamples(const spec::DataSpec& d) {
-    return kFashionMnistTrainImages -
-           train::held_out_count(kFashionMnistTrainImages, d.validation_fraction);
-}
-
 const char* kStyleSheet = R"(
 #trainingPage, #trainingSettingsContent, #trainingPreview { background: #FFFFFF; }
 #trainingSettingsScroll { background: #FFFFFF; border: none; border-right: 1px solid #DDE1E6; }
@@ -936,15 +926,8 @@ void TrainingPage::setEditingLocked(bool locked, const QString& reason) {
 
 std::optional<int64_t> TrainingPage::knownStepsPerEpoch() const {
     if (!document_->isOpen()) return std::nullopt;
-    const spec::DataSpec& d = document_->project().data;
-    if (d.source.kind != "fashion-mnist" || d.batch_size <= 0) return std::nullopt;
-    // The trainer's arithmetic: the seeded validation hold-out, then batches, then accumulation.
-    const int64_t examples = fashionTrainingExamples(d);
-    if (examples <= 0) return std::nullopt;
-    const int64_t micro = data::batch_count(examples, d.batch_size, d.drop_last);
-    if (micro == 0) return std::nullopt;
-    return train::optimizer_steps(
-        micro, std::max<int64_t>(1, document_->project().train.accumulation_steps));
+    return train::known_steps_per_epoch(document_->project().data,
+                                        document_->project().train.accumulation_steps);
 }
 
 bool TrainingPage::stepsPerEpochKnown() const {
@@ -1069,7 +1052,7 @@ void TrainingPage::updatePreview() {
         const spec::DataSpec& d = document_->project().data;
         steps = tr("x: optimizer steps, %1 per epoch (%2 Fashion-MNIST training images after the "
                    "validation split in batches of %3%4) × %5 epochs.")
-                    .arg(count(*known), count(fashionTrainingExamples(d)))
+                    .arg(count(*known), count(train::known_training_examples(d).value_or(0)))
                     .arg(d.batch_size)
                     .arg(t.accumulation_steps > 1
                              ? tr(", %1 micro-batches per step").arg(t.accumulation_steps)

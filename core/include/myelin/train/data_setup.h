@@ -7,7 +7,9 @@
 #include <myelin/dims.h>
 #include <myelin/io/project.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,16 @@ struct DataSplits {
 // How many of `n` examples a hold-out of `fraction` (validation or test) takes: 0 for a fraction
 // of 0, else the rounded share and at least 1. make_data refuses a hold-out that takes all.
 int64_t held_out_count(int64_t n, double fraction);
+
+// The training examples of a source whose size is fixed, known without reading a file:
+// Fashion-MNIST's 60,000 training images less the validation hold-out. Unset for sources sized
+// by their files (CSV, IDX, NPY, image folders).
+std::optional<int64_t> known_training_examples(const spec::DataSpec& spec);
+// The optimizer steps per epoch the trainer will take, from the spec alone (the hold-out, then
+// batches, then accumulation, as the trainer counts them); unset when the source's size is not
+// known without reading it, or no batch fits.
+std::optional<int64_t> known_steps_per_epoch(const spec::DataSpec& data,
+                                             int64_t accumulation_steps);
 
 // Paths in the spec are relative to `project_dir`. Throws myelin::Error naming the source,
 // the option and the file on any problem.
