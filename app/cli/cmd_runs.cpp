@@ -92,6 +92,13 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
                     std::printf("  %-24s %12.6g  (step %lld)\n", m.key.c_str(), m.value,
                                 (long long)m.step);
         }
+        auto events = store.events(r.id);
+        if (!events.empty()) {
+            std::printf("events:\n");
+            for (const auto& e : events)
+                std::printf("  step %lld %s%s: %s\n", (long long)e.step, e.kind.c_str(),
+                            e.layer.empty() ? "" : (" in " + e.layer).c_str(), e.message.c_str());
+        }
         auto artifacts = store.artifacts(r.id);
         if (!artifacts.empty()) {
             std::printf("artifacts:\n");

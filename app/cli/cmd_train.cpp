@@ -83,6 +83,11 @@ class ProgressPrinter final : public train::EventSink {
             end_line();
             std::printf("%s%s\n", l->level == train::LogLevel::Warning ? "warning: " : "",
                         l->text.c_str());
+        } else if (auto* b = e.get<train::BreakpointFired>()) {
+            end_line();
+            std::printf("breakpoint %s at step %lld%s: %s\n", b->condition.c_str(),
+                        (long long)b->step, b->layer ? (" in " + *b->layer).c_str() : "",
+                        b->message.c_str());
         } else if (auto* err = e.get<train::RunError>()) {
             end_line();
             std::fprintf(stderr, "myelin: training failed: %s\n", err->message.c_str());
@@ -134,7 +139,7 @@ class ProgressPrinter final : public train::EventSink {
 
 int cmd_train(const std::vector<std::string_view>& raw) {
     Args args(raw, {"--epochs", "--seed", "--threads", "--store", "--name", "--resume",
-                    "--checkpoint-dir", "--max-steps", "--init-weights"});
+                    "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
     const std::filesystem::path project_path = args.positional()[0];
@@ -144,6 +149,14 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     options.threads = int(args.get_int("--threads", 1).value_or(0));
     options.max_steps = args.get_int("--max-steps", 1).value_or(0);
     options.init_weights = args.get("--init-weights").value_or("");
+    if (auto conditions = args.get("--break-on")) {
+        try {
+            options.breakpoints = train::parse_break_conditions(*conditions);
+        } catch (const Error& e) {
+            throw UsageError{std::string("--break-on: ") + e.what()};
+        }
+        options.on_break = train::BreakAction::Stop; // no one to resume a paused run
+    }
     io::Project project;
     try {
         project = io::load_project(project_path);

@@ -34,6 +34,11 @@ const char* const kUsage =
     "      --resume RUN|CHECKPOINT      continue a run (its latest checkpoint) or a checkpoint\n"
     "      --checkpoint-dir DIR         where checkpoints go (default: the store's run folder)\n"
     "      --max-steps N                stop after N optimizer steps (with a checkpoint)\n"
+    "      --break-on CONDITIONS        stop at the step where one holds, before applying it, "
+    "with\n"
+    "                                   a checkpoint (exit 3): nonfinite, grad-spike=K (a layer's\n"
+    "                                   gradient norm > K x its recent median), dead=F (an\n"
+    "                                   activation layer's output > F zeros), loss-above=V[@STEP]\n"
     "      --init-weights FILE          start from these weights (safetensors state_dict, e.g.\n"
     "                                   from PyTorch; combine with frozen layers to fine-tune)\n"
     "  eval PROJECT --checkpoint FILE [--predictions CSV]\n"
@@ -59,7 +64,7 @@ const char* const kUsage =
     "  0  success\n"
     "  1  the project is invalid, the run failed, or a file could not be read or written\n"
     "  2  bad command line\n"
-    "  3  training was stopped before the end (Ctrl-C or --max-steps)\n";
+    "  3  training was stopped before the end (Ctrl-C, --max-steps or a --break-on breakpoint)\n";
 
 } // namespace
 

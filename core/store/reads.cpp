@@ -331,6 +331,19 @@ std::vector<Artifact> RunStore::artifacts(int64_t run) const {
     return out;
 }
 
+std::vector<RunEvent> RunStore::events(int64_t run) const {
+    Impl& s = impl();
+    s.settle_for_read();
+    std::lock_guard lock(s.db_mutex);
+    Statement q = s.db->prepare("SELECT step, kind, layer, message, wall_time FROM events "
+                                "WHERE run = ?1 ORDER BY step, id");
+    q.bind(1, run);
+    std::vector<RunEvent> out;
+    while (q.step("listing events"))
+        out.push_back({q.int64(0), q.text(1), q.text(2), q.text(3), q.real(4)});
+    return out;
+}
+
 void RunStore::export_metrics_csv(int64_t run, const fs::path& csv_path, CsvLayout layout) const {
     Impl& s = impl();
     s.settle_for_read();

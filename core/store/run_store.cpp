@@ -223,6 +223,24 @@ int64_t RunStore::add_artifact(int64_t run, const ArtifactInfo& artifact) {
     return id;
 }
 
+void RunStore::log_event(int64_t run, const RunEvent& event) {
+    Impl& s = impl();
+    if (event.kind.empty())
+        throw StoreError(s.message("an event of run " + std::to_string(run) + " needs a kind"));
+    s.flush(); // after the points that led to it
+    std::lock_guard lock(s.db_mutex);
+    s.db->write_transaction("recording an event", [&] {
+        require_run(*s.db, run);
+        Statement insert =
+            s.db->prepare("INSERT INTO events (run, step, wall_time, kind, layer, message) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+        insert.bind(1, run).bind(2, event.step);
+        insert.bind(3, event.wall_time > 0 ? event.wall_time : detail::unix_now());
+        insert.bind(4, event.kind).bind(5, event.layer).bind(6, event.message);
+        insert.run("recording an event");
+    });
+}
+
 void RunStore::finish_run(int64_t run, RunStatus status, std::string_view error) {
     Impl& s = impl();
     if (status == RunStatus::Running)

@@ -102,9 +102,26 @@ CREATE INDEX artifacts_by_path ON artifacts (path);
             "creating the schema (version 1)");
 }
 
+// Version 2: run events (a breakpoint fired, ...): what happened at a step, and where.
+void migrate_to_v2(Database& db) {
+    db.exec(R"sql(
+CREATE TABLE events (
+    id        INTEGER PRIMARY KEY,
+    run       INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    step      INTEGER NOT NULL,
+    wall_time REAL NOT NULL,
+    kind      TEXT NOT NULL,
+    layer     TEXT NOT NULL DEFAULT '',
+    message   TEXT NOT NULL
+);
+CREATE INDEX events_by_run ON events (run, step);
+)sql",
+            "creating the events table (version 2)");
+}
+
 // migrations[i] brings a store from version i to version i + 1.
 using Migration = void (*)(Database&);
-constexpr Migration kMigrations[] = {migrate_to_v1};
+constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2};
 static_assert(std::size(kMigrations) == size_t(kSchemaVersion));
 
 struct FileIdentity {

@@ -67,6 +67,8 @@ const char* event_kind_name(EventKind kind) {
         return "Log";
     case EventKind::Error:
         return "Error";
+    case EventKind::Breakpoint:
+        return "Breakpoint";
     case EventKind::Finished:
         return "Finished";
     }

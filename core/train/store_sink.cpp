@@ -63,6 +63,9 @@ void StoreSink::on_event(const Event& e) {
         a.metadata_json = "{\"epoch\": " + std::to_string(c->epoch) +
                           ", \"best\": " + (c->is_best ? "true" : "false") + "}";
         store_.add_artifact(run_, a);
+    } else if (auto* b = e.get<BreakpointFired>()) {
+        store_.log_event(run_, {b->step, "breakpoint", b->layer.value_or(""),
+                                b->condition + ": " + b->message, t});
     } else if (auto* err = e.get<RunError>()) {
         error_ = err->message;
         if (err->module) error_ += " [module " + *err->module + "]";

@@ -194,6 +194,8 @@ void Trainer::add_builtin_callbacks() {
     // localisation pass runs the model again.
     if (spec_.capture.summaries_every > 0)
         callbacks_.push_back(std::make_shared<SummaryCapture>(spec_.capture.summaries_every));
+    if (!options_.breakpoints.empty())
+        callbacks_.push_back(make_breakpoint_monitor(options_.breakpoints, options_.on_break));
     callbacks_.push_back(std::make_shared<NonFiniteLossGuard>());
     callbacks_.push_back(std::make_shared<GradientMonitor>(
         spec_.capture.layer_norms ? spec_.capture.layer_norms_every : 0));
@@ -474,8 +476,16 @@ int64_t Trainer::train_epoch() {
         wait_while_paused();
         if (control_->stop_requested()) break;
         const int64_t last = std::min(micro + spec_.accumulation_steps, micro_batches_per_epoch_);
-        micro = train_step(micro, last);
-        if (micro < last) break; // the loader ran out early
+        try {
+            const int64_t next = train_step(micro, last);
+            if (next < last) return next; // the loader ran out early
+            micro = next;
+        } catch (const StepAbandoned&) {
+            // A callback gave the step up: stop at the position before it (run() checkpoints).
+            optimizer_->zero_grad();
+            control_->stop();
+            break;
+        }
     }
     return micro;
 }

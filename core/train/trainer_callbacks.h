@@ -4,6 +4,7 @@
 // they are declared here.
 #include <myelin/autograd.h>
 #include <myelin/io/project.h>
+#include <myelin/train/breakpoints.h>
 #include <myelin/train/callbacks.h>
 
 #include <filesystem>
@@ -34,6 +35,12 @@ class SummaryCapture final : public TrainerCallback {
     bool capturing_ = false;
     std::vector<HookHandle> hooks_;
 };
+
+// Training breakpoints (breakpoints.h): checks `conditions` at every step; on a hit reports
+// BreakpointFired and pauses the step or gives it up (StepAbandoned), as `action` says. Added
+// before NonFiniteLossGuard, so a NaN meets the breakpoint before it fails the run.
+std::shared_ptr<TrainerCallback> make_breakpoint_monitor(std::vector<BreakCondition> conditions,
+                                                         BreakAction action);
 
 // A loss that is NaN or infinite ends the run, naming the first layer whose output is not
 // finite (the batch is run through the model again with forward hooks).

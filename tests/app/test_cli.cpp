@@ -1,6 +1,8 @@
 // Runs the built `myelin` command-line tool and checks its output and exit codes.
 #include "blobs_project.h"
 
+#include <myelin/io/safetensors.h>
+#include <myelin/tensor.h>
 #include <myelin/version.h>
 
 #include <QFile>
@@ -79,6 +81,7 @@ class TestCli : public QObject {
     void formatRewritesCanonically();
     void trainEvalAndRuns();
     void stopAndResume();
+    void breakOnStopsBeforeTheStep();
     void interruptWithCtrlC();
     void killedRunIsMarkedInterrupted();
     void twoProcessesShareAStore();
@@ -344,6 +347,66 @@ void TestCli::stopAndResume() {
     QVERIFY(runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store,
                     QStringLiteral("--resume"), QStringLiteral("/nonexistent.safetensors")})
                 .err.contains(QStringLiteral("no checkpoint file")));
+}
+
+void TestCli::breakOnStopsBeforeTheStep() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 2);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const auto train = [&](QStringList extra) {
+        return runCli(
+            QStringList{QStringLiteral("train"), project, QStringLiteral("--store"), store} +
+            extra);
+    };
+    // The step that trips it is not applied: the checkpoint is of the position before it.
+    const Result a = train({QStringLiteral("--break-on"), QStringLiteral("loss-above=0@5")});
+    QCOMPARE(a.exitCode, 3);
+    QVERIFY2(a.out.contains(QStringLiteral("breakpoint loss-above=0@5 at step 5: the loss ")),
+             qPrintable(a.out));
+    QVERIFY(a.out.contains(QStringLiteral("stopped run 1 at step 4; resume with --resume 1")));
+    const Result show = runCli({QStringLiteral("runs"), QStringLiteral("show"), QStringLiteral("1"),
+                                QStringLiteral("--store"), store});
+    QVERIFY2(show.out.contains(QStringLiteral("events:\n  step 5 breakpoint: loss-above=0@5: ")),
+             qPrintable(show.out));
+    // Resumed, it runs step 5 again and ends exactly where an uninterrupted run ends.
+    const Result resumed = train({QStringLiteral("--resume"), QStringLiteral("1")});
+    QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.out + resumed.err));
+    const Result whole = train({});
+    QCOMPARE(whole.exitCode, 0);
+    const auto testLine = [](const QString& out) {
+        for (const QString& line : out.split(QLatin1Char('\n')))
+            if (line.startsWith(QStringLiteral("test:"))) return line;
+        return QString();
+    };
+    QVERIFY(!testLine(whole.out).isEmpty());
+    QCOMPARE(testLine(resumed.out), testLine(whole.out));
+
+    // A learning rate that overflows the weights: the first non-finite value stops the run.
+    QTemporaryDir wildDir;
+    const QString wild =
+        writeBlobsProject(wildDir.path(), 2, 300, "{\"kind\": \"SGD\", \"lr\": 1e38}");
+    const Result nan = runCli({QStringLiteral("train"), wild, QStringLiteral("--store"), store,
+                               QStringLiteral("--break-on"), QStringLiteral("nonfinite")});
+    QCOMPARE(nan.exitCode, 3);
+    QVERIFY2(nan.out.contains(QStringLiteral("breakpoint nonfinite at step ")),
+             qPrintable(nan.out));
+    QVERIFY2(nan.out.contains(QStringLiteral(" in fc")), qPrintable(nan.out));
+    QVERIFY(!nan.err.contains(QStringLiteral("training failed")));
+
+    // A layer forced dead: fc1's bias at -100 leaves the ReLU after it (module "1") all zeros.
+    const QString init = dir.filePath(QStringLiteral("dead.safetensors"));
+    myelin::io::save_safetensors(init.toStdString(), {{"fc1.bias", myelin::full({16}, -100.0)}});
+    const Result dead = train({QStringLiteral("--break-on"), QStringLiteral("dead=0.9"),
+                               QStringLiteral("--init-weights"), init});
+    QCOMPARE(dead.exitCode, 3);
+    QVERIFY2(dead.out.contains(QStringLiteral("breakpoint dead=0.9 at step 1 in 1: 1's output is "
+                                              "100% zeros")),
+             qPrintable(dead.out));
+
+    // Conditions that do not read are a usage error.
+    for (const char* bad :
+         {"dead=2", "grad-spike=1", "loss-above=x", "often", "nonfinite,,dead=0.5"})
+        QCOMPARE(train({QStringLiteral("--break-on"), QLatin1String(bad)}).exitCode, 2);
 }
 
 void TestCli::interruptWithCtrlC() {

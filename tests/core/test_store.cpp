@@ -193,7 +193,7 @@ class TestStore : public QObject {
             QCOMPARE(raw.integer("PRAGMA application_id"), int64_t(0x4D594C4E));
             QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
             for (const char* table : {"runs", "params", "metrics", "latest_metrics", "histograms",
-                                      "artifacts", "metric_summaries"})
+                                      "artifacts", "metric_summaries", "events"})
                 QVERIFY2(raw.integer(std::string("SELECT count(*) FROM sqlite_schema WHERE "
                                                  "type = 'table' AND name = '") +
                                      table + "'") == 1,
@@ -774,6 +774,44 @@ class TestStore : public QObject {
         QVERIFY2(error.contains("another application"), qPrintable(error));
     }
 
+    void eventsRoundTripAndAVersion1StoreIsMigrated() {
+        fs::path path = file("events.sqlite");
+        int64_t id = 0;
+        {
+            RunStore store = RunStore::open(path);
+            id = store.create_run(named("with events"));
+            store.log_metric(id, "loss", 7, 0.5);
+            store.log_event(id, {7, "breakpoint", "fc1", "gradient spike in fc1", 0});
+            store.log_event(id, {3, "breakpoint", "", "loss above 2 at step 3", 0});
+            const auto events = store.events(id);
+            QCOMPARE(events.size(), size_t(2));
+            QCOMPARE(events[0].step, int64_t(3)); // by step
+            QCOMPARE(events[1].layer, std::string("fc1"));
+            QCOMPARE(events[1].message, std::string("gradient spike in fc1"));
+            QVERIFY(events[1].wall_time > 0);
+            QVERIFY(error_of<StoreError>([&] {
+                        store.log_event(id, {1, "", "", "x", 0});
+                    }).contains("needs a kind"));
+            QVERIFY(error_of<StoreError>([&] {
+                        store.log_event(id + 100, {1, "breakpoint", "", "x", 0});
+                    }).contains(QString::number(id + 100)));
+        }
+        {
+            // What a store written by version 1 looks like: no events table.
+            RawDb raw(path);
+            raw.exec("DROP TABLE events; PRAGMA user_version = 1");
+        }
+        RunStore migrated = RunStore::open(path);
+        QCOMPARE(migrated.run(id).name, std::string("with events"));
+        QCOMPARE(migrated.metric_series(id, "loss").size(), size_t(1));
+        QVERIFY(migrated.events(id).empty());
+        migrated.log_event(id, {9, "breakpoint", "", "after the migration", 0});
+        QCOMPARE(migrated.events(id).size(), size_t(1));
+        migrated.finish_run(id, RunStatus::Stopped);
+        migrated.delete_run(id);
+        QVERIFY(migrated.events(id).empty()); // deleted with the run
+    }
+
     void newerSchemaIsRefused() {
         fs::path path = file("newer.sqlite");
         RunStore::open(path).close();
@@ -783,7 +821,8 @@ class TestStore : public QObject {
         }
         QString error = error_of<StoreError>([&] { RunStore::open(path); });
         QVERIFY2(error.contains(QString::fromStdString(path.string())), qPrintable(error));
-        QVERIFY2(error.contains("schema version 2 was written by a newer Myelin"),
+        QVERIFY2(error.contains(QStringLiteral("schema version %1 was written by a newer Myelin")
+                                    .arg(kSchemaVersion + 1)),
                  qPrintable(error));
     }
 

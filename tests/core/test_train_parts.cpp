@@ -633,16 +633,16 @@ class TestTrainParts : public QObject {
     // --- events ----------------------------------------------------------------------------------
 
     void eventKinds() {
-        std::vector<Event> all{Event(RunStarted{}),      Event(StepMetrics{}),
-                               Event(EpochMetrics{}),    Event(TensorSummaryEvent{}),
-                               Event(FeatureMapEvent{}), Event(CheckpointSaved{}),
-                               Event(Progress{}),        Event(LogMessage{}),
-                               Event(RunError{}),        Event(Finished{})};
-        const std::vector<EventKind> kinds{EventKind::RunStarted,   EventKind::StepMetrics,
-                                           EventKind::EpochMetrics, EventKind::TensorSummary,
-                                           EventKind::FeatureMap,   EventKind::CheckpointSaved,
-                                           EventKind::Progress,     EventKind::Log,
-                                           EventKind::Error,        EventKind::Finished};
+        std::vector<Event> all{
+            Event(RunStarted{}),         Event(StepMetrics{}),     Event(EpochMetrics{}),
+            Event(TensorSummaryEvent{}), Event(FeatureMapEvent{}), Event(CheckpointSaved{}),
+            Event(Progress{}),           Event(LogMessage{}),      Event(RunError{}),
+            Event(BreakpointFired{}),    Event(Finished{})};
+        const std::vector<EventKind> kinds{
+            EventKind::RunStarted,    EventKind::StepMetrics, EventKind::EpochMetrics,
+            EventKind::TensorSummary, EventKind::FeatureMap,  EventKind::CheckpointSaved,
+            EventKind::Progress,      EventKind::Log,         EventKind::Error,
+            EventKind::Breakpoint,    EventKind::Finished};
         for (size_t i = 0; i < all.size(); ++i) {
             QCOMPARE(all[i].kind(), kinds[i]);
             QVERIFY(all[i].wall_time > 1.6e9); // stamped with the wall clock (after 2020)
@@ -652,7 +652,7 @@ class TestTrainParts : public QObject {
         for (const Event& e : all)
             droppable.push_back(e.droppable());
         QCOMPARE(droppable, std::vector<bool>({false, true, false, true, true, false, true, false,
-                                               false, false}));
+                                               false, false, false}));
 
         RunError error{"loss is NaN", 1, 40, "conv2"};
         Event e(error, 123.0);

@@ -16,8 +16,10 @@
 
 #include "test_support.h"
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -122,6 +124,8 @@ class TestTrainer : public QObject {
     void transferLearningFromWeights();
     void stopAndPauseFromAnotherThread();
     void callbacksSeeTheHookPointsInOrder();
+    void breakpointHoldsTheStepAndResumeFinishesIt();
+    void breakConditionsReadAndWrite();
     void controlOutlivesTheTrainer();
     void offeredMetricsAreTheRecordedOnes();
     void dataMustFitTheModel();
@@ -452,6 +456,100 @@ void TestTrainer::stopAndPauseFromAnotherThread() {
     w2.join();
     QCOMPARE(r.status, RunStatus::Stopped);
     QCOMPARE(r.steps, int64_t(0));
+}
+
+// A breakpoint set to pause holds the run inside the step that tripped it, before the optimizer
+// step; resumed, the run goes on exactly as one without the breakpoint.
+void TestTrainer::breakpointHoldsTheStepAndResumeFinishesIt() {
+    const io::Project p = blobs_project(csv_, 2);
+    Trainer plain(p, {});
+    Recorder plain_events;
+    plain.set_sink(&plain_events);
+    QCOMPARE(plain.run().status, RunStatus::Finished);
+
+    TrainerOptions o;
+    o.breakpoints = parse_break_conditions("loss-above=0@7");
+    o.on_break = BreakAction::Pause;
+    Trainer t(p, o);
+    std::mutex mutex;
+    std::vector<Event> events;
+    std::atomic<bool> fired{false};
+    CallbackSink sink([&](const Event& e) {
+        std::lock_guard lock(mutex);
+        events.push_back(e);
+        if (e.get<BreakpointFired>()) fired = true;
+    });
+    t.set_sink(&sink);
+    TrainResult r;
+    std::thread worker([&] { r = t.run(); });
+    while (!fired)
+        std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    {
+        std::lock_guard lock(mutex);
+        QVERIFY(t.paused());
+        QCOMPARE(t.step(), int64_t(6)); // step 7 is held, not applied
+        const BreakpointFired* b = nullptr;
+        int steps = 0;
+        for (const auto& e : events) {
+            if (e.get<StepMetrics>()) ++steps;
+            if (!b) b = e.get<BreakpointFired>();
+        }
+        QCOMPARE(steps, 6);
+        QCOMPARE(b->step, int64_t(7));
+        QCOMPARE(b->condition, std::string("loss-above=0@7"));
+        QVERIFY(b->paused);
+        QVERIFY(!b->layer);
+    }
+    t.resume();
+    worker.join();
+    QCOMPARE(r.status, RunStatus::Finished);
+    int fires = 0;
+    std::vector<double> losses;
+    for (const auto& e : events) {
+        fires += e.get<BreakpointFired>() != nullptr;
+        if (auto* m = e.get<StepMetrics>()) losses.push_back(m->loss);
+    }
+    QCOMPARE(fires, 1);                      // once per run, though the loss stays above 0
+    QCOMPARE(losses, plain_events.losses()); // exactly the run without the breakpoint
+    QVERIFY(weights_of(t) == weights_of(plain));
+
+    // Stopped while held: the step is given up, the checkpoint is of the position before it.
+    o.checkpoint_dir = dir_.filePath("held").toStdString();
+    Trainer held(p, o);
+    fired = false;
+    CallbackSink notice([&](const Event& e) {
+        if (e.get<BreakpointFired>()) fired = true;
+    });
+    held.set_sink(&notice);
+    std::thread w2([&] { r = held.run(); });
+    while (!fired)
+        std::this_thread::yield();
+    held.stop();
+    w2.join();
+    QCOMPARE(r.status, RunStatus::Stopped);
+    QCOMPARE(r.steps, int64_t(6));
+    QVERIFY(r.last_checkpoint.filename() == "step-0000006.safetensors");
+}
+
+void TestTrainer::breakConditionsReadAndWrite() {
+    const auto all =
+        parse_break_conditions(" nonfinite, grad-spike=10,dead=0.9 ,loss-above=2.5@100");
+    QCOMPARE(all.size(), size_t(4));
+    QCOMPARE(all[1].kind, BreakCondition::Kind::GradSpike);
+    QCOMPARE(all[1].threshold, 10.0);
+    QCOMPARE(all[3].from_step, int64_t(100));
+    std::string written;
+    for (const auto& c : all)
+        written += (written.empty() ? "" : ",") + format_break_condition(c);
+    QCOMPARE(written, std::string("nonfinite,grad-spike=10,dead=0.9,loss-above=2.5@100"));
+    QCOMPARE(parse_break_conditions(written), all);
+    QCOMPARE(parse_break_conditions("nonfinite,nonfinite").size(), size_t(1));
+    for (const char* bad : {"", "dead", "dead=0", "dead=1.5", "grad-spike=1", "grad-spike=x",
+                            "loss-above=1@-3", "loss-above=1@2.5", "nonfinite=1", "nan", "a,,b"})
+        QVERIFY2(!error_of<Error>([&] { parse_break_conditions(bad); }).contains("no exception"),
+                 bad);
+    QVERIFY(error_of<Error>([] { parse_break_conditions("dead=2"); }).contains("dead=0.9"));
 }
 
 // A callback added from outside sees every hook point, in the documented order: with 2

@@ -13,6 +13,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QShowEvent>
 #include <QSlider>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -192,7 +193,10 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
 
     poll_ = new QTimer(this);
     poll_->setInterval(kPollMs);
-    connect(poll_, &QTimer::timeout, this, &GradientFlowView::readNewRows);
+    // Hidden, the view reads nothing (the run keeps the CPU); showEvent catches up.
+    connect(poll_, &QTimer::timeout, this, [this] {
+        if (isVisible()) readNewRows();
+    });
     connect(runBox_, &QComboBox::activated, this, [this](int index) {
         const int64_t run = runBox_->itemData(index).toLongLong();
         if (run != run_) showRun(run, false);
@@ -368,6 +372,11 @@ void GradientFlowView::reload() {
     stack_->setCurrentWidget(plotPage_);
     lines_->rescaleAxes();
     moveBars(followNewest_->isChecked() || !keep ? std::numeric_limits<int64_t>::max() : *keep);
+}
+
+void GradientFlowView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (live_) readNewRows(); // catch up with what was recorded while hidden
 }
 
 void GradientFlowView::readNewRows() {

@@ -3,9 +3,9 @@
 // norm (or update/weight ratio, or weight norm) over the steps, one line per layer on a log
 // axis coloured by the layer's category, and below it one bar per layer in model order at the
 // selected step. It reads the run store only — the same rows `myelin runs layers` prints — so a
-// run looks the same live and reopened later. While a run goes it reads the rows newer than the
-// ones it holds, four times a second; a long finished run is read as min/max buckets, which
-// keep its spikes.
+// run looks the same live and reopened later. While a run goes and the view is shown, it reads
+// the rows newer than the ones it holds four times a second (hidden, it reads nothing and
+// catches up when shown); a long finished run is read as min/max buckets, which keep spikes.
 #include <myelin/train/layer_inspection.h>
 
 #include <QString>
@@ -70,6 +70,9 @@ class GradientFlowView : public QWidget {
     QString message() const;
     QCustomPlot* linesPlot() const { return lines_; }
     QCustomPlot* barsPlot() const { return bars_; }
+
+  protected:
+    void showEvent(QShowEvent* event) override;
 
   private:
     void reload();               // everything of the run, for the current measure

@@ -31,7 +31,7 @@ class StoreError : public Error {
 
 // The schema version this build reads and writes (PRAGMA user_version). A file with a newer
 // version is refused; an older one is migrated at open.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 enum class RunStatus { Running, Finished, Stopped, Failed, Interrupted };
 // "running", "finished", "stopped", "failed", "interrupted" (the text stored in the file).
@@ -129,6 +129,15 @@ struct HistogramSample {
     std::vector<double> counts;
 };
 
+// Something that happened in a run at a step: a breakpoint fired, ... (kind "breakpoint").
+struct RunEvent {
+    int64_t step = 0;
+    std::string kind{};
+    std::string layer{}; // the module it concerns; empty: the run as a whole
+    std::string message{};
+    double wall_time = 0; // unix seconds; 0: the time of the log call
+};
+
 // A file a run produced (checkpoint, export, screenshot).
 struct ArtifactInfo {
     std::string kind{}; // "checkpoint", "onnx", ...
@@ -213,6 +222,8 @@ class RunStore {
     // Records a file (which must exist; its path is stored absolute) and returns its id.
     int64_t add_artifact(int64_t run, const ArtifactInfo& artifact);
     // Flushes, then sets the final status (not Running), the end time and the error text.
+    // Written at once (events are rare), after the run's queued points.
+    void log_event(int64_t run, const RunEvent& event);
     void finish_run(int64_t run, RunStatus status, std::string_view error = {});
     // Runs marked running whose process is gone become Interrupted (ended_at = their last
     // metric's time). Only runs of this host are checked, by pid (kill(pid, 0), zombies count as
@@ -253,6 +264,7 @@ class RunStore {
     std::vector<HistogramSample> histogram_series(int64_t run, std::string_view key,
                                                   StepRange range = {}) const;
     std::vector<Artifact> artifacts(int64_t run) const;
+    std::vector<RunEvent> events(int64_t run) const; // by step, then in the order logged
     // The folder for a run's files under the store's folder (<store folder>/runs/<id>; not
     // created here). delete_run removes it.
     std::filesystem::path artifact_folder(int64_t run) const;

@@ -41,6 +41,12 @@ class TrainingFailure : public Error {
     std::optional<std::string> module_;
 };
 
+// Thrown by a callback to give up the optimizer step under way: nothing of it is applied (the
+// optimizer does not step, step() does not count it) and the run stops with a checkpoint of the
+// position before it, so resuming runs that step again. (BatchNorm running statistics updated
+// by the step's forward passes stay updated, as they would in PyTorch.)
+struct StepAbandoned {};
+
 // One micro-batch's forward pass, seen by after_forward (before its backward).
 struct ForwardPass {
     const data::Example& batch;

@@ -105,6 +105,17 @@ struct RunError {
     std::optional<std::string> module; // the module where a NaN/Inf first appeared, if known
 };
 
+// A training breakpoint (train/breakpoints.h) fired at `step`, the optimizer step not yet
+// applied (Trainer::step() + 1).
+struct BreakpointFired {
+    std::string condition;            // as written: "grad-spike=10"
+    std::string message;              // "fc1's gradient norm 12.4 is 15.3 x its median 0.81"
+    std::optional<std::string> layer; // the module it concerns, if one
+    int64_t epoch = 0;
+    int64_t step = 0;
+    bool paused = false; // the run waits for resume(); otherwise it stops
+};
+
 enum class RunStatus : uint8_t { Finished, Stopped, Failed };
 const char* run_status_name(RunStatus status); // "finished", "stopped", "failed" (the store's)
 
@@ -127,6 +138,7 @@ enum class EventKind : uint8_t {
     Progress,
     Log,
     Error,
+    Breakpoint,
     Finished,
 };
 const char* event_kind_name(EventKind kind); // "RunStarted", ...
@@ -135,7 +147,7 @@ bool is_droppable(EventKind kind);
 
 using EventPayload =
     std::variant<RunStarted, StepMetrics, EpochMetrics, TensorSummaryEvent, FeatureMapEvent,
-                 CheckpointSaved, Progress, LogMessage, RunError, Finished>;
+                 CheckpointSaved, Progress, LogMessage, RunError, BreakpointFired, Finished>;
 
 // Seconds since the Unix epoch (the store's wall_time column).
 double wall_clock_seconds();

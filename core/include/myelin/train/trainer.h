@@ -12,6 +12,7 @@
 // before run() returns. progress() may be called from any thread.
 #include <myelin/graph/build.h>
 #include <myelin/io/project.h>
+#include <myelin/train/breakpoints.h>
 #include <myelin/train/callbacks.h>
 #include <myelin/train/data_setup.h>
 #include <myelin/train/events.h>
@@ -54,6 +55,10 @@ struct TrainerOptions {
     int64_t max_steps = 0; // stop (as by stop()) after this many optimizer steps; 0: no limit
     // Stop / pause requests; shared with whoever asks (null: the Trainer makes its own).
     std::shared_ptr<RunControl> control;
+    // Training breakpoints (breakpoints.h) and what a hit does: Pause holds the step until
+    // resumed; Stop gives the step up and stops with a checkpoint before it.
+    std::vector<BreakCondition> breakpoints;
+    BreakAction on_break = BreakAction::Stop;
 };
 
 struct TrainResult {
@@ -107,6 +112,7 @@ class Trainer {
     Progress progress() const;
 
     graph::GraphModule& model() { return *model_; }
+    const io::Project& project() const { return project_; }
     const DataSplits& data() const { return data_; }
     const spec::TrainSpec& spec() const { return spec_; }
     const TrainerOptions& options() const { return options_; }
@@ -147,6 +153,8 @@ class Trainer {
     std::optional<std::string> first_nonfinite_output(const data::Example& batch);
     // Excludes the time since the last step from the step-time average (after a validation).
     void restart_step_timer();
+    // Reports "paused at step N" and blocks while the run control is paused (and not stopped).
+    void wait_while_paused();
 
   private:
     void check_data_fits_model();
@@ -164,7 +172,6 @@ class Trainer {
     void stop_mid_epoch(int64_t micro);
     void test_metrics();
     void fail(const std::exception& e); // marks the result failed and reports the error
-    void wait_while_paused();
 
     io::Project project_;
     spec::TrainSpec spec_;
