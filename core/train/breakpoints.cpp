@@ -163,8 +163,7 @@ class BreakpointMonitor final : public TrainerCallback {
             if (!find(BreakCondition::Kind::NonFinite)) return;
             const auto where = trainer.first_nonfinite_output(pass.batch);
             fire(trainer, *find(BreakCondition::Kind::NonFinite),
-                 "the loss is " + number_text(pass.loss_value) + " at step " +
-                     std::to_string(step) +
+                 "the loss is " + number_text(pass.loss_value) +
                      (where ? "; the first non-finite output is " + *where + "'s" : ""),
                  where);
             return;
@@ -173,13 +172,12 @@ class BreakpointMonitor final : public TrainerCallback {
             if (step >= c->from_step && pass.loss_value > c->threshold)
                 fire(trainer, *c,
                      "the loss " + number_text(pass.loss_value) + " is above " +
-                         number_text(c->threshold) + " at step " + std::to_string(step),
+                         number_text(c->threshold),
                      std::nullopt);
     }
 
     void after_backward(Trainer& trainer) override {
         remove_hooks();
-        const int64_t step = trainer.step() + 1;
         // Every condition is checked (the spike history needs every norm); the first hit fires.
         std::optional<Hit> hit;
         const auto note = [&](const BreakCondition& c, std::string message, std::string layer) {
@@ -196,10 +194,7 @@ class BreakpointMonitor final : public TrainerCallback {
                 if (!has_grad) continue;
                 const double norm = std::sqrt(squares);
                 if (!std::isfinite(norm)) {
-                    if (nonfinite)
-                        note(*nonfinite,
-                             name + "'s gradient is not finite at step " + std::to_string(step),
-                             name);
+                    if (nonfinite) note(*nonfinite, name + "'s gradient is not finite", name);
                     continue;
                 }
                 if (!spike) continue;
@@ -212,8 +207,9 @@ class BreakpointMonitor final : public TrainerCallback {
                     if (median > 0 && norm > spike->threshold * median)
                         note(*spike,
                              name + "'s gradient norm " + number_text(norm) + " is " +
-                                 number_text(norm / median) + " x its median " +
-                                 number_text(median) + " at step " + std::to_string(step),
+                                 number_text(norm / median) + " x the median " +
+                                 number_text(median) + " of its last " +
+                                 std::to_string(history.size()) + " steps",
                              name);
                 }
                 history.push_back(norm);
@@ -226,7 +222,7 @@ class BreakpointMonitor final : public TrainerCallback {
                 if (it != zero_fraction_.end() && it->second > dead->threshold)
                     note(*dead,
                          name + "'s output is " + number_text(it->second * 100) +
-                             "% zeros (dead units) at step " + std::to_string(step),
+                             "% zeros (dead units)",
                          name);
             }
         if (hit) fire(trainer, *hit->condition, hit->message, hit->layer);
@@ -266,8 +262,9 @@ class BreakpointMonitor final : public TrainerCallback {
         trainer.report(BreakpointFired{format_break_condition(condition), message, layer,
                                        trainer.epoch(), trainer.step() + 1, pause});
         if (pause) {
+            // BreakpointFired says where it is held; no "paused at step" line besides.
             trainer.control().pause();
-            trainer.wait_while_paused();
+            trainer.control().wait_while_paused();
             if (!trainer.control().stop_requested()) return; // resumed: finish the step
         }
         remove_hooks();

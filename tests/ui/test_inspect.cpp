@@ -1,13 +1,21 @@
 // The inspection views, driven offscreen after real training runs in the studio: what they plot
 // is what the run store holds, live and when the run is reopened later.
 #include "blobs_project.h"
+#include "document/project_document.h"
+#include "editor/graph_scene.h"
+#include "editor/model_editor.h"
 #include "inspect/gradient_flow_view.h"
 #include "shell/main_window.h"
+#include "training/breakpoints_dialog.h"
 #include "training/training_controller.h"
 #include "ui_test_support.h"
 
 #include <myelin/store/run_store.h>
 
+#include <QAction>
+#include <QCheckBox>
+#include <QDir>
+#include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -17,6 +25,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using myelin::test::writeBlobsProject;
 using myelin::ui::GradientFlowView;
@@ -131,6 +140,77 @@ class TestInspect : public QObject {
         QVERIFY2(view.message().contains(QStringLiteral("recorded no per-layer norms")),
                  qPrintable(view.message()));
         QVERIFY(view.plottedLayers().empty());
+    }
+
+    // With the non-finite breakpoint set, a run whose weights overflow is held at the step that
+    // produced the NaN: paused, the layer selected, the banner saying what fired; Resume finishes
+    // the step as it would have run (the NaN then fails the run), and the store keeps the event.
+    void nanBreakpointHoldsTheRunAtItsStep() {
+        QTemporaryDir dir;
+        const QString project =
+            writeBlobsProject(dir.path(), 5, 600, "{\"kind\": \"SGD\", \"lr\": 1e38}");
+        const QString storePath = dir.filePath(QStringLiteral("runs.sqlite"));
+        myelin::ui::storeBreakpoints(myelin::train::parse_break_conditions("nonfinite"));
+        MainWindow w;
+        w.trainingController()->setStorePath(storePath);
+        w.resize(1280, 860);
+        w.show();
+        QVERIFY(w.openProject(project));
+        std::optional<myelin::train::BreakpointFired> hit;
+        connect(w.trainingController(), &TrainingController::breakpointHit, &w,
+                [&](const myelin::train::BreakpointFired& b) { hit = b; });
+        QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+        QVERIFY(w.startTraining());
+        QTRY_VERIFY_WITH_TIMEOUT(hit.has_value(), kRunTimeoutMs);
+        QCOMPARE(w.trainingController()->state(), TrainingController::State::Paused);
+        QVERIFY(hit->paused);
+        QCOMPARE(hit->condition, std::string("nonfinite"));
+        QVERIFY(hit->layer.has_value());
+        // The layer is selected on the canvas; the banner says what fired and what to do.
+        const auto selected = w.editor()->scene()->selectedNodeIds();
+        QCOMPARE(selected.size(), size_t(1));
+        QCOMPARE(w.document()->spec().find(selected[0])->name, *hit->layer);
+        const QString banner = w.findChild<QLabel*>(QStringLiteral("lockBanner"))->text();
+        QVERIFY2(banner.contains(QStringLiteral("Breakpoint nonfinite at step %1").arg(hit->step)),
+                 qPrintable(banner));
+        QVERIFY(w.findChild<QAction*>(QStringLiteral("actionResume"))->isEnabled());
+        QTest::qWait(100);
+        QVERIFY(finished.isEmpty()); // held, not ended
+        myelin::test::saveScreenshot(w, QStringLiteral("inspect_breakpoint.png"));
+
+        w.findChild<QAction*>(QStringLiteral("actionResume"))->trigger();
+        QVERIFY(finished.wait(kRunTimeoutMs));
+        QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+                 myelin::train::RunStatus::Failed); // the step ran as it would have
+        store::RunStore runs = store::RunStore::open(storePath.toStdString());
+        const auto events = runs.events(1);
+        QCOMPARE(events.size(), size_t(1));
+        QCOMPARE(events[0].step, hit->step);
+        QCOMPARE(events[0].layer, *hit->layer);
+        myelin::ui::storeBreakpoints({});
+    }
+
+    void breakpointsDialogReadsAndWritesConditions() {
+        const auto conditions =
+            myelin::train::parse_break_conditions("grad-spike=25,dead=0.75,loss-above=3@40");
+        myelin::ui::BreakpointsDialog dialog(conditions);
+        QCOMPARE(dialog.conditions(), conditions);
+        QCOMPARE(myelin::ui::breakpointsText(dialog.conditions()),
+                 QStringLiteral("grad-spike=25,dead=0.75,loss-above=3@40"));
+        dialog.findChild<QCheckBox*>(QStringLiteral("breakNonFinite"))->setChecked(true);
+        dialog.findChild<QCheckBox*>(QStringLiteral("breakDead"))->setChecked(false);
+        QCOMPARE(myelin::ui::breakpointsText(dialog.conditions()),
+                 QStringLiteral("nonfinite,grad-spike=25,loss-above=3@40"));
+        QVERIFY(dialog.findChild<QLabel*>(QStringLiteral("breakCommandLine"))
+                    ->text()
+                    .contains(QStringLiteral("--break-on nonfinite,grad-spike=25")));
+        myelin::ui::storeBreakpoints(dialog.conditions());
+        QCOMPARE(myelin::ui::storedBreakpoints(), dialog.conditions());
+        QSettings().setValue(QStringLiteral("training/breakpoints"), QStringLiteral("nonsense=1"));
+        QVERIFY(myelin::ui::storedBreakpoints().empty()); // unreadable: none
+        myelin::ui::storeBreakpoints({});
+        dialog.grab().save(
+            QDir(myelin::test::artifactsDir()).filePath(QStringLiteral("breakpoints_dialog.png")));
     }
 
   private:

@@ -377,6 +377,7 @@ void GradientFlowView::reload() {
 void GradientFlowView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
     if (live_) readNewRows(); // catch up with what was recorded while hidden
+    replot();
 }
 
 void GradientFlowView::readNewRows() {
@@ -491,6 +492,7 @@ void GradientFlowView::updateStepControls() {
 }
 
 void GradientFlowView::replot() {
+    if (!isVisible()) return; // showEvent replots (a hidden plot has no size to paint into)
     lines_->replot(QCustomPlot::rpQueuedReplot);
     bars_->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -16,6 +16,7 @@
 #include "shell/backends_dialog.h"
 #include "shell/new_project_dialog.h"
 #include "shell/welcome_page.h"
+#include "training/breakpoints_dialog.h"
 #include "training/training_controller.h"
 #include "training/training_dock.h"
 #include "widgets/theme.h"
@@ -306,6 +307,11 @@ void MainWindow::createMenus() {
     stopAction_->setStatusTip(tr("Finish the current step, write a checkpoint and stop"));
     stopAction_->setIcon(style()->standardIcon(QStyle::SP_MediaStop));
     train->addSeparator();
+    QAction* breakpoints =
+        train->addAction(tr("Brea&kpoints…"), this, &MainWindow::showBreakpointsDialog);
+    breakpoints->setObjectName(QStringLiteral("actionBreakpoints"));
+    breakpoints->setStatusTip(
+        tr("Conditions that pause a run at a step: NaN, gradient spike, dead units, loss"));
     QAction* backends =
         train->addAction(tr("Compute &Backends…"), this, &MainWindow::showBackendsDialog);
     backends->setObjectName(QStringLiteral("actionBackends"));
@@ -355,6 +361,8 @@ void MainWindow::createTraining() {
     connect(training_, &TrainingController::stateChanged, this,
             [this](TrainingController::State state) {
                 updateTrainingActions();
+                // Going on after a breakpoint: the banner says the lock's reason again.
+                if (state == TrainingController::State::Running) lockBanner_->setText(lockReason_);
                 if (state == TrainingController::State::Idle) {
                     setEditingLocked(false);
                     trainStatus_->hide();
@@ -371,6 +379,7 @@ void MainWindow::createTraining() {
                     tr("%1  ·  ETA %2").arg(progressText(p), formatDuration(p.eta_seconds)));
             });
     connect(training_, &TrainingController::runError, this, &MainWindow::onTrainingError);
+    connect(training_, &TrainingController::breakpointHit, this, &MainWindow::onBreakpoint);
     // The gradient flow view follows the run just started and reads the store for any other.
     connect(training_, &TrainingController::runCreated, this,
             [this](qint64 run, const QString& storePath) {
@@ -446,6 +455,7 @@ bool MainWindow::startTraining() {
         return false;
     }
     TrainingStartOptions options;
+    options.breakpoints = storedBreakpoints();
     options.runName = document_->displayName();
     if (options.runName.endsWith(QStringLiteral(".myelin")))
         options.runName.chop(int(qstrlen(".myelin")));
@@ -768,6 +778,40 @@ void MainWindow::offerRecovery() {
         statusBar()->showMessage(tr("Recovered the unsaved changes to %1").arg(name), kStatusMs);
         return; // one project at a time; the others are offered at the next start
     }
+}
+
+void MainWindow::showBreakpointsDialog() {
+    auto* dialog = new BreakpointsDialog(storedBreakpoints(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        storeBreakpoints(dialog->conditions());
+        const QString text = breakpointsText(dialog->conditions());
+        statusBar()->showMessage(text.isEmpty() ? tr("No breakpoints")
+                                                : tr("Breakpoints for the next run: %1").arg(text),
+                                 kStatusMs);
+    });
+    dialog->open();
+}
+
+void MainWindow::onBreakpoint(const train::BreakpointFired& breakpoint) {
+    // Where it happened: the layer's node on the canvas, the gradient flow at the last recorded
+    // step before the held one, and what fired in the banner until the run goes on.
+    const QString layer = breakpoint.layer ? QString::fromStdString(*breakpoint.layer) : QString();
+    const graph::NodeId node =
+        layer.isEmpty()
+            ? -1
+            : document_->analysis().node_of_module(document_->spec(), layer.toStdString());
+    if (node >= 0) editor_->focusNode(node);
+    gradientFlow_->selectStep(breakpoint.step - 1);
+    const QString what = tr("Breakpoint %1 at step %2: %3.")
+                             .arg(QString::fromStdString(breakpoint.condition))
+                             .arg(breakpoint.step)
+                             .arg(QString::fromStdString(breakpoint.message));
+    lockBanner_->setText(breakpoint.paused
+                             ? what + tr(" Resume (F7) finishes the step; Stop (Shift+F5) gives "
+                                         "it up and writes a checkpoint before it.")
+                             : what);
+    statusBar()->showMessage(what, kStatusMs * 2);
 }
 
 void MainWindow::showBackendsDialog() {

@@ -16,6 +16,10 @@ class QTabWidget;
 class QToolBar;
 class QUndoStack;
 
+namespace myelin::train {
+struct BreakpointFired;
+}
+
 namespace myelin::ui {
 
 class Autosave;
@@ -85,6 +89,8 @@ class MainWindow : public QMainWindow {
     void resumeTraining();
     void stopTraining();
     void showBackendsDialog();
+    // Train > Breakpoints…: the conditions that pause the runs started here.
+    void showBreakpointsDialog();
     void showAboutDialog();
     void showNewProjectDialog();
     void showOpenDialog();
@@ -102,6 +108,7 @@ class MainWindow : public QMainWindow {
     // Model, data and training edits are refused while a run trains a snapshot of them.
     void setEditingLocked(bool locked);
     void onTrainingError(const QString& message, const QString& module);
+    void onBreakpoint(const train::BreakpointFired& breakpoint);
     void openAtStartup(const QString& path);
     void showProject(bool open);
     void updateTitle();

@@ -126,6 +126,10 @@ void TrainingController::dispatch(const train::Event& event) {
     } else if (const auto* e = event.get<train::RunError>()) {
         emit runError(QString::fromStdString(e->message),
                       e->module ? QString::fromStdString(*e->module) : QString());
+    } else if (const auto* e = event.get<train::BreakpointFired>()) {
+        // The trainer paused itself; reflect it so Resume and Stop act on it.
+        if (e->paused && state_ == State::Running) setState(State::Paused);
+        emit breakpointHit(*e);
     } else if (const auto* e = event.get<train::Finished>()) {
         // Reported once the worker has ended (onThreadFinished): then a new run can start.
         finalStatus_ = e->status;
@@ -160,6 +164,8 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         options.project_dir = projectDir;
         options.epochs = start.epochs;
         options.max_steps = start.maxSteps;
+        options.breakpoints = start.breakpoints;
+        options.on_break = train::BreakAction::Pause;
         options.run_name = !start.runName.isEmpty() ? start.runName.toStdString()
                            : !project.name.empty()  ? project.name
                                                     : std::string("untitled");

@@ -6,6 +6,7 @@
 // floods the event loop, and the loop never waits for the UI. pause(), resume() and stop() may be
 // called at any time (also before the trainer is built: a stop then cancels the start).
 #include <myelin/io/project.h>
+#include <myelin/train/breakpoints.h>
 #include <myelin/train/events.h>
 
 #include <QObject>
@@ -13,6 +14,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 class QThread;
 class QTimer;
@@ -24,6 +26,8 @@ struct TrainingStartOptions {
     int64_t maxSteps = 0;          // stop after this many optimizer steps; 0: no limit
     QString runName;               // empty: the project's name
     QString resume;                // a run id in the store or a checkpoint file; empty: fresh
+    // Conditions that pause the run at the step where one holds (breakpointHit tells).
+    std::vector<train::BreakCondition> breakpoints;
 };
 
 class TrainingController : public QObject {
@@ -70,6 +74,9 @@ class TrainingController : public QObject {
     void logMessage(const QString& text, bool warning);
     // The run failed: the message, and the module where a NaN/Inf first appeared (may be empty).
     void runError(const QString& message, const QString& module);
+    // A breakpoint held the run at a step: the controller is Paused; resume() finishes the
+    // step, stop() gives it up (with a checkpoint of the position before it).
+    void breakpointHit(const myelin::train::BreakpointFired& breakpoint);
     // The run ended and the controller is idle again (the store has the final status).
     void finished(myelin::train::RunStatus status);
 

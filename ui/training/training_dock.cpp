@@ -239,6 +239,14 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
                                            : tr("error in %1: %2").arg(module, message),
                           colors::kError.name());
             });
+    connect(controller_, &TrainingController::breakpointHit, this,
+            [this](const train::BreakpointFired& b) {
+                appendLog(tr("breakpoint %1 at step %2: %3")
+                              .arg(QString::fromStdString(b.condition))
+                              .arg(b.step)
+                              .arg(QString::fromStdString(b.message)),
+                          colors::kWarning.name());
+            });
     connect(controller_, &TrainingController::finished, this, [this](train::RunStatus status) {
         appendLog(tr("run %1").arg(QString::fromLatin1(train::run_status_name(status))),
                   status == train::RunStatus::Failed ? colors::kError.name() : colors::kOk.name());
