@@ -106,7 +106,11 @@ BreakpointsDialog::BreakpointsDialog(const std::vector<train::BreakCondition>& c
         lossFromStep_->setValue(int(std::min<int64_t>(c->from_step, 1000000000)));
     }
 
+    for (QCheckBox* box : {nonFinite_, gradSpike_, dead_, lossAbove_}) // never cut short
+        box->setSizePolicy(QSizePolicy::Minimum, QSizePolicy::Fixed);
     auto* grid = new QGridLayout;
+    grid->setColumnStretch(1, 1);
+    grid->setColumnStretch(2, 1);
     grid->addWidget(nonFinite_, 0, 0, 1, 3);
     grid->addWidget(gradSpike_, 1, 0);
     grid->addWidget(spikeFactor_, 1, 1, 1, 2);
@@ -151,7 +155,7 @@ BreakpointsDialog::BreakpointsDialog(const std::vector<train::BreakCondition>& c
     layout->addLayout(grid);
     layout->addWidget(cli);
     layout->addWidget(buttons);
-    setMinimumWidth(560);
+    setMinimumWidth(640);
 }
 
 std::vector<train::BreakCondition> BreakpointsDialog::conditions() const {
