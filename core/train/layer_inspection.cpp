@@ -2,9 +2,11 @@
 
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
+#include <myelin/graph/registry.h>
 #include <myelin/io/project.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -109,6 +111,99 @@ LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
         table.rows.push_back(std::move(row));
     }
     return table;
+}
+
+const char* health_name(LayerHealth health) {
+    switch (health) {
+    case LayerHealth::Unknown:
+        return "unknown";
+    case LayerHealth::Healthy:
+        return "healthy";
+    case LayerHealth::Vanishing:
+        return "vanishing";
+    case LayerHealth::Exploding:
+        return "exploding";
+    case LayerHealth::Dead:
+        return "dead";
+    case LayerHealth::NonFinite:
+        return "non-finite";
+    }
+    return "unknown";
+}
+
+LayerHealth classify_layer(const LayerStatsRow& row, double median_grad_norm, bool activation,
+                           std::string* reason) {
+    char text[160];
+    const auto say = [&](LayerHealth health) {
+        if (reason) *reason = text;
+        return health;
+    };
+    if ((row.nonfinite && *row.nonfinite > 0) ||
+        (row.grad_norm && !std::isfinite(*row.grad_norm))) {
+        std::snprintf(text, sizeof text, "NaN or infinite values in its activation or gradient");
+        return say(LayerHealth::NonFinite);
+    }
+    if (activation && row.zero_fraction && *row.zero_fraction >= 0.9) {
+        std::snprintf(text, sizeof text, "%.0f%% of its outputs are exactly zero (dead units)",
+                      *row.zero_fraction * 100);
+        return say(LayerHealth::Dead);
+    }
+    if (row.grad_norm) {
+        const double g = *row.grad_norm;
+        const bool relative = median_grad_norm > 0;
+        if (g > 1e4 || (relative && g > 1e3 * median_grad_norm)) {
+            std::snprintf(text, sizeof text,
+                          "gradient norm %.3g, over 1000 x the layers' median %.3g", g,
+                          median_grad_norm);
+            return say(LayerHealth::Exploding);
+        }
+        if (g < 1e-7 || (relative && g < 1e-3 * median_grad_norm)) {
+            std::snprintf(text, sizeof text,
+                          "gradient norm %.3g, under 1/1000 of the layers' median %.3g", g,
+                          median_grad_norm);
+            return say(LayerHealth::Vanishing);
+        }
+    }
+    if (!row.grad_norm && !row.zero_fraction) {
+        std::snprintf(text, sizeof text, "nothing recorded");
+        return say(LayerHealth::Unknown);
+    }
+    std::snprintf(text, sizeof text, "within the usual range");
+    return say(LayerHealth::Healthy);
+}
+
+std::vector<LayerBadge> layer_badges_at(const store::RunStore& store, int64_t run,
+                                        std::optional<int64_t> step, int points) {
+    return layer_badges(store, run, layer_stats_at(store, run, step), points);
+}
+
+std::vector<LayerBadge> layer_badges(const store::RunStore& store, int64_t run,
+                                     const LayerStatsTable& table, int points) {
+    std::vector<double> norms;
+    for (const auto& row : table.rows)
+        if (row.grad_norm && std::isfinite(*row.grad_norm)) norms.push_back(*row.grad_norm);
+    double median = 0;
+    if (norms.size() >= 2) {
+        std::nth_element(norms.begin(), norms.begin() + norms.size() / 2, norms.end());
+        median = norms[norms.size() / 2];
+    }
+    std::vector<LayerBadge> badges;
+    for (const auto& row : table.rows) {
+        LayerBadge badge;
+        badge.layer = row.layer;
+        const graph::LayerKind* kind = graph::find_layer_kind(row.layer.kind);
+        const bool activation = kind && kind->category == graph::Category::Activation;
+        badge.health = classify_layer(row, median, activation, &badge.reason);
+        badge.grad_norm = row.grad_norm;
+        badge.zero_fraction = row.zero_fraction;
+        if (table.norms_step && row.grad_norm && points > 0)
+            for (const auto& bucket : store.metric_series_downsampled(
+                     run, layer_metric_key(lm::kGradNorm, row.layer.name), {0, *table.norms_step},
+                     points))
+                badge.recent_grad_norms.push_back(bucket.max);
+        badges.push_back(std::move(badge));
+    }
+    return badges;
 }
 
 std::string format_layer_stats(const LayerStatsTable& table) {

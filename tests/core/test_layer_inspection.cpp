@@ -137,6 +137,46 @@ class TestLayerInspection : public QObject {
         QVERIFY2(lines[3].startsWith("1 (ReLU)") && lines[3].contains("75.0%") &&
                      lines[3].contains(" - "),
                  qPrintable(lines[3]));
+
+        // Badges: health per layer and a sparkline of the gradient norm up to the step.
+        const auto badges = train::layer_badges_at(store, run, 17, 8);
+        QCOMPARE(badges.size(), size_t(4));
+        QCOMPARE(badges[0].layer.name, std::string("zeta"));
+        QCOMPARE(badges[0].health, train::LayerHealth::Healthy);
+        QCOMPARE(*badges[0].grad_norm, 15.5);
+        QCOMPARE(badges[0].recent_grad_norms.size(), size_t(3)); // steps 5, 10, 15
+        QCOMPARE(badges[0].recent_grad_norms.back(), 15.5);
+        QCOMPARE(badges[1].health, train::LayerHealth::Healthy);   // 75% zeros: under 90%
+        QCOMPARE(badges[2].health, train::LayerHealth::NonFinite); // 3 non-finite gradients
+        QVERIFY(badges[1].recent_grad_norms.empty());
+    }
+
+    void healthOfALayer() {
+        using train::LayerHealth;
+        const auto health = [](std::optional<double> grad, std::optional<double> zeros,
+                               std::optional<double> nonfinite, double median, bool activation) {
+            train::LayerStatsRow row;
+            row.grad_norm = grad;
+            row.zero_fraction = zeros;
+            row.nonfinite = nonfinite;
+            return train::classify_layer(row, median, activation);
+        };
+        QCOMPARE(health(0.5, 0.4, 0, 0.6, true), LayerHealth::Healthy);
+        QCOMPARE(health(0.5, 0.95, 0, 0.6, true), LayerHealth::Dead);
+        QCOMPARE(health(0.5, 0.95, 0, 0.6, false), LayerHealth::Healthy);  // zeros after a pool
+        QCOMPARE(health(0.5, 0.95, 3, 0.6, true), LayerHealth::NonFinite); // the worst first
+        QCOMPARE(health(std::nan(""), {}, {}, 0.6, false), LayerHealth::NonFinite);
+        QCOMPARE(health(1e-5, {}, {}, 0.6, false), LayerHealth::Vanishing); // < 1e-3 x median
+        QCOMPARE(health(1e-3, {}, {}, 0.6, false), LayerHealth::Healthy);
+        QCOMPARE(health(1e-8, {}, {}, 0, false), LayerHealth::Vanishing);  // absolute floor
+        QCOMPARE(health(700, {}, {}, 0.6, false), LayerHealth::Exploding); // > 1000 x median
+        QCOMPARE(health(2e4, {}, {}, 0, false), LayerHealth::Exploding);   // absolute ceiling
+        QCOMPARE(health({}, {}, {}, 0.6, false), LayerHealth::Unknown);
+        std::string reason;
+        train::LayerStatsRow dead;
+        dead.zero_fraction = 1.0;
+        QCOMPARE(train::classify_layer(dead, 0, true, &reason), LayerHealth::Dead);
+        QCOMPARE(reason, std::string("100% of its outputs are exactly zero (dead units)"));
     }
 
     void aRunWithoutCaptureSaysSo() {

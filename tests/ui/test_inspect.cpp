@@ -4,6 +4,7 @@
 #include "document/project_document.h"
 #include "editor/graph_scene.h"
 #include "editor/model_editor.h"
+#include "editor/node_item.h"
 #include "inspect/gradient_flow_view.h"
 #include "shell/main_window.h"
 #include "training/breakpoints_dialog.h"
@@ -15,6 +16,7 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QDir>
+#include <QFile>
 #include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
@@ -105,7 +107,26 @@ class TestInspect : public QObject {
         view->setMeasure(GradientFlowView::Measure::WeightNorm);
         QCOMPARE(*view->plottedValue("fc2", 30), storedValue(runs, "weight_norm/fc2", 30));
 
+        // The canvas badges follow the selected step: fc1's shows its norm there.
         view->setMeasure(GradientFlowView::Measure::GradientNorm);
+        const auto badgeOf = [&](const char* name) -> std::optional<myelin::ui::NodeBadge> {
+            for (const auto& node : w.document()->spec().nodes)
+                if (node.name == name) return w.editor()->scene()->nodeItem(node.id)->badge();
+            return std::nullopt;
+        };
+        view->selectStep(17);
+        const auto fc1 = badgeOf("fc1");
+        QVERIFY(fc1.has_value());
+        QCOMPARE(fc1->health, myelin::train::LayerHealth::Healthy);
+        QVERIFY2(
+            fc1->text.contains(QString::number(storedValue(runs, "grad_norm/fc1", 17), 'g', 2)),
+            qPrintable(fc1->text));
+        QVERIFY(!fc1->spark.empty());
+        QVERIFY(fc1->spark.back() > 0);
+        view->selectStep(lastStep);
+        QVERIFY2(badgeOf("fc1")->text.contains(
+                     QString::number(storedValue(runs, "grad_norm/fc1", lastStep), 'g', 2)),
+                 qPrintable(badgeOf("fc1")->text));
         auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
         tabs->setCurrentWidget(view);
         QTest::qWait(50);
@@ -120,6 +141,69 @@ class TestInspect : public QObject {
         for (int64_t step = 1; step <= lastStep; ++step)
             for (const auto& layer : layers)
                 QCOMPARE(reopened.plottedValue(layer, step), view->plottedValue(layer, step));
+    }
+
+    // A run whose ReLU is dead (every output exactly zero): its node's badge says so, and a
+    // run of another model leaves the canvas alone.
+    void deadLayerShowsOnItsBadge() {
+        QTemporaryDir dir;
+        const QString project = writeBlobsProject(dir.path(), 1);
+        const QString storePath = dir.filePath(QStringLiteral("runs.sqlite"));
+        QFile file(project);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const std::string projectJson = file.readAll().toStdString();
+        {
+            store::RunStore runs = store::RunStore::open(storePath.toStdString());
+            const int64_t run = runs.create_run({"dead relu", projectJson});
+            std::vector<store::MetricPoint> points;
+            for (int64_t step = 1; step <= 20; ++step)
+                for (const char* layer : {"fc1", "fc2"})
+                    points.push_back({run, std::string("grad_norm/") + layer, step,
+                                      layer[2] == '1' ? 1e-9 : 0.3, 0});
+            points.push_back({run, "activation_mean/1", 20, 0.0, 0});
+            points.push_back({run, "activation_zero_fraction/1", 20, 1.0, 0});
+            runs.log_metrics(points);
+            runs.finish_run(run, store::RunStatus::Finished);
+        }
+        MainWindow w;
+        w.resize(1280, 860);
+        w.show();
+        QVERIFY(w.openProject(project));
+        w.gradientFlowView()->setStorePath(storePath);
+        QCOMPARE(w.gradientFlowView()->run(), int64_t(1));
+        std::optional<myelin::ui::NodeBadge> relu, fc1;
+        for (const auto& node : w.document()->spec().nodes) {
+            if (node.kind == "ReLU") relu = w.editor()->scene()->nodeItem(node.id)->badge();
+            if (node.name == "fc1") fc1 = w.editor()->scene()->nodeItem(node.id)->badge();
+        }
+        QVERIFY(relu.has_value());
+        QCOMPARE(relu->health, myelin::train::LayerHealth::Dead);
+        QVERIFY2(relu->text.contains(QStringLiteral("100% zeros")), qPrintable(relu->text));
+        QVERIFY2(relu->toolTip.contains(QStringLiteral("dead units")), qPrintable(relu->toolTip));
+        QCOMPARE(fc1->health, myelin::train::LayerHealth::Vanishing); // 1e-9 against 0.3
+        QTest::qWait(50);
+        myelin::test::saveScreenshot(w, QStringLiteral("inspect_graph_badges.png"));
+
+        // Another model's run: no badge lands on a node of a different kind.
+        {
+            store::RunStore runs = store::RunStore::open(storePath.toStdString());
+            QByteArray other = QByteArray::fromStdString(projectJson);
+            other.replace("\"kind\": \"ReLU\"", "\"kind\": \"Tanh\"");
+            const int64_t run = runs.create_run({"other model", other.toStdString()});
+            const std::vector<store::MetricPoint> points = {
+                {run, "grad_norm/fc1", 5, 0.3, 0},
+                {run, "activation_mean/1", 5, 0.0, 0},
+                {run, "activation_zero_fraction/1", 5, 1.0, 0}};
+            runs.log_metrics(points);
+            runs.finish_run(run, store::RunStatus::Finished);
+        }
+        w.gradientFlowView()->refreshRuns();
+        w.gradientFlowView()->showRun(2);
+        for (const auto& node : w.document()->spec().nodes) {
+            const auto& badge = w.editor()->scene()->nodeItem(node.id)->badge();
+            if (node.kind == "ReLU") QVERIFY(!badge); // the run's layer "1" is a Tanh
+            if (node.name == "fc1") QVERIFY(badge.has_value());
+        }
     }
 
     void saysWhatIsMissing() {

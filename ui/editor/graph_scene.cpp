@@ -154,6 +154,13 @@ GraphScene::~GraphScene() {
     blockSignals(true);
 }
 
+void GraphScene::setBadges(const std::unordered_map<graph::NodeId, NodeBadge>& badges) {
+    for (const auto& [id, item] : nodes_) {
+        const auto it = badges.find(id);
+        item->setBadge(it == badges.end() ? std::nullopt : std::optional<NodeBadge>(it->second));
+    }
+}
+
 NodeItem* GraphScene::nodeItem(graph::NodeId id) const {
     auto it = nodes_.find(id);
     return it == nodes_.end() ? nullptr : it->second;

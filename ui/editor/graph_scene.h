@@ -25,6 +25,7 @@ namespace myelin::ui {
 class EdgeItem;
 class FeedbackItem;
 class NodeItem;
+struct NodeBadge;
 class ProjectDocument;
 struct PortRef;
 
@@ -40,6 +41,9 @@ class GraphScene : public QGraphicsScene {
 
     ProjectDocument* document() const { return document_; }
     NodeItem* nodeItem(graph::NodeId id) const;
+    // Health badges of a run by node (train::LayerBadge via nodeBadge); nodes not in `badges`
+    // lose theirs. An empty map removes them all.
+    void setBadges(const std::unordered_map<graph::NodeId, NodeBadge>& badges);
     EdgeItem* edgeItem(const graph::Edge& edge) const;
     // Selected nodes in model order; selected edges.
     std::vector<graph::NodeId> selectedNodeIds() const;

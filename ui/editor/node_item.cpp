@@ -7,8 +7,12 @@
 #include <QFontDatabase>
 #include <QFontMetricsF>
 #include <QGraphicsSceneHoverEvent>
+#include <QObject>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
+
+#include <algorithm>
+#include <cmath>
 
 namespace myelin::ui {
 
@@ -204,7 +208,83 @@ QRectF NodeItem::titleRect() const {
 
 QRectF NodeItem::boundingRect() const {
     const double m = kPortRadius + 4; // ports and the selection halo
-    return cardRect().adjusted(-m, -m, m, m);
+    const QRectF around = cardRect().adjusted(-m, -m, m, m);
+    return badge_ ? around.united(badgeRect().adjusted(-1, -1, 1, 1)) : around;
+}
+
+QRectF NodeItem::badgeRect() const {
+    return QRectF(width_ + 8, 2, 148, 34);
+}
+
+void NodeItem::setBadge(std::optional<NodeBadge> badge) {
+    if (badge == badge_) return;
+    prepareGeometryChange();
+    badge_ = std::move(badge);
+    update();
+}
+
+void NodeItem::paintBadge(QPainter* painter) const {
+    const QRectF box = badgeRect();
+    painter->setPen(QPen(badge_->color, 1.2));
+    QColor fill = badge_->color;
+    fill.setAlpha(28);
+    painter->setBrush(fill);
+    painter->drawRoundedRect(box, 5, 5);
+    // Sparkline on a log scale: gradient norms span decades.
+    const QRectF spark = QRectF(box.left() + 6, box.top() + 4, box.width() - 12, 13);
+    std::vector<double> logs;
+    for (double v : badge_->spark)
+        if (std::isfinite(v) && v > 0) logs.push_back(std::log10(v));
+    if (logs.size() >= 2) {
+        const auto [lo, hi] = std::minmax_element(logs.begin(), logs.end());
+        const double span = *hi - *lo;
+        QPolygonF line;
+        for (size_t i = 0; i < logs.size(); ++i)
+            line << QPointF(spark.left() + spark.width() * double(i) / double(logs.size() - 1),
+                            span > 1e-9 ? spark.bottom() - spark.height() * (logs[i] - *lo) / span
+                                        : spark.center().y()); // flat: across the middle
+        painter->setPen(QPen(badge_->color.darker(115), 1.2));
+        painter->setBrush(Qt::NoBrush);
+        painter->drawPolyline(line);
+    }
+    painter->setFont(bodyFont());
+    painter->setPen(badge_->color.darker(140));
+    painter->drawText(
+        QRectF(box.left() + 6, box.top() + 18, box.width() - 12, 14),
+        Qt::AlignVCenter | Qt::AlignLeft,
+        QFontMetricsF(bodyFont()).elidedText(badge_->text, Qt::ElideRight, box.width() - 12));
+}
+
+NodeBadge nodeBadge(const train::LayerBadge& b) {
+    NodeBadge badge;
+    badge.health = b.health;
+    switch (b.health) {
+    case train::LayerHealth::NonFinite:
+    case train::LayerHealth::Exploding:
+        badge.color = colors::kError;
+        break;
+    case train::LayerHealth::Dead:
+    case train::LayerHealth::Vanishing:
+        badge.color = colors::kWarning;
+        break;
+    case train::LayerHealth::Healthy:
+        badge.color = colors::kOk;
+        break;
+    case train::LayerHealth::Unknown:
+        badge.color = colors::kMutedText;
+        break;
+    }
+    QStringList parts;
+    if (b.grad_norm) parts << QStringLiteral("‖g‖ %1").arg(*b.grad_norm, 0, 'g', 2);
+    if (b.zero_fraction && *b.zero_fraction > 0)
+        parts << QObject::tr("%1% zeros").arg(*b.zero_fraction * 100, 0, 'f', 0);
+    if (b.health != train::LayerHealth::Healthy && b.health != train::LayerHealth::Unknown)
+        parts.prepend(QString::fromLatin1(train::health_name(b.health)));
+    badge.text = parts.join(QStringLiteral(" · "));
+    badge.toolTip = QObject::tr("%1: %2").arg(QString::fromLatin1(train::health_name(b.health)),
+                                              QString::fromStdString(b.reason));
+    badge.spark = b.recent_grad_norms;
+    return badge;
 }
 
 QPainterPath NodeItem::shape() const {
@@ -241,6 +321,8 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     painter->drawPath(header.intersected(headerClip));
     painter->setBrush(color_);
     painter->drawRoundedRect(QRectF(0, 0, 4, kHeaderHeight), 2, 2);
+
+    if (badge_) paintBadge(painter);
 
     // Zoomed far out the text would be a few pixels high: draw the card and its outline only
     // (this keeps a fitted 500-node graph within a frame).
@@ -358,6 +440,8 @@ void NodeItem::hoverMoveEvent(QGraphicsSceneHoverEvent* event) {
                 QObject::tr("Input %1: %2").arg(port->index).arg(portNames_.value(port->index)));
         update();
     }
+    if (!port && badge_)
+        setToolTip(badgeRect().contains(event->pos()) ? badge_->toolTip : cardToolTip_);
     QGraphicsItem::hoverMoveEvent(event);
 }
 

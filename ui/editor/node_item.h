@@ -4,6 +4,7 @@
 // with an error turns red and shows the message on the card. Positions are the model's Node::x/y
 // (the card's top-left corner).
 #include <myelin/graph/analysis.h>
+#include <myelin/train/layer_inspection.h>
 
 #include <QColor>
 #include <QGraphicsItem>
@@ -25,6 +26,18 @@ struct NodeContent {
     bool operator==(const NodeContent& other) const = default;
 };
 
+// The health badge beside a card during and after a run (train::LayerBadge): a sparkline of
+// the layer's gradient norm so far and one line of text, framed in the health's colour.
+struct NodeBadge {
+    QColor color;
+    QString text;              // "0.42 · 44% zeros"
+    QString toolTip;           // the health and why
+    std::vector<double> spark; // gradient norms, oldest first (log scale when drawn)
+    train::LayerHealth health = train::LayerHealth::Unknown;
+    bool operator==(const NodeBadge& other) const = default;
+};
+NodeBadge nodeBadge(const train::LayerBadge& badge);
+
 struct PortRef {
     bool output = false;
     int index = 0; // input port index (0 for the output)
@@ -42,6 +55,9 @@ class NodeItem : public QGraphicsItem {
 
     // Refreshes what the card shows.
     void setContent(NodeContent content);
+    // Shows (or with nullopt removes) the health badge to the right of the card.
+    void setBadge(std::optional<NodeBadge> badge);
+    const std::optional<NodeBadge>& badge() const { return badge_; }
 
     int inputCount() const { return inputCount_; }
     bool hasOutput() const { return hasOutput_; }
@@ -69,6 +85,8 @@ class NodeItem : public QGraphicsItem {
   private:
     enum class Severity { None, Warning, Error };
     QRectF cardRect() const { return QRectF(0, 0, width_, height_); }
+    QRectF badgeRect() const;
+    void paintBadge(QPainter* painter) const;
     QPointF portPos(PortRef port) const;
 
     graph::NodeId id_;
@@ -84,6 +102,7 @@ class NodeItem : public QGraphicsItem {
     double width_ = 0, height_ = 0;
     std::optional<PortRef> hovered_, highlighted_;
     bool highlightOk_ = true;
+    std::optional<NodeBadge> badge_;
 };
 
 } // namespace myelin::ui

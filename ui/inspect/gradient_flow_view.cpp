@@ -193,10 +193,8 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
 
     poll_ = new QTimer(this);
     poll_->setInterval(kPollMs);
-    // Hidden, the view reads nothing (the run keeps the CPU); showEvent catches up.
-    connect(poll_, &QTimer::timeout, this, [this] {
-        if (isVisible()) readNewRows();
-    });
+    // Hidden, it still reads the new rows (the canvas badges follow them) but does not replot.
+    connect(poll_, &QTimer::timeout, this, &GradientFlowView::readNewRows);
     connect(runBox_, &QComboBox::activated, this, [this](int index) {
         const int64_t run = runBox_->itemData(index).toLongLong();
         if (run != run_) showRun(run, false);
@@ -321,7 +319,10 @@ void GradientFlowView::reload() {
     layers_.clear();
     table_ = {};
     guide_->setVisible(measure_ == Measure::UpdateRatio);
-    if (run_ < 0 || !store_) return;
+    if (run_ < 0 || !store_) {
+        emit badgesChanged({});
+        return;
+    }
     try {
         const std::string fam = family();
         std::map<int, int> perCategory;
@@ -360,6 +361,7 @@ void GradientFlowView::reload() {
         return;
     }
     if (layers_.empty()) {
+        emit badgesChanged({});
         showMessage(live_ ? tr("Run #%1 is starting: each layer's norms appear here after its "
                                "first optimizer step.")
                                 .arg(run_)
@@ -424,8 +426,10 @@ void GradientFlowView::selectStep(int64_t step) {
 
 void GradientFlowView::moveBars(int64_t step) {
     if (!store_ || run_ < 0 || layers_.empty()) return;
+    std::vector<train::LayerBadge> badges;
     try {
         table_ = train::layer_stats_at(*store_, run_, step);
+        badges = train::layer_badges(*store_, run_, table_);
     } catch (const Error& e) {
         showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
         return;
@@ -433,6 +437,7 @@ void GradientFlowView::moveBars(int64_t step) {
     updateBars();
     updateStepControls();
     replot();
+    emit badgesChanged(badges);
 }
 
 void GradientFlowView::updateBars() {

@@ -3,9 +3,10 @@
 // norm (or update/weight ratio, or weight norm) over the steps, one line per layer on a log
 // axis coloured by the layer's category, and below it one bar per layer in model order at the
 // selected step. It reads the run store only — the same rows `myelin runs layers` prints — so a
-// run looks the same live and reopened later. While a run goes and the view is shown, it reads
-// the rows newer than the ones it holds four times a second (hidden, it reads nothing and
-// catches up when shown); a long finished run is read as min/max buckets, which keep spikes.
+// run looks the same live and reopened later. While a run goes it reads the rows newer than the
+// ones it holds four times a second (and replots only while shown); a long finished run is read
+// as min/max buckets, which keep spikes. Every move of the selected step also gives the layers'
+// health (badgesChanged), which the main window draws on the canvas.
 #include <myelin/train/layer_inspection.h>
 
 #include <QString>
@@ -70,6 +71,11 @@ class GradientFlowView : public QWidget {
     QString message() const;
     QCustomPlot* linesPlot() const { return lines_; }
     QCustomPlot* barsPlot() const { return bars_; }
+
+  signals:
+    // The layers' health at the selected step (after every move of the step, live or not);
+    // the main window puts it on the canvas as badges. Empty: no run, or nothing recorded.
+    void badgesChanged(const std::vector<myelin::train::LayerBadge>& badges);
 
   protected:
     void showEvent(QShowEvent* event) override;

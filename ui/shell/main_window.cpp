@@ -9,6 +9,7 @@
 #include "editor/model_editor.h"
 #include "editor/model_summary_panel.h"
 #include "editor/node_inspector.h"
+#include "editor/node_item.h"
 #include "editor/problems_panel.h"
 #include "inspect/gradient_flow_view.h"
 #include "pages/data_page.h"
@@ -380,6 +381,7 @@ void MainWindow::createTraining() {
             });
     connect(training_, &TrainingController::runError, this, &MainWindow::onTrainingError);
     connect(training_, &TrainingController::breakpointHit, this, &MainWindow::onBreakpoint);
+    connect(gradientFlow_, &GradientFlowView::badgesChanged, this, &MainWindow::showLayerBadges);
     // The gradient flow view follows the run just started and reads the store for any other.
     connect(training_, &TrainingController::runCreated, this,
             [this](qint64 run, const QString& storePath) {
@@ -791,6 +793,20 @@ void MainWindow::showBreakpointsDialog() {
                                  kStatusMs);
     });
     dialog->open();
+}
+
+void MainWindow::showLayerBadges(const std::vector<train::LayerBadge>& badges) {
+    // A layer goes to the node of the open model with its module name and its kind; a run of
+    // another model leaves the canvas alone.
+    std::unordered_map<graph::NodeId, NodeBadge> byNode;
+    if (document_->isOpen())
+        for (const auto& badge : badges) {
+            const graph::NodeId node =
+                document_->analysis().node_of_module(document_->spec(), badge.layer.name);
+            const graph::Node* spec = node >= 0 ? document_->spec().find(node) : nullptr;
+            if (spec && spec->kind == badge.layer.kind) byNode[node] = nodeBadge(badge);
+        }
+    editor_->scene()->setBadges(byNode);
 }
 
 void MainWindow::onBreakpoint(const train::BreakpointFired& breakpoint) {

@@ -6,6 +6,8 @@
 #include <QMainWindow>
 #include <QString>
 
+#include <vector>
+
 class QAction;
 class QDockWidget;
 class QLabel;
@@ -18,7 +20,8 @@ class QUndoStack;
 
 namespace myelin::train {
 struct BreakpointFired;
-}
+struct LayerBadge;
+} // namespace myelin::train
 
 namespace myelin::ui {
 
@@ -109,6 +112,7 @@ class MainWindow : public QMainWindow {
     void setEditingLocked(bool locked);
     void onTrainingError(const QString& message, const QString& module);
     void onBreakpoint(const train::BreakpointFired& breakpoint);
+    void showLayerBadges(const std::vector<train::LayerBadge>& badges);
     void openAtStartup(const QString& path);
     void showProject(bool open);
     void updateTitle();

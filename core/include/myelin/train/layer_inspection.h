@@ -63,6 +63,35 @@ struct LayerStatsTable {
 LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
                                std::optional<int64_t> step = std::nullopt);
 
+// How a layer looks at a step, for the badge on its node. The first that applies:
+//   NonFinite  NaN/Inf in its activation or gradient, or a non-finite gradient norm
+//   Dead       an activation layer (ReLU's family) whose output is >= 90% exact zeros
+//   Exploding  gradient norm > 1000 x the median of the layers' norms at that step, or > 1e4
+//   Vanishing  gradient norm < 1e-3 x that median, or < 1e-7
+//   Healthy    otherwise; Unknown when nothing was recorded for the layer
+enum class LayerHealth { Unknown, Healthy, Vanishing, Exploding, Dead, NonFinite };
+const char* health_name(LayerHealth health); // "healthy", "vanishing", ...
+
+struct LayerBadge {
+    RecordedLayer layer;
+    LayerHealth health = LayerHealth::Unknown;
+    std::string reason;                    // why, in words ("gradient norm 3.2e-09 ...")
+    std::optional<double> grad_norm;       // at the table's norms step
+    std::optional<double> zero_fraction;   // at its summaries step
+    std::vector<double> recent_grad_norms; // up to `points` maxima over steps 0..step, oldest first
+};
+
+// Every recorded layer's badge at `step` (the newest when unset), from layer_stats_at plus a
+// sparkline of its gradient norm over the run so far (block summaries: cheap on long runs).
+std::vector<LayerBadge> layer_badges_at(const store::RunStore& store, int64_t run,
+                                        std::optional<int64_t> step = std::nullopt,
+                                        int points = 24);
+// The same from a table layer_stats_at already read.
+std::vector<LayerBadge> layer_badges(const store::RunStore& store, int64_t run,
+                                     const LayerStatsTable& table, int points = 24);
+LayerHealth classify_layer(const LayerStatsRow& row, double median_grad_norm, bool activation,
+                           std::string* reason = nullptr);
+
 // The table as `myelin runs layers` prints it: a line saying which steps the values are from,
 // then one row per layer, "-" where nothing was recorded.
 std::string format_layer_stats(const LayerStatsTable& table);
