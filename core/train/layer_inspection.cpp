@@ -206,6 +206,76 @@ std::vector<LayerBadge> layer_badges(const store::RunStore& store, int64_t run,
     return badges;
 }
 
+std::vector<double> rebin_histogram(const store::HistogramSample& h, double low, double high,
+                                    int bins) {
+    std::vector<double> out(size_t(std::max(bins, 0)), 0.0);
+    const size_t n = h.counts.size();
+    if (out.empty() || n == 0 || !(high > low)) return out;
+    const double width = (h.max - h.min) / double(n);
+    const double target = (high - low) / double(bins);
+    for (size_t i = 0; i < n; ++i) {
+        const double count = h.counts[i];
+        if (count == 0) continue;
+        const double a = h.min + width * double(i), b = a + width;
+        if (width <= 0) { // a degenerate histogram: everything at one value
+            const double at = std::floor((h.min - low) / target);
+            if (h.min >= low && h.min <= high) out[size_t(std::min(at, double(bins - 1)))] += count;
+            continue;
+        }
+        const int first = std::max(0, int(std::floor((a - low) / target)));
+        const int last = std::min(bins - 1, int(std::floor((b - low) / target)));
+        for (int k = first; k <= last; ++k) {
+            const double lo = std::max(a, low + target * k),
+                         hi = std::min(b, low + target * (k + 1));
+            if (hi > lo) out[size_t(k)] += count * (hi - lo) / width;
+        }
+    }
+    return out;
+}
+
+std::vector<double> histogram_quantiles(const store::HistogramSample& h,
+                                        const std::vector<double>& quantiles) {
+    double total = 0;
+    for (double c : h.counts)
+        total += c;
+    std::vector<double> out;
+    const size_t n = h.counts.size();
+    if (total <= 0 || n == 0) return std::vector<double>(quantiles.size(), std::nan(""));
+    const double width = (h.max - h.min) / double(n);
+    for (double q : quantiles) {
+        const double target = std::clamp(q, 0.0, 1.0) * total;
+        double below = 0;
+        double value = h.max;
+        for (size_t i = 0; i < n; ++i) {
+            const double c = h.counts[i];
+            if (c > 0 && below + c >= target) {
+                value = h.min + width * (double(i) + (target - below) / c);
+                break;
+            }
+            below += c;
+        }
+        out.push_back(value);
+    }
+    return out;
+}
+
+std::vector<RecordedLayer> layers_with_histograms(const store::RunStore& store, int64_t run) {
+    std::set<std::string> names;
+    for (const std::string& key : store.histogram_keys(run)) {
+        const size_t slash = key.find('/');
+        const std::string_view family = std::string_view(key).substr(0, slash);
+        // Weight histograms are per parameter ("weight/fc1.weight"), not per layer.
+        if (slash != std::string::npos && (family == "activation" || family == "gradient"))
+            names.insert(key.substr(slash + 1));
+    }
+    std::vector<RecordedLayer> layers;
+    for (auto& layer : model_layers(store.run(run).project_json, run))
+        if (names.erase(layer.name)) layers.push_back(std::move(layer));
+    for (const std::string& name : names)
+        layers.push_back({name, {}});
+    return layers;
+}
+
 std::string format_layer_stats(const LayerStatsTable& table) {
     const auto step_text = [](std::optional<int64_t> s) {
         return s ? "step " + std::to_string(*s) : std::string("none recorded");

@@ -179,6 +179,31 @@ class TestLayerInspection : public QObject {
         QCOMPARE(reason, std::string("100% of its outputs are exactly zero (dead units)"));
     }
 
+    void histogramsRebinnedAndQuantiles() {
+        // 4 bins over [0, 4): counts 1, 2, 3, 4.
+        const store::HistogramSample h{1, 0, 0.0, 4.0, {1, 2, 3, 4}};
+        // The same range in 8 bins: each count split in halves.
+        const auto fine = train::rebin_histogram(h, 0, 4, 8);
+        QCOMPARE(fine, std::vector<double>({0.5, 0.5, 1, 1, 1.5, 1.5, 2, 2}));
+        // A wider range: [-4, 4) in 4 bins of 2 puts everything in the top two.
+        QCOMPARE(train::rebin_histogram(h, -4, 4, 4), std::vector<double>({0, 0, 3, 7}));
+        // A narrower one drops what lies outside: [1, 3) keeps 2 + 3.
+        const auto middle = train::rebin_histogram(h, 1, 3, 2);
+        QCOMPARE(middle, std::vector<double>({2, 3}));
+        // A histogram of one value (min == max) lands in one bin.
+        const store::HistogramSample point{1, 0, 2.0, 2.0, {5}};
+        QCOMPARE(train::rebin_histogram(point, 0, 4, 4), std::vector<double>({0, 0, 5, 0}));
+
+        // Quantiles: 10 values, uniform inside bins. The median: 5 of 10 counts lie below
+        // 1 (1) + 2 (2) + 2 of bin [2, 3) (3 counts) -> 2 + 2/3.
+        const auto q = train::histogram_quantiles(h, {0.0, 0.1, 0.5, 1.0});
+        QCOMPARE(q[0], 0.0);
+        QCOMPARE(q[1], 1.0); // the single count of bin 0 fills it exactly
+        QCOMPARE(q[2], 2.0 + 2.0 / 3.0);
+        QCOMPARE(q[3], 4.0);
+        QVERIFY(std::isnan(train::histogram_quantiles({1, 0, 0, 1, {0, 0}}, {0.5})[0]));
+    }
+
     void aRunWithoutCaptureSaysSo() {
         QTemporaryDir dir;
         store::RunStore store = store::RunStore::open(dir.filePath("runs.sqlite").toStdString());

@@ -5,6 +5,7 @@
 #include "editor/graph_scene.h"
 #include "editor/model_editor.h"
 #include "editor/node_item.h"
+#include "inspect/distributions_view.h"
 #include "inspect/gradient_flow_view.h"
 #include "shell/main_window.h"
 #include "training/breakpoints_dialog.h"
@@ -25,6 +26,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -204,6 +206,76 @@ class TestInspect : public QObject {
             if (node.kind == "ReLU") QVERIFY(!badge); // the run's layer "1" is a Tanh
             if (node.name == "fc1") QVERIFY(badge.has_value());
         }
+    }
+
+    // Histograms every 10 steps: the Distributions tab follows the run; every captured
+    // histogram holds the whole batch's values, the heatmap's columns are shares, the bands are
+    // ordered, and the zero strip shows the store's zero fractions.
+    void distributionsShowTheCapturedHistograms() {
+        QTemporaryDir dir;
+        const QString project = writeBlobsProject(dir.path(), 3, 600);
+        const QString storePath = dir.filePath(QStringLiteral("runs.sqlite"));
+        MainWindow w;
+        w.trainingController()->setStorePath(storePath);
+        w.resize(1280, 860);
+        w.show();
+        QVERIFY(w.openProject(project));
+        myelin::spec::TrainSpec spec = w.document()->project().train;
+        spec.capture.summaries_every = 10;
+        w.document()->applyTrainEdit(spec, QStringLiteral("Capture every 10 steps"));
+        QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+        QVERIFY(w.startTraining());
+        QVERIFY(finished.wait(kRunTimeoutMs));
+
+        myelin::ui::DistributionsView* d = w.distributionsView();
+        QCOMPARE(d->run(), int64_t(1));
+        QStringList names;
+        for (const auto& n : d->layers())
+            names << QString::fromStdString(n);
+        QCOMPARE(names.join(QLatin1Char(',')), QStringLiteral("fc1,1,fc2")); // model order
+        d->setLayer("fc1");
+        QVERIFY(d->steps().size() >= 7);
+        QCOMPARE(d->steps().front(), int64_t(10));
+        store::RunStore runs = store::RunStore::open(storePath.toStdString());
+        const auto histograms = runs.histogram_series(1, "activation/fc1");
+        QCOMPARE(histograms.size(), d->steps().size());
+        for (const auto& h : histograms) {
+            double total = 0;
+            for (double c : h.counts)
+                total += c;
+            QCOMPARE(total, 16.0 * 16.0); // a batch of 16 examples x 16 features
+        }
+        for (const auto& column : d->columns()) {
+            double share = 0;
+            for (double c : column)
+                share += c;
+            QVERIFY(std::abs(share - 1.0) < 1e-9);
+        }
+        d->setGradients(true);
+        QCOMPARE(d->steps().size(), runs.histogram_series(1, "gradient/fc1").size());
+        d->setMode(myelin::ui::DistributionsView::Mode::Percentiles);
+        for (const auto& p : d->percentiles()) {
+            QCOMPARE(p.size(), size_t(5));
+            for (size_t k = 1; k < p.size(); ++k)
+                QVERIFY(p[k - 1] <= p[k]);
+            QVERIFY(p.front() >= d->valueLow() && p.back() <= d->valueHigh());
+        }
+        // The zero strip: the ReLU's row holds the store's zero fractions.
+        const auto& strip = d->stripLayers();
+        const auto relu = std::find(strip.begin(), strip.end(), std::string("1"));
+        QVERIFY(relu != strip.end());
+        const auto zeros = runs.metric_series(1, "activation_zero_fraction/1");
+        QCOMPARE(d->stripSteps().front(), zeros.front().step);
+        QCOMPARE(d->stripValue(size_t(relu - strip.begin()), 0), zeros.front().value);
+        QVERIFY2(d->nonFiniteText().contains(QStringLiteral("No NaN")),
+                 qPrintable(d->nonFiniteText()));
+
+        d->setGradients(false);
+        d->setMode(myelin::ui::DistributionsView::Mode::Heatmap);
+        auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
+        tabs->setCurrentWidget(d);
+        QTest::qWait(50);
+        myelin::test::saveScreenshot(w, QStringLiteral("inspect_distributions.png"));
     }
 
     void saysWhatIsMissing() {

@@ -176,7 +176,7 @@ void TestMainWindow::titleWithProject() {
     QVERIFY(pages != nullptr);
     QCOMPARE(pages->currentWidget()->objectName(), QStringLiteral("workspace"));
     QCOMPARE(w.workspaceTabs()->currentWidget()->objectName(), QStringLiteral("modelEditor"));
-    QCOMPARE(w.workspaceTabs()->count(), 4); // Model, Data, Training, Gradient Flow
+    QCOMPARE(w.workspaceTabs()->count(), 5); // Model, Data, Training, Gradient Flow, Distributions
 }
 
 void TestMainWindow::malformedProjectAtStartupIsExplained() {

@@ -273,6 +273,7 @@ void GradientFlowView::showRun(int64_t run, bool live) {
     runBox_->setCurrentIndex(runBox_->findData(qint64(run)));
     followNewest_->setChecked(live);
     reload();
+    emit runShown(run, live);
     if (live)
         poll_->start();
     else

@@ -58,6 +58,7 @@ class GradientFlowView : public QWidget {
     void selectStep(int64_t step);
 
     int64_t run() const { return run_; }
+    const QString& storePath() const { return storePath_; }
     bool isLive() const { return live_; }
     Measure measure() const { return measure_; }
     std::optional<int64_t> selectedStep() const { return table_.norms_step; }
@@ -76,6 +77,8 @@ class GradientFlowView : public QWidget {
     // The layers' health at the selected step (after every move of the step, live or not);
     // the main window puts it on the canvas as badges. Empty: no run, or nothing recorded.
     void badgesChanged(const std::vector<myelin::train::LayerBadge>& badges);
+    // Another run is shown (the other inspection views follow it).
+    void runShown(qint64 run, bool live);
 
   protected:
     void showEvent(QShowEvent* event) override;

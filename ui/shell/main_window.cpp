@@ -11,6 +11,7 @@
 #include "editor/node_inspector.h"
 #include "editor/node_item.h"
 #include "editor/problems_panel.h"
+#include "inspect/distributions_view.h"
 #include "inspect/gradient_flow_view.h"
 #include "pages/data_page.h"
 #include "pages/training_page.h"
@@ -105,6 +106,7 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     dataPage_ = new DataPage(document_, this);
     trainingPage_ = new TrainingPage(document_, this);
     gradientFlow_ = new GradientFlowView(this);
+    distributions_ = new DistributionsView(this);
     // An open project: the lock banner (while training) over the Model / Data / Training tabs.
     workspace_ = new QWidget(this);
     workspace_->setObjectName(QStringLiteral("workspace"));
@@ -118,6 +120,7 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     workspaceTabs_->addTab(dataPage_, tr("Data"));
     workspaceTabs_->addTab(trainingPage_, tr("Training"));
     workspaceTabs_->addTab(gradientFlow_, tr("Gradient Flow"));
+    workspaceTabs_->addTab(distributions_, tr("Distributions"));
     auto* workspaceLayout = new QVBoxLayout(workspace_);
     workspaceLayout->setContentsMargins(0, 0, 0, 0);
     workspaceLayout->setSpacing(0);
@@ -390,8 +393,14 @@ void MainWindow::createTraining() {
             });
     connect(training_, &TrainingController::finished, gradientFlow_,
             &GradientFlowView::runFinished);
+    connect(training_, &TrainingController::finished, distributions_,
+            &DistributionsView::runFinished);
+    connect(gradientFlow_, &GradientFlowView::runShown, this, [this](qint64 run, bool live) {
+        distributions_->showRun(gradientFlow_->storePath(), run, live);
+    });
     connect(workspaceTabs_, &QTabWidget::currentChanged, this, [this](int index) {
-        if (workspaceTabs_->widget(index) != gradientFlow_) return;
+        QWidget* page = workspaceTabs_->widget(index);
+        if (page != gradientFlow_ && page != distributions_) return;
         gradientFlow_->setStorePath(training_->storePath()); // a no-op when it is open already
         if (!gradientFlow_->isLive()) gradientFlow_->refreshRuns();
     });

@@ -37,6 +37,7 @@ class TrainingController;
 class TrainingDock;
 class TrainingPage;
 class GradientFlowView;
+class DistributionsView;
 class WelcomePage;
 
 class MainWindow : public QMainWindow {
@@ -62,6 +63,7 @@ class MainWindow : public QMainWindow {
     DataPage* dataPage() const { return dataPage_; }
     TrainingPage* trainingPage() const { return trainingPage_; }
     GradientFlowView* gradientFlowView() const { return gradientFlow_; }
+    DistributionsView* distributionsView() const { return distributions_; }
     TrainingController* trainingController() const { return training_; }
     TrainingDock* trainingDock() const { return trainingDock_; }
     // The Model / Data / Training tabs of an open project.
@@ -131,6 +133,7 @@ class MainWindow : public QMainWindow {
     DataPage* dataPage_ = nullptr;
     TrainingPage* trainingPage_ = nullptr;
     GradientFlowView* gradientFlow_ = nullptr;
+    DistributionsView* distributions_ = nullptr;
     TrainingController* training_ = nullptr;
     TrainingDock* trainingDock_ = nullptr;
     QDockWidget* trainingDockWidget_ = nullptr;

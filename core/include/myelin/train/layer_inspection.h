@@ -92,6 +92,23 @@ std::vector<LayerBadge> layer_badges(const store::RunStore& store, int64_t run,
 LayerHealth classify_layer(const LayerStatsRow& row, double median_grad_norm, bool activation,
                            std::string* reason = nullptr);
 
+// --- histograms over time (the Distributions view) ---
+
+// The histogram's counts spread over `bins` equal bins of [low, high], each source bin's count
+// shared among the target bins it overlaps in proportion to the overlap (counts are assumed
+// uniform inside a bin). What lies outside [low, high] is dropped; the sum is kept otherwise.
+std::vector<double> rebin_histogram(const store::HistogramSample& histogram, double low,
+                                    double high, int bins);
+
+// The values below which fractions `quantiles` (each in [0, 1]) of the histogram's counts lie,
+// interpolating linearly inside a bin (numpy.percentile's "linear" on the binned data). NaN for
+// every quantile when the histogram is empty.
+std::vector<double> histogram_quantiles(const store::HistogramSample& histogram,
+                                        const std::vector<double>& quantiles);
+
+// The layers with activation or gradient histograms ("activation/<layer>"), model order.
+std::vector<RecordedLayer> layers_with_histograms(const store::RunStore& store, int64_t run);
+
 // The table as `myelin runs layers` prints it: a line saying which steps the values are from,
 // then one row per layer, "-" where nothing was recorded.
 std::string format_layer_stats(const LayerStatsTable& table);

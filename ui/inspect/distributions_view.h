@@ -1,0 +1,104 @@
+#pragma once
+// Distributions, the second inspection view: for one layer of a run, its activation or gradient
+// histograms over the steps they were captured at, as a steps x values heatmap (every step's
+// histogram re-binned to one common range, coloured by the share of values in each bin) or as
+// percentile bands (5-95, 25-75, median); below it, the zero fraction of every layer at every
+// captured step in one strip (dead units show as a dark row), and which layers ever had NaN/Inf.
+// It reads the run store only; it shows the run the Gradient Flow view shows.
+#include <myelin/train/layer_inspection.h>
+
+#include <QString>
+#include <QWidget>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+class QComboBox;
+class QCPColorMap;
+class QCustomPlot;
+class QLabel;
+class QStackedWidget;
+class QTimer;
+
+namespace myelin::store {
+class RunStore;
+}
+
+namespace myelin::ui {
+
+class DistributionsView : public QWidget {
+    Q_OBJECT
+
+  public:
+    enum class Mode { Heatmap, Percentiles };
+
+    explicit DistributionsView(QWidget* parent = nullptr);
+    ~DistributionsView() override;
+
+    // Shows `run` of the store at `storePath`; `live`: re-read every two seconds while shown.
+    void showRun(const QString& storePath, int64_t run, bool live);
+    void runFinished();
+    void setLayer(const std::string& layer);
+    void setGradients(bool gradients); // false: activations
+    void setMode(Mode mode);
+
+    int64_t run() const { return run_; }
+    std::vector<std::string> layers() const; // with histograms, model order
+    std::string layer() const;
+    // What the heatmap holds: per captured step, the share of values in each of its bins (each
+    // column sums to 1), over [valueLow(), valueHigh()].
+    const std::vector<int64_t>& steps() const { return steps_; }
+    const std::vector<std::vector<double>>& columns() const { return columns_; }
+    double valueLow() const { return low_; }
+    double valueHigh() const { return high_; }
+    // The percentile bands' values at captured step index i: p5, p25, p50, p75, p95.
+    const std::vector<std::vector<double>>& percentiles() const { return percentiles_; }
+    // The zero-fraction strip: rows are stripLayers(), columns stripSteps().
+    const std::vector<std::string>& stripLayers() const { return stripLayers_; }
+    const std::vector<int64_t>& stripSteps() const { return stripSteps_; }
+    double stripValue(size_t layer, size_t step) const;
+    QString message() const; // what it says instead of plots; empty when it plots
+    QString nonFiniteText() const;
+
+  protected:
+    void showEvent(QShowEvent* event) override;
+
+  private:
+    void reload();
+    void loadLayer();
+    void loadStrip();
+    void draw();
+    void showMessage(const QString& text);
+    bool openStore(const QString& path);
+
+    QString storePath_;
+    std::unique_ptr<store::RunStore> store_;
+    int64_t run_ = -1;
+    bool live_ = false;
+    Mode mode_ = Mode::Heatmap;
+    std::vector<train::RecordedLayer> layers_;
+    std::vector<int64_t> steps_;
+    std::vector<std::vector<double>> columns_;
+    std::vector<std::vector<double>> percentiles_;
+    double low_ = 0, high_ = 1;
+    std::vector<std::string> stripLayers_;
+    std::vector<int64_t> stripSteps_;
+    std::vector<double> strip_; // row-major, NaN where not recorded
+
+    QComboBox* layerBox_ = nullptr;
+    QComboBox* kindBox_ = nullptr;
+    QComboBox* modeBox_ = nullptr;
+    QLabel* stateLabel_ = nullptr;
+    QStackedWidget* stack_ = nullptr;
+    QLabel* message_ = nullptr;
+    QWidget* plotPage_ = nullptr;
+    QCustomPlot* plot_ = nullptr;
+    QCPColorMap* heatmap_ = nullptr;
+    QCustomPlot* stripPlot_ = nullptr;
+    QCPColorMap* stripMap_ = nullptr;
+    QLabel* nonFinite_ = nullptr;
+    QTimer* poll_ = nullptr;
+};
+
+} // namespace myelin::ui
