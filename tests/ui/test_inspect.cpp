@@ -125,6 +125,10 @@ class TestInspect : public QObject {
             qPrintable(fc1->text));
         QVERIFY(!fc1->spark.empty());
         QVERIFY(fc1->spark.back() > 0);
+        // Selecting fc2 on the canvas focuses the views on it.
+        for (const auto& node : w.document()->spec().nodes)
+            if (node.name == "fc2") w.editor()->scene()->selectNodes({node.id});
+        QCOMPARE(view->highlightedLayer(), std::string("fc2"));
         view->selectStep(lastStep);
         QVERIFY2(badgeOf("fc1")->text.contains(
                      QString::number(storedValue(runs, "grad_norm/fc1", lastStep), 'g', 2)),
@@ -233,6 +237,10 @@ class TestInspect : public QObject {
         for (const auto& n : d->layers())
             names << QString::fromStdString(n);
         QCOMPARE(names.join(QLatin1Char(',')), QStringLiteral("fc1,1,fc2")); // model order
+        // Selecting a layer on the canvas focuses the view on it.
+        for (const auto& node : w.document()->spec().nodes)
+            if (node.name == "fc2") w.editor()->scene()->selectNodes({node.id});
+        QCOMPARE(d->layer(), std::string("fc2"));
         d->setLayer("fc1");
         QVERIFY(d->steps().size() >= 7);
         QCOMPARE(d->steps().front(), int64_t(10));

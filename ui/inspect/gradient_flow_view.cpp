@@ -135,6 +135,8 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
                 item->setSelected(false);
                 lines_->replot();
             });
+    lines_->addLayer(QStringLiteral("highlight"), lines_->layer(QStringLiteral("main")),
+                     QCustomPlot::limAbove);
     stepMarker_ = new QCPItemStraightLine(lines_);
     stepMarker_->setPen(QPen(colors::kAccent, 1, Qt::DashLine));
     guide_ = new QCPItemStraightLine(lines_);
@@ -316,6 +318,7 @@ void GradientFlowView::reload() {
     const std::optional<int64_t> keep = table_.norms_step; // the step the bars were on
     lines_->clearGraphs();
     graphs_.clear();
+    colors_.clear();
     lastStep_.clear();
     layers_.clear();
     table_ = {};
@@ -335,7 +338,7 @@ void GradientFlowView::reload() {
             const int category = kind ? int(kind->category) : -1;
             QCPGraph* graph = lines_->addGraph();
             graph->setName(layerLabel(layer));
-            graph->setPen(QPen(layerColor(layer.kind, perCategory[category]++), 1.4));
+            colors_[layer.name] = layerColor(layer.kind, perCategory[category]++);
             QVector<QCPGraphData> points;
             points.reserve(int(buckets.size()) * 4);
             for (const auto& b : buckets) {
@@ -373,6 +376,7 @@ void GradientFlowView::reload() {
         return;
     }
     stack_->setCurrentWidget(plotPage_);
+    highlightLayer(highlighted_); // the pens
     lines_->rescaleAxes();
     moveBars(followNewest_->isChecked() || !keep ? std::numeric_limits<int64_t>::max() : *keep);
 }
@@ -417,6 +421,18 @@ void GradientFlowView::readNewRows() {
         updateStepControls();
         replot();
     }
+}
+
+void GradientFlowView::highlightLayer(const std::string& layer) {
+    highlighted_ = layer;
+    const bool any = graphs_.count(layer) > 0;
+    for (const auto& [name, graph] : graphs_) {
+        QColor color = colors_[name];
+        if (any && name != layer) color.setAlpha(70);
+        graph->setPen(QPen(color, any && name == layer ? 2.6 : 1.4));
+        graph->setLayer(QLatin1String(any && name == layer ? "highlight" : "main")); // on top
+    }
+    replot();
 }
 
 void GradientFlowView::selectStep(int64_t step) {

@@ -9,6 +9,7 @@
 // health (badgesChanged), which the main window draws on the canvas.
 #include <myelin/train/layer_inspection.h>
 
+#include <QColor>
 #include <QString>
 #include <QWidget>
 
@@ -56,6 +57,9 @@ class GradientFlowView : public QWidget {
     void setMeasure(Measure measure);
     // Moves the selected step (the bars) to the recorded step nearest `step`.
     void selectStep(int64_t step);
+    // Draws `layer`'s line bold and the others faint (empty: all alike).
+    void highlightLayer(const std::string& layer);
+    const std::string& highlightedLayer() const { return highlighted_; }
 
     int64_t run() const { return run_; }
     const QString& storePath() const { return storePath_; }
@@ -104,6 +108,8 @@ class GradientFlowView : public QWidget {
     std::map<std::string, int64_t> lastStep_; // per layer: the newest step held
     std::vector<int64_t> steps_;              // the recorded norm steps (of the first layer)
     train::LayerStatsTable table_;            // the bars' step
+    std::string highlighted_;
+    std::map<std::string, QColor> colors_; // each layer's own line colour
 
     QComboBox* runBox_ = nullptr;
     QComboBox* measureBox_ = nullptr;

@@ -207,8 +207,19 @@ void MainWindow::createDocks() {
     resizeDocks({problemsDock_}, {170}, Qt::Vertical);
 
     connect(palette_, &LayerPalette::kindActivated, editor_, &ModelEditor::addLayerAfterSelection);
-    connect(editor_->scene(), &QGraphicsScene::selectionChanged, this,
-            [this] { inspector_->setSelection(editor_->scene()->selectedNodeIds()); });
+    connect(editor_->scene(), &QGraphicsScene::selectionChanged, this, [this] {
+        const std::vector<graph::NodeId> ids = editor_->scene()->selectedNodeIds();
+        inspector_->setSelection(ids);
+        // One layer selected: the inspection views focus on it.
+        std::string module;
+        if (ids.size() == 1)
+            for (size_t i = 0; i < document_->spec().nodes.size(); ++i)
+                if (document_->spec().nodes[i].id == ids[0] &&
+                    i < document_->analysis().nodes.size())
+                    module = document_->analysis().nodes[i].module_name;
+        gradientFlow_->highlightLayer(module);
+        if (!module.empty()) distributions_->setLayer(module);
+    });
     connect(problems_, &ProblemsPanel::nodeActivated, editor_, &ModelEditor::focusNode);
     connect(summary_, &ModelSummaryPanel::nodeActivated, editor_, &ModelEditor::focusNode);
     connect(problems_, &ProblemsPanel::countsChanged, this, [this](int errors, int warnings) {
