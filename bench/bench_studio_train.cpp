@@ -1,0 +1,96 @@
+// What a person meets pressing Train in the studio: the main window trains a project for a fixed
+// number of optimizer steps on its worker thread, the live dock plotting, with the chosen tab in
+// front — the Model canvas (badges only), Gradient Flow or Distributions, whose views read the
+// run store while it trains — and capture at the project's settings. Prints one JSON line: the
+// training throughput the run reported, the wall time, and the GUI thread's event-loop latency
+// (how late a 5 ms timer fires: p50, p99, max), the measure of a UI that never blocks.
+//
+//   myelin_bench_studio_train PROJECT STEPS [model|gradient-flow|distributions]
+//
+// Runs offscreen unless QT_QPA_PLATFORM says otherwise. Time two tabs against each other with
+// farm-bench (docs/performance.md); the store is a fresh temporary file each run.
+#include "document/project_document.h"
+#include "inspect/distributions_view.h"
+#include "inspect/gradient_flow_view.h"
+#include "shell/main_window.h"
+#include "training/training_controller.h"
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTimer>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+int main(int argc, char** argv) {
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: %s PROJECT STEPS [model|gradient-flow|distributions]\n",
+                     argv[0]);
+        return 2;
+    }
+    const QString project = QString::fromLocal8Bit(argv[1]);
+    const int64_t steps = std::atoll(argv[2]);
+    const QString tab = argc > 3 ? QString::fromLocal8Bit(argv[3]) : QStringLiteral("model");
+    QTemporaryDir dir;
+    qputenv("XDG_CONFIG_HOME", dir.filePath(QStringLiteral("config")).toUtf8());
+
+    myelin::ui::MainWindow w;
+    w.trainingController()->setStorePath(dir.filePath(QStringLiteral("runs.sqlite")));
+    w.resize(1400, 900);
+    w.show();
+    if (!w.openProject(project)) {
+        std::fprintf(stderr, "cannot open %s\n", argv[1]);
+        return 1;
+    }
+    auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
+    if (tab == QLatin1String("gradient-flow")) tabs->setCurrentWidget(w.gradientFlowView());
+    if (tab == QLatin1String("distributions")) tabs->setCurrentWidget(w.distributionsView());
+
+    // Event-loop latency: how late a 5 ms timer fires while the run goes.
+    std::vector<double> lateness;
+    QElapsedTimer clock;
+    QTimer probe;
+    probe.setTimerType(Qt::PreciseTimer);
+    probe.setInterval(5);
+    double last = 0;
+    QObject::connect(&probe, &QTimer::timeout, [&] {
+        const double now = double(clock.nsecsElapsed()) / 1e6;
+        if (last > 0) lateness.push_back(std::max(0.0, now - last - 5.0));
+        last = now;
+    });
+
+    double samplesPerSecond = 0;
+    QObject::connect(w.trainingController(), &myelin::ui::TrainingController::progressChanged,
+                     [&](const myelin::train::Progress& p) {
+                         if (p.samples_per_second > 0) samplesPerSecond = p.samples_per_second;
+                     });
+    QEventLoop loop;
+    QObject::connect(w.trainingController(), &myelin::ui::TrainingController::finished, &loop,
+                     &QEventLoop::quit);
+    myelin::ui::TrainingStartOptions options;
+    options.maxSteps = steps;
+    clock.start();
+    probe.start();
+    if (!w.trainingController()->start(w.document()->project(), w.document()->dataDirectory(),
+                                       options))
+        return 1;
+    loop.exec();
+    probe.stop();
+    const double wall = double(clock.nsecsElapsed()) / 1e9;
+    std::sort(lateness.begin(), lateness.end());
+    const auto at = [&](double q) {
+        return lateness.empty() ? 0.0 : lateness[size_t(q * double(lateness.size() - 1))];
+    };
+    std::printf("{\"workload\": \"studio_train\", \"tab\": \"%s\", \"steps\": %lld, "
+                "\"samples_per_second\": %.1f, \"wall_s\": %.2f, \"loop_late_ms_p50\": %.2f, "
+                "\"loop_late_ms_p99\": %.2f, \"loop_late_ms_max\": %.2f}\n",
+                qPrintable(tab), (long long)steps, samplesPerSecond, wall, at(0.5), at(0.99),
+                lateness.empty() ? 0.0 : lateness.back());
+    return 0;
+}
