@@ -218,9 +218,11 @@ QRectF NodeItem::badgeRect() const {
 
 void NodeItem::setBadge(std::optional<NodeBadge> badge) {
     if (badge == badge_) return;
-    prepareGeometryChange();
+    // Only a badge that comes or goes changes the bounding rect (and the scene's index); a new
+    // value repaints the badge alone.
+    if (badge.has_value() != badge_.has_value()) prepareGeometryChange();
     badge_ = std::move(badge);
-    update();
+    update(badgeRect().adjusted(-1, -1, 1, 1));
 }
 
 void NodeItem::paintBadge(QPainter* painter) const {

@@ -274,6 +274,7 @@ void GradientFlowView::showRun(int64_t run, bool live) {
     const QSignalBlocker blocker(runBox_);
     runBox_->setCurrentIndex(runBox_->findData(qint64(run)));
     followNewest_->setChecked(live);
+    setLiveRendering(live);
     reload();
     emit runShown(run, live);
     if (live)
@@ -282,11 +283,23 @@ void GradientFlowView::showRun(int64_t run, bool live) {
         poll_->stop();
 }
 
+void GradientFlowView::setLiveRendering(bool live) {
+    // Antialiased lines cost a replot about 12 ms of CPU against 3 without (fashion_cnn, 10
+    // layers): while a run streams, the GUI thread shares 2 cores with training, so lines are
+    // drawn plain and smoothed again once the run ends.
+    for (QCustomPlot* plot : {lines_, bars_})
+        if (live)
+            plot->setNotAntialiasedElements(QCP::aePlottables | QCP::aeItems);
+        else
+            plot->setAntialiasedElements(QCP::aePlottables | QCP::aeItems);
+}
+
 void GradientFlowView::runFinished() {
     if (!live_) return;
     poll_->stop();
     readNewRows();
     live_ = false;
+    setLiveRendering(false);
     refreshRuns(); // the status in the run list
     updateStepControls();
 }

@@ -94,6 +94,7 @@ class GradientFlowView : public QWidget {
     void updateBars();           // the selected step's values
     void updateStepControls();
     void showMessage(const QString& text);
+    void setLiveRendering(bool live);
     void replot();
     std::string family() const;
     bool openStore();

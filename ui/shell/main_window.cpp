@@ -396,6 +396,8 @@ void MainWindow::createTraining() {
     connect(training_, &TrainingController::runError, this, &MainWindow::onTrainingError);
     connect(training_, &TrainingController::breakpointHit, this, &MainWindow::onBreakpoint);
     connect(gradientFlow_, &GradientFlowView::badgesChanged, this, &MainWindow::showLayerBadges);
+    badgeTimer_.setSingleShot(true);
+    connect(&badgeTimer_, &QTimer::timeout, this, &MainWindow::applyLayerBadges);
     // The gradient flow view follows the run just started and reads the store for any other.
     connect(training_, &TrainingController::runCreated, this,
             [this](qint64 run, const QString& storePath) {
@@ -816,6 +818,21 @@ void MainWindow::showBreakpointsDialog() {
 }
 
 void MainWindow::showLayerBadges(const std::vector<train::LayerBadge>& badges) {
+    // At most once a second: the canvas repaints its badges rarely while a run streams (the
+    // view polls at 4 Hz); the newest badges always land, a second later at most.
+    pendingBadges_ = badges;
+    const qint64 sinceLast = badgeClock_.isValid() ? badgeClock_.elapsed() : kBadgeIntervalMs;
+    if (sinceLast >= kBadgeIntervalMs) {
+        applyLayerBadges();
+    } else if (!badgeTimer_.isActive()) {
+        badgeTimer_.start(int(kBadgeIntervalMs - sinceLast));
+    }
+}
+
+void MainWindow::applyLayerBadges() {
+    badgeClock_.start();
+    const std::vector<train::LayerBadge> badges = std::move(pendingBadges_);
+    pendingBadges_.clear();
     // A layer goes to the node of the open model with its module name and its kind; a run of
     // another model leaves the canvas alone.
     std::unordered_map<graph::NodeId, NodeBadge> byNode;

@@ -3,8 +3,10 @@
 // docks (layer palette left, inspector right, problems and model summary below) once one is;
 // the File menu (new from the example gallery, open, recent files, save, autosave recovery), the
 // Edit menu of the editor, and the status bar.
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
+#include <QTimer>
 
 #include <vector>
 
@@ -115,6 +117,7 @@ class MainWindow : public QMainWindow {
     void onTrainingError(const QString& message, const QString& module);
     void onBreakpoint(const train::BreakpointFired& breakpoint);
     void showLayerBadges(const std::vector<train::LayerBadge>& badges);
+    void applyLayerBadges();
     void openAtStartup(const QString& path);
     void showProject(bool open);
     void updateTitle();
@@ -133,6 +136,10 @@ class MainWindow : public QMainWindow {
     DataPage* dataPage_ = nullptr;
     TrainingPage* trainingPage_ = nullptr;
     GradientFlowView* gradientFlow_ = nullptr;
+    static constexpr qint64 kBadgeIntervalMs = 1000;
+    std::vector<train::LayerBadge> pendingBadges_;
+    QElapsedTimer badgeClock_;
+    QTimer badgeTimer_;
     DistributionsView* distributions_ = nullptr;
     TrainingController* training_ = nullptr;
     TrainingDock* trainingDock_ = nullptr;
