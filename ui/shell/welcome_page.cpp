@@ -176,17 +176,18 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     auto* roadmap = makeLabel(
         tr("Assemble layers in a visual graph editor, pick the data, a loss, an optimizer and "
            "a learning-rate schedule, press Train, and watch the loss, accuracy and learning "
-           "rate live, and every layer's gradient norm, update ratio and weight norm on the "
-           "Gradient Flow tab. Every run, from the studio or the headless myelin tool, is "
+           "rate live; every layer's gradient norm, update ratio and weight norm on the "
+           "Gradient Flow tab, its activation and gradient histograms on Distributions, and "
+           "its health as a badge on the canvas. Breakpoints pause a run at a NaN, a gradient "
+           "spike or dead units. Every run, from the studio or the headless myelin tool, is "
            "recorded in the run store with its metrics, per-layer statistics and checkpoints "
            "(safetensors that load in PyTorch)."),
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
     auto* statusLine =
-        makeLabel(tr("Not in this build yet: views of activation and gradient "
-                     "histograms and feature maps, a runs browser to compare and fork runs, ONNX "
-                     "export and GPU training. Resuming a run works from the "
-                     "command line (myelin train --resume)."),
+        makeLabel(tr("Not in this build yet: feature-map views, a runs browser to compare and "
+                     "fork runs, ONNX export and GPU training. Resuming a run "
+                     "works from the command line (myelin train --resume)."),
                   "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
