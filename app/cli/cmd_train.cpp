@@ -151,7 +151,8 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     options.init_weights = args.get("--init-weights").value_or("");
     if (auto conditions = args.get("--break-on")) {
         try {
-            options.breakpoints = train::parse_break_conditions(*conditions);
+            options.breakpoints =
+                std::make_shared<train::BreakpointSet>(train::parse_break_conditions(*conditions));
         } catch (const Error& e) {
             throw UsageError{std::string("--break-on: ") + e.what()};
         }

@@ -99,6 +99,16 @@ std::vector<BreakCondition> parse_break_conditions(std::string_view text) {
     return out;
 }
 
+void BreakpointSet::set(std::vector<BreakCondition> conditions) {
+    std::lock_guard lock(mutex_);
+    conditions_ = std::move(conditions);
+}
+
+std::vector<BreakCondition> BreakpointSet::conditions() const {
+    std::lock_guard lock(mutex_);
+    return conditions_;
+}
+
 std::string format_break_condition(const BreakCondition& c) {
     switch (c.kind) {
     case BreakCondition::Kind::NonFinite:
@@ -120,8 +130,8 @@ namespace {
 
 class BreakpointMonitor final : public TrainerCallback {
   public:
-    BreakpointMonitor(std::vector<BreakCondition> conditions, BreakAction action)
-        : conditions_(std::move(conditions)), action_(action) {}
+    BreakpointMonitor(std::shared_ptr<const BreakpointSet> set, BreakAction action)
+        : set_(std::move(set)), action_(action) {}
 
     void on_run_start(Trainer& trainer) override {
         const io::Project& project = trainer.project();
@@ -140,6 +150,7 @@ class BreakpointMonitor final : public TrainerCallback {
         remove_hooks();
         zero_fraction_.clear();
         fired_this_step_ = false;
+        conditions_ = set_->conditions(); // this step's, whatever changes meanwhile
         const BreakCondition* dead = find(BreakCondition::Kind::Dead);
         if (!dead) return;
         for (const auto& [name, layer] : layers_) {
@@ -271,6 +282,7 @@ class BreakpointMonitor final : public TrainerCallback {
         throw StepAbandoned{};
     }
 
+    std::shared_ptr<const BreakpointSet> set_;
     std::vector<BreakCondition> conditions_;
     BreakAction action_;
     std::vector<std::pair<std::string, nn::ModulePtr>> layers_;
@@ -284,9 +296,9 @@ class BreakpointMonitor final : public TrainerCallback {
 
 } // namespace
 
-std::shared_ptr<TrainerCallback> make_breakpoint_monitor(std::vector<BreakCondition> conditions,
+std::shared_ptr<TrainerCallback> make_breakpoint_monitor(std::shared_ptr<const BreakpointSet> set,
                                                          BreakAction action) {
-    return std::make_shared<BreakpointMonitor>(std::move(conditions), action);
+    return std::make_shared<BreakpointMonitor>(std::move(set), action);
 }
 
 } // namespace myelin::train

@@ -194,7 +194,7 @@ void Trainer::add_builtin_callbacks() {
     // localisation pass runs the model again.
     if (spec_.capture.summaries_every > 0)
         callbacks_.push_back(std::make_shared<SummaryCapture>(spec_.capture.summaries_every));
-    if (!options_.breakpoints.empty())
+    if (options_.breakpoints)
         callbacks_.push_back(make_breakpoint_monitor(options_.breakpoints, options_.on_break));
     callbacks_.push_back(std::make_shared<NonFiniteLossGuard>());
     callbacks_.push_back(std::make_shared<GradientMonitor>(

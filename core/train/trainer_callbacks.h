@@ -36,10 +36,10 @@ class SummaryCapture final : public TrainerCallback {
     std::vector<HookHandle> hooks_;
 };
 
-// Training breakpoints (breakpoints.h): checks `conditions` at every step; on a hit reports
+// Training breakpoints (breakpoints.h): checks the set's conditions at every step; on a hit reports
 // BreakpointFired and pauses the step or gives it up (StepAbandoned), as `action` says. Added
 // before NonFiniteLossGuard, so a NaN meets the breakpoint before it fails the run.
-std::shared_ptr<TrainerCallback> make_breakpoint_monitor(std::vector<BreakCondition> conditions,
+std::shared_ptr<TrainerCallback> make_breakpoint_monitor(std::shared_ptr<const BreakpointSet> set,
                                                          BreakAction action);
 
 // A loss that is NaN or infinite ends the run, naming the first layer whose output is not

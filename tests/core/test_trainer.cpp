@@ -126,6 +126,7 @@ class TestTrainer : public QObject {
     void callbacksSeeTheHookPointsInOrder();
     void breakpointHoldsTheStepAndResumeFinishesIt();
     void breakConditionsReadAndWrite();
+    void breakpointsChangeWhileTheRunGoes();
     void controlOutlivesTheTrainer();
     void offeredMetricsAreTheRecordedOnes();
     void dataMustFitTheModel();
@@ -468,7 +469,7 @@ void TestTrainer::breakpointHoldsTheStepAndResumeFinishesIt() {
     QCOMPARE(plain.run().status, RunStatus::Finished);
 
     TrainerOptions o;
-    o.breakpoints = parse_break_conditions("loss-above=0@7");
+    o.breakpoints = std::make_shared<BreakpointSet>(parse_break_conditions("loss-above=0@7"));
     o.on_break = BreakAction::Pause;
     Trainer t(p, o);
     std::mutex mutex;
@@ -530,6 +531,26 @@ void TestTrainer::breakpointHoldsTheStepAndResumeFinishesIt() {
     QCOMPARE(r.status, RunStatus::Stopped);
     QCOMPARE(r.steps, int64_t(6));
     QVERIFY(r.last_checkpoint.filename() == "step-0000006.safetensors");
+}
+
+// Conditions set while the run goes apply from the next optimizer step on.
+void TestTrainer::breakpointsChangeWhileTheRunGoes() {
+    TrainerOptions o;
+    o.breakpoints = std::make_shared<BreakpointSet>(); // none yet
+    o.on_break = BreakAction::Stop;
+    Trainer t(blobs_project(csv_, 50), o);
+    std::atomic<int64_t> fired_at{-1};
+    std::atomic<int64_t> steps{0};
+    CallbackSink sink([&](const Event& e) {
+        if (e.get<StepMetrics>() && ++steps == 5)
+            o.breakpoints->set(parse_break_conditions("loss-above=0")); // from the training thread
+        if (auto* b = e.get<BreakpointFired>()) fired_at = b->step;
+    });
+    t.set_sink(&sink);
+    const TrainResult r = t.run();
+    QCOMPARE(r.status, RunStatus::Stopped);
+    QCOMPARE(fired_at.load(), int64_t(6)); // the first step that began after the change
+    QCOMPARE(r.steps, int64_t(5));
 }
 
 void TestTrainer::breakConditionsReadAndWrite() {

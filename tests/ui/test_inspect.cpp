@@ -358,6 +358,34 @@ class TestInspect : public QObject {
         myelin::ui::storeBreakpoints({});
     }
 
+    // Breakpoints set while a run goes hold it from its next step.
+    void breakpointsSetWhileTraining() {
+        QTemporaryDir dir;
+        const QString project = writeBlobsProject(dir.path(), 200, 600);
+        MainWindow w;
+        w.trainingController()->setStorePath(dir.filePath(QStringLiteral("runs.sqlite")));
+        w.show();
+        QVERIFY(w.openProject(project));
+        myelin::ui::storeBreakpoints({});
+        std::optional<myelin::train::BreakpointFired> hit;
+        connect(w.trainingController(), &TrainingController::breakpointHit, &w,
+                [&](const myelin::train::BreakpointFired& b) { hit = b; });
+        QSignalSpy steps(w.trainingController(), &TrainingController::progressChanged);
+        QSignalSpy finished(w.trainingController(), &TrainingController::finished);
+        QVERIFY(w.startTraining());
+        QTRY_VERIFY_WITH_TIMEOUT(steps.count() > 0, kRunTimeoutMs);
+        QVERIFY(!hit.has_value());
+        w.trainingController()->setBreakpoints(
+            myelin::train::parse_break_conditions("loss-above=0"));
+        QTRY_VERIFY_WITH_TIMEOUT(hit.has_value(), kRunTimeoutMs);
+        QCOMPARE(w.trainingController()->state(), TrainingController::State::Paused);
+        QCOMPARE(hit->condition, std::string("loss-above=0"));
+        w.stopTraining(); // gives the held step up, with a checkpoint before it
+        QVERIFY(finished.wait(kRunTimeoutMs));
+        QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+                 myelin::train::RunStatus::Stopped);
+    }
+
     void breakpointsDialogReadsAndWritesConditions() {
         const auto conditions =
             myelin::train::parse_break_conditions("grad-spike=25,dead=0.75,loss-above=3@40");

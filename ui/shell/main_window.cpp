@@ -809,10 +809,10 @@ void MainWindow::showBreakpointsDialog() {
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &QDialog::accepted, this, [this, dialog] {
         storeBreakpoints(dialog->conditions());
+        training_->setBreakpoints(dialog->conditions()); // the run going, from its next step
         const QString text = breakpointsText(dialog->conditions());
-        statusBar()->showMessage(text.isEmpty() ? tr("No breakpoints")
-                                                : tr("Breakpoints for the next run: %1").arg(text),
-                                 kStatusMs);
+        statusBar()->showMessage(
+            text.isEmpty() ? tr("No breakpoints") : tr("Breakpoints: %1").arg(text), kStatusMs);
     });
     dialog->open();
 }

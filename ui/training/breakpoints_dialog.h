@@ -2,7 +2,8 @@
 // Train > Breakpoints…: the conditions that pause a run started from the studio at the step
 // where one holds (train/breakpoints.h), as check boxes with their thresholds. They belong to
 // the person, not the project: kept in the settings, written as `myelin train --break-on` reads
-// them ("nonfinite,grad-spike=10"), and given to every run the studio starts.
+// them ("nonfinite,grad-spike=10"), and given to every run the studio starts — and to the run
+// going, from its next step.
 #include <myelin/train/breakpoints.h>
 
 #include <QDialog>

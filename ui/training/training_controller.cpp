@@ -29,6 +29,8 @@ struct TrainingController::Session {
     std::shared_ptr<train::RunControl> control = std::make_shared<train::RunControl>();
     std::atomic<int64_t> runId{-1};
     std::string storePath;
+    // The run's breakpoints; setBreakpoints changes them while it goes.
+    std::shared_ptr<train::BreakpointSet> breakpoints = std::make_shared<train::BreakpointSet>();
 };
 
 TrainingController::TrainingController(QObject* parent)
@@ -51,6 +53,7 @@ bool TrainingController::start(const io::Project& project, const QString& projec
     if (isActive()) return false;
     session_ = std::make_shared<Session>();
     session_->storePath = storePath_.toStdString();
+    session_->breakpoints->set(options.breakpoints);
     runId_ = -1;
     progress_ = train::Progress{};
     finalStatus_.reset();
@@ -66,6 +69,10 @@ bool TrainingController::start(const io::Project& project, const QString& projec
     thread_->start();
     drainTimer_->start();
     return true;
+}
+
+void TrainingController::setBreakpoints(const std::vector<train::BreakCondition>& conditions) {
+    if (session_ && isActive()) session_->breakpoints->set(conditions);
 }
 
 void TrainingController::pause() {
@@ -164,7 +171,7 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         options.project_dir = projectDir;
         options.epochs = start.epochs;
         options.max_steps = start.maxSteps;
-        options.breakpoints = start.breakpoints;
+        options.breakpoints = session->breakpoints;
         options.on_break = train::BreakAction::Pause;
         options.run_name = !start.runName.isEmpty() ? start.runName.toStdString()
                            : !project.name.empty()  ? project.name

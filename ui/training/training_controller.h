@@ -26,7 +26,8 @@ struct TrainingStartOptions {
     int64_t maxSteps = 0;          // stop after this many optimizer steps; 0: no limit
     QString runName;               // empty: the project's name
     QString resume;                // a run id in the store or a checkpoint file; empty: fresh
-    // Conditions that pause the run at the step where one holds (breakpointHit tells).
+    // Conditions that pause the run at the step where one holds (breakpointHit tells); they
+    // can be changed while it goes (setBreakpoints).
     std::vector<train::BreakCondition> breakpoints;
 };
 
@@ -51,6 +52,8 @@ class TrainingController : public QObject {
     // finished(Failed).
     bool start(const io::Project& project, const QString& projectDir,
                const TrainingStartOptions& options = {});
+    // Replaces the breakpoints of the run that is going, from its next optimizer step on.
+    void setBreakpoints(const std::vector<train::BreakCondition>& conditions);
     void pause();
     void resume();
     // Finishes the current optimizer step, writes a checkpoint and ends the run as stopped.

@@ -16,6 +16,7 @@
 // studio: resuming finishes the step exactly as it would have run) or abandons the step and stops
 // with a checkpoint of the position before it (the CLI: resuming from it runs that step again).
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,22 @@ struct BreakCondition {
 };
 
 enum class BreakAction { Pause, Stop };
+
+// The conditions of one run, shared (std::shared_ptr) by whoever edits them and the trainer,
+// which takes a copy at the start of every optimizer step: the studio can change them while the
+// run goes.
+class BreakpointSet {
+  public:
+    BreakpointSet() = default;
+    explicit BreakpointSet(std::vector<BreakCondition> conditions)
+        : conditions_(std::move(conditions)) {}
+    void set(std::vector<BreakCondition> conditions);
+    std::vector<BreakCondition> conditions() const;
+
+  private:
+    mutable std::mutex mutex_;
+    std::vector<BreakCondition> conditions_;
+};
 
 // "nonfinite,grad-spike=10" -> conditions. Throws Error naming the bad item and what is
 // expected ("grad-spike needs a factor above 1, as grad-spike=10").

@@ -55,9 +55,10 @@ struct TrainerOptions {
     int64_t max_steps = 0; // stop (as by stop()) after this many optimizer steps; 0: no limit
     // Stop / pause requests; shared with whoever asks (null: the Trainer makes its own).
     std::shared_ptr<RunControl> control;
-    // Training breakpoints (breakpoints.h) and what a hit does: Pause holds the step until
+    // Training breakpoints (breakpoints.h), which the holder may change while the run goes
+    // (null: none, and none can be set later), and what a hit does: Pause holds the step until
     // resumed; Stop gives the step up and stops with a checkpoint before it.
-    std::vector<BreakCondition> breakpoints;
+    std::shared_ptr<BreakpointSet> breakpoints;
     BreakAction on_break = BreakAction::Stop;
 };
 
