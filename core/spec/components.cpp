@@ -46,6 +46,16 @@ AttrDesc choice(std::string name, std::string def, std::vector<std::string> choi
 AttrDesc text(std::string name, std::string def, std::string doc) {
     return option(std::move(name), AttrType::String, std::move(def), std::move(doc));
 }
+AttrDesc file(std::string name, std::string doc) {
+    AttrDesc d = text(std::move(name), "", std::move(doc));
+    d.path = AttrDesc::Path::File;
+    return d;
+}
+AttrDesc folder(std::string name, std::string def, std::string doc) {
+    AttrDesc d = text(std::move(name), std::move(def), std::move(doc));
+    d.path = AttrDesc::Path::Folder;
+    return d;
+}
 AttrDesc lr(double def) {
     return number("lr", def, "Learning rate.", 0.0, std::nullopt, true);
 }
@@ -216,18 +226,18 @@ const std::vector<ComponentKind>& data_source_kinds() {
         {"fashion-mnist",
          "Fashion-MNIST from the Debian package dataset-fashion-mnist (70,000 28x28 grey "
          "images, 10 classes).",
-         {text("directory", "/usr/share/datasets/fashion-mnist",
-               "Folder holding the four IDX files.")}},
+         {folder("directory", "/usr/share/datasets/fashion-mnist",
+                 "Folder holding the four IDX files.")}},
         {"idx",
          "MNIST-style IDX files (plain or .gz): images and labels.",
-         {text("train_images", "", "Training images (IDX, uint8)."),
-          text("train_labels", "", "Training labels (IDX, uint8)."),
-          text("test_images", "", "Test images (optional)."),
-          text("test_labels", "", "Test labels (optional)."),
+         {file("train_images", "Training images (IDX, uint8)."),
+          file("train_labels", "Training labels (IDX, uint8)."),
+          file("test_images", "Test images (optional)."),
+          file("test_labels", "Test labels (optional)."),
           text("class_names", "", "Comma-separated class names (optional).")}},
         {"csv",
          "A table: feature columns and one target column.",
-         {text("path", "", "The CSV file."), text("target_column", "", "Column to predict."),
+         {file("path", "The CSV file."), text("target_column", "", "Column to predict."),
           text("feature_columns", "", "Comma-separated feature columns (empty: all others)."),
           choice("task", "classification", {"classification", "regression"},
                  "Categorical target (class indices) or numeric target."),
@@ -235,13 +245,13 @@ const std::vector<ComponentKind>& data_source_kinds() {
           number("test_fraction", 0.2, "Rows held out for the final test.", 0.0, 1.0, false)}},
         {"npy",
          "NumPy arrays: features [N, ...] and targets [N].",
-         {text("features", "", "Features .npy file."), text("targets", "", "Targets .npy file."),
+         {file("features", "Features .npy file."), file("targets", "Targets .npy file."),
           choice("task", "classification", {"classification", "regression"},
                  "int64 class targets or float targets."),
           number("test_fraction", 0.2, "Rows held out for the final test.", 0.0, 1.0, false)}},
         {"image-folder",
          "One subfolder per class with PNG/JPEG images.",
-         {text("root", "", "The folder."), integer("height", 32, "Resize height.", 1),
+         {folder("root", "", "The folder."), integer("height", 32, "Resize height.", 1),
           integer("width", 32, "Resize width.", 1),
           choice("color", "rgb", {"rgb", "grey"}, "Channels."),
           number("test_fraction", 0.2, "Images held out for the final test.", 0.0, 1.0, false)}},

@@ -4,6 +4,7 @@
 #include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/io/project.h>
+#include <myelin/spec/components.h>
 #include <myelin/tensor.h>
 #include <myelin/train/capture.h>
 #include <myelin/train/data_setup.h>
@@ -182,6 +183,26 @@ class TestTrainParts : public QObject {
     Q_OBJECT
 
   private slots:
+    void dataSourcesSayWhichOptionsArePaths() {
+        using Path = graph::AttrDesc::Path;
+        const auto path_of = [](const char* source, const char* option) {
+            const auto* kind = spec::find_component(spec::data_source_kinds(), source);
+            for (const auto& o : kind->options)
+                if (o.name == option) return o.path;
+            return Path::None;
+        };
+        QCOMPARE(path_of("csv", "path"), Path::File);
+        QCOMPARE(path_of("csv", "target_column"), Path::None);
+        QCOMPARE(path_of("image-folder", "root"), Path::Folder);
+        QCOMPARE(path_of("fashion-mnist", "directory"), Path::Folder);
+        QCOMPARE(path_of("idx", "test_labels"), Path::File);
+        QCOMPARE(path_of("npy", "targets"), Path::File);
+        // Every path option is a string.
+        for (const auto& kind : spec::data_source_kinds())
+            for (const auto& o : kind.options)
+                if (o.path != Path::None) QCOMPARE(int(o.type), int(graph::AttrType::String));
+    }
+
     void stepsPerEpochFromTheSpecAlone() {
         // Fashion-MNIST's size is fixed: 60,000 training images, 10% held out = 54,000.
         spec::DataSpec d;

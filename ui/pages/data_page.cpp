@@ -136,17 +136,6 @@ const data::CsvDataset* csvBehind(const data::Dataset* dataset) {
     return nullptr;
 }
 
-// Options that name a file or a folder get a Browse button.
-enum class PathKind { None, File, Folder };
-PathKind pathKind(const std::string& option) {
-    if (option == "directory" || option == "root") return PathKind::Folder;
-    if (option == "path" || option == "train_images" || option == "train_labels" ||
-        option == "test_images" || option == "test_labels" || option == "features" ||
-        option == "targets")
-        return PathKind::File;
-    return PathKind::None;
-}
-
 // The box layout that holds `widget` somewhere below `layout`.
 QBoxLayout* boxHolding(QLayout* layout, QWidget* widget) {
     if (layout == nullptr) return nullptr;
@@ -669,17 +658,20 @@ void DataPage::rebuildSourceForm() {
                               commitSourceOption(row, value);
                           });
         for (const auto& row : sourceRows_.rows()) {
-            const PathKind path = pathKind(row->desc.name);
-            QBoxLayout* line = path != PathKind::None ? boxHolding(form, row->editor) : nullptr;
+            // Options that name a file or a folder (core says which) get a Browse button.
+            const graph::AttrDesc::Path path = row->desc.path;
+            QBoxLayout* line =
+                path != graph::AttrDesc::Path::None ? boxHolding(form, row->editor) : nullptr;
             if (line == nullptr) continue;
             auto* browse = new QToolButton(box);
             const QString name = QString::fromStdString(row->desc.name);
             browse->setObjectName(QStringLiteral("browse_") + name);
             browse->setText(tr("Browse…"));
-            browse->setToolTip(path == PathKind::Folder ? tr("Choose the folder.")
-                                                        : tr("Choose the file."));
+            const bool folder = path == graph::AttrDesc::Path::Folder;
+            browse->setToolTip(folder ? tr("Choose the folder.") : tr("Choose the file."));
             line->addWidget(browse);
-            connect(browse, &QToolButton::clicked, this, [this, name] { browseFor(name); });
+            connect(browse, &QToolButton::clicked, this,
+                    [this, name, folder] { browseFor(name, folder); });
         }
     }
     const int at = settingsColumn_->indexOf(sourceDoc_) + 1;
@@ -760,7 +752,7 @@ void DataPage::refresh() {
     // Paths read from their start; the whole of a long one is in the tooltip.
     for (const auto& row : sourceRows_.rows())
         if (auto* edit = qobject_cast<QLineEdit*>(row->editor);
-            edit != nullptr && pathKind(row->desc.name) != PathKind::None) {
+            edit != nullptr && row->desc.path != graph::AttrDesc::Path::None) {
             edit->setCursorPosition(0);
             edit->setToolTip(
                 QString::fromStdString(row->desc.doc) +
@@ -897,7 +889,7 @@ void DataPage::commitLoader() {
     }
 }
 
-void DataPage::browseFor(const QString& option) {
+void DataPage::browseFor(const QString& option, bool folder) {
     const spec::DataSpec& spec = document_->project().data;
     const graph::AttrValue* value = spec.source.options.find(option.toStdString());
     const QString current = value != nullptr && std::holds_alternative<std::string>(*value)
@@ -906,9 +898,8 @@ void DataPage::browseFor(const QString& option) {
     const QDir base(document_->dataDirectory());
     const QString start = current.isEmpty() ? base.path() : base.absoluteFilePath(current);
     const QString chosen =
-        pathKind(option.toStdString()) == PathKind::Folder
-            ? QFileDialog::getExistingDirectory(this, tr("Choose %1").arg(option), start)
-            : QFileDialog::getOpenFileName(this, tr("Choose %1").arg(option), start);
+        folder ? QFileDialog::getExistingDirectory(this, tr("Choose %1").arg(option), start)
+               : QFileDialog::getOpenFileName(this, tr("Choose %1").arg(option), start);
     if (chosen.isEmpty()) return;
     // Inside the project's folder the path is stored relative, so the project can move.
     QString stored = QFileInfo(chosen).absoluteFilePath();

@@ -93,7 +93,7 @@ class DataPage : public QWidget {
     void commitSourceOption(const AttrRow& row, const graph::AttrValue& value);
     void commitTransformOption(const AttrRow& row, const graph::AttrValue& value);
     void commitLoader();
-    void browseFor(const QString& option);
+    void browseFor(const QString& option, bool folder);
     void addTransform(const QString& kind);
     void removeTransform();
     void moveTransform(int delta);

@@ -43,6 +43,10 @@ struct AttrDesc {
     int list_min_size = 1;            // IntList
     int list_max_size = 2;
     bool nullable = false;
+    // A String option that names a file or a folder (relative to the project's folder): the
+    // studio offers a Browse button for it.
+    enum class Path { None, File, Folder };
+    Path path = Path::None;
 
     // Empty when `value` fits this description; otherwise what is wrong, e.g.
     // "must be an integer >= 1, got 0". Ints are accepted where a Float is expected.
