@@ -1,5 +1,6 @@
 #include "inspect/distributions_view.h"
 
+#include "inspect/view_frame.h"
 #include "widgets/theme.h"
 
 #include <myelin/error.h>
@@ -8,13 +9,10 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QSplitter>
 #include <QStackedWidget>
 #include <QTimer>
-#include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
@@ -121,30 +119,11 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     nonFinite_->setObjectName(QStringLiteral("distributionsNonFinite"));
     nonFinite_->setWordWrap(true);
 
-    auto* plots = new QSplitter(Qt::Vertical, this);
-    plots->addWidget(plot_);
-    plots->addWidget(stripPlot_);
-    plots->setStretchFactor(0, 3);
-    plots->setStretchFactor(1, 2);
-    plotPage_ = new QWidget(this);
-    auto* plotLayout = new QVBoxLayout(plotPage_);
-    plotLayout->setContentsMargins(0, 0, 0, 0);
-    plotLayout->addWidget(plots, 1);
-    plotLayout->addWidget(nonFinite_);
-
-    message_ = new QLabel(this);
-    message_->setObjectName(QStringLiteral("distributionsMessage"));
-    message_->setAlignment(Qt::AlignCenter);
-    message_->setWordWrap(true);
-    message_->setStyleSheet(
-        QStringLiteral("color: %1; font-size: 11pt;").arg(colors::kMutedText.name()));
-    stack_ = new QStackedWidget(this);
-    stack_->addWidget(message_);
-    stack_->addWidget(plotPage_);
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(10, 8, 10, 8);
-    layout->addLayout(top);
-    layout->addWidget(stack_, 1);
+    const ViewFrame frame = makeViewFrame(this, top, plot_, stripPlot_, new QWidgetItem(nonFinite_),
+                                          QStringLiteral("distributionsMessage"));
+    stack_ = frame.stack;
+    message_ = frame.message;
+    plotPage_ = frame.plots;
 
     poll_ = new QTimer(this);
     poll_->setInterval(kLivePollMs);
@@ -169,19 +148,11 @@ DistributionsView::~DistributionsView() = default;
 
 bool DistributionsView::openStore(const QString& path) {
     if (store_ && path == storePath_) return true;
-    store_.reset();
     storePath_ = path;
-    if (path.isEmpty() || !QFileInfo::exists(path)) return false;
-    try {
-        store::StoreOptions options;
-        options.mark_interrupted_at_open = false;
-        store_ =
-            std::make_unique<store::RunStore>(store::RunStore::open(path.toStdString(), options));
-    } catch (const Error& e) {
-        showMessage(tr("Cannot read the run store: %1").arg(QString::fromStdString(e.what())));
-        return false;
-    }
-    return true;
+    QString error;
+    store_ = openStoreForReading(path, &error);
+    if (!error.isEmpty()) showMessage(tr("Cannot read the run store: %1").arg(error));
+    return store_ != nullptr;
 }
 
 void DistributionsView::showRun(const QString& storePath, int64_t run, bool live) {

@@ -1,5 +1,6 @@
 #include "inspect/gradient_flow_view.h"
 
+#include "inspect/view_frame.h"
 #include "widgets/theme.h"
 
 #include <myelin/error.h>
@@ -10,15 +11,12 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QShowEvent>
 #include <QSlider>
-#include <QSplitter>
 #include <QStackedWidget>
 #include <QTimer>
-#include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
@@ -167,31 +165,11 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
     stepRow->addWidget(stepLabel_);
     stepRow->addWidget(followNewest_);
 
-    auto* plots = new QSplitter(Qt::Vertical, this);
-    plots->addWidget(lines_);
-    plots->addWidget(bars_);
-    plots->setStretchFactor(0, 3);
-    plots->setStretchFactor(1, 2);
-    plotPage_ = new QWidget(this);
-    auto* plotLayout = new QVBoxLayout(plotPage_);
-    plotLayout->setContentsMargins(0, 0, 0, 0);
-    plotLayout->addWidget(plots, 1);
-    plotLayout->addLayout(stepRow);
-
-    message_ = new QLabel(this);
-    message_->setObjectName(QStringLiteral("inspectMessage"));
-    message_->setAlignment(Qt::AlignCenter);
-    message_->setWordWrap(true);
-    message_->setStyleSheet(
-        QStringLiteral("color: %1; font-size: 11pt;").arg(colors::kMutedText.name()));
-    stack_ = new QStackedWidget(this);
-    stack_->addWidget(message_);
-    stack_->addWidget(plotPage_);
-
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(10, 8, 10, 8);
-    layout->addLayout(top);
-    layout->addWidget(stack_, 1);
+    const ViewFrame frame =
+        makeViewFrame(this, top, lines_, bars_, stepRow, QStringLiteral("inspectMessage"));
+    stack_ = frame.stack;
+    message_ = frame.message;
+    plotPage_ = frame.plots;
 
     poll_ = new QTimer(this);
     poll_->setInterval(kPollMs);
@@ -218,17 +196,10 @@ GradientFlowView::~GradientFlowView() = default;
 
 bool GradientFlowView::openStore() {
     if (store_) return true;
-    if (storePath_.isEmpty() || !QFileInfo::exists(storePath_)) return false;
-    try {
-        store::StoreOptions options;
-        options.mark_interrupted_at_open = false; // a reader: leave that to the writers
-        store_ = std::make_unique<store::RunStore>(
-            store::RunStore::open(storePath_.toStdString(), options));
-    } catch (const Error& e) {
-        showMessage(tr("Cannot read the run store: %1").arg(QString::fromStdString(e.what())));
-        return false;
-    }
-    return true;
+    QString error;
+    store_ = openStoreForReading(storePath_, &error);
+    if (!error.isEmpty()) showMessage(tr("Cannot read the run store: %1").arg(error));
+    return store_ != nullptr;
 }
 
 void GradientFlowView::setStorePath(const QString& path) {
