@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QStackedWidget>
 #include <QTimer>
+#include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
@@ -118,8 +119,12 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     nonFinite_ = new QLabel(this);
     nonFinite_->setObjectName(QStringLiteral("distributionsNonFinite"));
     nonFinite_->setWordWrap(true);
+    nonFinite_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed); // never squeezed
 
-    const ViewFrame frame = makeViewFrame(this, top, plot_, stripPlot_, new QWidgetItem(nonFinite_),
+    auto* belowPlots = new QVBoxLayout;
+    belowPlots->setContentsMargins(0, 0, 0, 0);
+    belowPlots->addWidget(nonFinite_);
+    const ViewFrame frame = makeViewFrame(this, top, plot_, stripPlot_, belowPlots,
                                           QStringLiteral("distributionsMessage"));
     stack_ = frame.stack;
     message_ = frame.message;

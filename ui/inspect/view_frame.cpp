@@ -15,7 +15,7 @@
 namespace myelin::ui {
 
 ViewFrame makeViewFrame(QWidget* view, QLayout* controls, QWidget* upper, QWidget* lower,
-                        QLayoutItem* below, const QString& messageName) {
+                        QLayout* below, const QString& messageName) {
     ViewFrame frame;
     auto* split = new QSplitter(Qt::Vertical, view);
     split->addWidget(upper);
@@ -26,7 +26,7 @@ ViewFrame makeViewFrame(QWidget* view, QLayout* controls, QWidget* upper, QWidge
     auto* plotLayout = new QVBoxLayout(frame.plots);
     plotLayout->setContentsMargins(0, 0, 0, 0);
     plotLayout->addWidget(split, 1);
-    if (below) plotLayout->addItem(below);
+    if (below) plotLayout->addLayout(below);
 
     frame.message = new QLabel(view);
     frame.message->setObjectName(messageName);

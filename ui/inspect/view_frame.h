@@ -8,7 +8,6 @@
 
 class QLabel;
 class QLayout;
-class QLayoutItem;
 class QStackedWidget;
 class QWidget;
 
@@ -24,10 +23,10 @@ struct ViewFrame {
     QWidget* plots = nullptr;
 };
 
-// Lays `view` out as `controls` over the stack; `below` (a widget or a layout, may be null)
-// goes under the two plots. `messageName` is the message label's object name.
+// Lays `view` out as `controls` over the stack; `below` (may be null) goes under the two
+// plots. `messageName` is the message label's object name.
 ViewFrame makeViewFrame(QWidget* view, QLayout* controls, QWidget* upper, QWidget* lower,
-                        QLayoutItem* below, const QString& messageName);
+                        QLayout* below, const QString& messageName);
 
 // The store at `path` opened for reading (it marks no runs interrupted: that is the writers'
 // business); null with `error` set when it cannot be opened, null with `error` empty when
