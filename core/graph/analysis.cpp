@@ -99,7 +99,14 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
         }
         kinds[i] = find_layer_kind(node.kind);
         if (!kinds[i]) {
-            problem(node.id, -1, "unknown layer kind '" + node.kind + "'");
+            std::string close;
+            for (const auto& k : similar_layer_kinds(node.kind))
+                close += (close.empty() ? "" : ", ") + k;
+            problem(node.id, -1,
+                    "unknown layer kind '" + node.kind + "'" +
+                        (close.empty() ? ": not built in and no loaded plugin adds it (`myelin "
+                                         "plugins` lists the loaded plugins)"
+                                       : " (did you mean " + close + "?)"));
             continue;
         }
         if (node.kind == "Input") ++input_count;

@@ -239,4 +239,80 @@ std::vector<std::string> check_attrs(const std::vector<AttrDesc>& descs, const A
     return problems;
 }
 
+namespace attr {
+
+namespace {
+AttrDesc described(std::string name, AttrType type, AttrValue def, std::string doc) {
+    AttrDesc d;
+    d.name = std::move(name);
+    d.type = type;
+    d.default_value = std::move(def);
+    d.doc = std::move(doc);
+    return d;
+}
+} // namespace
+
+AttrDesc integer(std::string name, int64_t def, std::string doc, std::optional<double> min,
+                 std::optional<double> max) {
+    AttrDesc d = described(std::move(name), AttrType::Int, def, std::move(doc));
+    d.min = min;
+    d.max = max;
+    return d;
+}
+AttrDesc number(std::string name, double def, std::string doc, std::optional<double> min,
+                std::optional<double> max) {
+    AttrDesc d = described(std::move(name), AttrType::Float, def, std::move(doc));
+    d.min = min;
+    d.max = max;
+    return d;
+}
+AttrDesc flag(std::string name, bool def, std::string doc) {
+    return described(std::move(name), AttrType::Bool, def, std::move(doc));
+}
+AttrDesc choice(std::string name, std::string def, std::vector<std::string> choices,
+                std::string doc) {
+    AttrDesc d = described(std::move(name), AttrType::Enum, std::move(def), std::move(doc));
+    d.choices = std::move(choices);
+    return d;
+}
+AttrDesc text(std::string name, std::string def, std::string doc) {
+    return described(std::move(name), AttrType::String, std::move(def), std::move(doc));
+}
+AttrDesc file(std::string name, std::string doc) {
+    AttrDesc d = text(std::move(name), "", std::move(doc));
+    d.path = AttrDesc::Path::File;
+    return d;
+}
+AttrDesc folder(std::string name, std::string def, std::string doc) {
+    AttrDesc d = text(std::move(name), std::move(def), std::move(doc));
+    d.path = AttrDesc::Path::Folder;
+    return d;
+}
+AttrDesc int_or_pair(std::string name, int64_t def, std::string doc, double min) {
+    AttrDesc d =
+        described(std::move(name), AttrType::IntList, std::vector<int64_t>{def}, std::move(doc));
+    d.min = min;
+    return d;
+}
+AttrDesc int_list(std::string name, std::vector<int64_t> def, std::string doc, int min_size,
+                  int max_size, std::optional<double> min) {
+    AttrDesc d = described(std::move(name), AttrType::IntList, std::move(def), std::move(doc));
+    d.min = min;
+    d.list_min_size = min_size;
+    d.list_max_size = max_size;
+    return d;
+}
+AttrDesc nullable(AttrDesc desc) {
+    desc.nullable = true;
+    desc.default_value = std::monostate{};
+    return desc;
+}
+AttrDesc exclusive(AttrDesc desc, bool min, bool max) {
+    desc.min_exclusive = min;
+    desc.max_exclusive = max;
+    return desc;
+}
+
+} // namespace attr
+
 } // namespace myelin::graph

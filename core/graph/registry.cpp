@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 namespace myelin::graph {
 
@@ -1064,15 +1065,58 @@ std::vector<LayerKind> make_kinds() {
 
 } // namespace
 
-const std::vector<LayerKind>& layer_kinds() {
-    static const std::vector<LayerKind> kinds = [] {
+namespace {
+
+std::deque<LayerKind>& registered_kinds() {
+    static std::deque<LayerKind> kinds = [] {
         auto k = make_kinds();
         std::stable_sort(k.begin(), k.end(), [](const LayerKind& a, const LayerKind& b) {
             return int(a.category) < int(b.category);
         });
-        return k;
+        return std::deque<LayerKind>(std::make_move_iterator(k.begin()),
+                                     std::make_move_iterator(k.end()));
     }();
     return kinds;
+}
+
+std::string lower(std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), ::tolower);
+    return out;
+}
+
+} // namespace
+
+const std::deque<LayerKind>& layer_kinds() {
+    return registered_kinds();
+}
+
+void check_layer_kind(const LayerKind& kind) {
+    const std::string what = "layer kind '" + kind.name + "'";
+    if (kind.name.empty()) throw Error("a layer kind needs a name");
+    if (const LayerKind* taken = find_layer_kind(kind.name))
+        throw Error(
+            what + " is already registered " +
+            (taken->origin.empty() ? std::string("(built in)") : "(by " + taken->origin + ")"));
+    if (!kind.infer) throw Error(what + " has no shape rule (infer)");
+    if (kind.has_output && !kind.build) throw Error(what + " has no module builder (build)");
+    for (const auto& a : kind.attrs) {
+        if (a.name.empty()) throw Error(what + ": an attribute has no name");
+        if (std::string why = a.check(a.default_value); !why.empty())
+            throw Error(what + ": the default of attribute '" + a.name + "' " + why);
+    }
+}
+
+void register_layer_kind(LayerKind kind) {
+    check_layer_kind(kind);
+    if (!kind.param_count) kind.param_count = [](const Attrs&) { return int64_t(0); };
+    if (!kind.flops)
+        kind.flops = [](const Attrs&, std::span<const TensorType>, const TensorType&) {
+            return 0.0;
+        };
+    // Appended, never inserted: records must not move (pointers to them are kept). The palette
+    // groups kinds by category itself.
+    registered_kinds().push_back(std::move(kind));
 }
 
 const LayerKind* find_layer_kind(std::string_view name) {
@@ -1081,16 +1125,21 @@ const LayerKind* find_layer_kind(std::string_view name) {
     return nullptr;
 }
 
+std::vector<std::string> similar_layer_kinds(std::string_view name) {
+    std::vector<std::string> close;
+    const std::string a = lower(name);
+    for (const auto& k : layer_kinds()) {
+        const std::string b = lower(k.name);
+        if (a == b || (a.size() >= 3 && b.find(a) != std::string::npos)) close.push_back(k.name);
+    }
+    return close;
+}
+
 const LayerKind& layer_kind(std::string_view name) {
     if (const LayerKind* k = find_layer_kind(name)) return *k;
     std::string close;
-    for (const auto& k : layer_kinds()) {
-        std::string a(name), b = k.name;
-        std::transform(a.begin(), a.end(), a.begin(), ::tolower);
-        std::transform(b.begin(), b.end(), b.begin(), ::tolower);
-        if (a == b || (a.size() >= 3 && b.find(a) != std::string::npos))
-            close += (close.empty() ? "" : ", ") + k.name;
-    }
+    for (const auto& k : similar_layer_kinds(name))
+        close += (close.empty() ? "" : ", ") + k;
     throw Error("unknown layer kind '" + std::string(name) + "'" +
                 (close.empty() ? std::string() : " (did you mean " + close + "?)"));
 }

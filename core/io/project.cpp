@@ -222,16 +222,23 @@ graph::Attrs read_options(const Reader& r, const std::vector<graph::AttrDesc>& d
     return graph::with_defaults(descs, given);
 }
 
-Choice read_choice(const Reader& r, const std::vector<spec::ComponentKind>& kinds,
-                   const char* what) {
+// Options of a kind this build does not know, read as they are written.
+graph::Attrs read_unknown_options(const Reader& r) {
+    graph::Attrs attrs;
+    for (auto it = r.object().begin(); it != r.object().end(); ++it)
+        attrs.set(it.key(), read_value(r.at(it.key()), nullptr));
+    return attrs;
+}
+
+Choice read_choice(const Reader& r, spec::Family family) {
     std::string kind = r.at("kind").str();
-    const spec::ComponentKind* k = spec::find_component(kinds, kind);
+    const spec::ComponentKind* k = spec::find_component(family, kind);
     if (!k) {
         std::string known;
-        for (const auto& c : kinds)
-            known += (known.empty() ? "" : ", ") + c.name;
-        r.at("kind").fail(std::string("unknown ") + what + " '" + kind + "' (known: " + known +
-                          ")");
+        for (const spec::ComponentKind* c : spec::kinds_of(family))
+            known += (known.empty() ? "" : ", ") + c->name;
+        r.at("kind").fail(std::string("unknown ") + spec::to_string(family) + " '" + kind +
+                          "' (known: " + known + ")");
     }
     Choice c{kind, read_options(r, k->options, {"kind"}, kind)};
     // Options must also be in range here: there is no node to show them on.
@@ -249,10 +256,10 @@ const graph::AttrDesc* find_desc(const std::vector<graph::AttrDesc>* descs,
     return nullptr;
 }
 
-json write_choice(const Choice& c, const std::vector<spec::ComponentKind>& kinds) {
+json write_choice(const Choice& c, spec::Family family) {
     json out = json::object();
     out["kind"] = c.kind;
-    const spec::ComponentKind* kind = spec::find_component(kinds, c.kind);
+    const spec::ComponentKind* kind = spec::find_component(family, c.kind);
     for (const auto& [name, value] : c.options.items())
         out[name] = write_value(value, find_desc(kind ? &kind->options : nullptr, name));
     return out;
@@ -271,17 +278,15 @@ graph::ModelSpec read_model(const Reader& r) {
         node.id = n.at("id").integer(1);
         if (spec.find(node.id)) n.at("id").fail("duplicate node id " + std::to_string(node.id));
         node.kind = n.at("kind").str();
-        const graph::LayerKind* kind = graph::find_layer_kind(node.kind);
-        if (!kind) {
-            try {
-                graph::layer_kind(node.kind);
-            } catch (const Error& e) {
-                n.at("kind").fail(e.what());
-            }
-        }
         node.name = n.str_or("name", "");
-        node.attrs = n.has("attrs") ? read_options(n.at("attrs"), kind->attrs, {}, node.kind)
-                                    : graph::with_defaults(kind->attrs, {});
+        if (const graph::LayerKind* kind = graph::find_layer_kind(node.kind))
+            node.attrs = n.has("attrs") ? read_options(n.at("attrs"), kind->attrs, {}, node.kind)
+                                        : graph::with_defaults(kind->attrs, {});
+        else if (n.has("attrs"))
+            // A kind this build does not know (a plugin that is not installed): the node keeps
+            // its attributes as written, analysis reports the kind on the node, and saving writes
+            // it back unchanged.
+            node.attrs = read_unknown_options(n.at("attrs"));
         if (n.has("position")) {
             Reader p = n.at("position");
             if (p.array_size() != 2) p.fail("expected [x, y]");
@@ -339,14 +344,14 @@ DataSpec read_data(const Reader& r) {
     r.only({"source", "validation_fraction", "transforms", "batch_size", "num_workers", "shuffle",
             "drop_last"});
     DataSpec d;
-    d.source = read_choice(r.at("source"), spec::data_source_kinds(), "data source");
+    d.source = read_choice(r.at("source"), spec::Family::DataSource);
     d.validation_fraction = r.number_or("validation_fraction", d.validation_fraction);
     if (d.validation_fraction < 0 || d.validation_fraction >= 1)
         r.at("validation_fraction").fail("expected a fraction in [0, 1)");
     if (r.has("transforms")) {
         Reader t = r.at("transforms");
         for (size_t i = 0; i < t.array_size(); ++i)
-            d.transforms.push_back(read_choice(t.at(i), spec::transform_kinds(), "transform"));
+            d.transforms.push_back(read_choice(t.at(i), spec::Family::Transform));
     }
     d.batch_size = r.int_or("batch_size", d.batch_size, 1);
     d.num_workers = int(r.int_or("num_workers", d.num_workers, 0));
@@ -358,11 +363,11 @@ DataSpec read_data(const Reader& r) {
 
 json write_data(const DataSpec& d) {
     json o = json::object();
-    o["source"] = write_choice(d.source, spec::data_source_kinds());
+    o["source"] = write_choice(d.source, spec::Family::DataSource);
     o["validation_fraction"] = d.validation_fraction;
     json t = json::array();
     for (const auto& c : d.transforms)
-        t.push_back(write_choice(c, spec::transform_kinds()));
+        t.push_back(write_choice(c, spec::Family::Transform));
     o["transforms"] = std::move(t);
     o["batch_size"] = d.batch_size;
     o["num_workers"] = d.num_workers;
@@ -388,10 +393,10 @@ TrainSpec read_train(const Reader& r) {
             "accumulation_steps", "clip_grad_norm", "clip_grad_value", "precision", "seed",
             "validate_every_steps", "threads", "early_stopping", "checkpoints", "capture"});
     TrainSpec t;
-    t.loss = read_choice(r.at("loss"), spec::loss_kinds(), "loss");
-    t.optimizer = read_choice(r.at("optimizer"), spec::optimizer_kinds(), "optimizer");
+    t.loss = read_choice(r.at("loss"), spec::Family::Loss);
+    t.optimizer = read_choice(r.at("optimizer"), spec::Family::Optimizer);
     if (r.has("scheduler") && !r.at("scheduler").value().is_null())
-        t.scheduler = read_choice(r.at("scheduler"), spec::scheduler_kinds(), "scheduler");
+        t.scheduler = read_choice(r.at("scheduler"), spec::Family::Scheduler);
     t.scheduler_interval = read_enum(r, "scheduler_interval", "epoch", {"epoch", "step"});
     t.plateau_metric = r.str_or("plateau_metric", t.plateau_metric);
     t.epochs = r.int_or("epochs", t.epochs, 1);
@@ -444,10 +449,10 @@ TrainSpec read_train(const Reader& r) {
 
 json write_train(const TrainSpec& t) {
     json o = json::object();
-    o["loss"] = write_choice(t.loss, spec::loss_kinds());
-    o["optimizer"] = write_choice(t.optimizer, spec::optimizer_kinds());
+    o["loss"] = write_choice(t.loss, spec::Family::Loss);
+    o["optimizer"] = write_choice(t.optimizer, spec::Family::Optimizer);
     o["scheduler"] =
-        t.scheduler ? write_choice(*t.scheduler, spec::scheduler_kinds()) : json(nullptr);
+        t.scheduler ? write_choice(*t.scheduler, spec::Family::Scheduler) : json(nullptr);
     o["scheduler_interval"] = t.scheduler_interval;
     o["plateau_metric"] = t.plateau_metric;
     o["epochs"] = t.epochs;

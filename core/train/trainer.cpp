@@ -71,9 +71,10 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     data_ = make_data(project.data, options_.project_dir, spec_.seed);
     loss_ = make_loss(spec_.loss);
     {
-        const spec::ComponentKind* k = find_component(spec::loss_kinds(), spec_.loss.kind);
-        graph::Attrs o = graph::with_defaults(k->options, spec_.loss.options);
-        sum_reduction_ = o.get_string("reduction") == "sum";
+        // A loss without a "reduction" option (a plugin's) is taken as a mean.
+        const spec::LossKind& k = spec::kind_of(spec::loss_kinds(), spec_.loss, "loss");
+        graph::Attrs o = graph::with_defaults(k.options, spec_.loss.options);
+        sum_reduction_ = o.contains("reduction") && o.get_string("reduction") == "sum";
     }
     check_data_fits_model();
 
@@ -81,8 +82,9 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     // filter(lambda p: p.requires_grad, ...) in PyTorch).
     std::map<double, size_t> group_of;
     std::vector<optim::ParamGroup> groups;
-    const spec::ComponentKind* ok = find_component(spec::optimizer_kinds(), spec_.optimizer.kind);
-    double base_lr = graph::with_defaults(ok->options, spec_.optimizer.options).get_float("lr");
+    const spec::OptimizerKind& ok =
+        spec::kind_of(spec::optimizer_kinds(), spec_.optimizer, "optimizer");
+    double base_lr = graph::with_defaults(ok.options, spec_.optimizer.options).get_float("lr");
     for (const auto& node : project.model.nodes) {
         const std::string& name = model_->module_name(node.id);
         if (name.empty() || node.frozen) continue;

@@ -11,6 +11,9 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <vector>
+
 namespace myelin::ui {
 
 namespace {
@@ -89,25 +92,38 @@ LayerPalette::LayerPalette(QWidget* parent) : QWidget(parent) {
 
     QFont categoryFont = tree_->font();
     categoryFont.setBold(true);
+    // By category (plugin kinds come after the built-in ones in the registry, so group here).
+    std::vector<const graph::LayerKind*> ordered;
+    for (const graph::LayerKind& kind : graph::layer_kinds())
+        ordered.push_back(&kind);
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [](const graph::LayerKind* a, const graph::LayerKind* b) {
+                         return int(a->category) < int(b->category);
+                     });
     QTreeWidgetItem* category = nullptr;
     int currentCategory = -1;
-    for (const graph::LayerKind& kind : graph::layer_kinds()) {
-        if (int(kind.category) != currentCategory) {
-            currentCategory = int(kind.category);
+    for (const graph::LayerKind* kind : ordered) {
+        if (int(kind->category) != currentCategory) {
+            currentCategory = int(kind->category);
             category =
-                new QTreeWidgetItem(tree_, {QString::fromLatin1(graph::to_string(kind.category))});
+                new QTreeWidgetItem(tree_, {QString::fromLatin1(graph::to_string(kind->category))});
             category->setFlags(Qt::ItemIsEnabled);
             category->setFont(0, categoryFont);
             category->setForeground(0, colors::kMutedText);
         }
-        const QString name = QString::fromStdString(kind.name);
+        const QString name = QString::fromStdString(kind->name);
         auto* item = new QTreeWidgetItem(category, {name});
         item->setData(0, kKindRole, name);
-        item->setIcon(0, categoryIcon(kind.category));
-        item->setToolTip(
-            0, QStringLiteral("<b>%1</b><br>%2")
-                   .arg(name.toHtmlEscaped(), QString::fromStdString(kind.doc).toHtmlEscaped()));
-        item->setStatusTip(0, QString::fromStdString(kind.doc));
+        item->setIcon(0, categoryIcon(kind->category));
+        QString tip =
+            QStringLiteral("<b>%1</b><br>%2")
+                .arg(name.toHtmlEscaped(), QString::fromStdString(kind->doc).toHtmlEscaped());
+        if (!kind->origin.empty())
+            tip += QStringLiteral("<br><i>%1</i>")
+                       .arg(tr("From the plugin %1")
+                                .arg(QString::fromStdString(kind->origin).toHtmlEscaped()));
+        item->setToolTip(0, tip);
+        item->setStatusTip(0, QString::fromStdString(kind->doc));
         item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled);
     }
     tree_->expandAll();

@@ -196,13 +196,13 @@ TrainingPage::TrainingPage(ProjectDocument* document, QWidget* parent)
     setAttribute(Qt::WA_StyledBackground, true);
     setStyleSheet(QString::fromLatin1(kStyleSheet) + QString::fromLatin1(kFormStyleSheet));
 
-    loss_.kinds = &spec::loss_kinds();
+    loss_.family = spec::Family::Loss;
     loss_.what = tr("loss");
     loss_.get = [](const spec::TrainSpec& t) { return std::optional<spec::Choice>(t.loss); };
     loss_.set = [](spec::TrainSpec& t, std::optional<spec::Choice> c) {
         if (c) t.loss = std::move(*c);
     };
-    optimizer_.kinds = &spec::optimizer_kinds();
+    optimizer_.family = spec::Family::Optimizer;
     optimizer_.what = tr("optimizer");
     optimizer_.get = [](const spec::TrainSpec& t) {
         return std::optional<spec::Choice>(t.optimizer);
@@ -210,7 +210,7 @@ TrainingPage::TrainingPage(ProjectDocument* document, QWidget* parent)
     optimizer_.set = [](spec::TrainSpec& t, std::optional<spec::Choice> c) {
         if (c) t.optimizer = std::move(*c);
     };
-    scheduler_.kinds = &spec::scheduler_kinds();
+    scheduler_.family = spec::Family::Scheduler;
     scheduler_.optional = true;
     scheduler_.what = tr("LR schedule");
     scheduler_.get = [](const spec::TrainSpec& t) { return t.scheduler; };
@@ -309,7 +309,7 @@ QWidget* TrainingPage::buildSettings() {
         commit(
             [&](spec::TrainSpec& t) {
                 t.plateau_metric = metric.toStdString();
-                if (t.scheduler && t.scheduler->kind == "ReduceLROnPlateau")
+                if (t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind))
                     t.scheduler->options.set(
                         "mode",
                         std::string(train::higher_is_better(metric.toStdString()) ? "max" : "min"));
@@ -591,7 +591,8 @@ void TrainingPage::buildComponent(Component& c, QFormLayout* form, const QString
         c.kind->addItem(tr("None"), QString());
         c.kind->setItemData(0, tr("A constant learning rate."), Qt::ToolTipRole);
     }
-    for (const spec::ComponentKind& kind : *c.kinds) {
+    for (const spec::ComponentKind* kindPtr : spec::kinds_of(c.family)) {
+        const spec::ComponentKind& kind = *kindPtr;
         c.kind->addItem(QString::fromStdString(kind.name), QString::fromStdString(kind.name));
         c.kind->setItemData(c.kind->count() - 1, QString::fromStdString(kind.doc), Qt::ToolTipRole);
     }
@@ -625,7 +626,7 @@ void TrainingPage::rebuildOptions(Component& c, const std::optional<spec::Choice
     c.built = true;
     c.shownKind = choice ? choice->kind : std::string();
     const spec::ComponentKind* kind =
-        choice ? spec::find_component(*c.kinds, choice->kind) : nullptr;
+        choice ? spec::find_component(c.family, choice->kind) : nullptr;
     c.form = new QWidget(c.container);
     QFormLayout* form = makeForm(c.form);
     form->setContentsMargins(0, 0, 0, 0);
@@ -760,7 +761,7 @@ void TrainingPage::refresh() {
         const QString kind = choice ? QString::fromStdString(choice->kind) : QString();
         showIndexOfData(c->kind, kind);
         const spec::ComponentKind* desc =
-            choice ? spec::find_component(*c->kinds, choice->kind) : nullptr;
+            choice ? spec::find_component(c->family, choice->kind) : nullptr;
         const QString doc = desc != nullptr ? QString::fromStdString(desc->doc)
                                             : tr("A constant learning rate: the optimizer's lr.");
         c->doc->setText(doc);
@@ -768,7 +769,7 @@ void TrainingPage::refresh() {
         if (!c->built || c->shownKind != kind.toStdString()) rebuildOptions(*c, choice);
         c->rows.show(choice ? choice->options : graph::Attrs{});
     }
-    const bool plateau = t.scheduler && t.scheduler->kind == "ReduceLROnPlateau";
+    const bool plateau = t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind);
     showIndexOfData(interval_, QString::fromStdString(t.scheduler_interval));
     showIndexOfData(precision_, QString::fromStdString(t.precision));
     scheduleForm_->setRowVisible(plateauMetricLabel_, plateau);
@@ -880,7 +881,7 @@ void TrainingPage::refreshMetricCombos(const spec::TrainSpec& t) {
         warning->setText(why);
         warning->setVisible(!why.isEmpty());
     };
-    const bool plateau = t.scheduler && t.scheduler->kind == "ReduceLROnPlateau";
+    const bool plateau = t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind);
     fill(plateauMetric_, plateauMetricWarning_, t.plateau_metric, plateau);
     fill(esMetric_, esMetricWarning_, t.early_stopping.metric,
          t.early_stopping.enabled || t.checkpoints.keep_best);
@@ -898,7 +899,7 @@ void TrainingPage::updateEnabled() {
     banner_->setVisible(!open || locked_);
 
     const spec::TrainSpec t = open ? document_->project().train : spec::TrainSpec{};
-    const bool plateau = t.scheduler && t.scheduler->kind == "ReduceLROnPlateau";
+    const bool plateau = t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind);
     interval_->setEnabled(t.scheduler.has_value() && !plateau);
     interval_->setToolTip(
         plateau ? tr("ReduceLROnPlateau steps once per epoch, on the metric.")
@@ -971,7 +972,7 @@ void TrainingPage::updatePreview() {
     const bool open = document_->isOpen();
     const spec::TrainSpec t = open ? document_->project().train : spec::TrainSpec{};
     if (open) {
-        plateau = t.scheduler && t.scheduler->kind == "ReduceLROnPlateau";
+        plateau = t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind);
         perStep = train::schedules_per_step(t);
         total = previewSteps(t);
         stride = (total + kMaxPreviewPoints - 1) / kMaxPreviewPoints;
@@ -1262,7 +1263,7 @@ void TrainingPage::commitKind(Component& c) {
     const QString name = c.kind->currentData().toString();
     std::optional<spec::Choice> choice;
     if (!name.isEmpty()) {
-        const spec::ComponentKind* kind = spec::find_component(*c.kinds, name.toStdString());
+        const spec::ComponentKind* kind = spec::find_component(c.family, name.toStdString());
         if (kind == nullptr) return;
         choice = spec::Choice{kind->name, graph::with_defaults(kind->options, {})};
     }

@@ -66,7 +66,7 @@ class TrainingPage : public QWidget {
     // One of the three component choices (loss, optimizer, scheduler): kind combo, the kind's
     // documentation and its options form in a container the form is rebuilt in.
     struct Component {
-        const std::vector<spec::ComponentKind>* kinds = nullptr;
+        spec::Family family = spec::Family::Loss;
         bool optional = false; // the scheduler: "None" first
         QComboBox* kind = nullptr;
         QLabel* doc = nullptr;

@@ -53,6 +53,28 @@ struct AttrDesc {
     std::string check(const AttrValue& value) const;
 };
 
+// One vocabulary for describing attributes and options, used by the layer registry, the
+// component kinds and plugins. A bound is inclusive and absent unless given; exclusive() makes
+// the given bounds strict (lr > 0, dropout p < 1).
+namespace attr {
+AttrDesc integer(std::string name, int64_t def, std::string doc,
+                 std::optional<double> min = std::nullopt,
+                 std::optional<double> max = std::nullopt);
+AttrDesc number(std::string name, double def, std::string doc,
+                std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
+AttrDesc flag(std::string name, bool def, std::string doc);
+AttrDesc choice(std::string name, std::string def, std::vector<std::string> choices,
+                std::string doc);
+AttrDesc text(std::string name, std::string def, std::string doc);
+AttrDesc file(std::string name, std::string doc);                    // a path to a file
+AttrDesc folder(std::string name, std::string def, std::string doc); // a path to a folder
+AttrDesc int_or_pair(std::string name, int64_t def, std::string doc, double min = 1); // 3 or [3, 5]
+AttrDesc int_list(std::string name, std::vector<int64_t> def, std::string doc, int min_size,
+                  int max_size, std::optional<double> min = std::nullopt);
+AttrDesc nullable(AttrDesc desc); // None allowed, and the default
+AttrDesc exclusive(AttrDesc desc, bool min = true, bool max = false);
+} // namespace attr
+
 // Ordered name -> value pairs (a handful per node: a vector beats a map).
 class Attrs {
   public:

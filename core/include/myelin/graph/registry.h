@@ -7,6 +7,7 @@
 #include <myelin/dtype.h>
 #include <myelin/graph/attributes.h>
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -63,14 +64,27 @@ struct LayerKind {
     ParamCountFn param_count;
     FlopsFn flops;
     BuildFn build; // null for Input and Output
+    // Where the kind comes from: empty for built-in kinds, else the plugin file that added it.
+    std::string origin;
 
     const AttrDesc* attr(std::string_view attr_name) const;
 };
 
-// Every kind, in palette order (by category, then a sensible order within it).
-const std::vector<LayerKind>& layer_kinds();
+// Every kind: the built-in ones in palette order (by category, then a sensible order within
+// it), then those registered later (plugins) in registration order. Records never move once
+// registered, so pointers to them stay valid.
+const std::deque<LayerKind>& layer_kinds();
+// Throws myelin::Error naming the kind when it could not be registered: the name is empty or
+// taken (saying by whom), it has no shape rule, no builder (unless it has no output), or an
+// attribute's default does not fit its description.
+void check_layer_kind(const LayerKind& kind);
+// Adds a kind (a plugin's) after check_layer_kind; a missing param_count or flops counts 0.
+// Register before editing or training starts: not synchronised with readers on other threads.
+void register_layer_kind(LayerKind kind);
 // nullptr when unknown.
 const LayerKind* find_layer_kind(std::string_view name);
+// Known kinds whose name resembles `name` (case, substring): "did you mean" lists.
+std::vector<std::string> similar_layer_kinds(std::string_view name);
 // Like find_layer_kind but throws myelin::Error listing close names.
 const LayerKind& layer_kind(std::string_view name);
 

@@ -1,38 +1,185 @@
 #pragma once
 // The choosable parts of a project besides its layers — losses, optimizers, LR schedules, data
-// sources and transforms — each described once: name, documentation and typed options with
-// PyTorch's defaults. The project reader checks options against these descriptions, the studio
-// builds its Training and Data pages from them, and train/components.h builds each kind.
+// sources and transforms. Each kind is one record: name, documentation, typed options with
+// PyTorch's defaults, and the factory that builds it. The project reader checks options against
+// these records, the studio builds its Training and Data pages from them, train builds each kind
+// through them, and plugins add records of their own (register_kind). A new kind is one record;
+// nothing else in core, the CLI or the studio names it.
+#include <myelin/data/dataset.h>
+#include <myelin/data/transforms.h>
 #include <myelin/graph/attributes.h>
 #include <myelin/spec/training.h>
 
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+namespace myelin {
+namespace nn {
+class Loss;
+}
+namespace optim {
+class Optimizer;
+class LRScheduler;
+class ReduceLROnPlateau;
+struct ParamGroup;
+} // namespace optim
+} // namespace myelin
+
 namespace myelin::spec {
 
+// What every kind has: what the studio shows and the project reader checks.
 struct ComponentKind {
-    std::string name;
+    std::string name; // as written in project files: "Adam", "csv", "RandomCrop"
     std::string doc;
     std::vector<graph::AttrDesc> options;
+    // Where the kind comes from: empty for built-in kinds, else the plugin file that added it.
+    std::string origin;
 };
 
-const std::vector<ComponentKind>& loss_kinds();
-const std::vector<ComponentKind>& optimizer_kinds();
-const std::vector<ComponentKind>& scheduler_kinds();
-const std::vector<ComponentKind>& data_source_kinds();
-const std::vector<ComponentKind>& transform_kinds();
+// --- losses ---
+using LossFactory = std::function<std::shared_ptr<nn::Loss>(const graph::Attrs& options)>;
+struct LossKind : ComponentKind {
+    LossFactory build;
+    // Targets are int64 class indices (classification) rather than float values.
+    bool takes_class_indices = false;
+};
+
+// --- optimizers (every optimizer has a Float option "lr": lr multipliers scale it) ---
+using OptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(
+    const graph::Attrs& options, std::vector<optim::ParamGroup> groups)>;
+struct OptimizerKind : ComponentKind {
+    OptimizerFactory build;
+};
+
+// --- LR schedules: step- or epoch-driven (build), or driven by a metric (build_metric_driven);
+// exactly one is set. Every step-driven kind also gets the options "warmup" and
+// "warmup_start_factor" (a linear warmup before it) when it is registered.
+// `total_steps`: how many times step() runs over the whole training.
+using ScheduleFactory = std::function<std::shared_ptr<optim::LRScheduler>(
+    const graph::Attrs& options, optim::Optimizer& optimizer, int64_t total_steps)>;
+using MetricScheduleFactory = std::function<std::unique_ptr<optim::ReduceLROnPlateau>(
+    const graph::Attrs& options, optim::Optimizer& optimizer)>;
+struct SchedulerKind : ComponentKind {
+    ScheduleFactory build;
+    MetricScheduleFactory build_metric_driven;
+    bool metric_driven() const { return bool(build_metric_driven); }
+};
+
+// --- data sources ---
+// What a source loads: its training examples and, when the source has one, its own test part
+// (otherwise `test_fraction` of the training examples is held out for the final test).
+struct SourceData {
+    data::DatasetPtr train;
+    data::DatasetPtr test;
+    double test_fraction = 0;
+};
+// What a loader needs besides its options: paths in options are relative to the project's folder.
+class SourceContext {
+  public:
+    SourceContext(std::string source_kind, std::filesystem::path project_dir);
+    // The option's value resolved against the project's folder ("" when empty).
+    std::string path(const graph::Attrs& options, const char* option) const;
+    // Like path, but throws "data source <kind>: option '<option>' is required" when empty.
+    std::string required_path(const graph::Attrs& options, const char* option) const;
+    const std::string& source_kind() const { return kind_; }
+
+  private:
+    std::string kind_;
+    std::filesystem::path dir_;
+};
+using DataSourceLoader =
+    std::function<SourceData(const graph::Attrs& options, const SourceContext& context)>;
+struct DataSourceKind : ComponentKind {
+    DataSourceLoader load;
+    // The number of training examples when it is fixed and known without reading a file
+    // (Fashion-MNIST: 60,000), before the validation hold-out; unset when files decide it.
+    std::optional<int64_t> fixed_training_examples;
+};
+
+// --- transforms ---
+// What a transform may look at while it is built: the training split (Normalize computes its
+// statistics there, after the deterministic transforms before it) and its first example.
+struct TransformContext {
+    const data::Dataset& train;
+    const data::Example& first;
+    data::TransformPtr deterministic_before; // null: none
+};
+struct BuiltTransform {
+    data::TransformPtr transform;
+    bool training_only = false; // random augmentation: the training set only
+};
+using TransformFactory =
+    std::function<BuiltTransform(const graph::Attrs& options, const TransformContext& context)>;
+struct TransformKind : ComponentKind {
+    TransformFactory build;
+};
+
+// The registries, built-in kinds first, then plugin kinds in registration order. Records never
+// move once registered (a deque), so pointers to them stay valid. Register before training or
+// building pages starts: registration is not synchronised with readers on other threads.
+template <class Kind> using KindList = std::deque<Kind>;
+const KindList<LossKind>& loss_kinds();
+const KindList<OptimizerKind>& optimizer_kinds();
+const KindList<SchedulerKind>& scheduler_kinds();
+const KindList<DataSourceKind>& data_source_kinds();
+const KindList<TransformKind>& transform_kinds();
+
+// Throws myelin::Error naming the kind when it could not be registered: its name is empty or
+// already taken (saying by whom), its factory is missing, an option's default does not fit its
+// own description, (optimizers) it has no Float option "lr", (schedules) an option is named
+// like the warmup options.
+void check_kind(const LossKind& kind);
+void check_kind(const OptimizerKind& kind);
+void check_kind(const SchedulerKind& kind);
+void check_kind(const DataSourceKind& kind);
+void check_kind(const TransformKind& kind);
+// Adds a kind after check_kind.
+void register_kind(LossKind kind);
+void register_kind(OptimizerKind kind);
+void register_kind(SchedulerKind kind);
+void register_kind(DataSourceKind kind);
+void register_kind(TransformKind kind);
+
+// The families, for code that handles any of them alike (the studio's choice editors).
+enum class Family { Loss, Optimizer, Scheduler, DataSource, Transform };
+const char* to_string(Family family); // "loss", "optimizer", "scheduler", "data source", ...
+std::vector<const ComponentKind*> kinds_of(Family family);
+const ComponentKind* find_component(Family family, std::string_view name); // nullptr: unknown
+
 // nullptr when `name` is not among `kinds`.
-const ComponentKind* find_component(const std::vector<ComponentKind>& kinds, std::string_view name);
+template <class Kind>
+const Kind* find_component(const KindList<Kind>& kinds, std::string_view name) {
+    for (const Kind& k : kinds)
+        if (k.name == name) return &k;
+    return nullptr;
+}
 
-// Whether the loss wants int64 class indices (classification) rather than float targets.
+// The options of `choice` with defaults filled in, after checking every option against `kind`'s
+// descriptions. Throws myelin::Error "<kind>: <problem>".
+graph::Attrs checked_options(const ComponentKind& kind, const Choice& choice);
+[[noreturn]] void throw_unknown_kind(const char* what, std::string_view name,
+                                     const std::vector<std::string_view>& known);
+// The kind `choice` names; throws myelin::Error "unknown <what> 'X' (known: ...)".
+template <class Kind>
+const Kind& kind_of(const KindList<Kind>& kinds, const Choice& choice, const char* what) {
+    if (const Kind* k = find_component(kinds, choice.kind)) return *k;
+    std::vector<std::string_view> known;
+    for (const Kind& k : kinds)
+        known.push_back(k.name);
+    throw_unknown_kind(what, choice.kind, known);
+}
+
+// Whether the loss wants int64 class indices (classification) rather than float targets; false
+// for an unknown loss.
 bool loss_takes_class_indices(std::string_view loss_kind);
-
-// The options of `choice` with defaults filled in, after checking the kind is among `kinds`
-// and every option against its description. Throws myelin::Error "unknown <what> 'X' (known:
-// ...)" or "<kind>: <problem>".
-graph::Attrs checked_options(const std::vector<ComponentKind>& kinds, const Choice& choice,
-                             const char* what);
+// Whether the schedule is driven by a metric (ReduceLROnPlateau); false for an unknown kind.
+bool schedule_is_metric_driven(std::string_view scheduler_kind);
 
 } // namespace myelin::spec

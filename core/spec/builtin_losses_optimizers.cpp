@@ -1,0 +1,211 @@
+// The built-in losses and optimizers: options with PyTorch's defaults, and their factories.
+#include "builtin_kinds.h"
+
+#include <myelin/nn/loss.h>
+#include <myelin/optim/optim.h>
+#include <myelin/tensor.h>
+
+namespace myelin::spec::builtin {
+
+using graph::AttrDesc;
+using graph::Attrs;
+using namespace graph::attr;
+
+namespace {
+
+AttrDesc reduction(std::vector<std::string> choices = {"mean", "sum"}) {
+    return choice("reduction", "mean", std::move(choices), "How per-sample losses are combined.");
+}
+AttrDesc ignore_index() {
+    return integer("ignore_index", -100, "Target value that contributes nothing.");
+}
+nn::Reduction reduction_of(const Attrs& o) {
+    return nn::parse_reduction(o.get_string("reduction"));
+}
+
+LossKind loss(std::string name, std::string doc, std::vector<AttrDesc> options, LossFactory build,
+              bool takes_class_indices = false) {
+    LossKind k;
+    k.name = std::move(name);
+    k.doc = std::move(doc);
+    k.options = std::move(options);
+    k.build = std::move(build);
+    k.takes_class_indices = takes_class_indices;
+    return k;
+}
+
+} // namespace
+
+std::vector<LossKind> losses() {
+    std::vector<LossKind> kinds;
+    kinds.push_back(loss(
+        "CrossEntropyLoss", "Classification from logits [N, C] with int64 class targets [N].",
+        {number("label_smoothing", 0.0, "Mixes the target with the uniform distribution.", 0.0,
+                1.0),
+         ignore_index(), reduction()},
+        [](const Attrs& o) {
+            nn::functional::CrossEntropyOptions options;
+            options.ignore_index = o.get_int("ignore_index");
+            options.label_smoothing = o.get_float("label_smoothing");
+            options.reduction = reduction_of(o);
+            return std::make_shared<nn::CrossEntropyLoss>(options);
+        },
+        true));
+    kinds.push_back(loss(
+        "NLLLoss", "Classification from log-probabilities (after LogSoftmax).",
+        {ignore_index(), reduction()},
+        [](const Attrs& o) {
+            nn::functional::NllLossOptions options;
+            options.ignore_index = o.get_int("ignore_index");
+            options.reduction = reduction_of(o);
+            return std::make_shared<nn::NLLLoss>(options);
+        },
+        true));
+    kinds.push_back(loss("BCEWithLogitsLoss", "Binary / multi-label classification from logits.",
+                         {reduction()}, [](const Attrs& o) {
+                             nn::functional::BCEWithLogitsOptions options;
+                             options.reduction = reduction_of(o);
+                             return std::make_shared<nn::BCEWithLogitsLoss>(options);
+                         }));
+    kinds.push_back(loss(
+        "BCELoss", "Binary classification from probabilities (after Sigmoid).", {reduction()},
+        [](const Attrs& o) { return std::make_shared<nn::BCELoss>(Tensor(), reduction_of(o)); }));
+    kinds.push_back(
+        loss("MSELoss", "Regression: mean squared error.", {reduction()},
+             [](const Attrs& o) { return std::make_shared<nn::MSELoss>(reduction_of(o)); }));
+    kinds.push_back(
+        loss("L1Loss", "Regression: mean absolute error.", {reduction()},
+             [](const Attrs& o) { return std::make_shared<nn::L1Loss>(reduction_of(o)); }));
+    kinds.push_back(loss(
+        "SmoothL1Loss", "Regression: squared near zero, absolute beyond beta.",
+        {number("beta", 1.0, "Where the loss turns from squared to absolute.", 0.0), reduction()},
+        [](const Attrs& o) {
+            return std::make_shared<nn::SmoothL1Loss>(reduction_of(o), o.get_float("beta"));
+        }));
+    kinds.push_back(
+        loss("HuberLoss", "Regression: squared near zero, linear beyond delta.",
+             {exclusive(number("delta", 1.0, "Where the loss turns linear.", 0.0)), reduction()},
+             [](const Attrs& o) {
+                 return std::make_shared<nn::HuberLoss>(reduction_of(o), o.get_float("delta"));
+             }));
+    kinds.push_back(loss(
+        "KLDivLoss", "Distribution matching: input log-probabilities against target probabilities.",
+        {flag("log_target", false, "The target is given as log-probabilities."),
+         reduction({"batchmean", "mean", "sum"})},
+        [](const Attrs& o) {
+            return std::make_shared<nn::KLDivLoss>(reduction_of(o), o.get_bool("log_target"));
+        }));
+    return kinds;
+}
+
+namespace {
+
+AttrDesc lr(double def) {
+    return exclusive(number("lr", def, "Learning rate.", 0.0));
+}
+AttrDesc weight_decay(double def = 0.0, std::string doc = "L2 penalty.") {
+    return number("weight_decay", def, std::move(doc), 0.0);
+}
+AttrDesc maximize() {
+    return flag("maximize", false, "Maximize the objective instead.");
+}
+AttrDesc eps(double def) {
+    return number("eps", def, "Added to the denominator.", 0.0);
+}
+std::vector<AttrDesc> adam_options(double decay, std::string decay_doc) {
+    return {lr(1e-3),
+            number("beta1", 0.9, "Decay of the first moment.", 0.0, 1.0),
+            number("beta2", 0.999, "Decay of the second moment.", 0.0, 1.0),
+            eps(1e-8),
+            weight_decay(decay, std::move(decay_doc)),
+            flag("amsgrad", false, "Use the AMSGrad variant."),
+            maximize()};
+}
+optim::AdamOptions adam_of(const Attrs& o) {
+    optim::AdamOptions a;
+    a.lr = o.get_float("lr");
+    a.beta1 = o.get_float("beta1");
+    a.beta2 = o.get_float("beta2");
+    a.eps = o.get_float("eps");
+    a.weight_decay = o.get_float("weight_decay");
+    a.amsgrad = o.get_bool("amsgrad");
+    a.maximize = o.get_bool("maximize");
+    return a;
+}
+
+OptimizerKind optimizer(std::string name, std::string doc, std::vector<AttrDesc> options,
+                        OptimizerFactory build) {
+    OptimizerKind k;
+    k.name = std::move(name);
+    k.doc = std::move(doc);
+    k.options = std::move(options);
+    k.build = std::move(build);
+    return k;
+}
+
+} // namespace
+
+std::vector<OptimizerKind> optimizers() {
+    using Groups = std::vector<optim::ParamGroup>;
+    std::vector<OptimizerKind> kinds;
+    kinds.push_back(optimizer("Adam", "Adaptive moments (Kingma & Ba).",
+                              adam_options(0.0, "L2 penalty."), [](const Attrs& o, Groups groups) {
+                                  return std::make_unique<optim::Adam>(std::move(groups),
+                                                                       adam_of(o));
+                              }));
+    kinds.push_back(
+        optimizer("AdamW", "Adam with decoupled weight decay.",
+                  adam_options(1e-2, "Decoupled weight decay."), [](const Attrs& o, Groups groups) {
+                      return std::make_unique<optim::AdamW>(std::move(groups), adam_of(o));
+                  }));
+    kinds.push_back(
+        optimizer("SGD", "Stochastic gradient descent with optional (Nesterov) momentum.",
+                  {lr(1e-2), number("momentum", 0.0, "Momentum factor.", 0.0),
+                   number("dampening", 0.0, "Dampening for momentum.", 0.0), weight_decay(),
+                   flag("nesterov", false, "Nesterov momentum (needs momentum > 0, dampening 0)."),
+                   maximize()},
+                  [](const Attrs& o, Groups groups) {
+                      optim::SGDOptions s;
+                      s.lr = o.get_float("lr");
+                      s.momentum = o.get_float("momentum");
+                      s.dampening = o.get_float("dampening");
+                      s.weight_decay = o.get_float("weight_decay");
+                      s.nesterov = o.get_bool("nesterov");
+                      s.maximize = o.get_bool("maximize");
+                      return std::make_unique<optim::SGD>(std::move(groups), s);
+                  }));
+    kinds.push_back(
+        optimizer("RMSprop", "Divides by a running average of squared gradients.",
+                  {lr(1e-2), number("alpha", 0.99, "Smoothing constant.", 0.0, 1.0), eps(1e-8),
+                   weight_decay(), number("momentum", 0.0, "Momentum factor.", 0.0),
+                   flag("centered", false, "Normalize by the estimated variance."), maximize()},
+                  [](const Attrs& o, Groups groups) {
+                      optim::RMSpropOptions r;
+                      r.lr = o.get_float("lr");
+                      r.alpha = o.get_float("alpha");
+                      r.eps = o.get_float("eps");
+                      r.weight_decay = o.get_float("weight_decay");
+                      r.momentum = o.get_float("momentum");
+                      r.centered = o.get_bool("centered");
+                      r.maximize = o.get_bool("maximize");
+                      return std::make_unique<optim::RMSprop>(std::move(groups), r);
+                  }));
+    kinds.push_back(
+        optimizer("Adagrad", "Per-parameter rates from accumulated squared gradients.",
+                  {lr(1e-2), number("lr_decay", 0.0, "Learning rate decay.", 0.0), weight_decay(),
+                   number("initial_accumulator_value", 0.0, "Start of the accumulator.", 0.0),
+                   eps(1e-10), maximize()},
+                  [](const Attrs& o, Groups groups) {
+                      optim::AdagradOptions a;
+                      a.lr = o.get_float("lr");
+                      a.lr_decay = o.get_float("lr_decay");
+                      a.weight_decay = o.get_float("weight_decay");
+                      a.initial_accumulator_value = o.get_float("initial_accumulator_value");
+                      a.eps = o.get_float("eps");
+                      a.maximize = o.get_bool("maximize");
+                      return std::make_unique<optim::Adagrad>(std::move(groups), a);
+                  }));
+    return kinds;
+}
+
+} // namespace myelin::spec::builtin
