@@ -4,6 +4,7 @@
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
 #include <myelin/io/project.h>
+#include <myelin/plugin/loader.h>
 #include <myelin/version.h>
 
 #include "cli_common.h"
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 
 namespace myelin::cli {
 
@@ -52,10 +54,16 @@ const char* const kUsage =
     "                                   (the nearest recorded one; the newest without --step)\n"
     "  runs export-csv RUN FILE [--wide] [--store FILE]   write a run's metrics as CSV\n"
     "  runs delete RUN [--store FILE]   delete a run and its files\n"
+    "  plugins                          list the plugins loaded, their kinds, and the ones\n"
+    "                                   refused (exit 1 when one was refused)\n"
     "\n"
     "Options:\n"
     "  --version    print the version and the compute backends found\n"
     "  -h, --help   print this help\n"
+    "\n"
+    "Plugins (shared libraries adding layers, losses, optimizers, schedules, data sources and\n"
+    "transforms) load from $MYELIN_PLUGIN_PATH (':'-separated folders), then\n"
+    "~/.local/share/myelin/plugins, then the install's lib/myelin/plugins.\n"
     "\n"
     "Ctrl-C during training stops after the current step and writes a checkpoint; a second\n"
     "Ctrl-C quits at once.\n"
@@ -144,6 +152,29 @@ int cmd_format(const std::vector<std::string_view>& raw) {
     return status;
 }
 
+int cmd_plugins(const std::vector<std::string_view>& raw) {
+    Args args(raw, {});
+    if (!args.positional().empty())
+        throw UsageError{"plugins: unexpected argument '" + args.positional()[0] + "'"};
+    std::printf("Plugin folders, in search order:\n");
+    for (const auto& folder : plugin::plugin_search_path())
+        std::printf("  %s%s\n", folder.c_str(),
+                    std::filesystem::is_directory(folder) ? "" : "  (does not exist)");
+    const plugin::LoadReport report = plugin::plugin_report();
+    std::printf("\n%zu plugin(s) loaded\n", report.loaded.size());
+    for (const auto& p : report.loaded) {
+        std::printf("\n%s %s  %s\n", p.name.c_str(), p.version.c_str(), p.path.c_str());
+        if (!p.description.empty()) std::printf("  %s\n", p.description.c_str());
+        for (const auto& kind : p.kinds)
+            std::printf("  %s\n", kind.c_str());
+    }
+    if (report.problems.empty()) return kExitOk;
+    std::printf("\n%zu plugin(s) refused\n", report.problems.size());
+    for (const auto& p : report.problems)
+        std::printf("  %s\n", p.message.c_str());
+    return kExitError;
+}
+
 namespace {
 
 int run(int argc, char** argv) {
@@ -163,6 +194,12 @@ int run(int argc, char** argv) {
         std::fputs(kUsage, stdout);
         return kExitOk;
     }
+    // Plugins first: project files may name their kinds. A refused plugin is a warning here;
+    // `myelin plugins` lists it.
+    const plugin::LoadReport plugins = plugin::load_plugins();
+    if (command == "plugins") return cmd_plugins(args);
+    for (const auto& problem : plugins.problems)
+        std::fprintf(stderr, "myelin: warning: %s\n", problem.message.c_str());
     if (command == "check") return cmd_check(args);
     if (command == "format") return cmd_format(args);
     if (command == "train") return cmd_train(args);

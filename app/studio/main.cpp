@@ -9,11 +9,13 @@
 #include "shell/main_window.h"
 #include "widgets/theme.h"
 
+#include <myelin/plugin/loader.h>
 #include <myelin/version.h>
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
+#include <QMessageBox>
 #include <QStringList>
 #include <QTimer>
 
@@ -33,7 +35,9 @@ int main(int argc, char** argv) {
     parser.setApplicationDescription(QStringLiteral(
         "Myelin Studio: build and train neural networks.\n\n"
         "Environment:\n"
-        "  MYELIN_EXAMPLES_DIR  folder of the example projects offered by File > New"));
+        "  MYELIN_EXAMPLES_DIR  folder of the example projects offered by File > New\n"
+        "  MYELIN_PLUGIN_PATH   ':'-separated folders of plugins to load (before\n"
+        "                       ~/.local/share/myelin/plugins and the install's)"));
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("project"),
@@ -48,6 +52,12 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    // Plugins before the window: the palette and the pages list their kinds. A refused plugin
+    // is reported once the window is up; the studio runs without it.
+    const myelin::plugin::LoadReport plugins = myelin::plugin::load_plugins();
+    for (const auto& problem : plugins.problems)
+        std::fprintf(stderr, "myelin-studio: warning: %s\n", problem.message.c_str());
+
     myelin::ui::applyStudioTheme(app);
     myelin::ui::MainWindow window(positional.isEmpty() ? QString() : positional.first());
     window.show();
@@ -61,5 +71,18 @@ int main(int argc, char** argv) {
     }
     // Autosaved changes of a session that did not end properly, once the window is up.
     QTimer::singleShot(0, &window, [&window] { window.offerRecovery(); });
+    if (!plugins.problems.empty())
+        QTimer::singleShot(0, &window, [&window, problems = plugins.problems] {
+            QStringList lines;
+            for (const auto& problem : problems)
+                lines << QString::fromStdString(problem.message);
+            QMessageBox box(QMessageBox::Warning, QObject::tr("Plugins not loaded"),
+                            QObject::tr("%n plugin(s) could not be loaded; the studio runs "
+                                        "without them.",
+                                        nullptr, int(problems.size())),
+                            QMessageBox::Ok, &window);
+            box.setDetailedText(lines.join(QStringLiteral("\n\n")));
+            box.exec();
+        });
     return QApplication::exec();
 }
