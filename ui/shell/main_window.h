@@ -127,6 +127,9 @@ class MainWindow : public QMainWindow {
     bool maybeSave();
     void showProjectError(const QString& text);
 
+    // How long a status bar message stays.
+    static constexpr int kStatusMs = 5000;
+
     ProjectDocument* document_ = nullptr;
     Autosave* autosave_ = nullptr;
     QStackedWidget* pages_ = nullptr;

@@ -26,6 +26,8 @@ class CpuBackend final : public Backend {
     // cpu_reduce.cpp
     void reduce(ReduceOp op, const View& x, int reduced_dims, const View& out, const View* indices,
                 const OpParams& p) override;
+
+    // cpu_softmax.cpp
     void softmax(const View& x, int dim, bool log, const View& out) override;
     void softmax_backward(const View& y, const View& grad_y, int dim, bool log,
                           const View& grad_x) override;

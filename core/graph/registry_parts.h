@@ -1,0 +1,77 @@
+#pragma once
+// Internal to the layer registry (core/graph/registry*.cpp): the builders of attribute
+// descriptions and kinds, the attribute readers and shape rule helpers the kind tables share
+// (defined in registry.cpp), and one function per category that appends that category's kinds,
+// in palette order, to the list registry.cpp's make_kinds() builds.
+#include <myelin/graph/registry.h>
+#include <myelin/nn/layers.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace myelin::graph::detail {
+
+using Inputs = std::span<const TensorType>;
+
+LayerKind kind(std::string name, Category category, std::string doc);
+
+// --- attribute descriptions --------------------------------------------------------------------
+
+AttrDesc int_attr(std::string name, int64_t def, std::string doc, std::optional<double> min = 1,
+                  std::optional<double> max = std::nullopt);
+AttrDesc float_attr(std::string name, double def, std::string doc,
+                    std::optional<double> min = std::nullopt,
+                    std::optional<double> max = std::nullopt);
+AttrDesc bool_attr(std::string name, bool def, std::string doc);
+AttrDesc enum_attr(std::string name, std::string def, std::vector<std::string> choices,
+                   std::string doc);
+// An int or a pair of ints (kernel_size = 3 or [3, 5]).
+AttrDesc pair_attr(std::string name, int64_t def, std::string doc, double min = 1);
+AttrDesc list_attr(std::string name, std::vector<int64_t> def, std::string doc, int min_size,
+                   int max_size, std::optional<double> min = 1);
+// The same description, None allowed and the default.
+AttrDesc nullable(AttrDesc d);
+
+// --- attribute reading -------------------------------------------------------------------------
+
+nn::Size2 size2(const Attrs& a, std::string_view name);
+std::array<int64_t, 2> pair_of(const Attrs& a, std::string_view name);
+
+// --- shape rule helpers ------------------------------------------------------------------------
+
+// Throws ShapeError.
+[[noreturn]] void fail(const std::string& message);
+void require_float(const TensorType& t);
+// `layout` such as "[N, C, H, W]".
+void require_rank(const TensorType& t, int rank, const char* layout);
+void require_channels(const TensorType& t, int64_t channels, const char* attr);
+int normalize_dim(int64_t dim, int rank, const char* attr);
+
+TensorType same_as_input(const Attrs&, Inputs in);
+int64_t no_params(const Attrs&);
+// Element-wise cost: `per_element` operations per output element.
+FlopsFn pointwise(double per_element);
+double no_flops(const Attrs&, Inputs, const TensorType&);
+
+template <typename M> BuildFn simple() {
+    return [](const Attrs&) { return std::make_shared<M>(); };
+}
+
+// --- the kinds of each category, appended in palette order --------------------------------------
+
+void add_linear_conv_kinds(std::vector<LayerKind>& kinds);    // registry_conv.cpp
+void add_pooling_kinds(std::vector<LayerKind>& kinds);        // registry_conv.cpp
+void add_normalization_kinds(std::vector<LayerKind>& kinds);  // registry_norm.cpp
+void add_activation_kinds(std::vector<LayerKind>& kinds);     // registry_activation.cpp
+void add_regularization_kinds(std::vector<LayerKind>& kinds); // registry_norm.cpp
+void add_merge_kinds(std::vector<LayerKind>& kinds);          // registry_structure.cpp
+void add_reshape_kinds(std::vector<LayerKind>& kinds);        // registry_structure.cpp
+void add_embedding_kinds(std::vector<LayerKind>& kinds);      // registry_structure.cpp
+
+} // namespace myelin::graph::detail
