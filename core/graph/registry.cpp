@@ -52,19 +52,6 @@ const AttrDesc* LayerKind::attr(std::string_view attr_name) const {
     return nullptr;
 }
 
-namespace {
-
-AttrDesc desc(std::string name, AttrType type, AttrValue def, std::string doc) {
-    AttrDesc d;
-    d.name = std::move(name);
-    d.type = type;
-    d.default_value = std::move(def);
-    d.doc = std::move(doc);
-    return d;
-}
-
-} // namespace
-
 namespace detail {
 
 LayerKind kind(std::string name, Category category, std::string doc) {
@@ -73,52 +60,6 @@ LayerKind kind(std::string name, Category category, std::string doc) {
     k.category = category;
     k.doc = std::move(doc);
     return k;
-}
-
-// --- attribute descriptions --------------------------------------------------------------------
-
-AttrDesc int_attr(std::string name, int64_t def, std::string doc, std::optional<double> min,
-                  std::optional<double> max) {
-    AttrDesc d = desc(std::move(name), AttrType::Int, def, std::move(doc));
-    d.min = min;
-    d.max = max;
-    return d;
-}
-AttrDesc float_attr(std::string name, double def, std::string doc, std::optional<double> min,
-                    std::optional<double> max) {
-    AttrDesc d = desc(std::move(name), AttrType::Float, def, std::move(doc));
-    d.min = min;
-    d.max = max;
-    return d;
-}
-AttrDesc bool_attr(std::string name, bool def, std::string doc) {
-    return desc(std::move(name), AttrType::Bool, def, std::move(doc));
-}
-AttrDesc enum_attr(std::string name, std::string def, std::vector<std::string> choices,
-                   std::string doc) {
-    AttrDesc d = desc(std::move(name), AttrType::Enum, std::move(def), std::move(doc));
-    d.choices = std::move(choices);
-    return d;
-}
-// An int or a pair of ints (kernel_size = 3 or [3, 5]).
-AttrDesc pair_attr(std::string name, int64_t def, std::string doc, double min) {
-    AttrDesc d =
-        desc(std::move(name), AttrType::IntList, std::vector<int64_t>{def}, std::move(doc));
-    d.min = min;
-    return d;
-}
-AttrDesc list_attr(std::string name, std::vector<int64_t> def, std::string doc, int min_size,
-                   int max_size, std::optional<double> min) {
-    AttrDesc d = desc(std::move(name), AttrType::IntList, std::move(def), std::move(doc));
-    d.min = min;
-    d.list_min_size = min_size;
-    d.list_max_size = max_size;
-    return d;
-}
-AttrDesc nullable(AttrDesc d) {
-    d.nullable = true;
-    d.default_value = std::monostate{};
-    return d;
 }
 
 // --- attribute reading -------------------------------------------------------------------------
@@ -191,11 +132,11 @@ std::vector<LayerKind> make_kinds() {
         LayerKind k = kind("Input", Category::InputOutput,
                            "A model input: one example's shape (without the batch dimension) "
                            "and dtype.");
-        k.attrs = {list_attr("shape", {1, 28, 28},
-                             "Shape of one example, without the batch dimension.", 1, 6),
-                   enum_attr("dtype", "float32", {"float32", "int64"},
-                             "float32 for features and images; int64 for token indices "
-                             "(Embedding).")};
+        k.attrs = {attr::int_list("shape", {1, 28, 28},
+                                  "Shape of one example, without the batch dimension.", 1, 6, 1),
+                   attr::choice("dtype", "float32", {"float32", "int64"},
+                                "float32 for features and images; int64 for token indices "
+                                "(Embedding).")};
         k.summary_attrs = {"shape"};
         k.inputs = {};
         k.infer = [](const Attrs& a, Inputs in) {

@@ -28,12 +28,12 @@ LayerKind activation(std::string name, std::string doc, double cost, BuildFn bui
 
 void add_activation_kinds(std::vector<LayerKind>& kinds) {
     kinds.push_back(activation("ReLU", "max(0, x).", 1, simple<nn::ReLU>()));
-    kinds.push_back(activation("LeakyReLU", "x for x > 0, negative_slope * x otherwise.", 1,
-                               [](const Attrs& a) {
-                                   return std::make_shared<nn::LeakyReLU>(
-                                       a.get_float("negative_slope"));
-                               },
-                               {float_attr("negative_slope", 0.01, "Slope for negative inputs.")}));
+    kinds.push_back(
+        activation("LeakyReLU", "x for x > 0, negative_slope * x otherwise.", 1,
+                   [](const Attrs& a) {
+                       return std::make_shared<nn::LeakyReLU>(a.get_float("negative_slope"));
+                   },
+                   {attr::number("negative_slope", 0.01, "Slope for negative inputs.")}));
     {
         LayerKind k = activation(
             "PReLU", "LeakyReLU with a learned slope (one, or one per channel).", 1,
@@ -41,8 +41,8 @@ void add_activation_kinds(std::vector<LayerKind>& kinds) {
                 return std::make_shared<nn::PReLU>(a.get_int("num_parameters"),
                                                    a.get_float("init"));
             },
-            {int_attr("num_parameters", 1, "1, or the number of channels (dimension 1)."),
-             float_attr("init", 0.25, "Initial slope.")});
+            {attr::integer("num_parameters", 1, "1, or the number of channels (dimension 1).", 1),
+             attr::number("init", 0.25, "Initial slope.")});
         k.infer = [](const Attrs& a, Inputs in) {
             require_float(in[0]);
             int64_t n = a.get_int("num_parameters");
@@ -57,12 +57,12 @@ void add_activation_kinds(std::vector<LayerKind>& kinds) {
     kinds.push_back(
         activation("ELU", "x for x > 0, alpha * (exp(x) - 1) otherwise.", 3,
                    [](const Attrs& a) { return std::make_shared<nn::ELU>(a.get_float("alpha")); },
-                   {float_attr("alpha", 1.0, "Saturation value for negative inputs.")}));
+                   {attr::number("alpha", 1.0, "Saturation value for negative inputs.")}));
     kinds.push_back(activation(
         "GELU", "x * Phi(x), the Gaussian error linear unit.", 8,
         [](const Attrs& a) { return std::make_shared<nn::GELU>(a.get_string("approximate")); },
-        {enum_attr("approximate", "none", {"none", "tanh"},
-                   "Exact (erf) or the tanh approximation.")}));
+        {attr::choice("approximate", "none", {"none", "tanh"},
+                      "Exact (erf) or the tanh approximation.")}));
     kinds.push_back(activation("SiLU", "x * sigmoid(x) (swish).", 4, simple<nn::SiLU>()));
     kinds.push_back(activation("Sigmoid", "1 / (1 + exp(-x)).", 4, simple<nn::Sigmoid>()));
     kinds.push_back(activation("Tanh", "Hyperbolic tangent.", 4, simple<nn::Tanh>()));
@@ -75,8 +75,8 @@ void add_activation_kinds(std::vector<LayerKind>& kinds) {
                     if (log) return std::make_shared<nn::LogSoftmax>(dim);
                     return std::make_shared<nn::Softmax>(dim);
                 },
-                {int_attr("dim", -1, "Dimension the probabilities sum over (-1: the last).",
-                          std::nullopt)});
+                {attr::integer("dim", -1, "Dimension the probabilities sum over (-1: the last).",
+                               std::nullopt)});
             k.infer = [](const Attrs& a, Inputs in) {
                 require_float(in[0]);
                 normalize_dim(a.get_int("dim"), in[0].shape.size(), "dim");
@@ -92,9 +92,10 @@ void add_activation_kinds(std::vector<LayerKind>& kinds) {
         [](const Attrs& a) {
             return std::make_shared<nn::Softplus>(a.get_float("beta"), a.get_float("threshold"));
         },
-        {float_attr("beta", 1.0, "Sharpness.", 0.0), float_attr("threshold", 20.0,
-                                                                "Above beta * x > threshold the "
-                                                                "output is x.")}));
+        {attr::number("beta", 1.0, "Sharpness.", 0.0),
+         attr::number("threshold", 20.0,
+                      "Above beta * x > threshold the "
+                      "output is x.")}));
     kinds.back().attrs[0].min_exclusive = true;
     kinds.push_back(activation("Hardswish", "x * relu6(x + 3) / 6.", 3, simple<nn::Hardswish>()));
 }

@@ -14,11 +14,11 @@ namespace myelin::graph::detail {
 
 namespace {
 
-const AttrDesc kBias = bool_attr("bias", true, "Learn an additive bias.");
+const AttrDesc kBias = attr::flag("bias", true, "Learn an additive bias.");
 const AttrDesc kPaddingMode =
-    enum_attr("padding_mode", "zeros", {"zeros", "reflect", "replicate", "circular"},
-              "What the padding holds: zeros, the border mirrored (reflect), the edge repeated "
-              "(replicate) or the opposite side (circular).");
+    attr::choice("padding_mode", "zeros", {"zeros", "reflect", "replicate", "circular"},
+                 "What the padding holds: zeros, the border mirrored (reflect), the edge repeated "
+                 "(replicate) or the opposite side (circular).");
 
 // A convolution's reflect padding must be smaller than the input along each padded dimension,
 // circular padding at most as large (it wraps the opposite side around once), as in PyTorch.
@@ -71,8 +71,9 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k =
             kind("Linear", Category::LinearConv, "y = x W^T + b over the last dimension.");
-        k.attrs = {int_attr("in_features", 128, "Size of each input sample (last dimension)."),
-                   int_attr("out_features", 10, "Size of each output sample."), kBias};
+        k.attrs = {
+            attr::integer("in_features", 128, "Size of each input sample (last dimension).", 1),
+            attr::integer("out_features", 10, "Size of each output sample.", 1), kBias};
         k.summary_attrs = {"in_features", "out_features"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_float(in[0]);
@@ -102,9 +103,9 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k =
             kind("Bilinear", Category::LinearConv, "y = x1^T A x2 + b: combines two inputs.");
-        k.attrs = {int_attr("in1_features", 16, "Size of each first-input sample."),
-                   int_attr("in2_features", 16, "Size of each second-input sample."),
-                   int_attr("out_features", 16, "Size of each output sample."), kBias};
+        k.attrs = {attr::integer("in1_features", 16, "Size of each first-input sample.", 1),
+                   attr::integer("in2_features", 16, "Size of each second-input sample.", 1),
+                   attr::integer("out_features", 16, "Size of each output sample.", 1), kBias};
         k.summary_attrs = {"in1_features", "in2_features", "out_features"};
         k.inputs = {"input1", "input2"};
         k.infer = [](const Attrs& a, Inputs in) {
@@ -145,18 +146,19 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     }
     {
         LayerKind k = kind("Conv1d", Category::LinearConv, "1-d convolution over [N, C, L].");
-        k.attrs = {int_attr("in_channels", 1, "Channels of the input."),
-                   int_attr("out_channels", 16, "Channels produced (number of filters)."),
-                   int_attr("kernel_size", 3, "Length of the filter."),
-                   int_attr("stride", 1, "Step of the filter."),
-                   int_attr("padding", 0, "Zeros added on both sides.", 0),
-                   bool_attr("same_padding", false,
-                             "Pad so the output has the input's length (PyTorch's "
-                             "padding='same'; needs stride 1). Overrides padding."),
-                   kPaddingMode,
-                   int_attr("dilation", 1, "Spacing between filter taps."),
-                   int_attr("groups", 1, "Blocked connections from input to output channels."),
-                   kBias};
+        k.attrs = {
+            attr::integer("in_channels", 1, "Channels of the input.", 1),
+            attr::integer("out_channels", 16, "Channels produced (number of filters).", 1),
+            attr::integer("kernel_size", 3, "Length of the filter.", 1),
+            attr::integer("stride", 1, "Step of the filter.", 1),
+            attr::integer("padding", 0, "Zeros added on both sides.", 0),
+            attr::flag("same_padding", false,
+                       "Pad so the output has the input's length (PyTorch's "
+                       "padding='same'; needs stride 1). Overrides padding."),
+            kPaddingMode,
+            attr::integer("dilation", 1, "Spacing between filter taps.", 1),
+            attr::integer("groups", 1, "Blocked connections from input to output channels.", 1),
+            kBias};
         k.summary_attrs = {"out_channels", "kernel_size", "stride"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_rank(in[0], 3, "[N, C, L]");
@@ -200,18 +202,19 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     }
     {
         LayerKind k = kind("Conv2d", Category::LinearConv, "2-d convolution over [N, C, H, W].");
-        k.attrs = {int_attr("in_channels", 1, "Channels of the input."),
-                   int_attr("out_channels", 16, "Channels produced (number of filters)."),
-                   pair_attr("kernel_size", 3, "Filter size: one int or [height, width]."),
-                   pair_attr("stride", 1, "Step of the filter."),
-                   pair_attr("padding", 0, "Zeros added on each side.", 0),
-                   bool_attr("same_padding", false,
-                             "Pad so the output has the input's height and width (PyTorch's "
-                             "padding='same'; needs stride 1). Overrides padding."),
-                   kPaddingMode,
-                   pair_attr("dilation", 1, "Spacing between filter taps."),
-                   int_attr("groups", 1, "Blocked connections from input to output channels."),
-                   kBias};
+        k.attrs = {
+            attr::integer("in_channels", 1, "Channels of the input.", 1),
+            attr::integer("out_channels", 16, "Channels produced (number of filters).", 1),
+            attr::int_or_pair("kernel_size", 3, "Filter size: one int or [height, width]."),
+            attr::int_or_pair("stride", 1, "Step of the filter."),
+            attr::int_or_pair("padding", 0, "Zeros added on each side.", 0),
+            attr::flag("same_padding", false,
+                       "Pad so the output has the input's height and width (PyTorch's "
+                       "padding='same'; needs stride 1). Overrides padding."),
+            kPaddingMode,
+            attr::int_or_pair("dilation", 1, "Spacing between filter taps."),
+            attr::integer("groups", 1, "Blocked connections from input to output channels.", 1),
+            kBias};
         k.summary_attrs = {"out_channels", "kernel_size", "stride", "padding"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_rank(in[0], 4, "[N, C, H, W]");
@@ -262,18 +265,19 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("ConvTranspose2d", Category::LinearConv,
                            "Transposed 2-d convolution (learned upsampling) over [N, C, H, W].");
-        k.attrs = {int_attr("in_channels", 16, "Channels of the input."),
-                   int_attr("out_channels", 16, "Channels produced."),
-                   pair_attr("kernel_size", 2, "Filter size: one int or [height, width]."),
-                   pair_attr("stride", 2, "Upsampling step."),
-                   pair_attr("padding", 0, "Implicit padding removed from each side.", 0),
-                   pair_attr("output_padding", 0,
-                             "Extra size added to one side of the output (less than stride "
-                             "or dilation).",
-                             0),
-                   int_attr("groups", 1, "Blocked connections from input to output channels."),
-                   kBias,
-                   pair_attr("dilation", 1, "Spacing between filter taps.")};
+        k.attrs = {
+            attr::integer("in_channels", 16, "Channels of the input.", 1),
+            attr::integer("out_channels", 16, "Channels produced.", 1),
+            attr::int_or_pair("kernel_size", 2, "Filter size: one int or [height, width]."),
+            attr::int_or_pair("stride", 2, "Upsampling step."),
+            attr::int_or_pair("padding", 0, "Implicit padding removed from each side.", 0),
+            attr::int_or_pair("output_padding", 0,
+                              "Extra size added to one side of the output (less than stride "
+                              "or dilation).",
+                              0),
+            attr::integer("groups", 1, "Blocked connections from input to output channels.", 1),
+            kBias,
+            attr::int_or_pair("dilation", 1, "Spacing between filter taps.")};
         k.summary_attrs = {"out_channels", "kernel_size", "stride"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_rank(in[0], 4, "[N, C, H, W]");
@@ -326,11 +330,12 @@ void add_pooling_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k =
             kind("MaxPool2d", Category::Pooling, "Maximum over sliding windows of [N, C, H, W].");
-        k.attrs = {pair_attr("kernel_size", 2, "Window size: one int or [height, width]."),
-                   nullable(pair_attr("stride", 2, "Window step; None: kernel_size.")),
-                   pair_attr("padding", 0, "Implicit -inf padding on each side.", 0),
-                   pair_attr("dilation", 1, "Spacing between window elements."),
-                   bool_attr("ceil_mode", false, "Round the output size up instead of down.")};
+        k.attrs = {
+            attr::int_or_pair("kernel_size", 2, "Window size: one int or [height, width]."),
+            attr::nullable(attr::int_or_pair("stride", 2, "Window step; None: kernel_size.")),
+            attr::int_or_pair("padding", 0, "Implicit -inf padding on each side.", 0),
+            attr::int_or_pair("dilation", 1, "Spacing between window elements."),
+            attr::flag("ceil_mode", false, "Round the output size up instead of down.")};
         k.summary_attrs = {"kernel_size", "stride"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_rank(in[0], 4, "[N, C, H, W]");
@@ -363,11 +368,11 @@ void add_pooling_kinds(std::vector<LayerKind>& kinds) {
         LayerKind k =
             kind("AvgPool2d", Category::Pooling, "Average over sliding windows of [N, C, H, W].");
         k.attrs = {
-            pair_attr("kernel_size", 2, "Window size: one int or [height, width]."),
-            nullable(pair_attr("stride", 2, "Window step; None: kernel_size.")),
-            pair_attr("padding", 0, "Implicit zero padding on each side.", 0),
-            bool_attr("ceil_mode", false, "Round the output size up instead of down."),
-            bool_attr("count_include_pad", true, "Count padding zeros in the average's divisor.")};
+            attr::int_or_pair("kernel_size", 2, "Window size: one int or [height, width]."),
+            attr::nullable(attr::int_or_pair("stride", 2, "Window step; None: kernel_size.")),
+            attr::int_or_pair("padding", 0, "Implicit zero padding on each side.", 0),
+            attr::flag("ceil_mode", false, "Round the output size up instead of down."),
+            attr::flag("count_include_pad", true, "Count padding zeros in the average's divisor.")};
         k.summary_attrs = {"kernel_size", "stride"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_rank(in[0], 4, "[N, C, H, W]");
@@ -398,7 +403,8 @@ void add_pooling_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("AdaptiveAvgPool2d", Category::Pooling,
                            "Average pooling to a fixed output size (1 = global average).");
-        k.attrs = {pair_attr("output_size", 1, "Output height and width: one int or a pair.")};
+        k.attrs = {
+            attr::int_or_pair("output_size", 1, "Output height and width: one int or a pair.")};
         k.summary_attrs = {"output_size"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_rank(in[0], 4, "[N, C, H, W]");

@@ -22,16 +22,16 @@ std::optional<double> momentum_of(const Attrs& a) {
 void add_normalization_kinds(std::vector<LayerKind>& kinds) {
     auto batch_norm = [](std::string name, std::string doc, bool two_d) {
         LayerKind k = kind(std::move(name), Category::Normalization, std::move(doc));
-        AttrDesc momentum = float_attr("momentum", 0.1,
-                                       "Running statistics update factor; None: cumulative "
-                                       "average.",
-                                       0.0, 1.0);
+        AttrDesc momentum = attr::number("momentum", 0.1,
+                                         "Running statistics update factor; None: cumulative "
+                                         "average.",
+                                         0.0, 1.0);
         momentum.nullable = true;
-        k.attrs = {int_attr("num_features", 16, "Channels C of the input."),
-                   float_attr("eps", 1e-5, "Added to the variance for stability.", 0.0), momentum,
-                   bool_attr("affine", true, "Learn a per-channel scale and shift."),
-                   bool_attr("track_running_stats", true,
-                             "Keep running mean and variance for evaluation.")};
+        k.attrs = {attr::integer("num_features", 16, "Channels C of the input.", 1),
+                   attr::number("eps", 1e-5, "Added to the variance for stability.", 0.0), momentum,
+                   attr::flag("affine", true, "Learn a per-channel scale and shift."),
+                   attr::flag("track_running_stats", true,
+                              "Keep running mean and variance for evaluation.")};
         k.summary_attrs = {"num_features"};
         k.infer = [two_d](const Attrs& a, Inputs in) {
             require_float(in[0]);
@@ -65,10 +65,10 @@ void add_normalization_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("LayerNorm", Category::Normalization,
                            "Normalizes over the trailing dimensions given by normalized_shape.");
-        k.attrs = {list_attr("normalized_shape", {128},
-                             "The trailing dimensions to normalize over.", 1, 4),
-                   float_attr("eps", 1e-5, "Added to the variance for stability.", 0.0),
-                   bool_attr("elementwise_affine", true, "Learn a scale and shift per element.")};
+        k.attrs = {attr::int_list("normalized_shape", {128},
+                                  "The trailing dimensions to normalize over.", 1, 4, 1),
+                   attr::number("eps", 1e-5, "Added to the variance for stability.", 0.0),
+                   attr::flag("elementwise_affine", true, "Learn a scale and shift per element.")};
         k.summary_attrs = {"normalized_shape"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_float(in[0]);
@@ -98,10 +98,10 @@ void add_normalization_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("GroupNorm", Category::Normalization,
                            "Normalizes groups of channels of [N, C, *].");
-        k.attrs = {int_attr("num_groups", 4, "Groups the channels are divided into."),
-                   int_attr("num_channels", 16, "Channels C of the input."),
-                   float_attr("eps", 1e-5, "Added to the variance for stability.", 0.0),
-                   bool_attr("affine", true, "Learn a per-channel scale and shift.")};
+        k.attrs = {attr::integer("num_groups", 4, "Groups the channels are divided into.", 1),
+                   attr::integer("num_channels", 16, "Channels C of the input.", 1),
+                   attr::number("eps", 1e-5, "Added to the variance for stability.", 0.0),
+                   attr::flag("affine", true, "Learn a per-channel scale and shift.")};
         k.summary_attrs = {"num_groups", "num_channels"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_float(in[0]);
@@ -130,7 +130,7 @@ void add_regularization_kinds(std::vector<LayerKind>& kinds) {
         LayerKind k = kind("Dropout", Category::Regularization,
                            "Zeroes elements with probability p while training; scales the rest "
                            "by 1 / (1 - p).");
-        k.attrs = {float_attr("p", 0.5, "Probability of zeroing an element.", 0.0, 1.0)};
+        k.attrs = {attr::number("p", 0.5, "Probability of zeroing an element.", 0.0, 1.0)};
         k.summary_attrs = {"p"};
         k.infer = same_as_input;
         k.param_count = no_params;
@@ -142,7 +142,7 @@ void add_regularization_kinds(std::vector<LayerKind>& kinds) {
         LayerKind k = kind("Dropout2d", Category::Regularization,
                            "Zeroes whole channels of [N, C, H, W] with probability p while "
                            "training.");
-        k.attrs = {float_attr("p", 0.5, "Probability of zeroing a channel.", 0.0, 1.0)};
+        k.attrs = {attr::number("p", 0.5, "Probability of zeroing a channel.", 0.0, 1.0)};
         k.summary_attrs = {"p"};
         k.infer = [](const Attrs&, Inputs in) {
             require_rank(in[0], 4, "[N, C, H, W]");

@@ -1,8 +1,8 @@
 #pragma once
-// Internal to the layer registry (core/graph/registry*.cpp): the builders of attribute
-// descriptions and kinds, the attribute readers and shape rule helpers the kind tables share
-// (defined in registry.cpp), and one function per category that appends that category's kinds,
-// in palette order, to the list registry.cpp's make_kinds() builds.
+// Internal to the layer registry (core/graph/registry*.cpp): the kind builder, the attribute
+// readers and shape rule helpers the kind tables share (defined in registry.cpp), and one function
+// per category that appends that category's kinds, in palette order, to the list registry.cpp's
+// make_kinds() builds.
 #include <myelin/graph/registry.h>
 #include <myelin/nn/layers.h>
 
@@ -20,23 +20,6 @@ namespace myelin::graph::detail {
 using Inputs = std::span<const TensorType>;
 
 LayerKind kind(std::string name, Category category, std::string doc);
-
-// --- attribute descriptions --------------------------------------------------------------------
-
-AttrDesc int_attr(std::string name, int64_t def, std::string doc, std::optional<double> min = 1,
-                  std::optional<double> max = std::nullopt);
-AttrDesc float_attr(std::string name, double def, std::string doc,
-                    std::optional<double> min = std::nullopt,
-                    std::optional<double> max = std::nullopt);
-AttrDesc bool_attr(std::string name, bool def, std::string doc);
-AttrDesc enum_attr(std::string name, std::string def, std::vector<std::string> choices,
-                   std::string doc);
-// An int or a pair of ints (kernel_size = 3 or [3, 5]).
-AttrDesc pair_attr(std::string name, int64_t def, std::string doc, double min = 1);
-AttrDesc list_attr(std::string name, std::vector<int64_t> def, std::string doc, int min_size,
-                   int max_size, std::optional<double> min = 1);
-// The same description, None allowed and the default.
-AttrDesc nullable(AttrDesc d);
 
 // --- attribute reading -------------------------------------------------------------------------
 

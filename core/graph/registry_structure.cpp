@@ -14,7 +14,7 @@ namespace myelin::graph::detail {
 namespace {
 
 AttrDesc num_inputs_attr() {
-    return int_attr("num_inputs", 2, "Number of input ports.", 2, 16);
+    return attr::integer("num_inputs", 2, "Number of input ports.", 2, 16);
 }
 
 LayerKind merge(std::string name, std::string doc, std::vector<AttrDesc> attrs, InferFn infer,
@@ -65,10 +65,10 @@ void add_merge_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = merge(
             "Concat", "Concatenation of the inputs along dim; other dimensions must match.",
-            {num_inputs_attr(), int_attr("dim", 1,
-                                         "Dimension to concatenate along "
-                                         "(1: channels).",
-                                         std::nullopt)},
+            {num_inputs_attr(), attr::integer("dim", 1,
+                                              "Dimension to concatenate along "
+                                              "(1: channels).",
+                                              std::nullopt)},
             [](const Attrs& a, Inputs in) {
                 int rank = in[0].shape.size();
                 int dim = normalize_dim(a.get_int("dim"), rank, "dim");
@@ -100,8 +100,8 @@ void add_reshape_kinds(std::vector<LayerKind>& kinds) {
         LayerKind k = kind("Flatten", Category::Reshape,
                            "Merges dimensions start_dim..end_dim into one (keeps the batch).");
         k.attrs = {
-            int_attr("start_dim", 1, "First dimension to merge.", std::nullopt),
-            int_attr("end_dim", -1, "Last dimension to merge (-1: the last).", std::nullopt)};
+            attr::integer("start_dim", 1, "First dimension to merge.", std::nullopt),
+            attr::integer("end_dim", -1, "Last dimension to merge (-1: the last).", std::nullopt)};
         k.infer = [](const Attrs& a, Inputs in) {
             const Dims& s = in[0].shape;
             int start = normalize_dim(a.get_int("start_dim"), s.size(), "start_dim");
@@ -129,8 +129,9 @@ void add_reshape_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("Unflatten", Category::Reshape,
                            "Splits dimension dim into unflattened_size (one entry may be -1).");
-        k.attrs = {int_attr("dim", 1, "Dimension to split.", std::nullopt),
-                   list_attr("unflattened_size", {1, 28, 28}, "The new dimensions.", 1, 6, -1)};
+        k.attrs = {
+            attr::integer("dim", 1, "Dimension to split.", std::nullopt),
+            attr::int_list("unflattened_size", {1, 28, 28}, "The new dimensions.", 1, 6, -1)};
         k.summary_attrs = {"unflattened_size"};
         k.infer = [](const Attrs& a, Inputs in) {
             const Dims& s = in[0].shape;
@@ -182,11 +183,11 @@ void add_reshape_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("Upsample", Category::Reshape,
                            "Upsampling of [N, C, H, W] by integer factors (nearest or bilinear).");
-        k.attrs = {pair_attr("scale_factor", 2, "Height and width multipliers."),
-                   enum_attr("mode", "nearest", {"nearest", "bilinear"}, "Interpolation."),
-                   bool_attr("align_corners", false,
-                             "Bilinear only: line up the corner pixels of input and output "
-                             "instead of the pixel centres.")};
+        k.attrs = {attr::int_or_pair("scale_factor", 2, "Height and width multipliers."),
+                   attr::choice("mode", "nearest", {"nearest", "bilinear"}, "Interpolation."),
+                   attr::flag("align_corners", false,
+                              "Bilinear only: line up the corner pixels of input and output "
+                              "instead of the pixel centres.")};
         k.summary_attrs = {"scale_factor"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_rank(in[0], 4, "[N, C, H, W]");
@@ -212,12 +213,13 @@ void add_embedding_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("Embedding", Category::Embedding,
                            "Looks up a learned vector for each int64 index.");
-        AttrDesc padding = int_attr("padding_idx", 0,
-                                    "Index whose vector stays zero and gets no gradient "
-                                    "(negative counts from the end); None: no padding.",
-                                    std::nullopt);
-        k.attrs = {int_attr("num_embeddings", 1000, "Size of the vocabulary."),
-                   int_attr("embedding_dim", 64, "Size of each vector."), nullable(padding)};
+        AttrDesc padding = attr::integer("padding_idx", 0,
+                                         "Index whose vector stays zero and gets no gradient "
+                                         "(negative counts from the end); None: no padding.",
+                                         std::nullopt);
+        k.attrs = {attr::integer("num_embeddings", 1000, "Size of the vocabulary.", 1),
+                   attr::integer("embedding_dim", 64, "Size of each vector.", 1),
+                   attr::nullable(padding)};
         k.summary_attrs = {"num_embeddings", "embedding_dim"};
         k.infer = [](const Attrs& a, Inputs in) {
             if (in[0].dtype != DType::Int64)
