@@ -30,6 +30,12 @@ fi
 # shellcheck disable=SC2119 # myelin_build takes extra cmake --build arguments, none here
 myelin_build
 
+# The example plugin (plugins/example: a SqueezeExcitation layer) is built with the studio; its
+# folder goes first on the plugin path so the palette offers it and its example project opens.
+plugin_dir="$MYELIN_BUILD_DIR/plugins"
+[[ "$plugin_dir" == /* ]] || plugin_dir="$PWD/$plugin_dir"
+export MYELIN_PLUGIN_PATH="$plugin_dir${MYELIN_PLUGIN_PATH:+:$MYELIN_PLUGIN_PATH}"
+
 if [[ -z "${DISPLAY:-}" && -z "${WAYLAND_DISPLAY:-}" && -z "${QT_QPA_PLATFORM:-}" ]]; then
     echo "myelin: no display found (DISPLAY and WAYLAND_DISPLAY are unset)." >&2
     echo "myelin: run it from a desktop session, wrap it as 'xvfb-run ./run.sh'," \

@@ -24,8 +24,15 @@ struct Result {
     QString err;
 };
 
-Result runCli(const QStringList& args) {
+// `env`: variables to set for the child on top of this process's environment.
+Result runCli(const QStringList& args, const QStringList& env = {}) {
     QProcess process;
+    if (!env.isEmpty()) {
+        QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+        for (const QString& kv : env)
+            e.insert(kv.section(QLatin1Char('='), 0, 0), kv.section(QLatin1Char('='), 1));
+        process.setProcessEnvironment(e);
+    }
     process.start(QStringLiteral(MYELIN_CLI_PATH), args);
     Result r;
     if (!process.waitForFinished(30000)) {
@@ -85,6 +92,9 @@ class TestCli : public QObject {
     void interruptWithCtrlC();
     void killedRunIsMarkedInterrupted();
     void twoProcessesShareAStore();
+    void pluginsListsWhatLoaded();
+    void pluginsReportsRefusedPlugins();
+    void pluginProjectChecksAndTrains();
 };
 
 void TestCli::version() {
@@ -496,6 +506,68 @@ void TestCli::twoProcessesShareAStore() {
         QCOMPARE(countMetric(csv, QStringLiteral("loss")), 84);
         QCOMPARE(countMetric(csv, QStringLiteral("val_accuracy")), 6);
     }
+}
+
+void TestCli::pluginsListsWhatLoaded() {
+    const Result r = runCli({QStringLiteral("plugins")},
+                            {QStringLiteral("MYELIN_PLUGIN_PATH=" MYELIN_EXAMPLE_PLUGIN_DIR)});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
+    QVERIFY2(r.out.contains(QStringLiteral("  " MYELIN_EXAMPLE_PLUGIN_DIR "\n")),
+             qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("1 plugin(s) loaded")), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("example 1.0  ")), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("myelin_example.so")), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("  layer SqueezeExcitation")), qPrintable(r.out));
+    const Result extra = runCli({QStringLiteral("plugins"), QStringLiteral("x")});
+    QCOMPARE(extra.exitCode, 2);
+}
+
+void TestCli::pluginsReportsRefusedPlugins() {
+    const QString env = QStringLiteral("MYELIN_PLUGIN_PATH=" MYELIN_TEST_PLUGIN_DIR
+                                       "/wrong_version:" MYELIN_EXAMPLE_PLUGIN_DIR);
+    const Result r = runCli({QStringLiteral("plugins")}, {env});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.out.contains(QStringLiteral("1 plugin(s) loaded")), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("1 plugin(s) refused")), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("wrong_version.so: was built for plugin interface "
+                                           "version 2")),
+             qPrintable(r.out));
+    // Any other command goes on with a warning.
+    const Result check = runCli({QStringLiteral("check"), example("fashion_mlp.myelin")}, {env});
+    QCOMPARE(check.exitCode, 0);
+    QVERIFY2(check.err.startsWith(QStringLiteral("myelin: warning: plugin ")),
+             qPrintable(check.err));
+}
+
+void TestCli::pluginProjectChecksAndTrains() {
+    const QString project = QStringLiteral(MYELIN_SOURCE_DIR "/plugins/example/fashion_se.myelin");
+    const QStringList env = {QStringLiteral("MYELIN_PLUGIN_PATH=" MYELIN_EXAMPLE_PLUGIN_DIR)};
+    const Result check = runCli({QStringLiteral("check"), project}, env);
+    QCOMPARE(check.exitCode, 0);
+    QVERIFY2(check.out.contains(QStringLiteral("SqueezeExcitation")), qPrintable(check.out));
+    QVERIFY(check.out.trimmed().endsWith(QStringLiteral("OK")));
+
+    // Without the plugin the file still reads, and check names the missing kind.
+    const Result without = runCli({QStringLiteral("check"), project},
+                                  {QStringLiteral("MYELIN_PLUGIN_PATH=/nonexistent")});
+    QCOMPARE(without.exitCode, 1);
+    QVERIFY2(without.out.contains(QStringLiteral("unknown layer kind 'SqueezeExcitation'")),
+             qPrintable(without.out));
+
+    QTemporaryDir dir;
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const Result train = runCli({QStringLiteral("train"), project, QStringLiteral("--max-steps"),
+                                 QStringLiteral("20"), QStringLiteral("--store"), store},
+                                env);
+    QCOMPARE(train.exitCode, 3); // stopped before the end, with a checkpoint
+    QVERIFY2(train.out.contains(QStringLiteral("stopped run 1 at step 20")),
+             qPrintable(train.out + train.err));
+    const Result layers = runCli({QStringLiteral("runs"), QStringLiteral("layers"),
+                                  QStringLiteral("1"), QStringLiteral("--store"), store},
+                                 env);
+    QCOMPARE(layers.exitCode, 0);
+    QVERIFY2(layers.out.contains(QStringLiteral("SqueezeExcitation")), qPrintable(layers.out));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

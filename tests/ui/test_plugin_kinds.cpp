@@ -1,0 +1,193 @@
+// Kinds added to core after start-up — by a test, or by a plugin — appear in the studio without
+// any ui/ code naming them: the Training page's loss / optimizer / schedule choices, the Data
+// page's sources, the palette (under the kind's category). A project naming a kind nobody
+// provides opens, shows the error on its node, and saves without losing it.
+#include "document/project_document.h"
+#include "editor/graph_scene.h"
+#include "editor/layer_palette.h"
+#include "editor/model_editor.h"
+#include "editor/node_item.h"
+#include "pages/training_page.h"
+#include "shell/main_window.h"
+#include "ui_test_support.h"
+
+#include <myelin/graph/analysis.h>
+#include <myelin/io/project.h>
+#include <myelin/nn/layers.h>
+#include <myelin/nn/loss.h>
+#include <myelin/optim/optim.h>
+#include <myelin/optim/scheduler.h>
+#include <myelin/plugin/loader.h>
+#include <myelin/spec/components.h>
+
+#include <QComboBox>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest>
+
+using namespace myelin;
+using myelin::test::examplePath;
+using myelin::test::saveScreenshot;
+
+namespace {
+
+// Kinds a test registers, as a plugin would: one of each family the Training page offers.
+void registerTestKinds() {
+    spec::LossKind loss;
+    loss.name = "TestSquaredError";
+    loss.doc = "A loss registered by the test.";
+    loss.options = {graph::attr::number("scale", 1.0, "Multiplies the loss.", 0.0)};
+    loss.build = [](const graph::Attrs&) { return std::make_shared<nn::MSELoss>(); };
+    spec::register_kind(std::move(loss));
+
+    spec::OptimizerKind optimizer;
+    optimizer.name = "TestPlainSGD";
+    optimizer.doc = "An optimizer registered by the test.";
+    optimizer.options = {graph::attr::exclusive(graph::attr::number("lr", 0.05, "Step.", 0.0))};
+    optimizer.build = [](const graph::Attrs& o, std::vector<optim::ParamGroup> groups) {
+        optim::SGDOptions s;
+        s.lr = o.get_float("lr");
+        return std::make_unique<optim::SGD>(std::move(groups), s);
+    };
+    spec::register_kind(std::move(optimizer));
+
+    spec::SchedulerKind schedule;
+    schedule.name = "TestHalving";
+    schedule.doc = "Halves the lr every `every` steps.";
+    schedule.options = {graph::attr::integer("every", 3, "Steps between halvings.", 1)};
+    schedule.build = [](const graph::Attrs& o, optim::Optimizer& opt, int64_t) {
+        return std::make_shared<optim::StepLR>(opt, o.get_int("every"), 0.5);
+    };
+    spec::register_kind(std::move(schedule));
+}
+
+QStringList comboItems(QComboBox* combo) {
+    QStringList items;
+    for (int i = 0; combo && i < combo->count(); ++i)
+        items << combo->itemText(i);
+    return items;
+}
+
+} // namespace
+
+class TestPluginKinds : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void registeredKindsAppearOnTheTrainingPage();
+    void pluginLayerIsInThePaletteAndTheEditor();
+    void unknownKindOpensAndSaves();
+};
+
+void TestPluginKinds::initTestCase() {
+    registerTestKinds();
+    const plugin::LoadReport report = plugin::load_plugins({MYELIN_EXAMPLE_PLUGIN_DIR});
+    QVERIFY2(report.problems.empty(),
+             report.problems.empty() ? "" : report.problems[0].message.c_str());
+    QCOMPARE(report.loaded.size(), size_t(1));
+}
+
+void TestPluginKinds::registeredKindsAppearOnTheTrainingPage() {
+    ui::ProjectDocument doc;
+    doc.open(io::load_project(examplePath("fashion_mlp").toStdString()),
+             examplePath("fashion_mlp"));
+    ui::TrainingPage page(&doc);
+    page.resize(1280, 800);
+    page.show();
+
+    auto* loss = page.findChild<QComboBox*>(QStringLiteral("lossKind"));
+    auto* optimizer = page.findChild<QComboBox*>(QStringLiteral("optimizerKind"));
+    auto* schedule = page.findChild<QComboBox*>(QStringLiteral("schedulerKind"));
+    QVERIFY(loss && optimizer && schedule);
+    QVERIFY2(comboItems(loss).contains("TestSquaredError"), qPrintable(comboItems(loss).join(',')));
+    QVERIFY(comboItems(optimizer).contains("TestPlainSGD"));
+    QVERIFY(comboItems(schedule).contains("TestHalving"));
+
+    // Choosing them edits the project like a built-in kind, with the kind's defaults.
+    optimizer->setCurrentIndex(optimizer->findText("TestPlainSGD"));
+    QCOMPARE(QString::fromStdString(doc.project().train.optimizer.kind),
+             QStringLiteral("TestPlainSGD"));
+    QCOMPARE(doc.project().train.optimizer.options.get_float("lr"), 0.05);
+    schedule->setCurrentIndex(schedule->findText("TestHalving"));
+    QVERIFY(doc.project().train.scheduler);
+    QCOMPARE(doc.project().train.scheduler->options.get_int("every"), int64_t(3));
+    // A step-driven kind gets the warmup options every schedule has.
+    QVERIFY(doc.project().train.scheduler->options.contains("warmup"));
+    loss->setCurrentIndex(loss->findText("TestSquaredError"));
+    QCOMPARE(QString::fromStdString(doc.project().train.loss.kind),
+             QStringLiteral("TestSquaredError"));
+
+    // The project format writes and reads them back.
+    io::Project again = io::parse_project(io::serialize_project(doc.project()));
+    QVERIFY(again.train == doc.project().train);
+    saveScreenshot(page, QStringLiteral("plugin_kinds_training_page.png"));
+}
+
+void TestPluginKinds::pluginLayerIsInThePaletteAndTheEditor() {
+    ui::MainWindow window;
+    window.resize(1400, 900);
+    window.show();
+    QVERIFY(window.openProject(
+        QStringLiteral(MYELIN_TEST_SOURCE_DIR "/plugins/example/fashion_se.myelin")));
+
+    auto* palette = window.findChild<ui::LayerPalette*>();
+    QVERIFY(palette);
+    QVERIFY(palette->visibleKinds().contains("SqueezeExcitation"));
+    // Under its category, with the built-in normalization layers, not after the last category.
+    const QList<QTreeWidgetItem*> found =
+        palette->tree()->findItems("SqueezeExcitation", Qt::MatchExactly | Qt::MatchRecursive);
+    QCOMPARE(found.size(), 1);
+    QCOMPARE(found[0]->parent()->text(0), QStringLiteral("Normalization"));
+    QVERIFY(found[0]->toolTip(0).contains("myelin_example.so"));
+
+    // Every node of the plugin project is valid on the canvas.
+    const graph::ModelSpec& spec = window.document()->spec();
+    for (const auto& node : spec.nodes) {
+        ui::NodeItem* item = window.editor()->scene()->nodeItem(node.id);
+        QVERIFY(item);
+        QVERIFY2(!item->hasError(), node.kind.c_str());
+    }
+    saveScreenshot(window, QStringLiteral("plugin_example_editor.png"));
+}
+
+void TestPluginKinds::unknownKindOpensAndSaves() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("missing.myelin"));
+    io::Project project = io::load_project(examplePath("fashion_mlp").toStdString());
+    graph::Node& hidden = project.model.nodes.at(2);
+    const graph::NodeId id = hidden.id;
+    hidden.kind = "LayerFromAMissingPlugin";
+    hidden.attrs = graph::Attrs{{"width", int64_t(7)}, {"mode", std::string("fast")}};
+    io::save_project(project, path.toStdString());
+
+    ui::MainWindow window;
+    window.resize(1400, 900);
+    window.show();
+    QVERIFY(window.openProject(path));
+    ui::NodeItem* item = window.editor()->scene()->nodeItem(id);
+    QVERIFY(item);
+    QVERIFY(item->hasError());
+    bool named = false;
+    for (const auto& p : window.document()->analysis().problems)
+        named = named || (p.node == id &&
+                          p.message.find("unknown layer kind 'LayerFromAMissingPlugin'") == 0);
+    QVERIFY(named);
+    // Selecting it shows it in the inspector (no attributes to edit) without trouble.
+    item->setSelected(true);
+    QCoreApplication::processEvents();
+    saveScreenshot(window, QStringLiteral("plugin_missing_kind.png"));
+
+    const QString copy = dir.filePath(QStringLiteral("copy.myelin"));
+    window.document()->saveAs(copy);
+    io::Project saved = io::load_project(copy.toStdString());
+    const graph::Node* kept = saved.model.find(id);
+    QVERIFY(kept);
+    QCOMPARE(QString::fromStdString(kept->kind), QStringLiteral("LayerFromAMissingPlugin"));
+    QCOMPARE(kept->attrs.get_int("width"), int64_t(7));
+    QCOMPARE(QString::fromStdString(kept->attrs.get_string("mode")), QStringLiteral("fast"));
+}
+
+QTEST_MAIN(TestPluginKinds)
+#include "test_plugin_kinds.moc"
