@@ -71,6 +71,7 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k =
             kind("Linear", Category::LinearConv, "y = x W^T + b over the last dimension.");
+        k.input_features_attr = "in_features";
         k.attrs = {
             attr::integer("in_features", 128, "Size of each input sample (last dimension).", 1),
             attr::integer("out_features", 10, "Size of each output sample.", 1), kBias};
@@ -146,6 +147,7 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     }
     {
         LayerKind k = kind("Conv1d", Category::LinearConv, "1-d convolution over [N, C, L].");
+        k.input_channels_attr = "in_channels";
         k.attrs = {
             attr::integer("in_channels", 1, "Channels of the input.", 1),
             attr::integer("out_channels", 16, "Channels produced (number of filters).", 1),
@@ -202,6 +204,7 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     }
     {
         LayerKind k = kind("Conv2d", Category::LinearConv, "2-d convolution over [N, C, H, W].");
+        k.input_channels_attr = "in_channels";
         k.attrs = {
             attr::integer("in_channels", 1, "Channels of the input.", 1),
             attr::integer("out_channels", 16, "Channels produced (number of filters).", 1),
@@ -265,6 +268,7 @@ void add_linear_conv_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("ConvTranspose2d", Category::LinearConv,
                            "Transposed 2-d convolution (learned upsampling) over [N, C, H, W].");
+        k.input_channels_attr = "in_channels";
         k.attrs = {
             attr::integer("in_channels", 16, "Channels of the input.", 1),
             attr::integer("out_channels", 16, "Channels produced.", 1),

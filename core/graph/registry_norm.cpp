@@ -22,6 +22,7 @@ std::optional<double> momentum_of(const Attrs& a) {
 void add_normalization_kinds(std::vector<LayerKind>& kinds) {
     auto batch_norm = [](std::string name, std::string doc, bool two_d) {
         LayerKind k = kind(std::move(name), Category::Normalization, std::move(doc));
+        k.input_channels_attr = "num_features";
         AttrDesc momentum = attr::number("momentum", 0.1,
                                          "Running statistics update factor; None: cumulative "
                                          "average.",
@@ -98,6 +99,7 @@ void add_normalization_kinds(std::vector<LayerKind>& kinds) {
     {
         LayerKind k = kind("GroupNorm", Category::Normalization,
                            "Normalizes groups of channels of [N, C, *].");
+        k.input_channels_attr = "num_channels";
         k.attrs = {attr::integer("num_groups", 4, "Groups the channels are divided into.", 1),
                    attr::integer("num_channels", 16, "Channels C of the input.", 1),
                    attr::number("eps", 1e-5, "Added to the variance for stability.", 0.0),

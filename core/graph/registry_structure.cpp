@@ -60,8 +60,10 @@ TensorType broadcast_all(const Attrs&, Inputs in) {
 void add_merge_kinds(std::vector<LayerKind>& kinds) {
     kinds.push_back(merge("Add", "Sum of the inputs (broadcasting), e.g. a residual connection.",
                           {num_inputs_attr()}, broadcast_all, simple<nn::Add>()));
+    kinds.back().elementwise_inputs = true;
     kinds.push_back(merge("Multiply", "Element-wise product of the inputs (broadcasting).",
                           {num_inputs_attr()}, broadcast_all, simple<nn::Multiply>()));
+    kinds.back().elementwise_inputs = true;
     {
         LayerKind k = merge(
             "Concat", "Concatenation of the inputs along dim; other dimensions must match.",

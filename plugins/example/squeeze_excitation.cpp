@@ -59,6 +59,7 @@ graph::LayerKind squeeze_excitation_kind() {
         graph::attr::integer("channels", 16, "Input channels C.", 1),
         graph::attr::integer("reduction", 4, "Squeeze to C / reduction channels (>= 1).", 1)};
     k.summary_attrs = {"channels", "reduction"};
+    k.input_channels_attr = "channels"; // the editor offers "Set channels to ..." when it differs
     k.infer = [](const Attrs& a, std::span<const TensorType> in) {
         const TensorType& x = in[0];
         if (x.shape.size() != 4)

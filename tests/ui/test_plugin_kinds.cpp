@@ -2,6 +2,7 @@
 // any ui/ code naming them: the Training page's loss / optimizer / schedule choices, the Data
 // page's sources, the palette (under the kind's category). A project naming a kind nobody
 // provides opens, shows the error on its node, and saves without losing it.
+#include "document/model_edits.h"
 #include "document/project_document.h"
 #include "editor/graph_scene.h"
 #include "editor/layer_palette.h"
@@ -78,6 +79,7 @@ class TestPluginKinds : public QObject {
     void initTestCase();
     void registeredKindsAppearOnTheTrainingPage();
     void pluginLayerIsInThePaletteAndTheEditor();
+    void pluginLayerGetsQuickFixes();
     void unknownKindOpensAndSaves();
 };
 
@@ -150,6 +152,26 @@ void TestPluginKinds::pluginLayerIsInThePaletteAndTheEditor() {
         QVERIFY2(!item->hasError(), node.kind.c_str());
     }
     saveScreenshot(window, QStringLiteral("plugin_example_editor.png"));
+}
+
+// The quick-fixes come from the kind's facts, so a plugin layer that declares its channel
+// attribute gets "Set channels" like Conv2d gets "Set in_channels".
+void TestPluginKinds::pluginLayerGetsQuickFixes() {
+    graph::ModelSpec spec;
+    auto in = spec.add_node("Input", "", {{"shape", std::vector<int64_t>{3, 8, 8}}});
+    auto conv = spec.add_node("Conv2d", "conv",
+                              {{"in_channels", int64_t(3)}, {"out_channels", int64_t(32)}});
+    auto se = spec.add_node("SqueezeExcitation", "se", {{"channels", int64_t(16)}});
+    auto out = spec.add_node("Output");
+    spec.connect(in, conv);
+    spec.connect(conv, se);
+    spec.connect(se, out);
+    graph::Analysis analysis = graph::analyze(spec);
+    QVERIFY(!analysis.ok());
+    std::vector<ui::QuickFix> fixes = ui::quickFixes(spec, analysis, se);
+    QCOMPARE(fixes.size(), size_t(1));
+    QCOMPARE(fixes[0].text, QStringLiteral("Set channels of se to 32"));
+    QVERIFY(graph::analyze(fixes[0].result).ok());
 }
 
 void TestPluginKinds::unknownKindOpensAndSaves() {

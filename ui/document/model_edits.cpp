@@ -410,7 +410,12 @@ std::vector<QuickFix> quickFixes(const ModelSpec& spec, const graph::Analysis& a
         fixes.push_back(std::move(fix));
     };
 
-    if (node->kind == "Linear" && !inputs.empty() && inputs[0].to_port == 0) {
+    // What each check needs to know about the kind is in the registry (plugin kinds too).
+    const graph::LayerKind* kind = graph::find_layer_kind(node->kind);
+    if (kind == nullptr) return fixes;
+    const std::string& featuresAttr = kind->input_features_attr;
+    if (!featuresAttr.empty() && node->attrs.contains(featuresAttr) && !inputs.empty() &&
+        inputs[0].to_port == 0) {
         if (auto in = inputType(spec, analysis, inputs[0])) {
             if (in->shape.size() > 2) {
                 QuickFix fix;
@@ -420,26 +425,20 @@ std::vector<QuickFix> quickFixes(const ModelSpec& spec, const graph::Analysis& a
                              derivedName(*node, fix.result, "_flatten"));
                 fixes.push_back(std::move(fix));
             } else if (in->shape.size() == 2 &&
-                       in->shape.back() != node->attrs.get_int("in_features")) {
-                setAttr("in_features", in->shape.back());
+                       in->shape.back() != node->attrs.get_int(featuresAttr)) {
+                setAttr(featuresAttr.c_str(), in->shape.back());
             }
         }
     }
 
     // Layers whose channel count must equal dimension 1 of their input.
-    static const std::pair<const char*, const char*> kChannelAttrs[] = {
-        {"Conv1d", "in_channels"},          {"Conv2d", "in_channels"},
-        {"ConvTranspose2d", "in_channels"}, {"BatchNorm1d", "num_features"},
-        {"BatchNorm2d", "num_features"},    {"GroupNorm", "num_channels"},
-    };
-    for (const auto& [kind, attr] : kChannelAttrs) {
-        if (node->kind != kind || inputs.empty() || !node->attrs.contains(attr)) continue;
+    const std::string& channelsAttr = kind->input_channels_attr;
+    if (!channelsAttr.empty() && !inputs.empty() && node->attrs.contains(channelsAttr))
         if (auto in = inputType(spec, analysis, inputs[0]))
-            if (in->shape.size() >= 2 && in->shape[1] != node->attrs.get_int(attr))
-                setAttr(attr, in->shape[1]);
-    }
+            if (in->shape.size() >= 2 && in->shape[1] != node->attrs.get_int(channelsAttr))
+                setAttr(channelsAttr.c_str(), in->shape[1]);
 
-    if (node->kind == "Add" && inputs.size() >= 2) {
+    if (kind->elementwise_inputs && inputs.size() >= 2) {
         std::vector<graph::TensorType> types;
         for (const Edge& e : inputs) {
             auto t = inputType(spec, analysis, e);

@@ -64,9 +64,10 @@ struct QuickFix {
     QString text; // the menu entry and the undo text
     graph::ModelSpec result;
 };
-// The quick-fixes that apply to node `id` given its analysis (empty when none applies):
-// Flatten before a Linear fed a feature map; in_features / in_channels / num_features from the
-// inferred input; a 1x1 Conv2d projection so the inputs of an Add agree in channels.
+// The quick-fixes that apply to node `id` given its analysis (empty when none applies), from
+// what its LayerKind says: Flatten before a layer with input_features_attr fed a feature map, or
+// that attribute set from the inferred input; input_channels_attr set from the input's channels;
+// a 1x1 Conv2d projection so the inputs of an elementwise_inputs merge (Add) agree in channels.
 std::vector<QuickFix> quickFixes(const graph::ModelSpec& spec, const graph::Analysis& analysis,
                                  graph::NodeId id);
 

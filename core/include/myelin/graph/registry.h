@@ -64,6 +64,14 @@ struct LayerKind {
     ParamCountFn param_count;
     FlopsFn flops;
     BuildFn build; // null for Input and Output
+    // Facts the editor's quick-fixes use (so they apply to plugin kinds too):
+    // the attribute that must equal dimension 1 (channels) of input 0 ("in_channels"),
+    std::string input_channels_attr;
+    // the attribute that must equal the last dimension of a 2-d input 0 ("in_features"; a
+    // feature map needs a Flatten first),
+    std::string input_features_attr;
+    // the inputs combine element by element (Add): feature maps must agree in channels.
+    bool elementwise_inputs = false;
     // Where the kind comes from: empty for built-in kinds, else the plugin file that added it.
     std::string origin;
 
