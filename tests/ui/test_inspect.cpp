@@ -23,8 +23,10 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
+
 #include <QTemporaryDir>
 #include <QtTest>
+#include <qcustomplot.h>
 
 #include <algorithm>
 #include <cmath>
@@ -283,9 +285,22 @@ class TestInspect : public QObject {
                  qPrintable(d->nonFiniteText()));
 
         d->setGradients(false);
-        d->setMode(myelin::ui::DistributionsView::Mode::Heatmap);
         auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
         tabs->setCurrentWidget(d);
+        // The ridgeline: evenly spread captured steps, oldest first, first and newest included,
+        // each curve from that step's column (a floor and a curve graph per ridge).
+        d->setMode(myelin::ui::DistributionsView::Mode::Ridgeline);
+        const auto& ridges = d->ridges();
+        QVERIFY(ridges.size() >= 2 && ridges.size() <= 24);
+        QCOMPARE(ridges.front(), size_t(0));
+        QCOMPARE(ridges.back(), d->steps().size() - 1);
+        QVERIFY(std::is_sorted(ridges.begin(), ridges.end()));
+        auto* plot = d->findChild<QCustomPlot*>(QStringLiteral("distributionsPlot"));
+        QCOMPARE(plot->graphCount(), int(2 * ridges.size()));
+        QTest::qWait(50);
+        myelin::test::saveScreenshot(w, QStringLiteral("inspect_distributions_ridgeline.png"));
+        d->setMode(myelin::ui::DistributionsView::Mode::Heatmap);
+        QCOMPARE(d->ridges().size(), size_t(0));
         QTest::qWait(50);
         myelin::test::saveScreenshot(w, QStringLiteral("inspect_distributions.png"));
     }

@@ -27,6 +27,7 @@ namespace lm = train::layer_metric;
 namespace {
 
 constexpr int kValueBins = 64;
+constexpr size_t kMaxRidges = 24; // more curves than this are a blur at a plot's height
 constexpr int kLivePollMs = 2000;
 const std::vector<double> kQuantiles = {0.05, 0.25, 0.5, 0.75, 0.95};
 
@@ -72,6 +73,7 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     modeBox_->setObjectName(QStringLiteral("distributionsMode"));
     modeBox_->addItem(tr("Heatmap"), int(Mode::Heatmap));
     modeBox_->addItem(tr("Percentile bands"), int(Mode::Percentiles));
+    modeBox_->addItem(tr("Ridgeline"), int(Mode::Ridgeline));
     stateLabel_ = new QLabel(this);
     stateLabel_->setObjectName(QStringLiteral("distributionsState"));
     auto* top = new QHBoxLayout;
@@ -366,9 +368,15 @@ void DistributionsView::draw() {
     }
     stack_->setCurrentWidget(plotPage_);
     plot_->clearGraphs();
+    ridges_.clear();
+    plot_->yAxis->setRangeReversed(false);
+    plot_->xAxis->setLabel(tr("step"));
+    if (mode_ == Mode::Ridgeline) {
+        drawRidgeline();
+        return;
+    }
     const double first = double(steps_.front()), last = double(steps_.back());
     const double half = steps_.size() > 1 ? (last - first) / double(steps_.size() - 1) / 2 : 0.5;
-    const QString what = kindBox_->currentText().toLower();
     if (mode_ == Mode::Heatmap) {
         heatmap_->setVisible(true);
         heatmap_->data()->setSize(int(steps_.size()), kValueBins);
@@ -382,7 +390,8 @@ void DistributionsView::draw() {
                 top = std::max(top, columns_[i][size_t(b)]);
             }
         heatmap_->setDataRange(QCPRange(0, std::max(top, 1e-9)));
-        plot_->yAxis->setLabel(tr("%1 value").arg(what));
+        plot_->yAxis->setLabel(
+            (kindBox_->currentData().toBool() ? tr("gradient value") : tr("activation value")));
         plot_->setToolTip(tr("Each column is one captured step; the darker a cell, the larger "
                              "the share of that step's values in its value range"));
     } else {
@@ -412,14 +421,71 @@ void DistributionsView::draw() {
         QCPGraph* median = plot_->addGraph();
         median->setData(keys, q[2], true);
         median->setPen(QPen(colors::kAccent.darker(130), 1.6));
-        plot_->yAxis->setLabel(tr("%1 value").arg(what));
+        plot_->yAxis->setLabel(
+            (kindBox_->currentData().toBool() ? tr("gradient value") : tr("activation value")));
         plot_->setToolTip(tr("The median (line), the 25–75 and the 5–95 percentile bands of "
                              "each captured step"));
     }
     plot_->xAxis->setRange(first - half, last + half);
     plot_->yAxis->setRange(low_, high_);
     plot_->replot(QCustomPlot::rpQueuedReplot);
+    drawStrip();
+}
 
+void DistributionsView::drawRidgeline() {
+    heatmap_->setVisible(false);
+    // Evenly spread captured steps, oldest first: drawn first, so newer curves cover them.
+    const size_t n = steps_.size(), shown = std::min(n, kMaxRidges);
+    for (size_t k = 0; k < shown; ++k) {
+        const size_t i = shown > 1 ? k * (n - 1) / (shown - 1) : n - 1;
+        if (ridges_.empty() || ridges_.back() != i) ridges_.push_back(i);
+    }
+    double top = 0;
+    for (size_t i : ridges_)
+        for (double share : columns_[i])
+            top = std::max(top, share);
+    // y is the step, reversed so older steps sit higher (further back); a curve rises from its
+    // step's baseline by up to 1.8 spacings, so neighbours overlap as in a ridgeline.
+    const double spacing =
+        ridges_.size() > 1
+            ? double(steps_[ridges_.back()] - steps_[ridges_.front()]) / double(ridges_.size() - 1)
+            : 1.0;
+    const double height = 1.8 * spacing / std::max(top, 1e-12);
+    const double width = (high_ - low_) / kValueBins;
+    QVector<double> values;
+    for (int b = 0; b < kValueBins; ++b)
+        values << low_ + (b + 0.5) * width;
+    for (size_t i : ridges_) {
+        const double base = double(steps_[i]);
+        QVector<double> baseline(kValueBins, base), curve;
+        for (int b = 0; b < kValueBins; ++b)
+            curve << base - columns_[i][size_t(b)] * height;
+        QCPGraph* floor = plot_->addGraph();
+        floor->setData(values, baseline, true);
+        floor->setPen(Qt::NoPen);
+        QCPGraph* ridge = plot_->addGraph();
+        ridge->setData(values, curve, true);
+        ridge->setPen(QPen(colors::kAccent.darker(120), 1.2));
+        ridge->setBrush(colors::kSurface); // opaque: it hides the older curves behind it
+        ridge->setChannelFillGraph(floor);
+    }
+    plot_->xAxis->setLabel(
+        (kindBox_->currentData().toBool() ? tr("gradient value") : tr("activation value")));
+    plot_->yAxis->setLabel(tr("step"));
+    plot_->yAxis->setRangeReversed(true);
+    plot_->xAxis->setRange(low_, high_);
+    const double oldest = double(steps_[ridges_.front()]), newest = double(steps_[ridges_.back()]);
+    plot_->yAxis->setRange(oldest - 2.0 * spacing, newest + 0.5 * spacing);
+    plot_->setToolTip(tr("One curve per captured step (%1 of %2 shown), older steps further "
+                         "back; a curve's height is the share of that step's values in each "
+                         "value range")
+                          .arg(ridges_.size())
+                          .arg(steps_.size()));
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+    drawStrip();
+}
+
+void DistributionsView::drawStrip() {
     // The strip: one row per layer with zero fractions.
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     for (size_t r = 0; r < stripLayers_.size(); ++r)

@@ -2,9 +2,11 @@
 // Distributions, the second inspection view: for one layer of a run, its activation or gradient
 // histograms over the steps they were captured at, as a steps x values heatmap (every step's
 // histogram re-binned to one common range, coloured by the share of values in each bin) or as
-// percentile bands (5-95, 25-75, median); below it, the zero fraction of every layer at every
-// captured step in one strip (dead units show as a dark row), and which layers ever had NaN/Inf.
-// It reads the run store only; it shows the run the Gradient Flow view shows.
+// percentile bands (5-95, 25-75, median) or as a ridgeline (TensorBoard's "offset" view: one
+// curve per captured step, older ones further back; at most 24, evenly spread); below it, the zero
+// fraction of every layer at every captured step in one strip (dead units show as a dark row), and
+// which layers ever had NaN/Inf. It reads the run store only; it shows the run the Gradient Flow
+// view shows.
 #include <myelin/train/layer_inspection.h>
 
 #include <QString>
@@ -31,7 +33,7 @@ class DistributionsView : public QWidget {
     Q_OBJECT
 
   public:
-    enum class Mode { Heatmap, Percentiles };
+    enum class Mode { Heatmap, Percentiles, Ridgeline };
 
     explicit DistributionsView(QWidget* parent = nullptr);
     ~DistributionsView() override;
@@ -54,6 +56,8 @@ class DistributionsView : public QWidget {
     double valueHigh() const { return high_; }
     // The percentile bands' values at captured step index i: p5, p25, p50, p75, p95.
     const std::vector<std::vector<double>>& percentiles() const { return percentiles_; }
+    // The captured-step indices the ridgeline draws, oldest first (empty in the other modes).
+    const std::vector<size_t>& ridges() const { return ridges_; }
     // The zero-fraction strip: rows are stripLayers(), columns stripSteps().
     const std::vector<std::string>& stripLayers() const { return stripLayers_; }
     const std::vector<int64_t>& stripSteps() const { return stripSteps_; }
@@ -69,6 +73,8 @@ class DistributionsView : public QWidget {
     void loadLayer();
     void loadStrip();
     void draw();
+    void drawRidgeline();
+    void drawStrip(); // the zero strip and the state line
     void showMessage(const QString& text);
     bool openStore(const QString& path);
 
@@ -81,6 +87,7 @@ class DistributionsView : public QWidget {
     std::vector<int64_t> steps_;
     std::vector<std::vector<double>> columns_;
     std::vector<std::vector<double>> percentiles_;
+    std::vector<size_t> ridges_;
     double low_ = 0, high_ = 1;
     std::vector<std::string> stripLayers_;
     std::vector<int64_t> stripSteps_;
