@@ -283,6 +283,18 @@ class TestInspect : public QObject {
         QCOMPARE(d->stripValue(size_t(relu - strip.begin()), 0), zeros.front().value);
         QVERIFY2(d->nonFiniteText().contains(QStringLiteral("No NaN")),
                  qPrintable(d->nonFiniteText()));
+        // The same strip for NaN/Inf counts: activation + gradient counts of the store.
+        d->setStripMetric(myelin::ui::DistributionsView::StripMetric::NonFinite);
+        const auto& counted = d->stripLayers();
+        const auto fc1 = std::find(counted.begin(), counted.end(), std::string("fc1"));
+        QVERIFY(fc1 != counted.end());
+        const auto activationBad = runs.metric_series(1, "activation_nonfinite/fc1");
+        const auto gradientBad = runs.metric_series(1, "gradient_nonfinite/fc1");
+        QVERIFY(!activationBad.empty() && !gradientBad.empty());
+        QCOMPARE(d->stripSteps().front(), activationBad.front().step);
+        QCOMPARE(d->stripValue(size_t(fc1 - counted.begin()), 0),
+                 activationBad.front().value + gradientBad.front().value);
+        d->setStripMetric(myelin::ui::DistributionsView::StripMetric::ZeroFraction);
 
         d->setGradients(false);
         auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));

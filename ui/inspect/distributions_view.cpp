@@ -56,6 +56,19 @@ QCPColorGradient zerosGradient() {
     return gradient;
 }
 
+QCPColorGradient nonFiniteGradient() {
+    // Any count above zero is plainly red; more is darker.
+    QCPColorGradient gradient;
+    gradient.clearColorStops();
+    gradient.setColorStopAt(0, colors::kSurface);
+    gradient.setColorStopAt(1e-6, colors::kErrorSoft);
+    gradient.setColorStopAt(0.02, colors::kError);
+    gradient.setColorStopAt(1, colors::kError.darker(160));
+    gradient.setNanHandling(QCPColorGradient::nhNanColor);
+    gradient.setNanColor(colors::kCanvas);
+    return gradient;
+}
+
 } // namespace
 
 DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
@@ -74,6 +87,13 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     modeBox_->addItem(tr("Heatmap"), int(Mode::Heatmap));
     modeBox_->addItem(tr("Percentile bands"), int(Mode::Percentiles));
     modeBox_->addItem(tr("Ridgeline"), int(Mode::Ridgeline));
+    stripBox_ = new QComboBox(this);
+    stripBox_->setObjectName(QStringLiteral("distributionsStripMetric"));
+    stripBox_->addItem(tr("Zero fraction"), int(StripMetric::ZeroFraction));
+    stripBox_->addItem(tr("NaN/Inf count"), int(StripMetric::NonFinite));
+    stripBox_->setToolTip(tr("What the strip below shows for every layer at every captured "
+                             "step: the share of exact zeros in its output (dead units), or "
+                             "how many of its activations and gradients were NaN or infinite"));
     stateLabel_ = new QLabel(this);
     stateLabel_->setObjectName(QStringLiteral("distributionsState"));
     auto* top = new QHBoxLayout;
@@ -84,6 +104,9 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     top->addSpacing(12);
     top->addWidget(new QLabel(tr("Show"), this));
     top->addWidget(modeBox_);
+    top->addSpacing(12);
+    top->addWidget(new QLabel(tr("Strip"), this));
+    top->addWidget(stripBox_);
     top->addSpacing(12);
     top->addWidget(stateLabel_, 1);
 
@@ -104,7 +127,7 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     stripMap_->setGradient(zerosGradient());
     stripMap_->setDataRange(QCPRange(0, 1));
     stripMap_->setInterpolate(false);
-    auto* scale = new QCPColorScale(stripPlot_);
+    auto* scale = stripScale_ = new QCPColorScale(stripPlot_);
     stripPlot_->plotLayout()->addElement(0, 1, scale);
     scale->setType(QCPAxis::atRight);
     scale->setGradient(zerosGradient());
@@ -147,6 +170,8 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     });
     connect(modeBox_, &QComboBox::activated, this,
             [this](int index) { setMode(Mode(modeBox_->itemData(index).toInt())); });
+    connect(stripBox_, &QComboBox::activated, this,
+            [this](int index) { setStripMetric(StripMetric(stripBox_->itemData(index).toInt())); });
     showMessage(tr("No run to show yet. Activation and gradient histograms appear here once a "
                    "run has captured them (Training > Capture: summaries every 100 steps)."));
 }
@@ -199,6 +224,21 @@ void DistributionsView::setGradients(bool gradients) {
     kindBox_->setCurrentIndex(gradients ? 1 : 0);
     loadLayer();
     draw();
+}
+
+void DistributionsView::setStripMetric(StripMetric metric) {
+    stripMetric_ = metric;
+    stripBox_->setCurrentIndex(stripBox_->findData(int(metric)));
+    const bool zeros = metric == StripMetric::ZeroFraction;
+    stripMap_->setGradient(zeros ? zerosGradient() : nonFiniteGradient());
+    stripScale_->setGradient(zeros ? zerosGradient() : nonFiniteGradient());
+    stripScale_->axis()->setLabel(zeros ? tr("zeros") : tr("NaN/Inf"));
+    stripPlot_->xAxis->setLabel(zeros ? tr("step — share of exact zeros in each layer's output")
+                                      : tr("step — NaN or infinite values in each layer's "
+                                           "activations and gradients"));
+    if (!store_ || run_ < 0) return;
+    loadStrip();
+    if (stack_->currentWidget() == plotPage_) drawStrip();
 }
 
 void DistributionsView::setMode(Mode mode) {
@@ -318,8 +358,24 @@ void DistributionsView::loadStrip() {
         std::map<int64_t, size_t> column;
         std::vector<std::vector<store::MetricSample>> rows;
         for (const auto& l : train::recorded_layers(*store_, run_)) {
-            auto series =
-                store_->metric_series(run_, train::layer_metric_key(lm::kActivationZeros, l.name));
+            std::vector<store::MetricSample> series;
+            if (stripMetric_ == StripMetric::ZeroFraction) {
+                series = store_->metric_series(
+                    run_, train::layer_metric_key(lm::kActivationZeros, l.name));
+            } else {
+                // Activation and gradient counts of a step, added.
+                std::map<int64_t, double> counts;
+                for (auto family : {lm::kActivationNonFinite, lm::kGradientNonFinite})
+                    for (const auto& point :
+                         store_->metric_series(run_, train::layer_metric_key(family, l.name)))
+                        counts[point.step] += point.value;
+                for (const auto& [step, count] : counts) {
+                    store::MetricSample sample;
+                    sample.step = step;
+                    sample.value = count;
+                    series.push_back(sample);
+                }
+            }
             if (series.empty()) continue;
             for (const auto& point : series)
                 column.emplace(point.step, 0);
@@ -491,6 +547,11 @@ void DistributionsView::drawStrip() {
     for (size_t r = 0; r < stripLayers_.size(); ++r)
         ticker->addTick(double(r), QString::fromStdString(stripLayers_[r]));
     stripPlot_->yAxis->setTicker(ticker);
+    double stripTop = 1; // zero fractions: 0..1; counts: 0..the largest count
+    if (stripMetric_ == StripMetric::NonFinite)
+        for (double v : strip_)
+            if (std::isfinite(v)) stripTop = std::max(stripTop, v);
+    stripMap_->setDataRange(QCPRange(0, stripTop));
     if (!stripSteps_.empty()) {
         const double sFirst = double(stripSteps_.front()), sLast = double(stripSteps_.back());
         stripMap_->data()->setSize(int(stripSteps_.size()), int(stripLayers_.size()));

@@ -4,7 +4,8 @@
 // histogram re-binned to one common range, coloured by the share of values in each bin) or as
 // percentile bands (5-95, 25-75, median) or as a ridgeline (TensorBoard's "offset" view: one
 // curve per captured step, older ones further back; at most 24, evenly spread); below it, the zero
-// fraction of every layer at every captured step in one strip (dead units show as a dark row), and
+// fraction (or the NaN/Inf count) of every layer at every captured step in one strip (dead units
+// show as a dark row, non-finite values as red cells), and
 // which layers ever had NaN/Inf. It reads the run store only; it shows the run the Gradient Flow
 // view shows.
 #include <myelin/train/layer_inspection.h>
@@ -18,6 +19,7 @@
 
 class QComboBox;
 class QCPColorMap;
+class QCPColorScale;
 class QCustomPlot;
 class QLabel;
 class QStackedWidget;
@@ -34,6 +36,8 @@ class DistributionsView : public QWidget {
 
   public:
     enum class Mode { Heatmap, Percentiles, Ridgeline };
+    // What the strip under the plot shows per layer and captured step.
+    enum class StripMetric { ZeroFraction, NonFinite };
 
     explicit DistributionsView(QWidget* parent = nullptr);
     ~DistributionsView() override;
@@ -44,6 +48,7 @@ class DistributionsView : public QWidget {
     void setLayer(const std::string& layer);
     void setGradients(bool gradients); // false: activations
     void setMode(Mode mode);
+    void setStripMetric(StripMetric metric);
 
     int64_t run() const { return run_; }
     std::vector<std::string> layers() const; // with histograms, model order
@@ -58,7 +63,8 @@ class DistributionsView : public QWidget {
     const std::vector<std::vector<double>>& percentiles() const { return percentiles_; }
     // The captured-step indices the ridgeline draws, oldest first (empty in the other modes).
     const std::vector<size_t>& ridges() const { return ridges_; }
-    // The zero-fraction strip: rows are stripLayers(), columns stripSteps().
+    // The strip: rows are stripLayers(), columns stripSteps(); values are zero fractions, or
+    // NaN/Inf counts (activations + gradients) for StripMetric::NonFinite.
     const std::vector<std::string>& stripLayers() const { return stripLayers_; }
     const std::vector<int64_t>& stripSteps() const { return stripSteps_; }
     double stripValue(size_t layer, size_t step) const;
@@ -83,6 +89,7 @@ class DistributionsView : public QWidget {
     int64_t run_ = -1;
     bool live_ = false;
     Mode mode_ = Mode::Heatmap;
+    StripMetric stripMetric_ = StripMetric::ZeroFraction;
     std::vector<train::RecordedLayer> layers_;
     std::vector<int64_t> steps_;
     std::vector<std::vector<double>> columns_;
@@ -96,6 +103,8 @@ class DistributionsView : public QWidget {
     QComboBox* layerBox_ = nullptr;
     QComboBox* kindBox_ = nullptr;
     QComboBox* modeBox_ = nullptr;
+    QComboBox* stripBox_ = nullptr;
+    QCPColorScale* stripScale_ = nullptr;
     QLabel* stateLabel_ = nullptr;
     QStackedWidget* stack_ = nullptr;
     QLabel* message_ = nullptr;
