@@ -5,6 +5,7 @@
 #include "editor/graph_scene.h"
 #include "editor/model_editor.h"
 #include "editor/node_item.h"
+#include "editor/step_scrubber.h"
 #include "inspect/distributions_view.h"
 #include "inspect/gradient_flow_view.h"
 #include "shell/main_window.h"
@@ -21,6 +22,7 @@
 #include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSlider>
 #include <QStandardPaths>
 #include <QTabWidget>
 
@@ -137,6 +139,28 @@ class TestInspect : public QObject {
         const QString atLast =
             QString::number(storedValue(runs, "grad_norm/fc1", lastStep), 'g', 2);
         QTRY_VERIFY_WITH_TIMEOUT(badgeOf("fc1")->text.contains(atLast), 3000);
+        // The scrubber under the canvas mirrors the view's step and range, and moves the view
+        // and the badges.
+        myelin::ui::StepScrubber* scrubber = w.editor()->scrubber();
+        QVERIFY(!scrubber->isHidden());
+        QCOMPARE(scrubber->step(), lastStep);
+        auto* slider = scrubber->findChild<QSlider*>(QStringLiteral("stepScrubberSlider"));
+        QCOMPARE(int64_t(slider->maximum()), lastStep);
+        slider->setValue(17);
+        QCOMPARE(*view->selectedStep(), int64_t(17));
+        QVERIFY(!scrubber->following());
+        QTRY_VERIFY_WITH_TIMEOUT(badgeOf("fc1")->text.contains(at17), 3000);
+        view->selectStep(lastStep);
+        QCOMPARE(scrubber->step(), lastStep);
+        auto* live = scrubber->findChild<QCheckBox*>(QStringLiteral("stepScrubberLive"));
+        live->setChecked(true); // follow the newest step
+        QCOMPARE(*view->selectedStep(), lastStep);
+        QVERIFY(scrubber->following());
+        QTRY_VERIFY_WITH_TIMEOUT(badgeOf("fc1")->text.contains(atLast), 3000);
+        myelin::test::saveScreenshot(w, QStringLiteral("inspect_step_scrubber.png"));
+        slider->setValue(17);
+        QCOMPARE(w.distributionsView()->markedStep(), int64_t(17)); // the other view follows
+
         auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
         tabs->setCurrentWidget(view);
         QTest::qWait(50);

@@ -1,4 +1,5 @@
 #include "editor/model_editor.h"
+#include "editor/step_scrubber.h"
 
 #include "document/project_document.h"
 #include "editor/edge_item.h"
@@ -62,6 +63,8 @@ ModelEditor::ModelEditor(ProjectDocument* document, QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(view_);
+    scrubber_ = new StepScrubber(this);
+    layout->addWidget(scrubber_);
 
     using E = ModelEditor;
     cutAction_ = makeAction(tr("Cu&t"), "actionCut", QKeySequence::Cut, &E::cut);

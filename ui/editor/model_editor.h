@@ -19,6 +19,7 @@ namespace myelin::ui {
 
 class GraphScene;
 class GraphView;
+class StepScrubber;
 class ProjectDocument;
 
 class ModelEditor : public QWidget {
@@ -32,6 +33,8 @@ class ModelEditor : public QWidget {
 
     GraphScene* scene() const { return scene_; }
     GraphView* view() const { return view_; }
+    // Under the canvas: the recorded step the badges and inspection views show.
+    StepScrubber* scrubber() const { return scrubber_; }
 
     // Adds the editing entries (with their shortcuts) to the Edit and View menus.
     void addEditActions(QMenu* menu);
@@ -84,6 +87,7 @@ class ModelEditor : public QWidget {
     ProjectDocument* document_;
     GraphScene* scene_;
     GraphView* view_;
+    StepScrubber* scrubber_ = nullptr;
     int pasteCount_ = 0;
     bool locked_ = false;
 

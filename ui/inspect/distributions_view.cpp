@@ -141,6 +141,11 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     scale->axis()->setLabelColor(colors::kMutedText);
     scale->setBarWidth(8);
     stripMap_->setColorScale(scale);
+    for (QCPItemStraightLine** marker : {&plotMarker_, &stripMarker_}) {
+        *marker = new QCPItemStraightLine(marker == &plotMarker_ ? plot_ : stripPlot_);
+        (*marker)->setPen(QPen(colors::kAccent, 1, Qt::DashLine));
+        (*marker)->setVisible(false);
+    }
     nonFinite_ = new QLabel(this);
     nonFinite_->setObjectName(QStringLiteral("distributionsNonFinite"));
     nonFinite_->setWordWrap(true);
@@ -224,6 +229,22 @@ void DistributionsView::setGradients(bool gradients) {
     kindBox_->setCurrentIndex(gradients ? 1 : 0);
     loadLayer();
     draw();
+}
+
+void DistributionsView::markStep(int64_t step) {
+    markedStep_ = step;
+    // The ridgeline's step axis is vertical: the mark belongs to the other modes.
+    const bool onPlot = step >= 0 && mode_ != Mode::Ridgeline;
+    plotMarker_->setVisible(onPlot);
+    stripMarker_->setVisible(step >= 0);
+    for (QCPItemStraightLine* marker : {plotMarker_, stripMarker_}) {
+        marker->point1->setCoords(double(step), 0);
+        marker->point2->setCoords(double(step), 1);
+    }
+    if (isVisible()) {
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+        stripPlot_->replot(QCustomPlot::rpQueuedReplot);
+    }
 }
 
 void DistributionsView::setStripMetric(StripMetric metric) {
@@ -542,6 +563,7 @@ void DistributionsView::drawRidgeline() {
 }
 
 void DistributionsView::drawStrip() {
+    markStep(markedStep_);
     // The strip: one row per layer with zero fractions.
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     for (size_t r = 0; r < stripLayers_.size(); ++r)

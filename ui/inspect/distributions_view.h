@@ -20,6 +20,7 @@
 class QComboBox;
 class QCPColorMap;
 class QCPColorScale;
+class QCPItemStraightLine;
 class QCustomPlot;
 class QLabel;
 class QStackedWidget;
@@ -49,6 +50,10 @@ class DistributionsView : public QWidget {
     void setGradients(bool gradients); // false: activations
     void setMode(Mode mode);
     void setStripMetric(StripMetric metric);
+    // Marks `step` (the step the badges and the Gradient Flow bars show) with a line across the
+    // step axis of the plot and the strip; a negative step removes it.
+    void markStep(int64_t step);
+    int64_t markedStep() const { return markedStep_; }
 
     int64_t run() const { return run_; }
     std::vector<std::string> layers() const; // with histograms, model order
@@ -90,6 +95,9 @@ class DistributionsView : public QWidget {
     bool live_ = false;
     Mode mode_ = Mode::Heatmap;
     StripMetric stripMetric_ = StripMetric::ZeroFraction;
+    int64_t markedStep_ = -1;
+    QCPItemStraightLine* plotMarker_ = nullptr;
+    QCPItemStraightLine* stripMarker_ = nullptr;
     std::vector<train::RecordedLayer> layers_;
     std::vector<int64_t> steps_;
     std::vector<std::vector<double>> columns_;

@@ -419,6 +419,11 @@ void GradientFlowView::highlightLayer(const std::string& layer) {
     replot();
 }
 
+void GradientFlowView::setFollowNewest(bool follow) {
+    followNewest_->setChecked(follow); // its toggled handler moves the bars when on
+    if (!follow) updateStepControls();
+}
+
 void GradientFlowView::selectStep(int64_t step) {
     const QSignalBlocker blocker(followNewest_);
     followNewest_->setChecked(false); // a step chosen stays chosen
@@ -495,6 +500,8 @@ void GradientFlowView::updateStepControls() {
     stateLabel_->setText(
         live_ ? tr("● live: %1 layers, newest step %2").arg(layers_.size()).arg(last)
               : tr("%1 layers, steps %2 to %3").arg(layers_.size()).arg(first).arg(last));
+    emit stepsChanged(run_, table_.norms_step.value_or(last), first, last,
+                      followNewest_->isChecked());
 }
 
 void GradientFlowView::replot() {

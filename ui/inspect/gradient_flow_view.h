@@ -57,6 +57,8 @@ class GradientFlowView : public QWidget {
     void setMeasure(Measure measure);
     // Moves the selected step (the bars) to the recorded step nearest `step`.
     void selectStep(int64_t step);
+    // Keep the selected step on the newest recorded one (live), or leave it where it is.
+    void setFollowNewest(bool follow);
     // Draws `layer`'s line bold and the others faint (empty: all alike).
     void highlightLayer(const std::string& layer);
     const std::string& highlightedLayer() const { return highlighted_; }
@@ -83,6 +85,8 @@ class GradientFlowView : public QWidget {
     void badgesChanged(const std::vector<myelin::train::LayerBadge>& badges);
     // Another run is shown (the other inspection views follow it).
     void runShown(qint64 run, bool live);
+    // The selected step or the recorded range moved (the canvas's step scrubber mirrors it).
+    void stepsChanged(qint64 run, qint64 selected, qint64 first, qint64 last, bool following);
 
   protected:
     void showEvent(QShowEvent* event) override;

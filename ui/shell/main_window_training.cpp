@@ -9,6 +9,7 @@
 #include "editor/model_editor.h"
 #include "editor/node_inspector.h"
 #include "editor/node_item.h"
+#include "editor/step_scrubber.h"
 #include "inspect/distributions_view.h"
 #include "inspect/gradient_flow_view.h"
 #include "pages/data_page.h"
@@ -81,6 +82,18 @@ void MainWindow::createTraining() {
             &GradientFlowView::runFinished);
     connect(training_, &TrainingController::finished, distributions_,
             &DistributionsView::runFinished);
+    // The scrubber under the canvas and the Gradient Flow view's step move together; the badges
+    // follow the Gradient Flow view's step.
+    StepScrubber* scrubber = editor_->scrubber();
+    connect(gradientFlow_, &GradientFlowView::stepsChanged, scrubber, &StepScrubber::setSteps);
+    connect(scrubber, &StepScrubber::stepRequested, gradientFlow_,
+            [this](qint64 step) { gradientFlow_->selectStep(step); });
+    connect(scrubber, &StepScrubber::followRequested, gradientFlow_,
+            &GradientFlowView::setFollowNewest);
+    connect(gradientFlow_, &GradientFlowView::stepsChanged, distributions_,
+            [this](qint64, qint64 selected) {
+                if (selected != distributions_->markedStep()) distributions_->markStep(selected);
+            });
     connect(gradientFlow_, &GradientFlowView::runShown, this, [this](qint64 run, bool live) {
         distributions_->showRun(gradientFlow_->storePath(), run, live);
     });
