@@ -196,6 +196,8 @@ std::vector<LayerBadge> layer_badges(const store::RunStore& store, int64_t run,
         badge.health = classify_layer(row, median, activation, &badge.reason);
         badge.grad_norm = row.grad_norm;
         badge.zero_fraction = row.zero_fraction;
+        badge.activation_mean = row.activation_mean;
+        badge.activation_std = row.activation_std;
         if (table.norms_step && row.grad_norm && points > 0)
             for (const auto& bucket : store.metric_series_downsampled(
                      run, layer_metric_key(lm::kGradNorm, row.layer.name), {0, *table.norms_step},

@@ -2,6 +2,7 @@
 // is what the run store holds, live and when the run is reopened later.
 #include "blobs_project.h"
 #include "document/project_document.h"
+#include "editor/edge_item.h"
 #include "editor/graph_scene.h"
 #include "editor/model_editor.h"
 #include "editor/node_item.h"
@@ -263,6 +264,25 @@ class TestInspect : public QObject {
 
         myelin::ui::DistributionsView* d = w.distributionsView();
         QCOMPARE(d->run(), int64_t(1));
+        // The edge out of fc1 carries fc1's output: it shows that output's statistics at the
+        // inspected (newest) step, as the store has them.
+        {
+            store::RunStore runs = store::RunStore::open(storePath.toStdString());
+            const auto means = runs.metric_series(1, "activation_mean/fc1");
+            QVERIFY(!means.empty());
+            myelin::graph::NodeId fc1 = -1;
+            for (const auto& node : w.document()->spec().nodes)
+                if (node.name == "fc1") fc1 = node.id;
+            const myelin::graph::Edge out = w.document()->spec().outputs_of(fc1).at(0);
+            myelin::ui::EdgeItem* edge = w.editor()->scene()->edgeItem(out);
+            QVERIFY(edge);
+            const QString mean = QString::number(means.back().value, 'g', 2);
+            QTRY_VERIFY_WITH_TIMEOUT(edge->stats().contains(QStringLiteral("μ ") + mean), 3000);
+            QVERIFY2(edge->toolTip().contains(QStringLiteral("fc1's output")),
+                     qPrintable(edge->toolTip()));
+            QCOMPARE(edge->label(), QStringLiteral("[N, 16]"));
+            myelin::test::saveScreenshot(w, QStringLiteral("inspect_edge_statistics.png"));
+        }
         QStringList names;
         for (const auto& n : d->layers())
             names << QString::fromStdString(n);

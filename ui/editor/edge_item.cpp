@@ -63,6 +63,19 @@ void EdgeItem::setEndpoints(QPointF from, QPointF to, std::optional<double> lane
 }
 
 void EdgeItem::setLabel(const QString& text) {
+    shape_ = text;
+    updateLabel();
+}
+
+void EdgeItem::setStats(const QString& text, const QString& toolTip) {
+    stats_ = text;
+    setToolTip(toolTip);
+    updateLabel();
+}
+
+void EdgeItem::updateLabel() {
+    const QString text =
+        stats_.isEmpty() || shape_.isEmpty() ? shape_ : shape_ + QStringLiteral(" · ") + stats_;
     if (text == label_) return;
     prepareGeometryChange();
     label_ = text;

@@ -159,6 +159,14 @@ void GraphScene::setBadges(const std::unordered_map<graph::NodeId, NodeBadge>& b
         const auto it = badges.find(id);
         item->setBadge(it == badges.end() ? std::nullopt : std::optional<NodeBadge>(it->second));
     }
+    // An edge carries its source's output: it shows that output's statistics.
+    for (const auto& [key, edge] : edges_) {
+        const auto it = badges.find(edge->edge().from);
+        if (it == badges.end())
+            edge->setStats({}, {});
+        else
+            edge->setStats(it->second.edgeText, it->second.edgeToolTip);
+    }
 }
 
 NodeItem* GraphScene::nodeItem(graph::NodeId id) const {

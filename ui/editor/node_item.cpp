@@ -283,6 +283,21 @@ NodeBadge nodeBadge(const train::LayerBadge& b) {
     if (b.health != train::LayerHealth::Healthy && b.health != train::LayerHealth::Unknown)
         parts.prepend(QString::fromLatin1(train::health_name(b.health)));
     badge.text = parts.join(QStringLiteral(" · "));
+    if (b.activation_mean && b.activation_std) {
+        badge.edgeText = QStringLiteral("μ %1 σ %2")
+                             .arg(*b.activation_mean, 0, 'g', 2)
+                             .arg(*b.activation_std, 0, 'g', 2);
+        if (b.zero_fraction && *b.zero_fraction > 0)
+            badge.edgeText += QObject::tr(" · %1% zeros").arg(*b.zero_fraction * 100, 0, 'f', 0);
+        badge.edgeToolTip =
+            QObject::tr("%1's output at the inspected step: mean %2, standard deviation %3%4")
+                .arg(QString::fromStdString(b.layer.name))
+                .arg(*b.activation_mean, 0, 'g', 4)
+                .arg(*b.activation_std, 0, 'g', 4)
+                .arg(b.zero_fraction
+                         ? QObject::tr(", %1% exact zeros").arg(*b.zero_fraction * 100, 0, 'f', 1)
+                         : QString());
+    }
     badge.toolTip = QObject::tr("%1: %2").arg(QString::fromLatin1(train::health_name(b.health)),
                                               QString::fromStdString(b.reason));
     badge.spark = b.recent_grad_norms;

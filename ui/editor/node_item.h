@@ -33,6 +33,8 @@ struct NodeBadge {
     QString text;              // "0.42 · 44% zeros"
     QString toolTip;           // the health and why
     std::vector<double> spark; // gradient norms, oldest first (log scale when drawn)
+    QString edgeText;          // the output's statistics for its outgoing edges; may be empty
+    QString edgeToolTip;
     train::LayerHealth health = train::LayerHealth::Unknown;
     bool operator==(const NodeBadge& other) const = default;
 };

@@ -78,6 +78,8 @@ struct LayerBadge {
     std::string reason;                    // why, in words ("gradient norm 3.2e-09 ...")
     std::optional<double> grad_norm;       // at the table's norms step
     std::optional<double> zero_fraction;   // at its summaries step
+    std::optional<double> activation_mean; // of the layer's output, at its summaries step
+    std::optional<double> activation_std;
     std::vector<double> recent_grad_norms; // up to `points` maxima over steps 0..step, oldest first
 };
 
