@@ -28,9 +28,11 @@ namespace lm = train::layer_metric;
 
 namespace {
 
-// A finished run's series is read as this many min/max buckets per layer: more than a plot has
-// pixel columns, few enough that 20 layers of 100k steps open at once.
-constexpr int kBuckets = 2000;
+// A finished run's series is read as this many min/max buckets per layer: about one per pixel
+// column of a wide plot. It also decides what the store reads: with 1000 buckets a 100k-step
+// series comes from the store's 16-step block summaries (6,250 rows) instead of its 100k points
+// (2000 buckets read every point: ~1 s for 10 layers; bench/bench_inspect_open.cpp).
+constexpr int kBuckets = 1000;
 constexpr int kPollMs = 250;
 
 // Layers of one category share its hue; the k-th of them turns the hue a little and takes a
@@ -413,7 +415,9 @@ void GradientFlowView::highlightLayer(const std::string& layer) {
     for (const auto& [name, graph] : graphs_) {
         QColor color = colors_[name];
         if (any && name != layer) color.setAlpha(70);
-        graph->setPen(QPen(color, any && name == layer ? 2.6 : 1.4));
+        // 1 px, not wider: Qt strokes thin pens with its fast cosmetic stroker and wider ones
+        // through the general path stroker, which made opening a 100k-step run take 0.5 s.
+        graph->setPen(QPen(color, any && name == layer ? 2.6 : 1.0));
         graph->setLayer(QLatin1String(any && name == layer ? "highlight" : "main")); // on top
     }
     replot();
