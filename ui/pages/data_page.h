@@ -80,7 +80,6 @@ class DataPage : public QWidget {
     // A word-wrapped description (named docName) and an empty form under it, in the settings
     // column: what the chosen source or transform is, and its options.
     std::pair<QLabel*, QWidget*> addDocAndForm(const QString& docName);
-    QWidget* buildPreview();
     void rebuildSourceForm();
     void rebuildTransformForm();
     void refresh();
@@ -98,11 +97,14 @@ class DataPage : public QWidget {
     void removeTransform();
     void moveTransform(int delta);
 
-    // Schedules a preview when what it would show differs from the latest one requested.
+    // Scheduling and the worker (data_page_preview.cpp). maybeSchedulePreview schedules a
+    // preview when what it would show differs from the latest one requested.
     void maybeSchedulePreview();
     void schedulePreview();
     void startPreview();
     void finishPreview(std::shared_ptr<DataPreview> result);
+    // The preview panel (data_page_preview_panel.cpp).
+    QWidget* buildPreview();
     void showPreview(const DataPreview& preview);
     void showPreviewError(const QString& message);
     void clearPreview(const QString& note);
