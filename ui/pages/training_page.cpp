@@ -4,6 +4,7 @@
 #include "pages/training_page.h"
 
 #include "document/project_document.h"
+#include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
 
@@ -321,13 +322,15 @@ void TrainingPage::updateOverview() {
             .arg(key, value);
     };
     QString html = QStringLiteral("<table cellspacing='0'>");
-    html += row(tr("Effective batch"), tr("%1 examples per optimizer step (batch %2 × %3)")
-                                           .arg(count(p.data.batch_size * t.accumulation_steps))
-                                           .arg(p.data.batch_size)
-                                           .arg(t.accumulation_steps));
+    html +=
+        row(tr("Effective batch"), tr("%1 examples per optimizer step (batch %2 × %3)")
+                                       .arg(groupDigits(p.data.batch_size * t.accumulation_steps))
+                                       .arg(p.data.batch_size)
+                                       .arg(t.accumulation_steps));
     if (known)
         html += row(tr("Optimizer steps"),
-                    tr("%1 per epoch, %2 in total").arg(count(*known), count(*known * t.epochs)));
+                    tr("%1 per epoch, %2 in total")
+                        .arg(groupDigits(*known), groupDigits(*known * t.epochs)));
     else
         html += row(tr("Optimizer steps"),
                     tr("depend on the data's size (known when training starts)"));
@@ -336,7 +339,7 @@ void TrainingPage::updateOverview() {
                     t.validate_every_steps > 0
                         ? tr("%1% of the training data, every %2 steps and after every epoch")
                               .arg(p.data.validation_fraction * 100)
-                              .arg(count(t.validate_every_steps))
+                              .arg(groupDigits(t.validate_every_steps))
                         : tr("%1% of the training data, after every epoch")
                               .arg(p.data.validation_fraction * 100));
     else
@@ -356,11 +359,11 @@ void TrainingPage::updateOverview() {
                     tr("after %1 epochs without %2 improving by more than %3 (%4)")
                         .arg(t.early_stopping.patience)
                         .arg(QString::fromStdString(t.early_stopping.metric).toHtmlEscaped(),
-                             number(t.early_stopping.min_delta),
+                             numberText(t.early_stopping.min_delta),
                              QString::fromStdString(t.early_stopping.mode)));
     QStringList capture;
     auto times = [&](int64_t every) {
-        return known ? tr(" (%1 times)").arg(count(*known * t.epochs / every)) : QString();
+        return known ? tr(" (%1 times)").arg(groupDigits(*known * t.epochs / every)) : QString();
     };
     if (t.capture.layer_norms)
         capture << (t.capture.layer_norms_every == 1

@@ -1,11 +1,8 @@
 #pragma once
 // Helpers the Training page's source files share (training_page.cpp, training_page_settings.cpp,
-// training_page_lr_preview.cpp): the page's form layout, labels and spin boxes, and its number
-// texts. Internal to the page; defined in training_page_settings.cpp unless inline here.
-#include <QLocale>
+// training_page_lr_preview.cpp): the page's form layout, labels and spin boxes. Internal to the
+// page; defined in training_page_settings.cpp.
 #include <QString>
-
-#include <cstdint>
 
 class QFormLayout;
 class QLabel;
@@ -36,13 +33,6 @@ FloatSpinBox* floatSpin(const QString& objectName, double lo, double hi, const Q
 // "1 epoch", "5 epochs": the suffix follows the value.
 void updateUnit(QSpinBox* spin);
 void setUnits(QSpinBox* spin, const QString& one, const QString& many);
-
-inline QString number(double v) {
-    return QString::number(v, 'g', 4);
-}
-inline QString count(int64_t v) {
-    return QLocale(QLocale::English).toString(qlonglong(v));
-}
 
 } // namespace training_form
 

@@ -4,6 +4,7 @@
 #include "pages/training_page.h"
 
 #include "document/project_document.h"
+#include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
 
@@ -225,7 +226,9 @@ void TrainingPage::updatePreview() {
                 for (size_t i = 0; i < previewLr_.size(); ++i)
                     previewX_.push_back(double(int64_t(i) * stride + 1));
                 if (stride > 1)
-                    note = tr("%1 steps: drawn at one step in %2.").arg(count(total)).arg(stride);
+                    note = tr("%1 steps: drawn at one step in %2.")
+                               .arg(groupDigits(total))
+                               .arg(stride);
             }
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
@@ -244,20 +247,20 @@ void TrainingPage::updatePreview() {
     } else if (plateau) {
         summary =
             tr("<b>ReduceLROnPlateau</b> on %1, starting at %2.")
-                .arg(QString::fromStdString(t.plateau_metric).toHtmlEscaped(), number(startLr));
+                .arg(QString::fromStdString(t.plateau_metric).toHtmlEscaped(), numberText(startLr));
     } else if (!previewLr_.empty()) {
         const auto [lo, hi] = std::minmax_element(previewLr_.begin(), previewLr_.end());
         if (!t.scheduler)
             summary = tr("Constant learning rate <b>%1</b> (%2, no schedule) for %3 %4.")
-                          .arg(number(startLr), QString::fromStdString(t.optimizer.kind))
-                          .arg(count(total))
+                          .arg(numberText(startLr), QString::fromStdString(t.optimizer.kind))
+                          .arg(groupDigits(total))
                           .arg(unit);
         else
             summary = tr("<b>%1</b> over %2 %3: from %4 to %5 (lowest %6, highest %7).")
                           .arg(QString::fromStdString(t.scheduler->kind))
-                          .arg(count(total))
-                          .arg(unit, number(previewLr_.front()), number(previewLr_.back()),
-                               number(*lo), number(*hi));
+                          .arg(groupDigits(total))
+                          .arg(unit, numberText(previewLr_.front()), numberText(previewLr_.back()),
+                               numberText(*lo), numberText(*hi));
     } else {
         summary = tr("The schedule cannot be previewed with these settings.");
     }
@@ -282,7 +285,8 @@ void TrainingPage::updatePreview() {
         const spec::DataSpec& d = document_->project().data;
         steps = tr("x: optimizer steps, %1 per epoch (%2 Fashion-MNIST training images after the "
                    "validation split in batches of %3%4) × %5 epochs.")
-                    .arg(count(*known), count(train::known_training_examples(d).value_or(0)))
+                    .arg(groupDigits(*known),
+                         groupDigits(train::known_training_examples(d).value_or(0)))
                     .arg(d.batch_size)
                     .arg(t.accumulation_steps > 1
                              ? tr(", %1 micro-batches per step").arg(t.accumulation_steps)
@@ -303,14 +307,14 @@ void TrainingPage::updatePreview() {
             detail = tr("It starts at %1 and multiplies it by %2 whenever %3 has not improved "
                         "(mode %4, threshold %5 %6) for %7 epochs, waits %8 epochs after each "
                         "reduction, and never goes below %9.")
-                         .arg(number(startLr), number(o.get_float("factor")),
+                         .arg(numberText(startLr), numberText(o.get_float("factor")),
                               QString::fromStdString(t.plateau_metric).toHtmlEscaped(),
                               QString::fromStdString(o.get_string("mode")),
-                              number(o.get_float("threshold")),
+                              numberText(o.get_float("threshold")),
                               QString::fromStdString(o.get_string("threshold_mode")))
                          .arg(o.get_int("patience"))
                          .arg(o.get_int("cooldown"))
-                         .arg(number(o.get_float("min_lr")));
+                         .arg(numberText(o.get_float("min_lr")));
         } catch (const std::exception&) {
             detail.clear(); // the options error is shown under the plot
         }
@@ -367,7 +371,7 @@ void TrainingPage::showHover(QMouseEvent* event) {
     const bool perStep = plot_->xAxis2->visible();
     hoverText_->setText(
         (perStep ? tr("step %1 (epoch %2)")
-                       .arg(count(int64_t(previewX_[i])))
+                       .arg(groupDigits(int64_t(previewX_[i])))
                        .arg(QString::number((previewX_[i] - 1) / double(previewStepsPerEpoch()) + 1,
                                             'f', 2))
                  : tr("epoch %1").arg(int64_t(previewX_[i]))) +

@@ -3,6 +3,7 @@
 // component choices, and the form helpers the page's files share (training_page_form.h).
 #include "pages/training_page.h"
 
+#include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
 
@@ -248,13 +249,13 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
                 [&](spec::TrainSpec& t) {
                     t.*field = on ? std::optional<double>(v) : std::nullopt;
                 },
-                on ? tr("Clip gradients by %1 at %2").arg(what, number(v))
+                on ? tr("Clip gradients by %1 at %2").arg(what, numberText(v))
                    : tr("Stop clipping gradients by %1").arg(what));
         });
         connect(spin, &QDoubleSpinBox::valueChanged, this, [this, b, field, what, name](double v) {
             if (!b->isChecked()) return;
             commit([&](spec::TrainSpec& t) { t.*field = v; },
-                   tr("Clip gradients by %1 at %2").arg(what, number(v)),
+                   tr("Clip gradients by %1 at %2").arg(what, numberText(v)),
                    QStringLiteral("train.") + name);
         });
     };
@@ -373,7 +374,7 @@ void TrainingPage::buildEarlyStoppingSection(QFormLayout* es) {
     es->addRow(tr("Min delta"), esMinDelta_);
     connect(esMinDelta_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
         commit([v](spec::TrainSpec& t) { t.early_stopping.min_delta = v; },
-               tr("Change early-stopping min delta to %1").arg(number(v)),
+               tr("Change early-stopping min delta to %1").arg(numberText(v)),
                QStringLiteral("train.es.minDelta"));
     });
 }
