@@ -5,7 +5,6 @@
 #include "pages/data_page.h"
 
 #include "document/project_document.h"
-#include "pages/data_page_preview.h"
 #include "pages/page_text.h"
 #include "widgets/attr_editor.h"
 #include "widgets/theme.h"
@@ -82,8 +81,7 @@ QString transformLabel(const spec::Choice& choice, int index) {
 } // namespace
 
 DataPage::DataPage(ProjectDocument* document, QWidget* parent)
-    : QWidget(parent), document_(document), guard_(std::make_shared<PreviewGuard>()) {
-    guard_->page = this;
+    : QWidget(parent), document_(document) {
     setObjectName(QStringLiteral("dataPage"));
     setStyleSheet(QString::fromLatin1(kStyleSheet) + QString::fromLatin1(kFormStyleSheet));
     setAttribute(Qt::WA_StyledBackground, true);

@@ -1,7 +1,8 @@
-// The Data page's preview, computed: computePreview runs train::make_data on a worker thread and
-// turns its first training examples into pictures or table rows, its class counts or target
-// histogram; the debounced scheduling around it starts one load at a time and drops the results
-// of specs that changed meanwhile.
+// The Data page's preview, computed: computePreview runs train::make_data on a worker thread
+// (QtConcurrent::run, the result back on the GUI thread through a QFutureWatcher) and turns its
+// first training examples into pictures or table rows, its class counts or target histogram
+// (core's train::summarize); the debounced scheduling around it starts one load at a time and
+// drops the results of specs that changed meanwhile.
 #include "pages/data_page.h"
 
 #include "document/project_document.h"
@@ -12,11 +13,14 @@
 #include <myelin/error.h>
 #include <myelin/generator.h>
 #include <myelin/tensor.h>
+#include <myelin/train/capture.h>
 #include <myelin/train/data_setup.h>
 
 #include <QEventLoop>
+#include <QFutureWatcher>
 #include <QLabel>
 #include <QTimer>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <cmath>
@@ -90,15 +94,14 @@ DataPreview computePreview(const spec::DataSpec& spec, const std::filesystem::pa
         }
     }
     if (!inputs.empty()) {
+        // Over the finite values (core's summary of each example).
         out.valueMin = std::numeric_limits<double>::infinity();
         out.valueMax = -std::numeric_limits<double>::infinity();
         for (const Tensor& t : inputs) {
-            const float* v = t.data<float>();
-            for (int64_t k = 0; k < t.numel(); ++k) {
-                if (!std::isfinite(v[k])) continue;
-                out.valueMin = std::min(out.valueMin, double(v[k]));
-                out.valueMax = std::max(out.valueMax, double(v[k]));
-            }
+            const train::TensorSummary s = train::summarize(t, 1);
+            if (s.finite_count == 0) continue;
+            out.valueMin = std::min(out.valueMin, s.min);
+            out.valueMax = std::max(out.valueMax, s.max);
         }
         if (out.valueMin > out.valueMax) out.valueMin = out.valueMax = 0;
     }
@@ -173,23 +176,17 @@ DataPreview computePreview(const spec::DataSpec& spec, const std::filesystem::pa
             if (t.defined() && t.numel() == 1) targets.push_back(t.to(DType::Float32).item());
         }
         if (!targets.empty()) {
-            const auto [lo, hi] = std::minmax_element(targets.begin(), targets.end());
-            out.targetMin = *lo;
-            out.targetMax = *hi;
-            double sum = 0;
-            for (double t : targets)
-                sum += t;
-            out.targetMean = sum / double(targets.size());
-            const double width = out.targetMax > out.targetMin
-                                     ? (out.targetMax - out.targetMin) / kHistogramBins
-                                     : 1.0;
-            out.histogramWidth = width;
-            out.histogramCounts.assign(kHistogramBins, 0);
-            for (int b = 0; b < kHistogramBins; ++b)
-                out.histogramCenters.push_back(out.targetMin + (b + 0.5) * width);
-            for (double t : targets) {
-                const int b = std::clamp(int((t - out.targetMin) / width), 0, kHistogramBins - 1);
-                out.histogramCounts[size_t(b)] += 1;
+            // Core's summary: min, mean, max of the finite targets and equal-width bins over
+            // [min, max] (numpy.histogram's rules).
+            const train::TensorSummary s =
+                train::summarize(from_vector(targets, {int64_t(targets.size())}), kHistogramBins);
+            out.targetMin = s.min;
+            out.targetMean = s.mean;
+            out.targetMax = s.max;
+            out.histogramWidth = (s.hist_high - s.hist_low) / kHistogramBins;
+            for (int b = 0; b < kHistogramBins; ++b) {
+                out.histogramCenters.push_back(s.hist_low + (b + 0.5) * out.histogramWidth);
+                out.histogramCounts.push_back(double(s.histogram[size_t(b)]));
             }
         }
     }
@@ -199,13 +196,9 @@ DataPreview computePreview(const spec::DataSpec& spec, const std::filesystem::pa
 
 } // namespace
 
-DataPage::~DataPage() {
-    {
-        const std::lock_guard lock(guard_->mutex);
-        guard_->page = nullptr;
-    }
-    if (worker_.joinable()) worker_.join();
-}
+// The watchers are the page's children: destroyed with it, they take a loading preview's result
+// nowhere, and the task itself only reads its own copies.
+DataPage::~DataPage() = default;
 
 void DataPage::maybeSchedulePreview() {
     refreshLoaderFacts(); // the seed line follows the Training page
@@ -279,41 +272,44 @@ void DataPage::startPreview() {
     const std::filesystem::path dir = document_->dataDirectory().toStdString();
     const uint64_t seed = document_->project().train.seed;
     const uint64_t generation = generation_;
-    worker_ = std::thread([guard = guard_, spec, dir, seed, generation] {
-        auto result = std::make_shared<DataPreview>();
-        try {
-            *result = computePreview(spec, dir, seed);
-        } catch (const std::exception& e) {
-            result->ok = false;
-            result->error = QString::fromStdString(e.what());
-        } catch (...) {
-            result->ok = false;
-            result->error = QObject::tr("The data could not be loaded (unknown error).");
-        }
-        result->generation = generation;
-        const std::lock_guard lock(guard->mutex);
-        if (DataPage* page = guard->page)
-            QMetaObject::invokeMethod(
-                page, [page, result] { page->finishPreview(result); }, Qt::QueuedConnection);
+    // The task works on copies and never touches the page or the document; its result comes
+    // back through a watcher on the GUI thread.
+    auto* watcher = new QFutureWatcher<DataPreview>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+        watcher->deleteLater();
+        finishPreview(watcher->result());
     });
+    watcher->setFuture(QtConcurrent::run([spec, dir, seed, generation] {
+        DataPreview result;
+        try {
+            result = computePreview(spec, dir, seed);
+        } catch (const std::exception& e) {
+            result.ok = false;
+            result.error = QString::fromStdString(e.what());
+        } catch (...) {
+            result.ok = false;
+            result.error = QObject::tr("The data could not be loaded (unknown error).");
+        }
+        result.generation = generation;
+        return result;
+    }));
 }
 
-void DataPage::finishPreview(std::shared_ptr<DataPreview> result) {
-    if (worker_.joinable()) worker_.join(); // it has posted its result and is returning
+void DataPage::finishPreview(const DataPreview& result) {
     running_ = false;
-    if (result->generation != generation_) {
+    if (result.generation != generation_) {
         // The spec changed while this one loaded: load the new one unless its debounce will.
         if (!debounce_->isActive() && !waitingForShow_ && document_->isOpen()) startPreview();
         if (!previewPending()) status_->clear();
         return;
     }
     status_->clear();
-    lastOk_ = result->ok;
-    if (result->ok)
-        showPreview(*result);
+    lastOk_ = result.ok;
+    if (result.ok)
+        showPreview(result);
     else
-        showPreviewError(result->error);
-    emit previewFinished(result->ok);
+        showPreviewError(result.error);
+    emit previewFinished(result.ok);
 }
 
 } // namespace myelin::ui

@@ -6,13 +6,10 @@
 #include <QStringList>
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 namespace myelin::ui {
-
-class DataPage;
 
 // What one run of make_data gives the page; filled on the worker thread (QImage is safe there).
 struct DataPreview {
@@ -40,13 +37,6 @@ struct DataPreview {
     double targetMin = 0, targetMean = 0, targetMax = 0;
     std::vector<double> histogramCenters, histogramCounts;
     double histogramWidth = 0;
-};
-
-// The worker posts its result through this while the page lives; the destructor clears `page`
-// under the mutex, so the page cannot go away in the middle of a post.
-struct PreviewGuard {
-    std::mutex mutex;
-    DataPage* page = nullptr;
 };
 
 } // namespace myelin::ui
