@@ -5,8 +5,9 @@
 // right side previews what training will get: the split sizes and input shape, the first
 // training examples as the model sees them (after transforms) as pictures or a table, and the
 // class balance of the training split (or the target's distribution for regression). The
-// preview runs train::make_data on a worker thread, debounced after each change, so a slow
-// source never blocks the window; a source that cannot be loaded shows its error in place.
+// preview runs train::make_data on a worker thread (QtConcurrent), debounced after each change,
+// so a slow source never blocks the window; a source that cannot be loaded shows its error in
+// place.
 #include "widgets/attr_editor.h"
 
 #include <myelin/io/project.h>
@@ -14,9 +15,7 @@
 #include <QWidget>
 
 #include <cstdint>
-#include <memory>
 #include <optional>
-#include <thread>
 #include <utility>
 
 class QCheckBox;
@@ -38,14 +37,14 @@ namespace myelin::ui {
 class ProjectDocument;
 class ExampleGrid;
 struct DataPreview;
-struct PreviewGuard;
 
 class DataPage : public QWidget {
     Q_OBJECT
 
   public:
     explicit DataPage(ProjectDocument* document, QWidget* parent = nullptr);
-    // Waits for a preview still loading (its result is dropped).
+    // A preview still loading is not waited for: it ends on its worker thread, its result
+    // dropped.
     ~DataPage() override;
 
     // Loads the preview now (the debounce skipped), even when the spec did not change.
@@ -80,7 +79,6 @@ class DataPage : public QWidget {
     // A word-wrapped description (named docName) and an empty form under it, in the settings
     // column: what the chosen source or transform is, and its options.
     std::pair<QLabel*, QWidget*> addDocAndForm(const QString& docName);
-    QWidget* buildPreview();
     void rebuildSourceForm();
     void rebuildTransformForm();
     void refresh();
@@ -98,11 +96,14 @@ class DataPage : public QWidget {
     void removeTransform();
     void moveTransform(int delta);
 
-    // Schedules a preview when what it would show differs from the latest one requested.
+    // Scheduling and the worker (data_page_preview.cpp). maybeSchedulePreview schedules a
+    // preview when what it would show differs from the latest one requested.
     void maybeSchedulePreview();
     void schedulePreview();
     void startPreview();
-    void finishPreview(std::shared_ptr<DataPreview> result);
+    void finishPreview(const DataPreview& result);
+    // The preview panel (data_page_preview_panel.cpp).
+    QWidget* buildPreview();
     void showPreview(const DataPreview& preview);
     void showPreviewError(const QString& message);
     void clearPreview(const QString& note);
@@ -151,9 +152,7 @@ class DataPage : public QWidget {
 
     // Preview state. generation_ counts requests; a result of an older one is stale.
     QTimer* debounce_ = nullptr;
-    std::shared_ptr<PreviewGuard> guard_;
-    std::thread worker_;
-    bool running_ = false;
+    bool running_ = false; // a preview is loading on the worker thread
     uint64_t generation_ = 0;
     // What the latest scheduled preview is of: the spec without its loader settings (they do
     // not change the examples), the seed and the folder relative paths resolve against.

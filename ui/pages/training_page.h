@@ -81,16 +81,24 @@ class TrainingPage : public QWidget {
     };
 
     void buildUi();
+    // The settings column, one section (heading and form) after the other, and the options
+    // forms of the component choices (training_page_settings.cpp).
     QWidget* buildSettings();
-    QWidget* buildPreview();
+    void buildScheduleSection(QFormLayout* form);
+    void buildRunSection(QFormLayout* form);
+    void buildEarlyStoppingSection(QFormLayout* form);
+    void buildCheckpointSection(QFormLayout* form);
+    void buildCaptureSection(QFormLayout* form);
     void buildComponent(Component& c, QFormLayout* form, const QString& objectName);
     void rebuildOptions(Component& c, const std::optional<spec::Choice>& choice);
+    // The learning-rate preview: plot, notes and assumed steps (training_page_lr_preview.cpp).
+    QWidget* buildPreview();
+    void updatePreview();
+    void showHover(QMouseEvent* event);
     void refresh();
     void refreshMetricCombos(const spec::TrainSpec& t);
     void updateEnabled();
-    void updatePreview();
     void updateOverview();
-    void showHover(QMouseEvent* event);
 
     // The document's spec with `change` applied, committed as one undo step. Changes that core
     // cannot build (optimizer or schedule options it rejects) are refused and explained under

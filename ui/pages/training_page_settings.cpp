@@ -1,0 +1,531 @@
+// The Training page's settings column (loss, optimizer, schedule, run, early stopping,
+// checkpoints, capture), built one section per member function, the options forms of the three
+// component choices, and the form helpers the page's files share (training_page_form.h).
+#include "pages/training_page.h"
+
+#include "pages/page_text.h"
+#include "pages/training_page_form.h"
+#include "widgets/theme.h"
+
+#include <myelin/train/metrics.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QRegularExpression>
+#include <QRegularExpressionValidator>
+#include <QResizeEvent>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+namespace myelin::ui {
+
+namespace training_form {
+
+namespace {
+
+constexpr int kLabelWidth = 150;
+
+// A word-wrapped label whose preferred height is the one its current width needs. QLabel's
+// own size hint picks a narrow "pleasant" width for short texts, which makes form rows in the
+// scroll area taller than their text.
+class WrappedLabel : public QLabel {
+  public:
+    using QLabel::QLabel;
+    QSize sizeHint() const override {
+        const int w = std::max(width(), minimumSizeHint().width());
+        return {w, heightForWidth(w)};
+    }
+
+  protected:
+    void resizeEvent(QResizeEvent* event) override {
+        QLabel::resizeEvent(event);
+        if (event->oldSize().width() != width()) updateGeometry();
+    }
+};
+
+} // namespace
+
+QFormLayout* makeForm(QWidget* parent) {
+    auto* form = new QFormLayout(parent);
+    form->setLabelAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setRowWrapPolicy(QFormLayout::DontWrapRows);
+    form->setHorizontalSpacing(12);
+    form->setVerticalSpacing(6);
+    return form;
+}
+
+void alignLabels(QFormLayout* form) {
+    for (int r = 0; r < form->rowCount(); ++r)
+        if (QLayoutItem* item = form->itemAt(r, QFormLayout::LabelRole))
+            if (QWidget* label = item->widget()) label->setMinimumWidth(kLabelWidth);
+}
+
+QLabel* noteLabel(const QString& objectName, QWidget* parent) {
+    auto* label = new WrappedLabel(parent);
+    label->setObjectName(objectName);
+    label->setWordWrap(true);
+    return label;
+}
+
+QLabel* fieldMessage(const QString& objectName, const char* cls, QWidget* parent) {
+    QLabel* label = noteLabel(objectName, parent);
+    label->setProperty("class", QString::fromLatin1(cls));
+    label->hide();
+    return label;
+}
+
+QVBoxLayout* withMessage(QWidget* editor, QLabel* message) {
+    auto* field = new QVBoxLayout;
+    field->setSpacing(2);
+    field->addWidget(editor);
+    field->addWidget(message);
+    return field;
+}
+
+QSpinBox* intSpin(const QString& objectName, int lo, int hi, const QString& tip, QWidget* parent) {
+    auto* spin = new QSpinBox(parent);
+    spin->setObjectName(objectName);
+    spin->setRange(lo, hi);
+    spin->setKeyboardTracking(false);
+    spin->setAccelerated(true);
+    spin->setToolTip(tip);
+    return spin;
+}
+
+FloatSpinBox* floatSpin(const QString& objectName, double lo, double hi, const QString& tip,
+                        QWidget* parent) {
+    auto* spin = new FloatSpinBox(parent);
+    spin->setObjectName(objectName);
+    spin->setDecimals(15); // FloatSpinBox shows the shortest text; keep small values exact
+    spin->setRange(lo, hi);
+    spin->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
+    spin->setKeyboardTracking(false);
+    spin->setToolTip(tip);
+    return spin;
+}
+
+void updateUnit(QSpinBox* spin) {
+    const QVariant one = spin->property("unitOne");
+    if (one.isValid())
+        spin->setSuffix(spin->value() == 1 ? one.toString()
+                                           : spin->property("unitMany").toString());
+}
+
+void setUnits(QSpinBox* spin, const QString& one, const QString& many) {
+    spin->setProperty("unitOne", one);
+    spin->setProperty("unitMany", many);
+    updateUnit(spin);
+    QObject::connect(spin, &QSpinBox::valueChanged, spin, [spin] { updateUnit(spin); });
+}
+
+} // namespace training_form
+
+using namespace training_form;
+
+QWidget* TrainingPage::buildSettings() {
+    settings_ = new QWidget;
+    settings_->setObjectName(QStringLiteral("trainingSettingsContent"));
+    auto* column = new QVBoxLayout(settings_);
+    column->setContentsMargins(16, 10, 16, 16);
+    column->setSpacing(4);
+    std::vector<QFormLayout*> forms;
+    auto section = [&](const QString& heading) {
+        column->addWidget(sectionHeading(heading, settings_));
+        QFormLayout* form = makeForm();
+        column->addLayout(form);
+        column->addSpacing(6);
+        forms.push_back(form);
+        return form;
+    };
+    buildComponent(loss_, section(tr("Loss")), QStringLiteral("loss"));
+    buildComponent(optimizer_, section(tr("Optimizer")), QStringLiteral("optimizer"));
+    buildScheduleSection(section(tr("Schedule")));
+    buildRunSection(section(tr("Run")));
+    buildEarlyStoppingSection(section(tr("Early stopping")));
+    buildCheckpointSection(section(tr("Checkpoints")));
+    buildCaptureSection(section(tr("Capture")));
+    column->addStretch(1);
+    for (QFormLayout* form : forms)
+        alignLabels(form);
+    return settings_;
+}
+
+// The schedule's kind and options, when it steps and, for ReduceLROnPlateau, the metric it
+// watches.
+void TrainingPage::buildScheduleSection(QFormLayout* schedule) {
+    buildComponent(scheduler_, schedule, QStringLiteral("scheduler"));
+
+    interval_ = new QComboBox(settings_);
+    interval_->setObjectName(QStringLiteral("schedulerInterval"));
+    interval_->addItem(tr("once per epoch"), QStringLiteral("epoch"));
+    interval_->addItem(tr("every optimizer step"), QStringLiteral("step"));
+    interval_->setToolTip(tr("When the scheduler steps: after every epoch, or after every "
+                             "optimizer step (warmup, T_max, step_size... count these steps)."));
+    // Above the options, which count in these units.
+    schedule->insertRow(2, tr("Steps"), interval_);
+    connect(interval_, &QComboBox::currentIndexChanged, this, [this] {
+        const QString interval = interval_->currentData().toString();
+        commit([&](spec::TrainSpec& t) { t.scheduler_interval = interval.toStdString(); },
+               interval == QLatin1String("step") ? tr("Step the LR schedule every optimizer step")
+                                                 : tr("Step the LR schedule once per epoch"));
+    });
+
+    plateauMetric_ = new QComboBox(settings_);
+    plateauMetric_->setObjectName(QStringLiteral("plateauMetric"));
+    plateauMetric_->setToolTip(tr("The metric ReduceLROnPlateau watches at the end of every "
+                                  "epoch. Choosing one also sets the schedule's mode (min for "
+                                  "losses and errors, max for accuracy, F1, R²)."));
+    plateauMetricWarning_ =
+        fieldMessage(QStringLiteral("plateauMetricWarning"), "fieldWarning", settings_);
+    plateauMetricLabel_ = new QLabel(tr("Metric"), settings_);
+    schedule->insertRow(3, plateauMetricLabel_, withMessage(plateauMetric_, plateauMetricWarning_));
+    scheduleForm_ = schedule;
+    connect(plateauMetric_, &QComboBox::currentIndexChanged, this, [this] {
+        const QString metric = plateauMetric_->currentText();
+        if (metric.isEmpty()) return;
+        commit(
+            [&](spec::TrainSpec& t) {
+                t.plateau_metric = metric.toStdString();
+                if (t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind))
+                    t.scheduler->options.set(
+                        "mode",
+                        std::string(train::higher_is_better(metric.toStdString()) ? "max" : "min"));
+            },
+            tr("Change the plateau metric to %1").arg(metric));
+    });
+}
+
+// Epochs, accumulation, gradient clipping, precision, seed, validation and threads.
+void TrainingPage::buildRunSection(QFormLayout* run) {
+    epochs_ = intSpin(QStringLiteral("trainEpochs"), 1, 1000000,
+                      tr("Passes over the training set."), settings_);
+    run->addRow(tr("Epochs"), epochs_);
+    connect(epochs_, &QSpinBox::valueChanged, this, [this](int v) {
+        commit([v](spec::TrainSpec& t) { t.epochs = v; }, tr("Change epochs to %1").arg(v),
+               QStringLiteral("train.epochs"));
+    });
+
+    accumulation_ = intSpin(QStringLiteral("trainAccumulation"), 1, 65536,
+                            tr("Micro-batches whose gradients add up before each optimizer step: "
+                               "the effective batch is batch size × this."),
+                            settings_);
+    run->addRow(tr("Accumulation"), accumulation_);
+    setUnits(accumulation_, tr(" micro-batch per step"), tr(" micro-batches per step"));
+    connect(accumulation_, &QSpinBox::valueChanged, this, [this](int v) {
+        commit([v](spec::TrainSpec& t) { t.accumulation_steps = v; },
+               tr("Change gradient accumulation to %1").arg(v),
+               QStringLiteral("train.accumulation"));
+    });
+
+    // Optional clipping: a check box enabling the value.
+    auto optionalClip = [&](QCheckBox*& box, QDoubleSpinBox*& spin, const QString& name,
+                            const QString& label, const QString& tip,
+                            std::optional<double> spec::TrainSpec::*field, const QString& what) {
+        box = new QCheckBox(settings_);
+        box->setObjectName(name + QStringLiteral("Enabled"));
+        box->setToolTip(tip);
+        spin = floatSpin(name, 1e-12, 1e12, tip, settings_);
+        spin->setValue(1.0);
+        auto* line = new QHBoxLayout;
+        line->setSpacing(8);
+        line->addWidget(box);
+        line->addWidget(spin, 1);
+        run->addRow(label, line);
+        QCheckBox* b = box;
+        QDoubleSpinBox* s = spin;
+        connect(box, &QCheckBox::toggled, this, [this, s, field, what](bool on) {
+            s->setEnabled(on);
+            const double v = s->value();
+            commit(
+                [&](spec::TrainSpec& t) {
+                    t.*field = on ? std::optional<double>(v) : std::nullopt;
+                },
+                on ? tr("Clip gradients by %1 at %2").arg(what, numberText(v))
+                   : tr("Stop clipping gradients by %1").arg(what));
+        });
+        connect(spin, &QDoubleSpinBox::valueChanged, this, [this, b, field, what, name](double v) {
+            if (!b->isChecked()) return;
+            commit([&](spec::TrainSpec& t) { t.*field = v; },
+                   tr("Clip gradients by %1 at %2").arg(what, numberText(v)),
+                   QStringLiteral("train.") + name);
+        });
+    };
+    optionalClip(clipNormEnabled_, clipNorm_, QStringLiteral("trainClipNorm"), tr("Clip grad norm"),
+                 tr("Scale all gradients down together when their total L2 norm exceeds this "
+                    "(clip_grad_norm_)."),
+                 &spec::TrainSpec::clip_grad_norm, tr("norm"));
+    optionalClip(clipValueEnabled_, clipValue_, QStringLiteral("trainClipValue"),
+                 tr("Clip grad value"),
+                 tr("Clamp every gradient element to [-value, value] (clip_grad_value_)."),
+                 &spec::TrainSpec::clip_grad_value, tr("value"));
+
+    precision_ = new QComboBox(settings_);
+    precision_->setObjectName(QStringLiteral("trainPrecision"));
+    precision_->addItem(QStringLiteral("float32"), QStringLiteral("float32"));
+    precision_->addItem(tr("bfloat16 (mixed)"), QStringLiteral("bfloat16"));
+    precision_->setToolTip(
+        tr("float32: everything in float32. bfloat16: linear layers and convolutions multiply "
+           "in bfloat16 (autocast); weights, gradients, optimizer state, normalisations and the "
+           "loss stay float32."));
+    run->addRow(tr("Precision"), precision_);
+    connect(precision_, &QComboBox::currentIndexChanged, this, [this] {
+        const QString precision = precision_->currentData().toString();
+        commit([&](spec::TrainSpec& t) { t.precision = precision.toStdString(); },
+               tr("Change precision to %1").arg(precision));
+    });
+
+    seed_ = new QLineEdit(settings_);
+    seed_->setObjectName(QStringLiteral("trainSeed"));
+    seed_->setValidator(
+        new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{0,19}")), seed_));
+    seed_->setToolTip(tr("Seeds weight initialization, the validation split, shuffling and "
+                         "augmentation: the same seed repeats a run."));
+    seedError_ = fieldMessage(QStringLiteral("trainSeedError"), "fieldError", settings_);
+    run->addRow(tr("Seed"), withMessage(seed_, seedError_));
+    connect(seed_, &QLineEdit::editingFinished, this, &TrainingPage::commitSeed);
+
+    validateEvery_ = intSpin(QStringLiteral("trainValidateEvery"), 0, INT_MAX,
+                             tr("Also evaluate the validation split every N optimizer steps "
+                                "(0: only at the end of each epoch)."),
+                             settings_);
+    validateEvery_->setSpecialValueText(tr("end of each epoch"));
+    setUnits(validateEvery_, tr(" step"), tr(" steps"));
+    run->addRow(tr("Validate every"), validateEvery_);
+    connect(validateEvery_, &QSpinBox::valueChanged, this, [this](int v) {
+        commit([v](spec::TrainSpec& t) { t.validate_every_steps = v; },
+               v == 0 ? tr("Validate once per epoch") : tr("Validate every %1 steps").arg(v),
+               QStringLiteral("train.validateEvery"));
+    });
+
+    threads_ = intSpin(QStringLiteral("trainThreads"), 0, 4096,
+                       tr("CPU threads for training (0: the machine's default)."), settings_);
+    threads_->setSpecialValueText(tr("machine default"));
+    run->addRow(tr("Threads"), threads_);
+    connect(threads_, &QSpinBox::valueChanged, this, [this](int v) {
+        commit([v](spec::TrainSpec& t) { t.threads = v; },
+               v == 0 ? tr("Use the default number of threads") : tr("Change threads to %1").arg(v),
+               QStringLiteral("train.threads"));
+    });
+}
+
+// Whether, on which metric and how patiently training stops early.
+void TrainingPage::buildEarlyStoppingSection(QFormLayout* es) {
+    esEnabled_ = new QCheckBox(settings_);
+    esEnabled_->setObjectName(QStringLiteral("earlyStoppingEnabled"));
+    esEnabled_->setToolTip(tr("Stop training when the metric has not improved for `patience` "
+                              "epochs."));
+    es->addRow(tr("Enabled"), esEnabled_);
+    connect(esEnabled_, &QCheckBox::toggled, this, [this](bool on) {
+        commit([on](spec::TrainSpec& t) { t.early_stopping.enabled = on; },
+               on ? tr("Enable early stopping") : tr("Disable early stopping"));
+    });
+
+    esMetric_ = new QComboBox(settings_);
+    esMetric_->setObjectName(QStringLiteral("earlyStoppingMetric"));
+    esMetric_->setToolTip(tr("Watched at the end of every epoch; it also picks the best "
+                             "checkpoint. Choosing one also sets the mode."));
+    esMetricWarning_ =
+        fieldMessage(QStringLiteral("earlyStoppingMetricWarning"), "fieldWarning", settings_);
+    es->addRow(tr("Metric"), withMessage(esMetric_, esMetricWarning_));
+    connect(esMetric_, &QComboBox::currentIndexChanged, this, [this] {
+        const QString metric = esMetric_->currentText();
+        if (metric.isEmpty()) return;
+        commit(
+            [&](spec::TrainSpec& t) {
+                t.early_stopping.metric = metric.toStdString();
+                t.early_stopping.mode =
+                    train::higher_is_better(metric.toStdString()) ? "max" : "min";
+            },
+            tr("Change the early-stopping metric to %1").arg(metric));
+    });
+
+    esMode_ = new QComboBox(settings_);
+    esMode_->setObjectName(QStringLiteral("earlyStoppingMode"));
+    esMode_->addItem(tr("min (lower is better)"), QStringLiteral("min"));
+    esMode_->addItem(tr("max (higher is better)"), QStringLiteral("max"));
+    es->addRow(tr("Mode"), esMode_);
+    connect(esMode_, &QComboBox::currentIndexChanged, this, [this] {
+        const QString mode = esMode_->currentData().toString();
+        commit([&](spec::TrainSpec& t) { t.early_stopping.mode = mode.toStdString(); },
+               tr("Change the early-stopping mode to %1").arg(mode));
+    });
+
+    esPatience_ = intSpin(QStringLiteral("earlyStoppingPatience"), 1, 1000000,
+                          tr("Epochs without improvement before training stops."), settings_);
+    setUnits(esPatience_, tr(" epoch"), tr(" epochs"));
+    es->addRow(tr("Patience"), esPatience_);
+    connect(esPatience_, &QSpinBox::valueChanged, this, [this](int v) {
+        commit([v](spec::TrainSpec& t) { t.early_stopping.patience = v; },
+               tr("Change early-stopping patience to %1").arg(v),
+               QStringLiteral("train.es.patience"));
+    });
+
+    esMinDelta_ = floatSpin(QStringLiteral("earlyStoppingMinDelta"), 0, 1e12,
+                            tr("The smallest change that counts as an improvement."), settings_);
+    es->addRow(tr("Min delta"), esMinDelta_);
+    connect(esMinDelta_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+        commit([v](spec::TrainSpec& t) { t.early_stopping.min_delta = v; },
+               tr("Change early-stopping min delta to %1").arg(numberText(v)),
+               QStringLiteral("train.es.minDelta"));
+    });
+}
+
+// How often checkpoints are saved and which are kept.
+void TrainingPage::buildCheckpointSection(QFormLayout* ck) {
+    ckEvery_ = intSpin(QStringLiteral("checkpointEvery"), 0, 1000000,
+                       tr("Save a checkpoint every N epochs (0: only at the end and on stop)."),
+                       settings_);
+    ckEvery_->setSpecialValueText(tr("only at the end"));
+    ckEvery_->setPrefix(tr("every "));
+    setUnits(ckEvery_, tr(" epoch"), tr(" epochs"));
+    ck->addRow(tr("Save"), ckEvery_);
+    connect(ckEvery_, &QSpinBox::valueChanged, this, [this](int v) {
+        commit([v](spec::TrainSpec& t) { t.checkpoints.every_epochs = v; },
+               v == 0 ? tr("Save checkpoints only at the end")
+                      : tr("Save a checkpoint every %1 epochs").arg(v),
+               QStringLiteral("train.ck.every"));
+    });
+    ckKeepLast_ = intSpin(QStringLiteral("checkpointKeepLast"), 1, 1000000,
+                          tr("Periodic checkpoints kept; older ones are deleted."), settings_);
+    ckKeepLast_->setSuffix(tr(" most recent"));
+    ck->addRow(tr("Keep"), ckKeepLast_);
+    connect(ckKeepLast_, &QSpinBox::valueChanged, this, [this](int v) {
+        commit([v](spec::TrainSpec& t) { t.checkpoints.keep_last = v; },
+               tr("Keep the last %1 checkpoints").arg(v), QStringLiteral("train.ck.keepLast"));
+    });
+    ckKeepBest_ = new QCheckBox(tr("by the early-stopping metric"), settings_);
+    ckKeepBest_->setObjectName(QStringLiteral("checkpointKeepBest"));
+    ckKeepBest_->setToolTip(tr("Also keep the checkpoint with the best value of the "
+                               "early-stopping metric (best.safetensors)."));
+    ck->addRow(tr("Keep best"), ckKeepBest_);
+    connect(ckKeepBest_, &QCheckBox::toggled, this, [this](bool on) {
+        commit([on](spec::TrainSpec& t) { t.checkpoints.keep_best = on; },
+               on ? tr("Keep the best checkpoint") : tr("Do not keep the best checkpoint"));
+    });
+}
+
+// What the hooks capture for the inspection views: layer norms, summaries, feature maps and of
+// which layers.
+void TrainingPage::buildCaptureSection(QFormLayout* cap) {
+    capNorms_ = new QCheckBox(settings_);
+    capNorms_->setObjectName(QStringLiteral("captureLayerNorms"));
+    capNorms_->setToolTip(tr("Record each layer's gradient norm, weight norm and update/weight "
+                             "ratio."));
+    capNormsEvery_ = intSpin(QStringLiteral("captureLayerNormsEvery"), 1, INT_MAX,
+                             tr("Record layer norms every N optimizer steps."), settings_);
+    capNormsEvery_->setPrefix(tr("every "));
+    setUnits(capNormsEvery_, tr(" step"), tr(" steps"));
+    auto* normsLine = new QHBoxLayout;
+    normsLine->setSpacing(8);
+    normsLine->addWidget(capNorms_);
+    normsLine->addWidget(capNormsEvery_, 1);
+    cap->addRow(tr("Layer norms"), normsLine);
+    connect(capNorms_, &QCheckBox::toggled, this, [this](bool on) {
+        commit([on](spec::TrainSpec& t) { t.capture.layer_norms = on; },
+               on ? tr("Capture layer norms") : tr("Stop capturing layer norms"));
+    });
+    connect(capNormsEvery_, &QSpinBox::valueChanged, this, [this](int v) {
+        commit([v](spec::TrainSpec& t) { t.capture.layer_norms_every = v; },
+               tr("Capture layer norms every %1 steps").arg(v),
+               QStringLiteral("train.cap.normsEvery"));
+    });
+
+    auto offOrEvery = [&](QSpinBox*& spin, const QString& name, const QString& label,
+                          const QString& tip, int64_t spec::CaptureSpec::*field,
+                          const QString& what) {
+        spin = intSpin(name, 0, INT_MAX, tip, settings_);
+        spin->setSpecialValueText(tr("off"));
+        spin->setPrefix(tr("every "));
+        setUnits(spin, tr(" step"), tr(" steps"));
+        cap->addRow(label, spin);
+        connect(spin, &QSpinBox::valueChanged, this, [this, field, what, name](int v) {
+            commit([&](spec::TrainSpec& t) { t.capture.*field = v; },
+                   v == 0 ? tr("Stop capturing %1").arg(what)
+                          : tr("Capture %1 every %2 steps").arg(what).arg(v),
+                   QStringLiteral("train.") + name);
+        });
+    };
+    offOrEvery(capSummaries_, QStringLiteral("captureSummariesEvery"), tr("Summaries"),
+               tr("Activation and gradient statistics and histograms of every captured layer "
+                  "(0: off)."),
+               &spec::CaptureSpec::summaries_every, tr("summaries"));
+    offOrEvery(capFeatureMaps_, QStringLiteral("captureFeatureMapsEvery"), tr("Feature maps"),
+               tr("Activations of one fixed validation sample (0: off)."),
+               &spec::CaptureSpec::feature_maps_every, tr("feature maps"));
+
+    capLayers_ = new QLineEdit(settings_);
+    capLayers_->setObjectName(QStringLiteral("captureLayers"));
+    capLayers_->setPlaceholderText(tr("every layer"));
+    capLayersError_ = fieldMessage(QStringLiteral("captureLayersError"), "fieldError", settings_);
+    cap->addRow(tr("Layers"), withMessage(capLayers_, capLayersError_));
+    connect(capLayers_, &QLineEdit::editingFinished, this, &TrainingPage::commitCaptureLayers);
+}
+
+void TrainingPage::buildComponent(Component& c, QFormLayout* form, const QString& name) {
+    c.kind = new QComboBox(settings_);
+    c.kind->setObjectName(name + QStringLiteral("Kind"));
+    if (c.optional) {
+        c.kind->addItem(tr("None"), QString());
+        c.kind->setItemData(0, tr("A constant learning rate."), Qt::ToolTipRole);
+    }
+    for (const spec::ComponentKind* kindPtr : spec::kinds_of(c.family)) {
+        const spec::ComponentKind& kind = *kindPtr;
+        c.kind->addItem(QString::fromStdString(kind.name), QString::fromStdString(kind.name));
+        c.kind->setItemData(c.kind->count() - 1, QString::fromStdString(kind.doc), Qt::ToolTipRole);
+    }
+    c.kind->setMaxVisibleItems(20);
+    form->addRow(tr("Kind"), c.kind);
+    c.doc = noteLabel(name + QStringLiteral("Doc"), settings_);
+    c.doc->setProperty("class", QStringLiteral("componentDoc"));
+    form->addRow(QString(), c.doc);
+    c.container = new QWidget(settings_);
+    c.container->setObjectName(name + QStringLiteral("Options"));
+    auto* box = new QVBoxLayout(c.container);
+    box->setContentsMargins(0, 0, 0, 0);
+    form->addRow(c.container);
+    Component* component = &c;
+    connect(c.kind, &QComboBox::currentIndexChanged, this,
+            [this, component] { commitKind(*component); });
+}
+
+void TrainingPage::rebuildOptions(Component& c, const std::optional<spec::Choice>& choice) {
+    // Detached at once (tests and findChild see only the new form), deleted later: a signal of
+    // one of its editors may be on the stack.
+    if (c.form != nullptr) {
+        for (QObject* child : c.form->findChildren<QObject*>())
+            disconnect(child, nullptr, this, nullptr);
+        c.form->hide();
+        c.form->setParent(nullptr);
+        c.form->deleteLater();
+        c.form = nullptr;
+    }
+    c.rows.clear();
+    c.built = true;
+    c.shownKind = choice ? choice->kind : std::string();
+    const spec::ComponentKind* kind =
+        choice ? spec::find_component(c.family, choice->kind) : nullptr;
+    c.form = new QWidget(c.container);
+    QFormLayout* form = makeForm(c.form);
+    form->setContentsMargins(0, 0, 0, 0);
+    if (kind != nullptr && !kind->options.empty()) {
+        Component* component = &c;
+        c.rows.build(kind->options, form, c.form, this,
+                     [this, component](const AttrRow& row, const graph::AttrValue& value) {
+                         commitOption(*component, row, value);
+                     });
+    }
+    alignLabels(form);
+    c.container->layout()->addWidget(c.form);
+    c.container->setVisible(kind != nullptr && !kind->options.empty());
+}
+
+} // namespace myelin::ui
