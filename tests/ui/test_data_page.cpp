@@ -452,7 +452,7 @@ void TestDataPage::destroyedWhileLoading() {
     Fixture f("fashion_cnn");
     f.page->refreshPreview();
     QVERIFY(f.page->previewPending());
-    f.page.reset(); // waits for the worker; its result must go nowhere
+    f.page.reset(); // the loading task goes on with its own copies; its result must go nowhere
     QTest::qWait(50);
     QVERIFY(f.doc.isOpen());
 }
