@@ -21,7 +21,9 @@
 #include <myelin/plugin/loader.h>
 #include <myelin/spec/components.h>
 
+#include <QAction>
 #include <QComboBox>
+#include <QDialog>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTreeWidget>
@@ -152,6 +154,20 @@ void TestPluginKinds::pluginLayerIsInThePaletteAndTheEditor() {
         QVERIFY2(!item->hasError(), node.kind.c_str());
     }
     saveScreenshot(window, QStringLiteral("plugin_example_editor.png"));
+
+    // Help > Plugins… lists it with its kinds.
+    auto* action = window.findChild<QAction*>(QStringLiteral("actionPlugins"));
+    QVERIFY(action);
+    action->trigger();
+    auto* dialog = window.findChild<QDialog*>(QStringLiteral("pluginsDialog"));
+    QVERIFY(dialog);
+    auto* tree = dialog->findChild<QTreeWidget*>(QStringLiteral("pluginsTree"));
+    QVERIFY(tree);
+    QCOMPARE(tree->topLevelItemCount(), 1);
+    QCOMPARE(tree->topLevelItem(0)->text(0), QStringLiteral("example"));
+    QCOMPARE(tree->topLevelItem(0)->child(0)->text(0), QStringLiteral("layer SqueezeExcitation"));
+    saveScreenshot(*dialog, QStringLiteral("plugins_dialog.png"));
+    dialog->close();
 }
 
 // The quick-fixes come from the kind's facts, so a plugin layer that declares its channel

@@ -16,6 +16,7 @@
 #include "pages/data_page.h"
 #include "pages/training_page.h"
 #include "shell/backends_dialog.h"
+#include "shell/plugins_dialog.h"
 #include "shell/welcome_page.h"
 #include "training/training_controller.h"
 #include "training/training_dock.h"
@@ -322,6 +323,13 @@ void MainWindow::createMenus() {
         help->addAction(tr("&About Myelin Studio"), this, &MainWindow::showAboutDialog);
     about->setObjectName(QStringLiteral("actionAbout"));
     about->setMenuRole(QAction::AboutRole);
+    QAction* plugins = help->addAction(tr("&Plugins…"), this, [this] {
+        auto* dialog = new PluginsDialog(this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->open();
+    });
+    plugins->setObjectName(QStringLiteral("actionPlugins"));
+    plugins->setStatusTip(tr("The plugins loaded, the kinds they add, and the ones refused"));
     QAction* aboutQt = help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
     aboutQt->setObjectName(QStringLiteral("actionAboutQt"));
     aboutQt->setMenuRole(QAction::AboutQtRole);
