@@ -59,6 +59,9 @@ void Registry::add(spec::DataSourceKind kind) {
 void Registry::add(spec::TransformKind kind) {
     add_unique(transforms, std::move(kind), "transform");
 }
+void Registry::add(spec::MetricKind kind) {
+    add_unique(metrics, std::move(kind), "metric");
+}
 
 namespace {
 
@@ -110,6 +113,9 @@ void guard_kind(spec::DataSourceKind& k, const std::string& file) {
 }
 void guard_kind(spec::TransformKind& k, const std::string& file) {
     k.build = guard(std::move(k.build), "plugin " + file + ", transform " + k.name);
+}
+void guard_kind(spec::MetricKind& k, const std::string& file) {
+    k.build = guard(std::move(k.build), "plugin " + file + ", metric " + k.name);
 }
 
 void check(const graph::LayerKind& k) {
@@ -209,6 +215,7 @@ PluginInfo load_file(const std::string& file) {
         prepare(registry.schedulers, file, "scheduler", info.kinds);
         prepare(registry.data_sources, file, "data source", info.kinds);
         prepare(registry.transforms, file, "transform", info.kinds);
+        prepare(registry.metrics, file, "metric", info.kinds);
     } catch (const Error& e) {
         throw problem(file, std::string(e.what()) + "; nothing of this plugin was loaded");
     }
@@ -219,6 +226,7 @@ PluginInfo load_file(const std::string& file) {
     register_all(registry.schedulers);
     register_all(registry.data_sources);
     register_all(registry.transforms);
+    register_all(registry.metrics);
     return info;
 }
 

@@ -45,6 +45,10 @@ KindList<TransformKind>& transforms() {
     static KindList<TransformKind> kinds = list_of(builtin::transforms());
     return kinds;
 }
+KindList<MetricKind>& metrics() {
+    static KindList<MetricKind> kinds;
+    return kinds;
+}
 
 // The checks every family shares; `has_factory` is the family's own.
 template <class Kind>
@@ -81,6 +85,17 @@ const KindList<DataSourceKind>& data_source_kinds() {
 const KindList<TransformKind>& transform_kinds() {
     return transforms();
 }
+const KindList<MetricKind>& metric_kinds() {
+    return metrics();
+}
+
+const std::vector<std::string>& builtin_metric_names() {
+    static const std::vector<std::string> names = {
+        "loss",         "accuracy", "top5_accuracy", "macro_precision",
+        "macro_recall", "macro_f1", "mae",           "mse",
+        "rmse",         "r2"};
+    return names;
+}
 
 void check_kind(const LossKind& kind) {
     check_new_kind(losses(), kind, Family::Loss, bool(kind.build));
@@ -116,6 +131,15 @@ void check_kind(const TransformKind& kind) {
     check_new_kind(transforms(), kind, Family::Transform, bool(kind.build));
 }
 
+void check_kind(const MetricKind& kind) {
+    check_new_kind(metrics(), kind, Family::Metric, bool(kind.build));
+    for (const std::string& taken : builtin_metric_names())
+        if (kind.name == taken)
+            throw Error("metric '" + kind.name + "' is a built-in metric's name");
+    if (!kind.options.empty())
+        throw Error("metric '" + kind.name + "': metric kinds take no options yet");
+}
+
 void register_kind(LossKind kind) {
     check_kind(kind);
     losses().push_back(std::move(kind));
@@ -144,6 +168,11 @@ void register_kind(TransformKind kind) {
     transforms().push_back(std::move(kind));
 }
 
+void register_kind(MetricKind kind) {
+    check_kind(kind);
+    metrics().push_back(std::move(kind));
+}
+
 const char* to_string(Family family) {
     switch (family) {
     case Family::Loss:
@@ -156,6 +185,8 @@ const char* to_string(Family family) {
         return "data source";
     case Family::Transform:
         return "transform";
+    case Family::Metric:
+        return "metric";
     }
     return "?";
 }
@@ -181,6 +212,8 @@ std::vector<const ComponentKind*> kinds_of(Family family) {
         return bases(data_source_kinds());
     case Family::Transform:
         return bases(transform_kinds());
+    case Family::Metric:
+        return bases(metric_kinds());
     }
     return {};
 }

@@ -2,6 +2,7 @@
 // with raw pointers (after moving it to host memory and a contiguous layout), so validating
 // 10k samples costs microseconds.
 #include <myelin/error.h>
+#include <myelin/spec/components.h>
 #include <myelin/tensor.h>
 #include <myelin/train/metrics.h>
 
@@ -355,8 +356,10 @@ std::vector<std::string> RegressionMetrics::names() {
 // --- what a run records -------------------------------------------------------------------------
 
 bool higher_is_better(std::string_view metric) {
-    for (std::string_view prefix : {"val_", "train_"})
+    for (std::string_view prefix : {"val_", "train_", "test_"})
         if (metric.starts_with(prefix)) metric.remove_prefix(prefix.size());
+    if (const spec::MetricKind* kind = spec::find_component(spec::metric_kinds(), metric))
+        return kind->higher_is_better;
     for (std::string_view better :
          {"accuracy", "top5_accuracy", "macro_precision", "macro_recall", "macro_f1", "r2"})
         if (metric == better) return true;
@@ -377,6 +380,8 @@ std::vector<MetricInfo> epoch_metrics(bool classification, int64_t num_classes,
         if (!classification)
             for (const auto& name : RegressionMetrics::names())
                 add("val_" + name);
+        for (const spec::MetricKind& kind : spec::metric_kinds())
+            if (kind.fits(classification)) add("val_" + kind.name);
     }
     for (const auto& name : scores)
         add("train_" + name);

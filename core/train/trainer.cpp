@@ -259,6 +259,10 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
         cls.emplace(int64_t(data_.class_names.size()), data_.class_names);
     else
         reg.emplace();
+    // Registered metric kinds (plugins') that fit the task, beside the built-in ones.
+    std::vector<std::pair<const spec::MetricKind*, std::unique_ptr<spec::MetricAccumulator>>> extra;
+    for (const spec::MetricKind& kind : spec::metric_kinds())
+        if (kind.fits(data_.classification())) extra.emplace_back(&kind, kind.build());
     loader.start_epoch(0);
     while (auto batch = loader.next()) {
         Tensor out = (*model_)(batch->input);
@@ -267,6 +271,8 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
         loss.add(sum_reduction_ ? l / double(n) : l, n);
         if (cls && out.dim() == 2) cls->update(out, batch->target);
         if (reg) reg->update(out, batch->target);
+        for (auto& [kind, metric] : extra)
+            metric->update(out, batch->target);
     }
     model_->train(was_training);
     MetricMap m;
@@ -279,6 +285,8 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
     if (reg)
         for (const auto& [k, v] : reg->scalars())
             m[k] = v;
+    for (const auto& [kind, metric] : extra)
+        m[kind->name] = metric->value();
     return m;
 }
 

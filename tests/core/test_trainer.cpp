@@ -8,6 +8,7 @@
 #include <myelin/io/checkpoint.h>
 #include <myelin/io/project.h>
 #include <myelin/io/safetensors.h>
+#include <myelin/spec/components.h>
 #include <myelin/tensor.h>
 #include <myelin/train/trainer.h>
 
@@ -132,6 +133,7 @@ class TestTrainer : public QObject {
     void dataMustFitTheModel();
     void regressionExample();
     void checkpointFileIsValidated();
+    void registeredMetricIsComputedAndOffered(); // last: it registers a metric kind
 
   private:
     QTemporaryDir dir_;
@@ -763,6 +765,50 @@ void TestTrainer::checkpointFileIsValidated() {
     QVERIFY(error_of<Error>([&] {
                 Trainer x(other, ro);
             }).contains("the checkpoint does not fit this model"));
+}
+
+// A metric kind registered from outside (as a plugin would) is computed on validation and
+// test, offered for early stopping with its direction, and early stopping can watch it.
+void TestTrainer::registeredMetricIsComputedAndOffered() {
+    class ExamplesSeen final : public spec::MetricAccumulator {
+      public:
+        void update(const Tensor& outputs, const Tensor&) override { seen_ += outputs.size(0); }
+        double value() const override { return double(seen_); }
+
+      private:
+        int64_t seen_ = 0;
+    };
+    spec::MetricKind kind;
+    kind.name = "examples_seen";
+    kind.doc = "How many examples were evaluated.";
+    kind.task = spec::MetricTask::Classification;
+    kind.higher_is_better = true;
+    kind.build = [] { return std::make_unique<ExamplesSeen>(); };
+    spec::register_kind(kind);
+    // A built-in metric's name, a second registration and options are refused.
+    spec::MetricKind clash = kind;
+    clash.name = "accuracy";
+    QVERIFY(error_of<Error>([&] { spec::register_kind(clash); }).contains("built-in"));
+    QVERIFY(error_of<Error>([&] { spec::register_kind(kind); }).contains("already registered"));
+
+    bool offered = false;
+    for (const MetricInfo& m : epoch_metrics(true, 3, true))
+        offered = offered || (m.name == "val_examples_seen" && m.higher_is_better);
+    QVERIFY(offered);
+    for (const MetricInfo& m : epoch_metrics(false, 0, true))
+        QVERIFY(m.name != "val_examples_seen"); // a classification metric only
+
+    io::Project p = blobs_project(csv_, 3);
+    p.train.early_stopping.enabled = true;
+    p.train.early_stopping.metric = "val_examples_seen";
+    p.train.early_stopping.mode = "max";
+    p.train.early_stopping.patience = 1;
+    Trainer t(p, {});
+    TrainResult r = t.run();
+    QCOMPARE(r.status, RunStatus::Finished);
+    QCOMPARE(r.validation.at("examples_seen"), double(t.data().validation->size()));
+    QCOMPARE(r.test.at("examples_seen"), double(t.data().test->size()));
+    QVERIFY(r.early_stopped); // it never improves after the first epoch
 }
 
 QTEST_GUILESS_MAIN(TestTrainer)

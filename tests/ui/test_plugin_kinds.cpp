@@ -20,6 +20,7 @@
 #include <myelin/optim/scheduler.h>
 #include <myelin/plugin/loader.h>
 #include <myelin/spec/components.h>
+#include <myelin/tensor.h>
 
 #include <QAction>
 #include <QComboBox>
@@ -63,6 +64,18 @@ void registerTestKinds() {
         return std::make_shared<optim::StepLR>(opt, o.get_int("every"), 0.5);
     };
     spec::register_kind(std::move(schedule));
+
+    struct Count final : spec::MetricAccumulator {
+        int64_t n = 0;
+        void update(const Tensor& outputs, const Tensor&) override { n += outputs.size(0); }
+        double value() const override { return double(n); }
+    };
+    spec::MetricKind metric;
+    metric.name = "test_examples_seen";
+    metric.doc = "A metric registered by the test.";
+    metric.higher_is_better = true;
+    metric.build = [] { return std::make_unique<Count>(); };
+    spec::register_kind(std::move(metric));
 }
 
 QStringList comboItems(QComboBox* combo) {
@@ -108,6 +121,11 @@ void TestPluginKinds::registeredKindsAppearOnTheTrainingPage() {
     QVERIFY2(comboItems(loss).contains("TestSquaredError"), qPrintable(comboItems(loss).join(',')));
     QVERIFY(comboItems(optimizer).contains("TestPlainSGD"));
     QVERIFY(comboItems(schedule).contains("TestHalving"));
+    // A registered metric can be watched by early stopping like a built-in one.
+    auto* watched = page.findChild<QComboBox*>(QStringLiteral("earlyStoppingMetric"));
+    QVERIFY(watched);
+    QVERIFY2(comboItems(watched).contains("val_test_examples_seen"),
+             qPrintable(comboItems(watched).join(',')));
 
     // Choosing them edits the project like a built-in kind, with the kind's defaults.
     optimizer->setCurrentIndex(optimizer->findText("TestPlainSGD"));

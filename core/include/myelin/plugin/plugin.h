@@ -3,8 +3,8 @@
 // to libmyelin_core, that adds kinds to core's registries: layer kinds (shape rule, parameter
 // count, FLOPs, and a builder of an nn::Module whose forward uses core's ops, so autograd,
 // hooks and state_dict work as for built-in layers), losses, optimizers, LR schedules, data
-// sources and transforms. They appear in the studio's palette and pages, the CLI and the project
-// format like built-in kinds.
+// sources, transforms and evaluation metrics. They appear in the studio's palette and pages, the
+// CLI and the project format like built-in kinds.
 //
 // A plugin names its registration function once, in one source file:
 //
@@ -47,6 +47,7 @@ class Registry {
     void add(spec::SchedulerKind kind);
     void add(spec::DataSourceKind kind);
     void add(spec::TransformKind kind);
+    void add(spec::MetricKind kind);
 
     // --- for the loader ---
     std::string name, version, description;
@@ -56,6 +57,7 @@ class Registry {
     std::vector<spec::SchedulerKind> schedulers;
     std::vector<spec::DataSourceKind> data_sources;
     std::vector<spec::TransformKind> transforms;
+    std::vector<spec::MetricKind> metrics;
 };
 
 } // namespace myelin::plugin

@@ -21,6 +21,7 @@
 #include <vector>
 
 namespace myelin {
+class Tensor;
 namespace nn {
 class Loss;
 }
@@ -121,6 +122,33 @@ struct TransformKind : ComponentKind {
     TransformFactory build;
 };
 
+// --- evaluation metrics ---
+// The built-in metrics (accuracy, top-5 accuracy, macro precision / recall / F1; MAE, MSE, RMSE,
+// R²) are computed together by train::ClassificationMetrics / RegressionMetrics. A registered
+// metric kind adds one more: the trainer computes it on every validation and test pass of a
+// task it fits and records it as val_<name> / test_<name>, and it is offered for early stopping
+// and ReduceLROnPlateau like the built-in ones. Metric kinds take no options (yet).
+class MetricAccumulator {
+  public:
+    virtual ~MetricAccumulator() = default;
+    // One batch: the model's outputs and the targets, as the loss sees them.
+    virtual void update(const Tensor& outputs, const Tensor& targets) = 0;
+    // Over every batch seen.
+    virtual double value() const = 0;
+};
+using MetricFactory = std::function<std::unique_ptr<MetricAccumulator>()>;
+enum class MetricTask { Classification, Regression, Any };
+struct MetricKind : ComponentKind {
+    MetricFactory build;
+    MetricTask task = MetricTask::Any;
+    bool higher_is_better = false;
+    bool fits(bool classification) const {
+        return task == MetricTask::Any || (task == MetricTask::Classification) == classification;
+    }
+};
+// The names the built-in metrics take (a metric kind may not take them).
+const std::vector<std::string>& builtin_metric_names();
+
 // The registries, built-in kinds first, then plugin kinds in registration order. Records never
 // move once registered (a deque), so pointers to them stay valid. Register before training or
 // building pages starts: registration is not synchronised with readers on other threads.
@@ -130,6 +158,7 @@ const KindList<OptimizerKind>& optimizer_kinds();
 const KindList<SchedulerKind>& scheduler_kinds();
 const KindList<DataSourceKind>& data_source_kinds();
 const KindList<TransformKind>& transform_kinds();
+const KindList<MetricKind>& metric_kinds(); // none built in: see MetricKind
 
 // Throws myelin::Error naming the kind when it could not be registered: its name is empty or
 // already taken (saying by whom), its factory is missing, an option's default does not fit its
@@ -140,15 +169,18 @@ void check_kind(const OptimizerKind& kind);
 void check_kind(const SchedulerKind& kind);
 void check_kind(const DataSourceKind& kind);
 void check_kind(const TransformKind& kind);
+void check_kind(const MetricKind& kind); // also: a built-in metric's name, options
+
 // Adds a kind after check_kind.
 void register_kind(LossKind kind);
 void register_kind(OptimizerKind kind);
 void register_kind(SchedulerKind kind);
 void register_kind(DataSourceKind kind);
 void register_kind(TransformKind kind);
+void register_kind(MetricKind kind);
 
 // The families, for code that handles any of them alike (the studio's choice editors).
-enum class Family { Loss, Optimizer, Scheduler, DataSource, Transform };
+enum class Family { Loss, Optimizer, Scheduler, DataSource, Transform, Metric };
 const char* to_string(Family family); // "loss", "optimizer", "scheduler", "data source", ...
 std::vector<const ComponentKind*> kinds_of(Family family);
 const ComponentKind* find_component(Family family, std::string_view name); // nullptr: unknown
