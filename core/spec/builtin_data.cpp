@@ -57,16 +57,6 @@ AttrDesc test_fraction(std::string doc) {
     return number("test_fraction", 0.2, std::move(doc), 0.0, 1.0);
 }
 
-DataSourceKind source(std::string name, std::string doc, std::vector<AttrDesc> options,
-                      DataSourceLoader load) {
-    DataSourceKind k;
-    k.name = std::move(name);
-    k.doc = std::move(doc);
-    k.options = std::move(options);
-    k.load = std::move(load);
-    return k;
-}
-
 SourceData load_fashion_mnist(const Attrs& o, const SourceContext& context) {
     std::string dir = context.path(o, "directory");
     try {
@@ -144,55 +134,47 @@ SourceData load_image_folder(const Attrs& o, const SourceContext& context) {
 
 std::vector<DataSourceKind> data_sources() {
     std::vector<DataSourceKind> kinds;
-    kinds.push_back(source("fashion-mnist",
-                           "Fashion-MNIST from the Debian package dataset-fashion-mnist (70,000 "
-                           "28x28 grey images, 10 classes).",
-                           {folder("directory", "/usr/share/datasets/fashion-mnist",
-                                   "Folder holding the four IDX files.")},
-                           load_fashion_mnist));
+    kinds.push_back(
+        kind<DataSourceKind>("fashion-mnist",
+                             "Fashion-MNIST from the Debian package dataset-fashion-mnist (70,000 "
+                             "28x28 grey images, 10 classes).",
+                             {folder("directory", "/usr/share/datasets/fashion-mnist",
+                                     "Folder holding the four IDX files.")},
+                             load_fashion_mnist));
     kinds.back().fixed_training_examples = kFashionMnistTrainImages;
-    kinds.push_back(source("idx", "MNIST-style IDX files (plain or .gz): images and labels.",
-                           {file("train_images", "Training images (IDX, uint8)."),
-                            file("train_labels", "Training labels (IDX, uint8)."),
-                            file("test_images", "Test images (optional)."),
-                            file("test_labels", "Test labels (optional)."),
-                            text("class_names", "", "Comma-separated class names (optional).")},
-                           load_idx));
     kinds.push_back(
-        source("csv", "A table: feature columns and one target column.",
-               {file("path", "The CSV file."), text("target_column", "", "Column to predict."),
-                text("feature_columns", "", "Comma-separated feature columns (empty: all others)."),
-                task("Categorical target (class indices) or numeric target."),
-                flag("header", true, "The first row names the columns."),
-                test_fraction("Rows held out for the final test.")},
-               load_csv));
-    kinds.push_back(
-        source("npy", "NumPy arrays: features [N, ...] and targets [N].",
-               {file("features", "Features .npy file."), file("targets", "Targets .npy file."),
-                task("int64 class targets or float targets."),
-                test_fraction("Rows held out for the final test.")},
-               load_npy));
-    kinds.push_back(
-        source("image-folder", "One subfolder per class with PNG/JPEG images.",
-               {folder("root", "", "The folder."), integer("height", 32, "Resize height.", 1),
-                integer("width", 32, "Resize width.", 1),
-                choice("color", "rgb", {"rgb", "grey"}, "Channels."),
-                test_fraction("Images held out for the final test.")},
-               load_image_folder));
+        kind<DataSourceKind>("idx", "MNIST-style IDX files (plain or .gz): images and labels.",
+                             {file("train_images", "Training images (IDX, uint8)."),
+                              file("train_labels", "Training labels (IDX, uint8)."),
+                              file("test_images", "Test images (optional)."),
+                              file("test_labels", "Test labels (optional)."),
+                              text("class_names", "", "Comma-separated class names (optional).")},
+                             load_idx));
+    kinds.push_back(kind<DataSourceKind>(
+        "csv", "A table: feature columns and one target column.",
+        {file("path", "The CSV file."), text("target_column", "", "Column to predict."),
+         text("feature_columns", "", "Comma-separated feature columns (empty: all others)."),
+         task("Categorical target (class indices) or numeric target."),
+         flag("header", true, "The first row names the columns."),
+         test_fraction("Rows held out for the final test.")},
+        load_csv));
+    kinds.push_back(kind<DataSourceKind>("npy", "NumPy arrays: features [N, ...] and targets [N].",
+                                         {file("features", "Features .npy file."),
+                                          file("targets", "Targets .npy file."),
+                                          task("int64 class targets or float targets."),
+                                          test_fraction("Rows held out for the final test.")},
+                                         load_npy));
+    kinds.push_back(kind<DataSourceKind>(
+        "image-folder", "One subfolder per class with PNG/JPEG images.",
+        {folder("root", "", "The folder."), integer("height", 32, "Resize height.", 1),
+         integer("width", 32, "Resize width.", 1),
+         choice("color", "rgb", {"rgb", "grey"}, "Channels."),
+         test_fraction("Images held out for the final test.")},
+        load_image_folder));
     return kinds;
 }
 
 namespace {
-
-TransformKind transform(std::string name, std::string doc, std::vector<AttrDesc> options,
-                        TransformFactory build) {
-    TransformKind k;
-    k.name = std::move(name);
-    k.doc = std::move(doc);
-    k.options = std::move(options);
-    k.build = std::move(build);
-    return k;
-}
 
 BuiltTransform build_normalize(const Attrs& a, const TransformContext& context) {
     auto mean = parse_numbers(a.get_string("mean"), "mean");
@@ -219,34 +201,35 @@ BuiltTransform build_random_crop(const Attrs& a, const TransformContext& context
 
 std::vector<TransformKind> transforms() {
     std::vector<TransformKind> kinds;
-    kinds.push_back(transform("ScaleTo01", "uint8 [0, 255] to float [0, 1].", {},
-                              [](const Attrs&, const TransformContext&) {
-                                  return BuiltTransform{std::make_shared<data::ScaleTo01>(), false};
-                              }));
-    kinds.push_back(transform(
+    kinds.push_back(
+        kind<TransformKind>("ScaleTo01", "uint8 [0, 255] to float [0, 1].", {},
+                            [](const Attrs&, const TransformContext&) {
+                                return BuiltTransform{std::make_shared<data::ScaleTo01>(), false};
+                            }));
+    kinds.push_back(kind<TransformKind>(
         "Normalize", "(x - mean) / std per channel; empty: computed from the training set.",
         {text("mean", "", "Comma-separated per-channel means (empty: computed)."),
          text("std", "", "Comma-separated per-channel stds (empty: computed).")},
         build_normalize));
+    kinds.push_back(kind<TransformKind>(
+        "RandomHorizontalFlip", "Mirrors images left-right with probability p.",
+        {number("p", 0.5, "Probability of flipping.", 0.0, 1.0)},
+        [](const Attrs& a, const TransformContext&) {
+            return BuiltTransform{std::make_shared<data::RandomHorizontalFlip>(a.get_float("p")),
+                                  true};
+        }));
+    kinds.push_back(kind<TransformKind>(
+        "RandomCrop", "Pads then crops a random window of the original size.",
+        {integer("padding", 4, "Zero padding on each side.", 0.0)}, build_random_crop));
     kinds.push_back(
-        transform("RandomHorizontalFlip", "Mirrors images left-right with probability p.",
-                  {number("p", 0.5, "Probability of flipping.", 0.0, 1.0)},
-                  [](const Attrs& a, const TransformContext&) {
-                      return BuiltTransform{
-                          std::make_shared<data::RandomHorizontalFlip>(a.get_float("p")), true};
-                  }));
-    kinds.push_back(transform("RandomCrop", "Pads then crops a random window of the original size.",
-                              {integer("padding", 4, "Zero padding on each side.", 0.0)},
-                              build_random_crop));
-    kinds.push_back(transform("RandomAffineShift", "Shifts images by up to max_dx / max_dy pixels.",
-                              {integer("max_dx", 2, "Largest horizontal shift.", 0.0),
-                               integer("max_dy", 2, "Largest vertical shift.", 0.0)},
-                              [](const Attrs& a, const TransformContext&) {
-                                  return BuiltTransform{
-                                      std::make_shared<data::RandomAffineShift>(
-                                          a.get_int("max_dx"), a.get_int("max_dy")),
-                                      true};
-                              }));
+        kind<TransformKind>("RandomAffineShift", "Shifts images by up to max_dx / max_dy pixels.",
+                            {integer("max_dx", 2, "Largest horizontal shift.", 0.0),
+                             integer("max_dy", 2, "Largest vertical shift.", 0.0)},
+                            [](const Attrs& a, const TransformContext&) {
+                                return BuiltTransform{std::make_shared<data::RandomAffineShift>(
+                                                          a.get_int("max_dx"), a.get_int("max_dy")),
+                                                      true};
+                            }));
     return kinds;
 }
 

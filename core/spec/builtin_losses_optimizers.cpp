@@ -25,11 +25,8 @@ nn::Reduction reduction_of(const Attrs& o) {
 
 LossKind loss(std::string name, std::string doc, std::vector<AttrDesc> options, LossFactory build,
               bool takes_class_indices = false) {
-    LossKind k;
-    k.name = std::move(name);
-    k.doc = std::move(doc);
-    k.options = std::move(options);
-    k.build = std::move(build);
+    LossKind k =
+        kind<LossKind>(std::move(name), std::move(doc), std::move(options), std::move(build));
     k.takes_class_indices = takes_class_indices;
     return k;
 }
@@ -133,78 +130,68 @@ optim::AdamOptions adam_of(const Attrs& o) {
     return a;
 }
 
-OptimizerKind optimizer(std::string name, std::string doc, std::vector<AttrDesc> options,
-                        OptimizerFactory build) {
-    OptimizerKind k;
-    k.name = std::move(name);
-    k.doc = std::move(doc);
-    k.options = std::move(options);
-    k.build = std::move(build);
-    return k;
-}
-
 } // namespace
 
 std::vector<OptimizerKind> optimizers() {
     using Groups = std::vector<optim::ParamGroup>;
     std::vector<OptimizerKind> kinds;
-    kinds.push_back(optimizer("Adam", "Adaptive moments (Kingma & Ba).",
-                              adam_options(0.0, "L2 penalty."), [](const Attrs& o, Groups groups) {
-                                  return std::make_unique<optim::Adam>(std::move(groups),
-                                                                       adam_of(o));
-                              }));
     kinds.push_back(
-        optimizer("AdamW", "Adam with decoupled weight decay.",
-                  adam_options(1e-2, "Decoupled weight decay."), [](const Attrs& o, Groups groups) {
-                      return std::make_unique<optim::AdamW>(std::move(groups), adam_of(o));
-                  }));
-    kinds.push_back(
-        optimizer("SGD", "Stochastic gradient descent with optional (Nesterov) momentum.",
-                  {lr(1e-2), number("momentum", 0.0, "Momentum factor.", 0.0),
-                   number("dampening", 0.0, "Dampening for momentum.", 0.0), weight_decay(),
-                   flag("nesterov", false, "Nesterov momentum (needs momentum > 0, dampening 0)."),
-                   maximize()},
-                  [](const Attrs& o, Groups groups) {
-                      optim::SGDOptions s;
-                      s.lr = o.get_float("lr");
-                      s.momentum = o.get_float("momentum");
-                      s.dampening = o.get_float("dampening");
-                      s.weight_decay = o.get_float("weight_decay");
-                      s.nesterov = o.get_bool("nesterov");
-                      s.maximize = o.get_bool("maximize");
-                      return std::make_unique<optim::SGD>(std::move(groups), s);
-                  }));
-    kinds.push_back(
-        optimizer("RMSprop", "Divides by a running average of squared gradients.",
-                  {lr(1e-2), number("alpha", 0.99, "Smoothing constant.", 0.0, 1.0), eps(1e-8),
-                   weight_decay(), number("momentum", 0.0, "Momentum factor.", 0.0),
-                   flag("centered", false, "Normalize by the estimated variance."), maximize()},
-                  [](const Attrs& o, Groups groups) {
-                      optim::RMSpropOptions r;
-                      r.lr = o.get_float("lr");
-                      r.alpha = o.get_float("alpha");
-                      r.eps = o.get_float("eps");
-                      r.weight_decay = o.get_float("weight_decay");
-                      r.momentum = o.get_float("momentum");
-                      r.centered = o.get_bool("centered");
-                      r.maximize = o.get_bool("maximize");
-                      return std::make_unique<optim::RMSprop>(std::move(groups), r);
-                  }));
-    kinds.push_back(
-        optimizer("Adagrad", "Per-parameter rates from accumulated squared gradients.",
-                  {lr(1e-2), number("lr_decay", 0.0, "Learning rate decay.", 0.0), weight_decay(),
-                   number("initial_accumulator_value", 0.0, "Start of the accumulator.", 0.0),
-                   eps(1e-10), maximize()},
-                  [](const Attrs& o, Groups groups) {
-                      optim::AdagradOptions a;
-                      a.lr = o.get_float("lr");
-                      a.lr_decay = o.get_float("lr_decay");
-                      a.weight_decay = o.get_float("weight_decay");
-                      a.initial_accumulator_value = o.get_float("initial_accumulator_value");
-                      a.eps = o.get_float("eps");
-                      a.maximize = o.get_bool("maximize");
-                      return std::make_unique<optim::Adagrad>(std::move(groups), a);
-                  }));
+        kind<OptimizerKind>("Adam", "Adaptive moments (Kingma & Ba).",
+                            adam_options(0.0, "L2 penalty."), [](const Attrs& o, Groups groups) {
+                                return std::make_unique<optim::Adam>(std::move(groups), adam_of(o));
+                            }));
+    kinds.push_back(kind<OptimizerKind>(
+        "AdamW", "Adam with decoupled weight decay.", adam_options(1e-2, "Decoupled weight decay."),
+        [](const Attrs& o, Groups groups) {
+            return std::make_unique<optim::AdamW>(std::move(groups), adam_of(o));
+        }));
+    kinds.push_back(kind<OptimizerKind>(
+        "SGD", "Stochastic gradient descent with optional (Nesterov) momentum.",
+        {lr(1e-2), number("momentum", 0.0, "Momentum factor.", 0.0),
+         number("dampening", 0.0, "Dampening for momentum.", 0.0), weight_decay(),
+         flag("nesterov", false, "Nesterov momentum (needs momentum > 0, dampening 0)."),
+         maximize()},
+        [](const Attrs& o, Groups groups) {
+            optim::SGDOptions s;
+            s.lr = o.get_float("lr");
+            s.momentum = o.get_float("momentum");
+            s.dampening = o.get_float("dampening");
+            s.weight_decay = o.get_float("weight_decay");
+            s.nesterov = o.get_bool("nesterov");
+            s.maximize = o.get_bool("maximize");
+            return std::make_unique<optim::SGD>(std::move(groups), s);
+        }));
+    kinds.push_back(kind<OptimizerKind>(
+        "RMSprop", "Divides by a running average of squared gradients.",
+        {lr(1e-2), number("alpha", 0.99, "Smoothing constant.", 0.0, 1.0), eps(1e-8),
+         weight_decay(), number("momentum", 0.0, "Momentum factor.", 0.0),
+         flag("centered", false, "Normalize by the estimated variance."), maximize()},
+        [](const Attrs& o, Groups groups) {
+            optim::RMSpropOptions r;
+            r.lr = o.get_float("lr");
+            r.alpha = o.get_float("alpha");
+            r.eps = o.get_float("eps");
+            r.weight_decay = o.get_float("weight_decay");
+            r.momentum = o.get_float("momentum");
+            r.centered = o.get_bool("centered");
+            r.maximize = o.get_bool("maximize");
+            return std::make_unique<optim::RMSprop>(std::move(groups), r);
+        }));
+    kinds.push_back(kind<OptimizerKind>(
+        "Adagrad", "Per-parameter rates from accumulated squared gradients.",
+        {lr(1e-2), number("lr_decay", 0.0, "Learning rate decay.", 0.0), weight_decay(),
+         number("initial_accumulator_value", 0.0, "Start of the accumulator.", 0.0), eps(1e-10),
+         maximize()},
+        [](const Attrs& o, Groups groups) {
+            optim::AdagradOptions a;
+            a.lr = o.get_float("lr");
+            a.lr_decay = o.get_float("lr_decay");
+            a.weight_decay = o.get_float("weight_decay");
+            a.initial_accumulator_value = o.get_float("initial_accumulator_value");
+            a.eps = o.get_float("eps");
+            a.maximize = o.get_bool("maximize");
+            return std::make_unique<optim::Adagrad>(std::move(groups), a);
+        }));
     return kinds;
 }
 

@@ -24,48 +24,39 @@ AttrDesc gamma(double def) {
     return number("gamma", def, "Decay factor.", 0.0);
 }
 
-SchedulerKind schedule(std::string name, std::string doc, std::vector<AttrDesc> options,
-                       ScheduleFactory build) {
-    SchedulerKind k;
-    k.name = std::move(name);
-    k.doc = std::move(doc);
-    k.options = std::move(options);
-    k.build = std::move(build);
-    return k;
-}
-
 } // namespace
 
 std::vector<SchedulerKind> schedulers() {
     using namespace optim;
     std::vector<SchedulerKind> kinds;
-    kinds.push_back(schedule("StepLR", "Multiplies the lr by gamma every step_size steps.",
-                             {integer("step_size", 10, "Steps between decays.", 1), gamma(0.1)},
-                             [](const Attrs& o, Optimizer& opt, int64_t) {
-                                 return std::make_shared<StepLR>(opt, o.get_int("step_size"),
-                                                                 o.get_float("gamma"));
-                             }));
-    kinds.push_back(schedule(
+    kinds.push_back(kind<SchedulerKind>(
+        "StepLR", "Multiplies the lr by gamma every step_size steps.",
+        {integer("step_size", 10, "Steps between decays.", 1), gamma(0.1)},
+        [](const Attrs& o, Optimizer& opt, int64_t) {
+            return std::make_shared<StepLR>(opt, o.get_int("step_size"), o.get_float("gamma"));
+        }));
+    kinds.push_back(kind<SchedulerKind>(
         "MultiStepLR", "Multiplies the lr by gamma at each milestone.",
         {int_list("milestones", {30, 80}, "Steps at which to decay.", 1, 32, 0.0), gamma(0.1)},
         [](const Attrs& o, Optimizer& opt, int64_t) {
             return std::make_shared<MultiStepLR>(opt, o.get_ints("milestones"),
                                                  o.get_float("gamma"));
         }));
-    kinds.push_back(schedule("ExponentialLR", "Multiplies the lr by gamma every step.",
-                             {gamma(0.95)}, [](const Attrs& o, Optimizer& opt, int64_t) {
-                                 return std::make_shared<ExponentialLR>(opt, o.get_float("gamma"));
-                             }));
-    kinds.push_back(
-        schedule("CosineAnnealingLR", "Cosine from lr down to eta_min over T_max steps.",
-                 {integer("T_max", 0, "Steps of the half cosine (0: the whole training).", 0.0),
-                  number("eta_min", 0.0, "Final learning rate.", 0.0)},
-                 [](const Attrs& o, Optimizer& opt, int64_t steps) {
-                     int64_t t_max =
-                         o.get_int("T_max") > 0 ? o.get_int("T_max") : std::max<int64_t>(steps, 1);
-                     return std::make_shared<CosineAnnealingLR>(opt, t_max, o.get_float("eta_min"));
-                 }));
-    kinds.push_back(schedule(
+    kinds.push_back(kind<SchedulerKind>("ExponentialLR", "Multiplies the lr by gamma every step.",
+                                        {gamma(0.95)}, [](const Attrs& o, Optimizer& opt, int64_t) {
+                                            return std::make_shared<ExponentialLR>(
+                                                opt, o.get_float("gamma"));
+                                        }));
+    kinds.push_back(kind<SchedulerKind>(
+        "CosineAnnealingLR", "Cosine from lr down to eta_min over T_max steps.",
+        {integer("T_max", 0, "Steps of the half cosine (0: the whole training).", 0.0),
+         number("eta_min", 0.0, "Final learning rate.", 0.0)},
+        [](const Attrs& o, Optimizer& opt, int64_t steps) {
+            int64_t t_max =
+                o.get_int("T_max") > 0 ? o.get_int("T_max") : std::max<int64_t>(steps, 1);
+            return std::make_shared<CosineAnnealingLR>(opt, t_max, o.get_float("eta_min"));
+        }));
+    kinds.push_back(kind<SchedulerKind>(
         "CosineAnnealingWarmRestarts", "Cosine annealing restarting every T_0 (x T_mult) steps.",
         {integer("T_0", 10, "Steps until the first restart.", 1),
          integer("T_mult", 1, "Factor growing the period after each restart.", 1),
@@ -74,7 +65,7 @@ std::vector<SchedulerKind> schedulers() {
             return std::make_shared<CosineAnnealingWarmRestarts>(
                 opt, o.get_int("T_0"), o.get_int("T_mult"), o.get_float("eta_min"));
         }));
-    kinds.push_back(schedule(
+    kinds.push_back(kind<SchedulerKind>(
         "OneCycleLR", "Warms up to max_lr then anneals far below the start (1cycle policy).",
         {exclusive(number("max_lr", 1e-2, "Peak learning rate.", 0.0)),
          number("pct_start", 0.3, "Fraction of the cycle spent increasing.", 0.0, 1.0),
@@ -101,7 +92,7 @@ std::vector<SchedulerKind> schedulers() {
             c.three_phase = o.get_bool("three_phase");
             return std::make_shared<OneCycleLR>(opt, c);
         }));
-    kinds.push_back(schedule(
+    kinds.push_back(kind<SchedulerKind>(
         "LinearLR", "Changes the lr factor linearly over total_iters steps.",
         {exclusive(number("start_factor", 1.0 / 3.0, "Factor at the start.", 0.0, 1.0)),
          number("end_factor", 1.0, "Factor at the end.", 0.0, 1.0),
@@ -110,14 +101,14 @@ std::vector<SchedulerKind> schedulers() {
             return std::make_shared<LinearLR>(opt, o.get_float("start_factor"),
                                               o.get_float("end_factor"), o.get_int("total_iters"));
         }));
-    kinds.push_back(schedule("ConstantLR",
-                             "Scales the lr by factor for the first total_iters steps.",
-                             {number("factor", 1.0 / 3.0, "Factor applied at first.", 0.0, 1.0),
-                              integer("total_iters", 5, "Steps at the lowered lr.", 0.0)},
-                             [](const Attrs& o, Optimizer& opt, int64_t) {
-                                 return std::make_shared<ConstantLR>(opt, o.get_float("factor"),
-                                                                     o.get_int("total_iters"));
-                             }));
+    kinds.push_back(kind<SchedulerKind>(
+        "ConstantLR", "Scales the lr by factor for the first total_iters steps.",
+        {number("factor", 1.0 / 3.0, "Factor applied at first.", 0.0, 1.0),
+         integer("total_iters", 5, "Steps at the lowered lr.", 0.0)},
+        [](const Attrs& o, Optimizer& opt, int64_t) {
+            return std::make_shared<ConstantLR>(opt, o.get_float("factor"),
+                                                o.get_int("total_iters"));
+        }));
 
     SchedulerKind plateau;
     plateau.name = "ReduceLROnPlateau";
