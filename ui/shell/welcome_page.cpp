@@ -243,6 +243,18 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
 void WelcomePage::setProjectNotice(const QString& text) {
     projectNotice_->setText(text);
     projectNotice_->setVisible(!text.isEmpty());
+    relayoutWhileHidden();
+}
+
+// While a project is open the page is hidden, and a hidden widget's layouts do not activate on
+// their own: the page's minimum size (which the window's minimum counts) would keep leaving out
+// a recent list or notice shown meanwhile, or not, depending on what else happened to re-lay the
+// page out (style sheet side effects among them).
+void WelcomePage::relayoutWhileHidden() {
+    if (isVisible()) return;
+    projectNotice_->parentWidget()->layout()->activate();
+    layout()->activate();
+    if (QWidget* stack = parentWidget()) stack->updateGeometry();
 }
 
 } // namespace myelin::ui
@@ -275,6 +287,7 @@ void WelcomePage::setRecentFiles(const QStringList& paths) {
         recentList_->addWidget(row);
     }
     recentSection_->setVisible(!paths.isEmpty());
+    relayoutWhileHidden();
 }
 
 } // namespace myelin::ui
