@@ -19,44 +19,6 @@ namespace {
 
 constexpr int kContentWidth = 760;
 
-const char* kStyleSheet = R"(
-#welcomePage { background: #F4F5F7; }
-#welcomeTitle { font-size: 26pt; font-weight: bold; color: #1F2933; }
-#welcomeSubtitle { font-size: 13pt; color: #52606D; }
-QLabel[class="sectionHeading"] { font-size: 9pt; font-weight: bold; color: #7B8794; }
-#backendCard, #roadmapCard {
-    background: #FFFFFF;
-    border: 1px solid #DDE1E6;
-    border-radius: 8px;
-}
-QLabel[class="backendName"] { font-size: 12pt; font-weight: bold; color: #1F2933; }
-QLabel[class="backendDetails"] { color: #52606D; }
-QLabel[class="backendDot"] { background: #2E8B57; border-radius: 5px; }
-#welcomeRoadmap { color: #1F2933; font-size: 10.5pt; }
-#welcomeStatus { color: #52606D; }
-#projectNotice {
-    background: #E6EEF6;
-    border: 1px solid #C9D8E8;
-    border-radius: 8px;
-    color: #1F2933;
-    padding: 12px 16px;
-}
-#welcomeFooter { color: #7B8794; font-size: 9pt; }
-QPushButton[class="startButton"] {
-    background: #FFFFFF;
-    border: 1px solid #C9D1DA;
-    border-radius: 6px;
-    padding: 8px 18px;
-    color: #1F2933;
-    font-size: 10.5pt;
-}
-QPushButton[class="startButton"]:hover { background: #E6EEF6; border-color: #2F6296; }
-QPushButton#welcomeNew { background: #2F6296; border-color: #2F6296; color: #FFFFFF; }
-QPushButton#welcomeNew:hover { background: #28547F; }
-QLabel[class="recentFile"] a { color: #2F6296; }
-QLabel[class="recentPath"] { color: #7B8794; font-size: 9pt; }
-)";
-
 QLabel* makeLabel(const QString& text, const char* objectName, QWidget* parent) {
     auto* label = new QLabel(text, parent);
     label->setObjectName(QString::fromLatin1(objectName));
@@ -65,7 +27,7 @@ QLabel* makeLabel(const QString& text, const char* objectName, QWidget* parent) 
 
 QLabel* makeSectionHeading(const QString& text, QWidget* parent) {
     auto* label = new QLabel(text.toUpper(), parent);
-    label->setProperty("class", QStringLiteral("sectionHeading"));
+    label->setProperty("class", QStringLiteral("welcomeHeading"));
     QFont font = label->font();
     font.setLetterSpacing(QFont::AbsoluteSpacing, 1.0);
     label->setFont(font);
@@ -108,7 +70,6 @@ QFrame* makeBackendCard(const BackendInfo& backend, QWidget* parent) {
 WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("welcomePage"));
     setAttribute(Qt::WA_StyledBackground, true);
-    setStyleSheet(QString::fromLatin1(kStyleSheet));
 
     auto* content = new QWidget(this);
     content->setObjectName(QStringLiteral("welcomeContent"));

@@ -89,6 +89,66 @@ QToolTip {
     border: 1px solid @border;
     padding: 4px;
 }
+
+/* Main window (shell/main_window.cpp) */
+QDockWidget { font-weight: bold; color: @mutedText; }
+QDockWidget::title {
+    background: @window;
+    padding: 6px 10px;
+    border-bottom: 1px solid @border;
+}
+#lockBanner {
+    background: @warningSoft; color: @warningText; border-bottom: 1px solid @warningBorder;
+    padding: 6px 12px;
+}
+#workspaceTabs::pane { border: none; }
+
+/* Welcome page (shell/welcome_page.cpp) */
+#welcomePage { background: @window; }
+#welcomeTitle { font-size: 26pt; font-weight: bold; color: @text; }
+#welcomeSubtitle { font-size: 13pt; color: @mutedText; }
+QLabel[class="welcomeHeading"] { font-size: 9pt; font-weight: bold; color: @faintText; }
+#backendCard, #roadmapCard {
+    background: @surface;
+    border: 1px solid @border;
+    border-radius: 8px;
+}
+QLabel[class="backendName"] { font-size: 12pt; font-weight: bold; color: @text; }
+QLabel[class="backendDetails"] { color: @mutedText; }
+QLabel[class="backendDot"] { background: @ok; border-radius: 5px; }
+#welcomeRoadmap { color: @text; font-size: 10.5pt; }
+#welcomeStatus { color: @mutedText; }
+#projectNotice {
+    background: @accentSoft;
+    border: 1px solid @accentBorder;
+    border-radius: 8px;
+    color: @text;
+    padding: 12px 16px;
+}
+#welcomeFooter { color: @faintText; font-size: 9pt; }
+QPushButton[class="startButton"] {
+    background: @surface;
+    border: 1px solid @buttonBorder;
+    border-radius: 6px;
+    padding: 8px 18px;
+    color: @text;
+    font-size: 10.5pt;
+}
+QPushButton[class="startButton"]:hover { background: @accentSoft; border-color: @accent; }
+QPushButton#welcomeNew { background: @accent; border-color: @accent; color: @textOnColor; }
+QPushButton#welcomeNew:hover { background: @accentHover; }
+QLabel[class="recentFile"] a { color: @accent; }
+QLabel[class="recentPath"] { color: @faintText; font-size: 9pt; }
+
+/* New project dialog (shell/new_project_dialog.cpp) */
+#newProjectHeading { font-size: 11pt; color: @text; }
+#exampleList { border: 1px solid @border; border-radius: 6px; background: @surface; }
+#exampleList::item { border-bottom: 1px solid @divider; }
+#exampleList::item:selected { background: @accentSoft; }
+QLabel[class="exampleName"] { font-weight: bold; font-size: 10.5pt; color: @text; }
+QLabel[class="exampleDetails"] { color: @mutedText; }
+QLabel[class="exampleFacts"] { color: @faintText; font-size: 8.5pt; }
+#examplesMissing { color: @faintText; }
 )";
 
 // The colour table by the names the style sheet uses.
