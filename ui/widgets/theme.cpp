@@ -149,6 +149,42 @@ QLabel[class="exampleName"] { font-weight: bold; font-size: 10.5pt; color: @text
 QLabel[class="exampleDetails"] { color: @mutedText; }
 QLabel[class="exampleFacts"] { color: @faintText; font-size: 8.5pt; }
 #examplesMissing { color: @faintText; }
+
+/* Forms of AttrRows (widgets/attr_editor.h): node inspector, Data and Training pages */
+QLabel[class="sectionHeading"] {
+    font-size: 8pt; font-weight: bold; color: @faintText; padding-top: 6px;
+}
+QLabel[class="fieldError"] { color: @error; font-size: 8.5pt; }
+QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="true"] {
+    border: 1px solid @error; border-radius: 3px; background: @errorSoft;
+}
+
+/* Node inspector (editor/node_inspector.cpp) */
+#nodeInspector, #inspectorContent { background: @surface; }
+#inspectorTitle { font-size: 12pt; font-weight: bold; color: @text; }
+#inspectorKindDoc { color: @mutedText; }
+#inspectorOutput { color: @text; }
+#inspectorProblems { color: @error; }
+#inspectorEmpty { color: @faintText; padding: 24px 12px; }
+
+/* Layer palette (editor/layer_palette.cpp) */
+#layerPalette QLineEdit {
+    border: 1px solid @border;
+    border-radius: 5px;
+    padding: 4px 6px;
+    background: @surface;
+}
+#layerPalette QLineEdit:focus { border-color: @accent; }
+#layerPalette QTreeWidget {
+    border: none;
+    background: @surface;
+}
+#layerPalette QTreeWidget::item { padding: 3px 2px; }
+
+/* Problems and Model Summary docks (editor/problems_panel.cpp, model_summary_panel.cpp) */
+#problemsAllClear { color: @ok; background: @surface; }
+#summaryTable::item { padding: 0 8px; }
+#summaryTable QHeaderView::section { padding: 3px 8px; }
 )";
 
 // The colour table by the names the style sheet uses.
