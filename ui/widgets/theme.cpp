@@ -185,6 +185,19 @@ QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="tru
 #problemsAllClear { color: @ok; background: @surface; }
 #summaryTable::item { padding: 0 8px; }
 #summaryTable QHeaderView::section { padding: 3px 8px; }
+
+/* Live Training dock (training/training_dock.cpp); the state label by its "state" property */
+#trainingDock { background: @surface; }
+#trainingState {
+    border-radius: 9px; padding: 2px 10px; font-weight: bold; color: @textOnColor;
+    background: @faintText;
+}
+#trainingState[state="running"] { background: @ok; }
+#trainingState[state="paused"] { background: @warning; }
+#trainingState[state="stopping"] { background: @accent; }
+#trainingRun { font-weight: bold; color: @text; }
+#trainingStats { color: @mutedText; }
+#trainingLog { border: 1px solid @border; background: @logBackground; font-size: 8.5pt; }
 )";
 
 // The colour table by the names the style sheet uses.

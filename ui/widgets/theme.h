@@ -55,8 +55,8 @@ inline const QColor kCalloutShadow{0x00, 0x00, 0x00, 28};        // under the fe
 inline const QColor kEdgeLabelBackground{0xFF, 0xFF, 0xFF, 235}; // an edge's shape label
 // Plots
 inline const QColor kLegendBackground{0xFF, 0xFF, 0xFF, 220}; // over the curves
-inline const QColor kTrainCurve = kAccent;                    // training loss per epoch
-inline const QColor kTrainStepCurve{0x9E, 0xC1, 0xE3};        // training loss per step
+inline const QColor kTrainCurve = kAccent; // training metrics per epoch, the learning rate
+inline const QColor kTrainStepCurve{0x9E, 0xC1, 0xE3}; // training loss per step
 inline const QColor kValidationCurve{0xE0, 0x7A, 0x1F};
 inline const QColor kHeatmapLow{0xBF, 0xD4, 0xEA};  // share heat map: a small share of values
 inline const QColor kZerosMapLow{0xE8, 0xF5, 0xEC}; // share of zeros: none (healthy)
