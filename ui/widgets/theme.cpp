@@ -198,6 +198,11 @@ QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="tru
 #trainingRun { font-weight: bold; color: @text; }
 #trainingStats { color: @mutedText; }
 #trainingLog { border: 1px solid @border; background: @logBackground; font-size: 8.5pt; }
+
+/* Gradient Flow and Distributions views (inspect/) */
+QLabel[class="viewMessage"] { color: @mutedText; font-size: 11pt; }
+#distributionsNonFinite { color: @mutedText; }
+#distributionsNonFinite[problem="true"] { color: @error; }
 )";
 
 // The colour table by the names the style sheet uses.
