@@ -5,6 +5,7 @@
 #include "document/project_document.h"
 #include "pages/data_page.h"
 #include "ui_test_support.h"
+#include "widgets/theme.h"
 
 #include <myelin/io/project.h>
 
@@ -87,6 +88,9 @@ class TestDataPage : public QObject {
     Q_OBJECT
 
   private slots:
+    void initTestCase() {
+        myelin::ui::applyStudioTheme(*qApp); // as the studio does: screenshots show its look
+    }
     void fashionMnistPreview();
     void loaderEditsAreUndoableAndNeedNoReload();
     void missingCsvShowsErrorInPlace();

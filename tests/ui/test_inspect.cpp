@@ -13,6 +13,7 @@
 #include "training/breakpoints_dialog.h"
 #include "training/training_controller.h"
 #include "ui_test_support.h"
+#include "widgets/theme.h"
 
 #include <myelin/store/run_store.h>
 
@@ -63,6 +64,7 @@ class TestInspect : public QObject {
         qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
         QStandardPaths::setTestModeEnabled(true);
         QSettings().clear();
+        myelin::ui::applyStudioTheme(*qApp); // as the studio does: screenshots show its look
     }
 
     void gradientFlowShowsWhatTheStoreHolds() {

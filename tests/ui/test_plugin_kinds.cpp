@@ -11,6 +11,7 @@
 #include "pages/training_page.h"
 #include "shell/main_window.h"
 #include "ui_test_support.h"
+#include "widgets/theme.h"
 
 #include <myelin/graph/analysis.h>
 #include <myelin/io/project.h>
@@ -99,6 +100,7 @@ class TestPluginKinds : public QObject {
 };
 
 void TestPluginKinds::initTestCase() {
+    myelin::ui::applyStudioTheme(*qApp); // as the studio does: screenshots show its look
     registerTestKinds();
     const plugin::LoadReport report = plugin::load_plugins({MYELIN_EXAMPLE_PLUGIN_DIR});
     QVERIFY2(report.problems.empty(),

@@ -9,6 +9,7 @@
 #include "training/training_controller.h"
 #include "training/training_dock.h"
 #include "ui_test_support.h"
+#include "widgets/theme.h"
 
 #include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
@@ -95,6 +96,7 @@ void TestTrainingRun::initTestCase() {
     qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
     QStandardPaths::setTestModeEnabled(true);
     QSettings().clear();
+    myelin::ui::applyStudioTheme(*qApp); // as the studio does: screenshots show its look
 }
 
 void TestTrainingRun::trainsAndRecordsTheRun() {

@@ -131,7 +131,7 @@ void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
         return;
     if (const QRectF rect = labelRect(); !rect.isEmpty()) {
         painter->setPen(QPen(selected ? colors::kAccent : colors::kBorder, 1));
-        painter->setBrush(QColor(255, 255, 255, 235));
+        painter->setBrush(colors::kEdgeLabelBackground);
         painter->drawRoundedRect(rect, 4, 4);
         painter->setFont(labelFont());
         painter->setPen(selected ? colors::kAccent : colors::kMutedText);

@@ -53,7 +53,7 @@ class FeedbackItem : public QGraphicsItem {
         painter->setRenderHint(QPainter::Antialiasing);
         const QRectF box(QPointF(0, 0), size_);
         painter->setPen(Qt::NoPen);
-        painter->setBrush(QColor(0, 0, 0, 28));
+        painter->setBrush(colors::kCalloutShadow);
         painter->drawRoundedRect(box.translated(0, 2), 6, 6);
         painter->setPen(QPen(colors::kError, 1));
         painter->setBrush(colors::kErrorSoft);

@@ -51,26 +51,10 @@ class PaletteTree : public QTreeWidget {
     Qt::DropActions supportedDropActions() const override { return Qt::CopyAction; }
 };
 
-const char* kStyleSheet = R"(
-#layerPalette QLineEdit {
-    border: 1px solid #DDE1E6;
-    border-radius: 5px;
-    padding: 4px 6px;
-    background: #FFFFFF;
-}
-#layerPalette QLineEdit:focus { border-color: #2F6296; }
-#layerPalette QTreeWidget {
-    border: none;
-    background: #FFFFFF;
-}
-#layerPalette QTreeWidget::item { padding: 3px 2px; }
-)";
-
 } // namespace
 
 LayerPalette::LayerPalette(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("layerPalette"));
-    setStyleSheet(QString::fromLatin1(kStyleSheet));
 
     search_ = new QLineEdit(this);
     search_->setObjectName(QStringLiteral("paletteSearch"));
@@ -89,6 +73,9 @@ LayerPalette::LayerPalette(QWidget* parent) : QWidget(parent) {
     tree_->setSelectionMode(QAbstractItemView::SingleSelection);
     tree_->setIconSize(QSize(14, 14));
     tree_->setUniformRowHeights(true);
+    // Styled (the studio sheet's item padding) before the items are added, as the uniform row
+    // height is measured once.
+    tree_->ensurePolished();
 
     QFont categoryFont = tree_->font();
     categoryFont.setBold(true);

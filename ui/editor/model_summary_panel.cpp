@@ -50,8 +50,6 @@ ModelSummaryPanel::ModelSummaryPanel(ProjectDocument* document, QWidget* parent)
 
     table_ = new QTableWidget(0, kColumnCount, this);
     table_->setObjectName(QStringLiteral("summaryTable"));
-    table_->setStyleSheet(QStringLiteral("QTableWidget::item { padding: 0 8px; }"
-                                         "QHeaderView::section { padding: 3px 8px; }"));
     table_->setHorizontalHeaderLabels({tr("Layer"), tr("Kind"), tr("Output shape"), tr("Params"),
                                        tr("FLOPs"), tr("Activations")});
     table_->verticalHeader()->hide();

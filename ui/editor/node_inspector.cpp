@@ -27,23 +27,9 @@
 
 namespace myelin::ui {
 
-namespace {
-
-const char* kStyleSheet = R"(
-#nodeInspector, #inspectorContent { background: #FFFFFF; }
-#inspectorTitle { font-size: 12pt; font-weight: bold; color: #1F2933; }
-#inspectorKindDoc { color: #52606D; }
-#inspectorOutput { color: #1F2933; }
-#inspectorProblems { color: #C62828; }
-#inspectorEmpty { color: #7B8794; padding: 24px 12px; }
-)";
-
-} // namespace
-
 NodeInspector::NodeInspector(ProjectDocument* document, QWidget* parent)
     : QWidget(parent), document_(document) {
     setObjectName(QStringLiteral("nodeInspector"));
-    setStyleSheet(QString::fromLatin1(kStyleSheet) + QString::fromLatin1(kFormStyleSheet));
     setAttribute(Qt::WA_StyledBackground, true);
     scroll_ = new QScrollArea(this);
     scroll_->setWidgetResizable(true);
@@ -219,10 +205,11 @@ void NodeInspector::refresh() {
 
     const QColor color = kind != nullptr ? categoryColor(kind->category) : colors::kMutedText;
     title_->setText(QStringLiteral("<span style='color:%1'>●</span>&nbsp;%2 "
-                                   "<span style='color:#7B8794; font-weight:normal; "
+                                   "<span style='color:%4; font-weight:normal; "
                                    "font-size:10pt'>%3</span>")
                         .arg(color.name(), nodeLabel(spec, node->id).toHtmlEscaped(),
-                             node->name.empty() ? QString() : QString::fromStdString(node->kind)));
+                             node->name.empty() ? QString() : QString::fromStdString(node->kind),
+                             colors::kFaintText.name()));
 
     const graph::NodeInfo* info = nullptr;
     for (size_t i = 0; i < spec.nodes.size() && i < analysis.nodes.size(); ++i)

@@ -323,7 +323,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
 
     // Shadow, card, header band tinted with the category colour.
     painter->setPen(Qt::NoPen);
-    painter->setBrush(QColor(0x1F, 0x29, 0x33, 18));
+    painter->setBrush(colors::kNodeShadow);
     painter->drawRoundedRect(card.translated(0, 2), 6, 6);
     painter->setBrush(error ? colors::kErrorSoft : colors::kSurface);
     painter->drawRoundedRect(card, 6, 6);

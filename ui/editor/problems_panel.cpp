@@ -37,7 +37,7 @@ QIcon severityIcon(graph::Severity severity) {
         painter.setBrush(colors::kWarning);
         painter.drawPolygon(QPolygonF({QPointF(8, 1), QPointF(15.5, 15), QPointF(0.5, 15)}));
     }
-    painter.setPen(Qt::white);
+    painter.setPen(colors::kTextOnColor);
     painter.drawText(QRectF(0, severity == graph::Severity::Error ? 1 : 3, 16, 14), Qt::AlignCenter,
                      QStringLiteral("!"));
     return QIcon(pixmap);
@@ -69,7 +69,6 @@ ProblemsPanel::ProblemsPanel(ProjectDocument* document, QWidget* parent)
     allClear_ = new QLabel(tr("No problems: every layer is connected and every shape fits."), this);
     allClear_->setObjectName(QStringLiteral("problemsAllClear"));
     allClear_->setAlignment(Qt::AlignCenter);
-    allClear_->setStyleSheet(QStringLiteral("color: #2E8B57; background: #FFFFFF;"));
 
     stack_ = new QStackedWidget(this);
     stack_->addWidget(list_);

@@ -36,7 +36,7 @@ QCPColorGradient shareGradient() {
     QCPColorGradient gradient;
     gradient.clearColorStops();
     gradient.setColorStopAt(0, colors::kSurface);
-    gradient.setColorStopAt(0.15, QColor(0xBF, 0xD4, 0xEA));
+    gradient.setColorStopAt(0.15, colors::kHeatmapLow);
     gradient.setColorStopAt(1, colors::kAccent.darker(140));
     gradient.setNanHandling(QCPColorGradient::nhNanColor);
     gradient.setNanColor(colors::kCanvas);
@@ -47,8 +47,8 @@ QCPColorGradient zerosGradient() {
     // Green (few zeros) over amber to dark red (all zeros: dead units).
     QCPColorGradient gradient;
     gradient.clearColorStops();
-    gradient.setColorStopAt(0, QColor(0xE8, 0xF5, 0xEC));
-    gradient.setColorStopAt(0.6, QColor(0xF3, 0xD9, 0x9A));
+    gradient.setColorStopAt(0, colors::kZerosMapLow);
+    gradient.setColorStopAt(0.6, colors::kZerosMapMid);
     gradient.setColorStopAt(0.9, colors::kWarning);
     gradient.setColorStopAt(1, colors::kError.darker(130));
     gradient.setNanHandling(QCPColorGradient::nhNanColor);
@@ -428,9 +428,7 @@ void DistributionsView::loadStrip() {
                                  "gradient.")
                             : tr("NaN or infinite values captured in: %1")
                                   .arg(nonFinite.join(QStringLiteral(", "))));
-    nonFinite_->setStyleSheet(
-        QStringLiteral("color: %1;")
-            .arg((nonFinite.isEmpty() ? colors::kMutedText : colors::kError).name()));
+    setStyleProperty(nonFinite_, "problem", !nonFinite.isEmpty());
 }
 
 void DistributionsView::draw() {

@@ -112,7 +112,7 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
     lines_->xAxis->setLabel(tr("step"));
     lines_->yAxis->setScaleType(QCPAxis::stLogarithmic);
     lines_->legend->setVisible(true);
-    lines_->legend->setBrush(QBrush(QColor(255, 255, 255, 225)));
+    lines_->legend->setBrush(QBrush(colors::kLegendBackground));
     lines_->legend->setBorderPen(QPen(colors::kBorder));
     lines_->legend->setFont(QFont(lines_->font().family(), 7));
     lines_->legend->setSelectedFont(QFont(lines_->font().family(), 7));

@@ -32,8 +32,7 @@ ViewFrame makeViewFrame(QWidget* view, QLayout* controls, QWidget* upper, QWidge
     frame.message->setObjectName(messageName);
     frame.message->setAlignment(Qt::AlignCenter);
     frame.message->setWordWrap(true);
-    frame.message->setStyleSheet(
-        QStringLiteral("color: %1; font-size: 11pt;").arg(colors::kMutedText.name()));
+    frame.message->setProperty("class", QStringLiteral("viewMessage"));
     frame.stack = new QStackedWidget(view);
     frame.stack->addWidget(frame.message);
     frame.stack->addWidget(frame.plots);

@@ -57,19 +57,6 @@ QString backendsText() {
     return QString::fromStdString(backends_summary());
 }
 
-const char* kDockStyleSheet = R"(
-QDockWidget { font-weight: bold; color: #52606D; }
-QDockWidget::title {
-    background: #F4F5F7;
-    padding: 6px 10px;
-    border-bottom: 1px solid #DDE1E6;
-}
-#lockBanner {
-    background: #FDF6E3; color: #7A5312; border-bottom: 1px solid #EBD9A8; padding: 6px 12px;
-}
-#workspaceTabs::pane { border: none; }
-)";
-
 } // namespace
 
 MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindow(parent) {
@@ -157,7 +144,6 @@ QString MainWindow::projectPath() const {
 }
 
 void MainWindow::createDocks() {
-    setStyleSheet(QString::fromLatin1(kDockStyleSheet));
     auto makeDock = [this](const QString& title, const char* name, QWidget* content,
                            Qt::DockWidgetArea area) {
         auto* dock = new QDockWidget(title, this);

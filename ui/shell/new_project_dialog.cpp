@@ -27,15 +27,15 @@ QWidget* entryWidget(const QString& title, const QString& details, const QString
     layout->setContentsMargins(12, 8, 12, 8);
     layout->setSpacing(2);
     auto* name = new QLabel(title, widget);
-    name->setStyleSheet(QStringLiteral("font-weight: bold; font-size: 10.5pt; color: #1F2933;"));
+    name->setProperty("class", QStringLiteral("exampleName"));
     auto* text = new QLabel(details, widget);
     text->setWordWrap(true);
-    text->setStyleSheet(QStringLiteral("color: #52606D;"));
+    text->setProperty("class", QStringLiteral("exampleDetails"));
     layout->addWidget(name);
     layout->addWidget(text);
     if (!facts.isEmpty()) {
         auto* more = new QLabel(facts, widget);
-        more->setStyleSheet(QStringLiteral("color: #7B8794; font-size: 8.5pt;"));
+        more->setProperty("class", QStringLiteral("exampleFacts"));
         layout->addWidget(more);
     }
     widget->setAttribute(Qt::WA_TransparentForMouseEvents);
@@ -68,15 +68,11 @@ NewProjectDialog::NewProjectDialog(QWidget* parent) : QDialog(parent) {
     resize(560, 480);
 
     auto* heading = new QLabel(tr("Start from an empty model or from an example."), this);
-    heading->setStyleSheet(QStringLiteral("font-size: 11pt; color: #1F2933;"));
+    heading->setObjectName(QStringLiteral("newProjectHeading"));
 
     list_ = new QListWidget(this);
     list_->setObjectName(QStringLiteral("exampleList"));
     list_->setSpacing(2);
-    list_->setStyleSheet(QStringLiteral(
-        "QListWidget { border: 1px solid #DDE1E6; border-radius: 6px; background: #FFFFFF; }"
-        "QListWidget::item { border-bottom: 1px solid #EEF0F3; }"
-        "QListWidget::item:selected { background: #E6EEF6; }"));
 
     auto addEntry = [this](const QString& path, QWidget* widget) {
         auto* item = new QListWidgetItem(list_);
@@ -128,7 +124,7 @@ NewProjectDialog::NewProjectDialog(QWidget* parent) : QDialog(parent) {
                                    "to their folder)."),
                                 this);
         note->setWordWrap(true);
-        note->setStyleSheet(QStringLiteral("color: #7B8794;"));
+        note->setObjectName(QStringLiteral("examplesMissing"));
         layout->addWidget(note);
     }
     layout->addWidget(buttons);

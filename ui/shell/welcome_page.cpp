@@ -19,44 +19,6 @@ namespace {
 
 constexpr int kContentWidth = 760;
 
-const char* kStyleSheet = R"(
-#welcomePage { background: #F4F5F7; }
-#welcomeTitle { font-size: 26pt; font-weight: bold; color: #1F2933; }
-#welcomeSubtitle { font-size: 13pt; color: #52606D; }
-QLabel[class="sectionHeading"] { font-size: 9pt; font-weight: bold; color: #7B8794; }
-#backendCard, #roadmapCard {
-    background: #FFFFFF;
-    border: 1px solid #DDE1E6;
-    border-radius: 8px;
-}
-QLabel[class="backendName"] { font-size: 12pt; font-weight: bold; color: #1F2933; }
-QLabel[class="backendDetails"] { color: #52606D; }
-QLabel[class="backendDot"] { background: #2E8B57; border-radius: 5px; }
-#welcomeRoadmap { color: #1F2933; font-size: 10.5pt; }
-#welcomeStatus { color: #52606D; }
-#projectNotice {
-    background: #E6EEF6;
-    border: 1px solid #C9D8E8;
-    border-radius: 8px;
-    color: #1F2933;
-    padding: 12px 16px;
-}
-#welcomeFooter { color: #7B8794; font-size: 9pt; }
-QPushButton[class="startButton"] {
-    background: #FFFFFF;
-    border: 1px solid #C9D1DA;
-    border-radius: 6px;
-    padding: 8px 18px;
-    color: #1F2933;
-    font-size: 10.5pt;
-}
-QPushButton[class="startButton"]:hover { background: #E6EEF6; border-color: #2F6296; }
-QPushButton#welcomeNew { background: #2F6296; border-color: #2F6296; color: #FFFFFF; }
-QPushButton#welcomeNew:hover { background: #28547F; }
-QLabel[class="recentFile"] a { color: #2F6296; }
-QLabel[class="recentPath"] { color: #7B8794; font-size: 9pt; }
-)";
-
 QLabel* makeLabel(const QString& text, const char* objectName, QWidget* parent) {
     auto* label = new QLabel(text, parent);
     label->setObjectName(QString::fromLatin1(objectName));
@@ -65,7 +27,7 @@ QLabel* makeLabel(const QString& text, const char* objectName, QWidget* parent) 
 
 QLabel* makeSectionHeading(const QString& text, QWidget* parent) {
     auto* label = new QLabel(text.toUpper(), parent);
-    label->setProperty("class", QStringLiteral("sectionHeading"));
+    label->setProperty("class", QStringLiteral("welcomeHeading"));
     QFont font = label->font();
     font.setLetterSpacing(QFont::AbsoluteSpacing, 1.0);
     label->setFont(font);
@@ -108,7 +70,6 @@ QFrame* makeBackendCard(const BackendInfo& backend, QWidget* parent) {
 WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("welcomePage"));
     setAttribute(Qt::WA_StyledBackground, true);
-    setStyleSheet(QString::fromLatin1(kStyleSheet));
 
     auto* content = new QWidget(this);
     content->setObjectName(QStringLiteral("welcomeContent"));
@@ -243,6 +204,18 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
 void WelcomePage::setProjectNotice(const QString& text) {
     projectNotice_->setText(text);
     projectNotice_->setVisible(!text.isEmpty());
+    relayoutWhileHidden();
+}
+
+// While a project is open the page is hidden, and a hidden widget's layouts do not activate on
+// their own: the page's minimum size (which the window's minimum counts) would keep leaving out
+// a recent list or notice shown meanwhile, or not, depending on what else happened to re-lay the
+// page out (style sheet side effects among them).
+void WelcomePage::relayoutWhileHidden() {
+    if (isVisible()) return;
+    projectNotice_->parentWidget()->layout()->activate();
+    layout()->activate();
+    if (QWidget* stack = parentWidget()) stack->updateGeometry();
 }
 
 } // namespace myelin::ui
@@ -275,6 +248,7 @@ void WelcomePage::setRecentFiles(const QStringList& paths) {
         recentList_->addWidget(row);
     }
     recentSection_->setVisible(!paths.isEmpty());
+    relayoutWhileHidden();
 }
 
 } // namespace myelin::ui

@@ -27,6 +27,9 @@ class WelcomePage : public QWidget {
     void recentFileRequested(const QString& path);
 
   private:
+    // Brings the layouts up to date after a change while the page is hidden.
+    void relayoutWhileHidden();
+
     QLabel* projectNotice_ = nullptr;
     QWidget* recentSection_ = nullptr;
     QVBoxLayout* recentList_ = nullptr;

@@ -19,21 +19,6 @@ namespace myelin::ui {
 
 namespace {
 
-const char* kStyleSheet = R"(
-#trainingDock { background: #FFFFFF; }
-#trainingState {
-    border-radius: 9px; padding: 2px 10px; font-weight: bold; color: #FFFFFF;
-    background: #7B8794;
-}
-#trainingRun { font-weight: bold; color: #1F2933; }
-#trainingStats { color: #52606D; }
-#trainingLog { border: 1px solid #DDE1E6; background: #FBFBFC; font-size: 8.5pt; }
-)";
-
-const QColor kTrainStep{0x9E, 0xC1, 0xE3};
-const QColor kTrain{0x2F, 0x62, 0x96};
-const QColor kValidation{0xE0, 0x7A, 0x1F};
-
 QCustomPlot* makePlot(const QString& title, const QString& yLabel, QWidget* parent) {
     auto* plot = new QCustomPlot(parent);
     plot->setMinimumSize(240, 200);
@@ -49,7 +34,7 @@ QCustomPlot* makePlot(const QString& title, const QString& yLabel, QWidget* pare
     plot->xAxis->ticker()->setTickCount(4);
     plot->yAxis->ticker()->setTickCount(4);
     plot->legend->setVisible(true);
-    plot->legend->setBrush(QBrush(QColor(255, 255, 255, 220)));
+    plot->legend->setBrush(QBrush(colors::kLegendBackground));
     plot->legend->setBorderPen(QPen(colors::kBorder));
     plot->legend->setFont(QFont(plot->font().family(), 7));
     plot->legend->setIconSize(14, 8);
@@ -64,7 +49,8 @@ QCPGraph* addCurve(QCustomPlot* plot, const QString& name, const QColor& color, 
     graph->setName(name);
     graph->setPen(QPen(color, markers ? 2.0 : 1.2));
     if (markers)
-        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 6));
+        graph->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssCircle, color, colors::kSurface, 6));
     return graph;
 }
 
@@ -109,18 +95,19 @@ QString stateText(TrainingController::State state) {
     return {};
 }
 
-QString stateColor(TrainingController::State state) {
+// The state label's "state" property, which the studio's sheet colours the label by.
+QString stateName(TrainingController::State state) {
     switch (state) {
     case TrainingController::State::Running:
-        return colors::kOk.name();
+        return QStringLiteral("running");
     case TrainingController::State::Paused:
-        return colors::kWarning.name();
+        return QStringLiteral("paused");
     case TrainingController::State::Stopping:
-        return colors::kAccent.name();
+        return QStringLiteral("stopping");
     case TrainingController::State::Idle:
         break;
     }
-    return QStringLiteral("#7B8794");
+    return QStringLiteral("idle");
 }
 
 } // namespace
@@ -150,7 +137,6 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     : QWidget(parent), controller_(controller) {
     setObjectName(QStringLiteral("trainingDock"));
     setAttribute(Qt::WA_StyledBackground, true);
-    setStyleSheet(QString::fromLatin1(kStyleSheet));
 
     stateLabel_ = new QLabel(this);
     stateLabel_->setObjectName(QStringLiteral("trainingState"));
@@ -168,21 +154,21 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     lossPlot_ = makePlot(tr("Loss"), tr("loss"), this);
     lossPlot_->setObjectName(QStringLiteral("lossPlot"));
     lossPlot_->xAxis->setLabel(tr("step"));
-    stepLoss_ = addCurve(lossPlot_, tr("train (step)"), kTrainStep, false);
-    epochLoss_ = addCurve(lossPlot_, tr("train (epoch)"), kTrain, true);
-    validationLoss_ = addCurve(lossPlot_, tr("validation"), kValidation, true);
+    stepLoss_ = addCurve(lossPlot_, tr("train (step)"), colors::kTrainStepCurve, false);
+    epochLoss_ = addCurve(lossPlot_, tr("train (epoch)"), colors::kTrainCurve, true);
+    validationLoss_ = addCurve(lossPlot_, tr("validation"), colors::kValidationCurve, true);
 
     accuracyPlot_ = makePlot(tr("Accuracy"), tr("accuracy"), this);
     accuracyPlot_->setObjectName(QStringLiteral("accuracyPlot"));
     accuracyPlot_->xAxis->setLabel(tr("epoch"));
-    trainScore_ = addCurve(accuracyPlot_, tr("train"), kTrain, true);
-    validationScore_ = addCurve(accuracyPlot_, tr("validation"), kValidation, true);
+    trainScore_ = addCurve(accuracyPlot_, tr("train"), colors::kTrainCurve, true);
+    validationScore_ = addCurve(accuracyPlot_, tr("validation"), colors::kValidationCurve, true);
 
     lrPlot_ = makePlot(tr("Learning rate"), tr("lr"), this);
     lrPlot_->setObjectName(QStringLiteral("lrPlot"));
     lrPlot_->xAxis->setLabel(tr("step"));
     lrPlot_->legend->setVisible(false);
-    learningRate_ = addCurve(lrPlot_, tr("lr"), kTrain, false);
+    learningRate_ = addCurve(lrPlot_, tr("lr"), colors::kTrainCurve, false);
 
     log_ = new QPlainTextEdit(this);
     log_->setObjectName(QStringLiteral("trainingLog"));
@@ -332,17 +318,18 @@ void TrainingDock::onProgress(const train::Progress& progress) {
 void TrainingDock::appendLog(const QString& text, const QString& color) {
     const QString time = QTime::currentTime().toString(QStringLiteral("HH:mm:ss"));
     const QString line =
-        QStringLiteral("<span style='color:#7B8794'>%1</span> %2")
-            .arg(time, color.isEmpty() ? text.toHtmlEscaped()
-                                       : QStringLiteral("<span style='color:%1'>%2</span>")
-                                             .arg(color, text.toHtmlEscaped()));
+        QStringLiteral("<span style='color:%1'>%2</span> %3")
+            .arg(colors::kFaintText.name(), time,
+                 color.isEmpty() ? text.toHtmlEscaped()
+                                 : QStringLiteral("<span style='color:%1'>%2</span>")
+                                       .arg(color, text.toHtmlEscaped()));
     log_->appendHtml(line);
 }
 
 void TrainingDock::updateHeader() {
     const TrainingController::State state = controller_->state();
     stateLabel_->setText(stateText(state));
-    stateLabel_->setStyleSheet(QStringLiteral("background: %1;").arg(stateColor(state)));
+    setStyleProperty(stateLabel_, "state", stateName(state));
     const int64_t runId = controller_->runId();
     if (runId >= 0 || !runName_.isEmpty())
         runLabel_->setText(runId >= 0 ? tr("Run %1 · %2").arg(runId).arg(runName_) : runName_);

@@ -1,5 +1,7 @@
 #include "widgets/attr_editor.h"
 
+#include "widgets/theme.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
@@ -17,21 +19,13 @@
 
 namespace myelin::ui {
 
-const char* const kFormStyleSheet = R"(
-QLabel[class="sectionHeading"] {
-    font-size: 8pt; font-weight: bold; color: #7B8794; padding-top: 6px;
-}
-QLabel[class="fieldError"] { color: #C62828; font-size: 8.5pt; }
-QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="true"] {
-    border: 1px solid #C62828; border-radius: 3px; background: #FDECEA;
-}
-)";
+// The form rules are part of the studio's style sheet (theme.cpp). Empty; kept only while
+// ui/pages/* still append it to their own sheets (they are converted next), then removed.
+const char* const kFormStyleSheet = "";
 
 void setInvalid(QWidget* widget, bool invalid) {
     if (widget->property("invalid").toBool() == invalid) return;
-    widget->setProperty("invalid", invalid);
-    widget->style()->unpolish(widget);
-    widget->style()->polish(widget);
+    setStyleProperty(widget, "invalid", invalid);
 }
 
 QLabel* sectionHeading(const QString& text, QWidget* parent) {

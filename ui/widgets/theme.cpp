@@ -7,7 +7,12 @@
 #include <QApplication>
 #include <QFont>
 #include <QPalette>
+#include <QRegularExpression>
+#include <QStyle>
 #include <QStyleFactory>
+#include <QWidget>
+
+#include <map>
 
 // Q_INIT_RESOURCE must be used outside any namespace. myelin_ui is a static library, so the
 // resources compiled from resources/myelin.qrc are registered explicitly here.
@@ -27,7 +32,7 @@ QPalette studioPalette() {
     p.setColor(QPalette::Base, kSurface);
     p.setColor(QPalette::AlternateBase, QColor(0xF7, 0xF8, 0xFA));
     p.setColor(QPalette::Text, kText);
-    p.setColor(QPalette::PlaceholderText, QColor(0x7B, 0x87, 0x94));
+    p.setColor(QPalette::PlaceholderText, kFaintText);
     p.setColor(QPalette::Button, kWindow);
     p.setColor(QPalette::ButtonText, kText);
     p.setColor(QPalette::BrightText, Qt::white);
@@ -49,10 +54,13 @@ QPalette studioPalette() {
     return p;
 }
 
-const char* kStyleSheet = R"(
+// The studio's style sheet. "@name" stands for the colour table's entry kName (@mutedText:
+// colors::kMutedText); studioStyleSheet() substitutes them. Rules for one widget select it by
+// object name (#layerPalette QTreeWidget) or by its "class" property.
+const char* const kStyleSheetTemplate = R"(
 QMenuBar {
-    background: #FFFFFF;
-    border-bottom: 1px solid #DDE1E6;
+    background: @surface;
+    border-bottom: 1px solid @border;
     padding: 2px 6px;
 }
 QMenuBar::item {
@@ -61,27 +69,183 @@ QMenuBar::item {
     background: transparent;
 }
 QMenuBar::item:selected, QMenuBar::item:pressed {
-    background: #E6EEF6;
+    background: @accentSoft;
 }
 QStatusBar {
-    background: #FFFFFF;
-    border-top: 1px solid #DDE1E6;
-    color: #52606D;
+    background: @surface;
+    border-top: 1px solid @border;
+    color: @mutedText;
 }
 QStatusBar::item {
     border: none;
 }
 QStatusBar QLabel {
-    color: #52606D;
+    color: @mutedText;
     padding: 2px 8px;
 }
 QToolTip {
-    background: #FFFFFF;
-    color: #1F2933;
-    border: 1px solid #DDE1E6;
+    background: @surface;
+    color: @text;
+    border: 1px solid @border;
     padding: 4px;
 }
+
+/* Main window (shell/main_window.cpp) */
+QDockWidget { font-weight: bold; color: @mutedText; }
+QDockWidget::title {
+    background: @window;
+    padding: 6px 10px;
+    border-bottom: 1px solid @border;
+}
+#lockBanner {
+    background: @warningSoft; color: @warningText; border-bottom: 1px solid @warningBorder;
+    padding: 6px 12px;
+}
+#workspaceTabs::pane { border: none; }
+
+/* Welcome page (shell/welcome_page.cpp) */
+#welcomePage { background: @window; }
+#welcomeTitle { font-size: 26pt; font-weight: bold; color: @text; }
+#welcomeSubtitle { font-size: 13pt; color: @mutedText; }
+QLabel[class="welcomeHeading"] { font-size: 9pt; font-weight: bold; color: @faintText; }
+#backendCard, #roadmapCard {
+    background: @surface;
+    border: 1px solid @border;
+    border-radius: 8px;
+}
+QLabel[class="backendName"] { font-size: 12pt; font-weight: bold; color: @text; }
+QLabel[class="backendDetails"] { color: @mutedText; }
+QLabel[class="backendDot"] { background: @ok; border-radius: 5px; }
+#welcomeRoadmap { color: @text; font-size: 10.5pt; }
+#welcomeStatus { color: @mutedText; }
+#projectNotice {
+    background: @accentSoft;
+    border: 1px solid @accentBorder;
+    border-radius: 8px;
+    color: @text;
+    padding: 12px 16px;
+}
+#welcomeFooter { color: @faintText; font-size: 9pt; }
+QPushButton[class="startButton"] {
+    background: @surface;
+    border: 1px solid @buttonBorder;
+    border-radius: 6px;
+    padding: 8px 18px;
+    color: @text;
+    font-size: 10.5pt;
+}
+QPushButton[class="startButton"]:hover { background: @accentSoft; border-color: @accent; }
+QPushButton#welcomeNew { background: @accent; border-color: @accent; color: @textOnColor; }
+QPushButton#welcomeNew:hover { background: @accentHover; }
+QLabel[class="recentFile"] a { color: @accent; }
+QLabel[class="recentPath"] { color: @faintText; font-size: 9pt; }
+
+/* New project dialog (shell/new_project_dialog.cpp) */
+#newProjectHeading { font-size: 11pt; color: @text; }
+#exampleList { border: 1px solid @border; border-radius: 6px; background: @surface; }
+#exampleList::item { border-bottom: 1px solid @divider; }
+#exampleList::item:selected { background: @accentSoft; }
+QLabel[class="exampleName"] { font-weight: bold; font-size: 10.5pt; color: @text; }
+QLabel[class="exampleDetails"] { color: @mutedText; }
+QLabel[class="exampleFacts"] { color: @faintText; font-size: 8.5pt; }
+#examplesMissing { color: @faintText; }
+
+/* Forms of AttrRows (widgets/attr_editor.h): node inspector, Data and Training pages */
+QLabel[class="sectionHeading"] {
+    font-size: 8pt; font-weight: bold; color: @faintText; padding-top: 6px;
+}
+QLabel[class="fieldError"] { color: @error; font-size: 8.5pt; }
+QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="true"] {
+    border: 1px solid @error; border-radius: 3px; background: @errorSoft;
+}
+
+/* Node inspector (editor/node_inspector.cpp) */
+#nodeInspector, #inspectorContent { background: @surface; }
+#inspectorTitle { font-size: 12pt; font-weight: bold; color: @text; }
+#inspectorKindDoc { color: @mutedText; }
+#inspectorOutput { color: @text; }
+#inspectorProblems { color: @error; }
+#inspectorEmpty { color: @faintText; padding: 24px 12px; }
+
+/* Layer palette (editor/layer_palette.cpp) */
+#layerPalette QLineEdit {
+    border: 1px solid @border;
+    border-radius: 5px;
+    padding: 4px 6px;
+    background: @surface;
+}
+#layerPalette QLineEdit:focus { border-color: @accent; }
+#layerPalette QTreeWidget {
+    border: none;
+    background: @surface;
+}
+#layerPalette QTreeWidget::item { padding: 3px 2px; }
+
+/* Problems and Model Summary docks (editor/problems_panel.cpp, model_summary_panel.cpp) */
+#problemsAllClear { color: @ok; background: @surface; }
+#summaryTable::item { padding: 0 8px; }
+#summaryTable QHeaderView::section { padding: 3px 8px; }
+
+/* Live Training dock (training/training_dock.cpp); the state label by its "state" property */
+#trainingDock { background: @surface; }
+#trainingState {
+    border-radius: 9px; padding: 2px 10px; font-weight: bold; color: @textOnColor;
+    background: @faintText;
+}
+#trainingState[state="running"] { background: @ok; }
+#trainingState[state="paused"] { background: @warning; }
+#trainingState[state="stopping"] { background: @accent; }
+#trainingRun { font-weight: bold; color: @text; }
+#trainingStats { color: @mutedText; }
+#trainingLog { border: 1px solid @border; background: @logBackground; font-size: 8.5pt; }
+
+/* Gradient Flow and Distributions views (inspect/) */
+QLabel[class="viewMessage"] { color: @mutedText; font-size: 11pt; }
+#distributionsNonFinite { color: @mutedText; }
+#distributionsNonFinite[problem="true"] { color: @error; }
 )";
+
+// The colour table by the names the style sheet uses.
+const std::map<QString, QColor>& sheetColors() {
+    using namespace colors;
+    static const std::map<QString, QColor> table = {
+        {QStringLiteral("window"), kWindow},
+        {QStringLiteral("surface"), kSurface},
+        {QStringLiteral("border"), kBorder},
+        {QStringLiteral("text"), kText},
+        {QStringLiteral("mutedText"), kMutedText},
+        {QStringLiteral("faintText"), kFaintText},
+        {QStringLiteral("textOnColor"), kTextOnColor},
+        {QStringLiteral("accent"), kAccent},
+        {QStringLiteral("accentSoft"), kAccentSoft},
+        {QStringLiteral("accentHover"), kAccentHover},
+        {QStringLiteral("accentBorder"), kAccentBorder},
+        {QStringLiteral("buttonBorder"), kButtonBorder},
+        {QStringLiteral("divider"), kDivider},
+        {QStringLiteral("logBackground"), kLogBackground},
+        {QStringLiteral("ok"), kOk},
+        {QStringLiteral("error"), kError},
+        {QStringLiteral("errorSoft"), kErrorSoft},
+        {QStringLiteral("warning"), kWarning},
+        {QStringLiteral("warningSoft"), kWarningSoft},
+        {QStringLiteral("warningText"), kWarningText},
+        {QStringLiteral("warningBorder"), kWarningBorder},
+        {QStringLiteral("canvas"), kCanvas},
+        {QStringLiteral("gridLine"), kGridLine},
+        {QStringLiteral("edge"), kEdge},
+    };
+    return table;
+}
+
+// "#rrggbb", or "rgba(r, g, b, a)" for a translucent colour.
+QString cssColor(const QColor& color) {
+    if (color.alpha() == 255) return color.name();
+    return QStringLiteral("rgba(%1, %2, %3, %4)")
+        .arg(color.red())
+        .arg(color.green())
+        .arg(color.blue())
+        .arg(color.alpha());
+}
 
 } // namespace
 
@@ -93,8 +257,38 @@ void applyStudioTheme(QApplication& app) {
     font.setPointSizeF(10.0);
     app.setFont(font);
 
-    app.setStyleSheet(QString::fromLatin1(kStyleSheet));
+    app.setStyleSheet(studioStyleSheet());
     app.setWindowIcon(studioIcon());
+}
+
+QString studioStyleSheet() {
+    static const QRegularExpression placeholder(QStringLiteral("@([A-Za-z]+)"));
+    const QString sheet = QString::fromLatin1(kStyleSheetTemplate);
+    const std::map<QString, QColor>& table = sheetColors();
+    QString result;
+    result.reserve(sheet.size());
+    qsizetype copied = 0;
+    for (auto it = placeholder.globalMatch(sheet); it.hasNext();) {
+        const QRegularExpressionMatch match = it.next();
+        result += QStringView(sheet).mid(copied, match.capturedStart() - copied);
+        const auto colour = table.find(match.captured(1));
+        if (colour != table.end()) {
+            result += cssColor(colour->second);
+        } else {
+            qWarning("studioStyleSheet: no colour named %s", qPrintable(match.captured(0)));
+            result += match.captured(0); // left in: test_theme reports it
+        }
+        copied = match.capturedEnd();
+    }
+    result += QStringView(sheet).mid(copied);
+    return result;
+}
+
+void setStyleProperty(QWidget* widget, const char* name, const QVariant& value) {
+    if (widget->property(name) == value) return;
+    widget->setProperty(name, value);
+    widget->style()->unpolish(widget);
+    widget->style()->polish(widget);
 }
 
 QColor categoryColor(graph::Category category) {

@@ -2,12 +2,15 @@
 // The studio's look: Fusion style, a calm light palette, one style sheet, and the app icon.
 #include <QColor>
 #include <QIcon>
+#include <QString>
+#include <QVariant>
 
 #include <initializer_list>
 
 class QApplication;
 class QCPAxis;
 class QCustomPlot;
+class QWidget;
 
 namespace myelin::graph {
 enum class Category;
@@ -15,7 +18,9 @@ enum class Category;
 
 namespace myelin::ui {
 
-// Colours shared by widgets that paint or style themselves.
+// The studio's colour table: every colour a widget paints or styles with is one of these, named
+// by its role. The application style sheet (studioStyleSheet) is generated from this table;
+// files outside ui/widgets/theme* hold no colour literals (tests/ui/test_theme.cpp).
 namespace colors {
 inline const QColor kWindow{0xF4, 0xF5, 0xF7};
 inline const QColor kSurface{0xFF, 0xFF, 0xFF};
@@ -32,6 +37,30 @@ inline const QColor kWarningSoft{0xFD, 0xF6, 0xE3};
 inline const QColor kCanvas{0xF7, 0xF8, 0xFA};
 inline const QColor kGridLine{0xEC, 0xEF, 0xF2};
 inline const QColor kEdge{0x8A, 0x97, 0xA6};
+
+// Text
+inline const QColor kFaintText{0x7B, 0x87, 0x94};   // hints, placeholders, time stamps, headings
+inline const QColor kTextOnColor{0xFF, 0xFF, 0xFF}; // on a saturated fill (accent, status)
+// Controls and frames
+inline const QColor kAccentHover{0x28, 0x54, 0x7F};   // an accent-filled button under the mouse
+inline const QColor kAccentBorder{0xC9, 0xD8, 0xE8};  // the frame of a kAccentSoft notice
+inline const QColor kButtonBorder{0xC9, 0xD1, 0xDA};  // the frame of a flat push button
+inline const QColor kDivider{0xEE, 0xF0, 0xF3};       // between the entries of a list
+inline const QColor kLogBackground{0xFB, 0xFB, 0xFC}; // read-only log text
+inline const QColor kWarningText{0x7A, 0x53, 0x12};   // text on kWarningSoft
+inline const QColor kWarningBorder{0xEB, 0xD9, 0xA8}; // the frame of a kWarningSoft banner
+// Canvas
+inline const QColor kNodeShadow{0x1F, 0x29, 0x33, 18};           // under a node's card
+inline const QColor kCalloutShadow{0x00, 0x00, 0x00, 28};        // under the feedback bubble
+inline const QColor kEdgeLabelBackground{0xFF, 0xFF, 0xFF, 235}; // an edge's shape label
+// Plots
+inline const QColor kLegendBackground{0xFF, 0xFF, 0xFF, 220}; // over the curves
+inline const QColor kTrainCurve = kAccent; // training metrics per epoch, the learning rate
+inline const QColor kTrainStepCurve{0x9E, 0xC1, 0xE3}; // training loss per step
+inline const QColor kValidationCurve{0xE0, 0x7A, 0x1F};
+inline const QColor kHeatmapLow{0xBF, 0xD4, 0xEA};  // share heat map: a small share of values
+inline const QColor kZerosMapLow{0xE8, 0xF5, 0xEC}; // share of zeros: none (healthy)
+inline const QColor kZerosMapMid{0xF3, 0xD9, 0x9A}; // share of zeros: many (before kWarning)
 } // namespace colors
 
 // The colour that marks a layer category on the canvas and in the palette.
@@ -40,6 +69,16 @@ QColor categoryColor(graph::Category category);
 // Applies style, palette, font and style sheet to the whole application. Call once, after
 // the QApplication exists and before the first window is shown.
 void applyStudioTheme(QApplication& app);
+
+// The studio's one style sheet (applyStudioTheme sets it on the application): every widget's
+// rules, selected by object name, class or the "class" property, with the colours of the table
+// above substituted. Widgets do not set sheets of their own.
+QString studioStyleSheet();
+
+// Sets the dynamic property `name` that studioStyleSheet selects on (#trainingState[state=
+// "running"], QLineEdit[invalid="true"]) and re-polishes `widget` so the matching rules apply
+// now: for a look that changes at run time.
+void setStyleProperty(QWidget* widget, const char* name, const QVariant& value);
 
 // The studio's look for a plot: the surface background and, on `axes`, lines in `axisColor`
 // (axis, ticks, sub-ticks), muted label text and light grid lines.
