@@ -10,6 +10,7 @@
 #include "editor/node_inspector.h"
 #include "editor/node_item.h"
 #include "inspect/distributions_view.h"
+#include "inspect/feature_maps_view.h"
 #include "inspect/gradient_flow_view.h"
 #include "pages/data_page.h"
 #include "pages/training_page.h"
@@ -81,12 +82,14 @@ void MainWindow::createTraining() {
             &GradientFlowView::runFinished);
     connect(training_, &TrainingController::finished, distributions_,
             &DistributionsView::runFinished);
+    connect(training_, &TrainingController::finished, featureMaps_, &FeatureMapsView::runFinished);
     connect(gradientFlow_, &GradientFlowView::runShown, this, [this](qint64 run, bool live) {
         distributions_->showRun(gradientFlow_->storePath(), run, live);
+        featureMaps_->showRun(gradientFlow_->storePath(), run, live);
     });
     connect(workspaceTabs_, &QTabWidget::currentChanged, this, [this](int index) {
         QWidget* page = workspaceTabs_->widget(index);
-        if (page != gradientFlow_ && page != distributions_) return;
+        if (page != gradientFlow_ && page != distributions_ && page != featureMaps_) return;
         gradientFlow_->setStorePath(training_->storePath()); // a no-op when it is open already
         if (!gradientFlow_->isLive()) gradientFlow_->refreshRuns();
     });
