@@ -143,8 +143,9 @@ class TestFeatureMapsView : public QObject {
         QCOMPARE(view->enlargedChannel(), 5);
         const train::ChannelStats five = train::channel_stats(*stored, 0, 5);
         const QString caption = view->enlargedText();
-        QVERIFY2(caption.contains(QStringLiteral("conv · channel 5 · example #1 · step 10")),
-                 qPrintable(caption));
+        QVERIFY2(
+            caption.contains(QStringLiteral("conv (Conv2d) · channel 5 · example #1 · step 10")),
+            qPrintable(caption));
         QVERIFY2(caption.contains(QStringLiteral("min %1 · max %2 · mean %3")
                                       .arg(QString::number(five.min, 'g', 4),
                                            QString::number(five.max, 'g', 4),
@@ -165,6 +166,21 @@ class TestFeatureMapsView : public QObject {
         view->enlargeChannel(2);
         QTest::qWait(50);
         myelin::test::saveScreenshot(w, QStringLiteral("inspect_feature_maps_test.png"));
+
+        // A finished run opened later: a new window on the same store, the tab opened first.
+        MainWindow later;
+        later.trainingController()->setStorePath(storePath);
+        later.resize(1400, 900);
+        later.show();
+        QVERIFY(later.openProject(project));
+        later.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"))
+            ->setCurrentWidget(later.featureMapsView());
+        FeatureMapsView* reopened = later.featureMapsView();
+        QCOMPARE(reopened->run(), int64_t(1));
+        QVERIFY(!reopened->isLive());
+        QCOMPARE(reopened->layers(), view->layers());
+        QCOMPARE(reopened->shownStep(), std::optional<int64_t>(30));
+        QCOMPARE(reopened->shownValue(1, 2, 3), runs.feature_map(1, "conv", 30)->at(0, 1, 2, 3));
     }
 
     void saysWhyThereIsNothingToShow() {

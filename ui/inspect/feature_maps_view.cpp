@@ -745,7 +745,7 @@ void FeatureMapsView::draw() {
         const train::ChannelStats stats = train::channel_stats(*map_, example_, enlarged_);
         panel_->showChannel(renderChannel(*map_, example_, enlarged_, stats), stats,
                             tr("%1 · channel %2 · example #%3 · step %4\n%5")
-                                .arg(QString::fromStdString(mapLayer_))
+                                .arg(layerBox_->currentText())
                                 .arg(enlarged_)
                                 .arg(example_ + 1)
                                 .arg(map_->step)
