@@ -625,7 +625,11 @@ void FeatureMapsView::loadMap(int64_t step) {
     const std::string name = layer();
     try {
         auto map = store_->feature_map(run_, name, step);
-        if (!map) return;
+        if (!map) { // gone since the layers were listed (the run was deleted)
+            map_.reset();
+            showMessage(emptyText());
+            return;
+        }
         map_ = std::move(map);
         mapLayer_ = name;
         if (!input_) input_ = store_->probe_input(run_); // once it is there
