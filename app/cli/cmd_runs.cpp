@@ -92,6 +92,16 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
                     std::printf("  %-24s %12.6g  (step %lld)\n", m.key.c_str(), m.value,
                                 (long long)m.step);
         }
+        // One line: the maps themselves are for the studio's Feature Maps tab.
+        const auto captures = store.feature_map_capture_steps(r.id);
+        if (!captures.empty()) {
+            std::string layers;
+            for (const auto& layer : store.feature_map_layers(r.id))
+                layers += (layers.empty() ? "" : ", ") + layer;
+            std::printf("feature maps: %zu capture%s, steps %lld to %lld, layers %s\n",
+                        captures.size(), captures.size() == 1 ? "" : "s",
+                        (long long)captures.front(), (long long)captures.back(), layers.c_str());
+        }
         auto events = store.events(r.id);
         if (!events.empty()) {
             std::printf("events:\n");

@@ -37,13 +37,34 @@ struct QueuedHistogram {
     std::vector<double> counts;
 };
 
+// Feature maps as logged; the writer encodes them (feature_maps.cpp), off the caller's thread.
+struct QueuedFeatureMap {
+    int64_t run = 0;
+    std::string layer; // "": the probe input
+    int64_t step = 0;
+    double wall_time = 0;
+    int64_t shape[4] = {};
+    std::vector<float> values;
+};
+
+// A feature map ready for its row: float16 bits, value = half * 2^-scale_exp.
+struct EncodedFeatureMap {
+    int scale_exp = 0;
+    std::vector<uint16_t> halves;
+};
+EncodedFeatureMap encode_feature_map(std::span<const float> values);
+// Decodes `blob` into out.values (sized from out's shape); false when the blob does not hold
+// exactly that many float16 values.
+bool decode_feature_map(std::span<const std::byte> blob, int scale_exp, FeatureMap& out);
+
 // Points taken off the queue by the writer; kept and retried while the store is locked.
 struct WriteBatch {
     std::vector<MetricPoint> metrics;
     std::vector<QueuedHistogram> histograms;
+    std::vector<QueuedFeatureMap> feature_maps;
     std::size_t weight = 0;
     uint64_t last_sequence = 0; // the enqueue sequence number it covers
-    bool empty() const { return metrics.empty() && histograms.empty(); }
+    bool empty() const { return metrics.empty() && histograms.empty() && feature_maps.empty(); }
 };
 } // namespace detail
 
@@ -69,6 +90,7 @@ struct RunStore::Impl {
     std::condition_variable progress_wake; // something committed, failed, or room in the queue
     std::vector<MetricPoint> queued_metrics;
     std::vector<detail::QueuedHistogram> queued_histograms;
+    std::vector<detail::QueuedFeatureMap> queued_feature_maps;
     std::size_t queued_weight = 0;  // in the queue
     std::size_t pending_weight = 0; // in the queue or in the writer's batch
     std::chrono::steady_clock::time_point first_queued_at;
@@ -90,9 +112,12 @@ struct RunStore::Impl {
     std::string message(std::string_view what) const;
     void require_known_run(int64_t run);
     // Waits for room (bounded: a writer error wakes it and is thrown), then queues the points
-    // (wall_time 0 becomes `now`) or the histogram.
+    // (wall_time 0 becomes `now`), the histogram or the feature map.
     void enqueue(std::span<const MetricPoint> metrics, detail::QueuedHistogram* histogram,
-                 std::size_t weight, double now);
+                 std::size_t weight, double now, detail::QueuedFeatureMap* feature_map = nullptr);
+    void log_feature_map(int64_t run, std::string_view layer, int64_t step,
+                         std::span<const int64_t> shape, std::span<const float> values,
+                         double wall_time);
     void flush();
     // Before a read: waits until the queued points are written or the writer has an error,
     // which stays for the next write or flush (a store locked for writing can still be read).
@@ -112,6 +137,8 @@ struct RunStore::Impl {
     // db_mutex held.
     std::vector<int64_t> mark_interrupted_locked();
     Run read_run_locked(int64_t id, bool with_project);
+    std::optional<FeatureMap> read_feature_map_locked(int64_t run, std::string_view layer,
+                                                      int64_t step);
 };
 
 } // namespace myelin::store

@@ -119,9 +119,32 @@ CREATE INDEX events_by_run ON events (run, step);
             "creating the events table (version 2)");
 }
 
+// Version 3: feature maps, one row per (run, layer, step); layer '' holds the probe examples
+// themselves. A rowid table (not WITHOUT ROWID): its blobs are tens to hundreds of kilobytes,
+// and the unique index lists layers and steps without reading them.
+void migrate_to_v3(Database& db) {
+    db.exec(R"sql(
+CREATE TABLE feature_maps (
+    id        INTEGER PRIMARY KEY,
+    run       INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    layer     TEXT NOT NULL,
+    step      INTEGER NOT NULL,
+    wall_time REAL NOT NULL,
+    examples  INTEGER NOT NULL,
+    channels  INTEGER NOT NULL,
+    height    INTEGER NOT NULL,
+    width     INTEGER NOT NULL,
+    scale_exp INTEGER NOT NULL,  -- value = float16 * 2^-scale_exp
+    data      BLOB NOT NULL      -- examples*channels*height*width little-endian float16
+);
+CREATE UNIQUE INDEX feature_maps_by_layer ON feature_maps (run, layer, step);
+)sql",
+            "creating the feature_maps table (version 3)");
+}
+
 // migrations[i] brings a store from version i to version i + 1.
 using Migration = void (*)(Database&);
-constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2};
+constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2, migrate_to_v3};
 static_assert(std::size(kMigrations) == size_t(kSchemaVersion));
 
 struct FileIdentity {

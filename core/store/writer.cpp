@@ -41,7 +41,8 @@ void RunStore::Impl::throw_writer_error(std::unique_lock<std::mutex>& lock) {
 }
 
 void RunStore::Impl::enqueue(std::span<const MetricPoint> metrics, QueuedHistogram* histogram,
-                             std::size_t weight, double now) {
+                             std::size_t weight, double now,
+                             detail::QueuedFeatureMap* feature_map) {
     std::unique_lock lock(queue_mutex);
     if (has_lasting_error()) throw_writer_error(lock);
     // An item larger than the whole queue is let in alone. While the queue is full, a failure of
@@ -62,6 +63,10 @@ void RunStore::Impl::enqueue(std::span<const MetricPoint> metrics, QueuedHistogr
     if (histogram) {
         if (histogram->wall_time == 0) histogram->wall_time = now;
         queued_histograms.push_back(std::move(*histogram));
+    }
+    if (feature_map) {
+        if (feature_map->wall_time == 0) feature_map->wall_time = now;
+        queued_feature_maps.push_back(std::move(*feature_map));
     }
     queued_weight += weight;
     pending_weight += weight;
@@ -137,8 +142,12 @@ void RunStore::Impl::writer_loop() {
         batch.histograms.insert(batch.histograms.end(),
                                 std::make_move_iterator(queued_histograms.begin()),
                                 std::make_move_iterator(queued_histograms.end()));
+        batch.feature_maps.insert(batch.feature_maps.end(),
+                                  std::make_move_iterator(queued_feature_maps.begin()),
+                                  std::make_move_iterator(queued_feature_maps.end()));
         queued_metrics.clear();
         queued_histograms.clear();
+        queued_feature_maps.clear();
         batch.weight += queued_weight;
         queued_weight = 0;
         batch.last_sequence = enqueued_sequence;
@@ -156,8 +165,9 @@ void RunStore::Impl::writer_loop() {
         }
 
         lock.lock();
-        const std::string what = std::to_string(batch.metrics.size()) + " metric points and " +
-                                 std::to_string(batch.histograms.size()) + " histograms";
+        const std::string what = std::to_string(batch.metrics.size()) + " metric points, " +
+                                 std::to_string(batch.histograms.size()) + " histograms and " +
+                                 std::to_string(batch.feature_maps.size()) + " feature maps";
         if (failure) {
             ++writer_failures;
             // A lasting error is kept until thrown; a transient one gives way to newer news.
@@ -194,7 +204,15 @@ void RunStore::Impl::write_batch(WriteBatch& batch) {
     auto insert_histogram = wdb.prepare("INSERT OR REPLACE INTO histograms (run, key, step, "
                                         "wall_time, min, max, nbins, counts) VALUES (?1, ?2, ?3, "
                                         "?4, ?5, ?6, ?7, ?8)");
+    auto insert_feature_map = wdb.prepare(
+        "INSERT OR REPLACE INTO feature_maps (run, layer, step, wall_time, examples, channels, "
+        "height, width, scale_exp, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     detail::SummaryWriter summaries(wdb);
+    // Encoded before the transaction, so the write lock is held only for the inserts.
+    std::vector<detail::EncodedFeatureMap> encoded;
+    encoded.reserve(batch.feature_maps.size());
+    for (const auto& f : batch.feature_maps)
+        encoded.push_back(detail::encode_feature_map(f.values));
 
     std::unordered_map<SeriesId, SeriesTouch, SeriesIdHash> touched;
     for (const MetricPoint& p : batch.metrics) {
@@ -204,7 +222,7 @@ void RunStore::Impl::write_batch(WriteBatch& batch) {
     }
 
     static_assert(std::endian::native == std::endian::little,
-                  "histogram blobs are little-endian float64");
+                  "histogram and feature map blobs are little-endian");
     wdb.write_transaction("writing metrics", [&] {
         for (const MetricPoint& p : batch.metrics) {
             insert_metric.bind(1, p.run).bind(2, p.key).bind(3, p.step).bind(4, p.wall_time);
@@ -221,6 +239,15 @@ void RunStore::Impl::write_batch(WriteBatch& batch) {
             insert_histogram.bind(5, h.min).bind(6, h.max).bind(7, int64_t(h.counts.size()));
             insert_histogram.bind_blob(8, std::as_bytes(std::span(h.counts)));
             insert_histogram.run("writing a histogram");
+        }
+        for (size_t i = 0; i < batch.feature_maps.size(); ++i) {
+            const detail::QueuedFeatureMap& f = batch.feature_maps[i];
+            insert_feature_map.bind(1, f.run).bind(2, f.layer).bind(3, f.step);
+            insert_feature_map.bind(4, f.wall_time).bind(5, f.shape[0]).bind(6, f.shape[1]);
+            insert_feature_map.bind(7, f.shape[2]).bind(8, f.shape[3]);
+            insert_feature_map.bind(9, encoded[i].scale_exp);
+            insert_feature_map.bind_blob(10, std::as_bytes(std::span(encoded[i].halves)));
+            insert_feature_map.run("writing a feature map");
         }
     });
 }

@@ -278,6 +278,60 @@ std::vector<RecordedLayer> layers_with_histograms(const store::RunStore& store, 
     return layers;
 }
 
+std::vector<RecordedLayer> layers_with_feature_maps(const store::RunStore& store, int64_t run) {
+    const std::vector<std::string> names = store.feature_map_layers(run);
+    std::vector<RecordedLayer> layers;
+    if (names.empty()) return layers;
+    std::map<std::string, std::string> kinds;
+    for (auto& layer : model_layers(store.run(run).project_json, run))
+        kinds.emplace(std::move(layer.name), std::move(layer.kind));
+    for (const std::string& name : names) {
+        const auto kind = kinds.find(name);
+        layers.push_back({name, kind == kinds.end() ? std::string() : kind->second});
+    }
+    return layers;
+}
+
+std::optional<int64_t> feature_maps_interval(const store::RunStore& store, int64_t run) {
+    try {
+        return io::parse_project(store.run(run).project_json, "run " + std::to_string(run))
+            .train.capture.feature_maps_every;
+    } catch (const store::StoreError&) {
+        throw; // the store itself failed: the caller says so
+    } catch (const Error&) {
+        return std::nullopt; // a snapshot this build cannot read (a missing plugin, ...)
+    }
+}
+
+ChannelStats channel_stats(const store::FeatureMap& map, int64_t example, int64_t channel) {
+    ChannelStats stats;
+    if (example < 0 || example >= map.examples || channel < 0 || channel >= map.channels)
+        throw Error("channel_stats: example " + std::to_string(example) + ", channel " +
+                    std::to_string(channel) + " is outside the map's " +
+                    std::to_string(map.examples) + " examples x " + std::to_string(map.channels) +
+                    " channels");
+    const size_t plane = size_t(map.height * map.width);
+    const float* values = map.values.data() + size_t(example * map.channels + channel) * plane;
+    double low = std::numeric_limits<double>::infinity(), high = -low, sum = 0;
+    int64_t finite = 0;
+    for (size_t i = 0; i < plane; ++i) {
+        const double v = values[i];
+        if (!std::isfinite(v)) {
+            ++stats.nonfinite;
+            continue;
+        }
+        low = std::min(low, v);
+        high = std::max(high, v);
+        sum += v;
+        ++finite;
+    }
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    stats.min = finite ? low : nan;
+    stats.max = finite ? high : nan;
+    stats.mean = finite ? sum / double(finite) : nan;
+    return stats;
+}
+
 std::string format_layer_stats(const LayerStatsTable& table) {
     const auto step_text = [](std::optional<int64_t> s) {
         return s ? "step " + std::to_string(*s) : std::string("none recorded");

@@ -4,6 +4,7 @@
 #include <myelin/io/project.h>
 #include <myelin/train/trainer.h>
 
+#include <span>
 #include <string>
 
 namespace myelin::train {
@@ -55,6 +56,18 @@ void StoreSink::on_event(const Event& e) {
             {run_, kind + "_zero_fraction/" + s->layer, s->step, sum.zero_fraction(), t},
             {run_, kind + "_nonfinite/" + s->layer, s->step, double(sum.nonfinite_count()), t}};
         store_.log_metrics(points);
+    } else if (auto* f = e.get<FeatureMapEvent>()) {
+        // Convolution-like outputs only: [examples, channels, height, width]. Other layers'
+        // outputs (vectors, sequences) have no image to show.
+        const Tensor& v = f->values;
+        if (!v.defined() || v.dim() != 4 || !v.is_floating_point()) return;
+        const Tensor values = (v.dtype() == DType::Float32 ? v : v.to(DType::Float32)).contiguous();
+        const std::span<const int64_t> shape(v.shape().data(), 4);
+        const std::span<const float> data(values.data<float>(), size_t(values.numel()));
+        if (f->layer.empty())
+            store_.log_probe_input(run_, f->step, shape, data, t);
+        else
+            store_.log_feature_map(run_, f->layer, f->step, shape, data, t);
     } else if (auto* c = e.get<CheckpointSaved>()) {
         store::ArtifactInfo a;
         a.kind = "checkpoint";

@@ -10,6 +10,7 @@
 #include <myelin/train/early_stopping.h>
 #include <myelin/train/trainer.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -147,11 +148,17 @@ void GradientMonitor::after_optimizer_step(Trainer& trainer, StepMetrics& metric
 
 void FeatureMapProbe::on_run_start(Trainer& trainer) {
     const DataSplits& data = trainer.data();
-    auto source = data.validation ? data.validation : data.train;
+    auto source = data.validation && data.validation->size() > 0 ? data.validation : data.train;
+    // One generator for the examples in order: the same probe batch on every run of the project.
     Generator gen(trainer.spec().seed);
-    Tensor x = source->get(0).input;
-    if (data.eval_transform) x = (*data.eval_transform)(x, gen);
-    probe_ = x.unsqueeze(0);
+    TensorList examples;
+    for (int64_t i = 0; i < std::min<int64_t>(kProbeExamples, source->size()); ++i) {
+        Tensor x = source->get(i).input;
+        if (data.eval_transform) x = (*data.eval_transform)(x, gen);
+        examples.push_back(x);
+    }
+    probe_ = examples.empty() ? Tensor() : stack(examples);
+    input_reported_ = false;
 }
 
 void FeatureMapProbe::after_step_reported(Trainer& trainer) {
@@ -161,6 +168,11 @@ void FeatureMapProbe::after_step_reported(Trainer& trainer) {
     graph::GraphModule& model = trainer.model();
     const bool was_training = model.is_training();
     model.eval();
+    if (!input_reported_) {
+        // The examples themselves, once: the views show what the maps were taken from.
+        trainer.report(FeatureMapEvent{"", trainer.epoch(), trainer.step(), snapshot(probe_)});
+        input_reported_ = true;
+    }
     std::vector<HookHandle> hooks;
     Trainer* t = &trainer;
     for (const auto& [name, layer] : trainer.captured_layers())

@@ -64,17 +64,20 @@ class GradientMonitor final : public TrainerCallback {
     std::vector<std::vector<Tensor>> before_; // parameters before the step, per layer
 };
 
-// Every `every`-th step, the activations of every captured layer on one fixed example (the first
-// of validation, else of training, with the evaluation transform), in eval mode.
+// Every `every`-th step, the activations of every captured layer on a fixed batch of probe
+// examples (the first kProbeExamples of validation, else of training, with the evaluation
+// transform), in eval mode; the first capture also reports the batch itself (layer "").
 class FeatureMapProbe final : public TrainerCallback {
   public:
+    static constexpr int64_t kProbeExamples = 4;
     explicit FeatureMapProbe(int64_t every) : every_(every) {}
     void on_run_start(Trainer& trainer) override;
     void after_step_reported(Trainer& trainer) override;
 
   private:
     int64_t every_;
-    Tensor probe_;
+    Tensor probe_; // [examples, ...input shape]
+    bool input_reported_ = false;
 };
 
 // Validation every `every` optimizer steps, reported as EpochMetrics within the epoch.

@@ -1,5 +1,6 @@
 // Runs the built `myelin` command-line tool and checks its output and exit codes.
 #include "blobs_project.h"
+#include "stripes_project.h"
 
 #include <myelin/io/safetensors.h>
 #include <myelin/tensor.h>
@@ -87,6 +88,7 @@ class TestCli : public QObject {
     void deeplyNestedFilesAreRefused();
     void formatRewritesCanonically();
     void trainEvalAndRuns();
+    void runsShowCountsFeatureMaps();
     void stopAndResume();
     void breakOnStopsBeforeTheStep();
     void interruptWithCtrlC();
@@ -275,6 +277,7 @@ void TestCli::trainEvalAndRuns() {
     QVERIFY2(show.out.contains(QStringLiteral("optimizer = Adam")), qPrintable(show.out));
     QVERIFY(show.out.contains(QStringLiteral("test_accuracy")));
     QVERIFY(show.out.contains(QStringLiteral("checkpoint step 42:")));
+    QVERIFY(!show.out.contains(QStringLiteral("feature maps"))); // an MLP has none
     // Per layer, in model order, at the newest step and at a chosen one.
     const Result layers = runCli({QStringLiteral("runs"), QStringLiteral("layers"),
                                   QStringLiteral("1"), QStringLiteral("--store"), store});
@@ -333,6 +336,22 @@ void TestCli::trainEvalAndRuns() {
                      QStringLiteral("--store"), store})
                  .exitCode,
              2);
+}
+
+void TestCli::runsShowCountsFeatureMaps() {
+    QTemporaryDir dir;
+    const QString project =
+        QString::fromStdString(myelin::test::writeStripesProject(dir.path().toStdString(), 2, 5));
+    QVERIFY(!project.isEmpty());
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const Result r = runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    const Result show = runCli({QStringLiteral("runs"), QStringLiteral("show"), QStringLiteral("1"),
+                                QStringLiteral("--store"), store});
+    QCOMPARE(show.exitCode, 0);
+    QVERIFY2(show.out.contains(QStringLiteral(
+                 "feature maps: 4 captures, steps 5 to 20, layers conv, act, pool\n")),
+             qPrintable(show.out));
 }
 
 void TestCli::stopAndResume() {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -193,7 +194,7 @@ class TestStore : public QObject {
             QCOMPARE(raw.integer("PRAGMA application_id"), int64_t(0x4D594C4E));
             QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
             for (const char* table : {"runs", "params", "metrics", "latest_metrics", "histograms",
-                                      "artifacts", "metric_summaries", "events"})
+                                      "artifacts", "metric_summaries", "events", "feature_maps"})
                 QVERIFY2(raw.integer(std::string("SELECT count(*) FROM sqlite_schema WHERE "
                                                  "type = 'table' AND name = '") +
                                      table + "'") == 1,
@@ -799,7 +800,7 @@ class TestStore : public QObject {
         {
             // What a store written by version 1 looks like: no events table.
             RawDb raw(path);
-            raw.exec("DROP TABLE events; PRAGMA user_version = 1");
+            raw.exec("DROP TABLE events; DROP TABLE feature_maps; PRAGMA user_version = 1");
         }
         RunStore migrated = RunStore::open(path);
         QCOMPARE(migrated.run(id).name, std::string("with events"));
@@ -810,6 +811,206 @@ class TestStore : public QObject {
         migrated.finish_run(id, RunStatus::Stopped);
         migrated.delete_run(id);
         QVERIFY(migrated.events(id).empty()); // deleted with the run
+    }
+
+    void featureMapsRoundTrip() {
+        RunStore store = RunStore::open(file("maps.sqlite"));
+        const int64_t run = store.create_run(named("cnn"));
+        const int64_t shape[] = {2, 3, 4, 5}; // examples, channels, height, width
+        // Values float16 holds exactly once scaled: eighths, a negative, a zero.
+        auto values_at = [](int64_t step, float offset) {
+            std::vector<float> v(120);
+            for (size_t i = 0; i < v.size(); ++i)
+                v[i] = float(int(i % 17) - 8) / 8.0f + offset + float(step);
+            return v;
+        };
+        // Layers in forward order as the probe reports them, which is not alphabetical.
+        for (int64_t step : {10, 20, 40})
+            for (const char* layer : {"conv", "act", "bn"})
+                store.log_feature_map(run, layer, step, shape, values_at(step, layer[0] == 'a'));
+        store.log_probe_input(run, 10, shape, values_at(0, 0.5f));
+        QCOMPARE(store.feature_map_layers(run), (std::vector<std::string>{"conv", "act", "bn"}));
+        QCOMPARE(store.feature_map_steps(run, "act"), (std::vector<int64_t>{10, 20, 40}));
+        QCOMPARE(store.feature_map_capture_steps(run), (std::vector<int64_t>{10, 20, 40}));
+        QVERIFY(store.feature_map_steps(run, "missing").empty());
+
+        const auto map = store.feature_map(run, "act", 20);
+        QVERIFY(map);
+        QCOMPARE(map->step, int64_t(20));
+        QVERIFY(map->wall_time > 0);
+        QCOMPARE(map->examples, int64_t(2));
+        QCOMPARE(map->channels, int64_t(3));
+        QCOMPARE(map->height, int64_t(4));
+        QCOMPARE(map->width, int64_t(5));
+        QCOMPARE(map->values, values_at(20, 1.0f));
+        // at(): [example][channel][y][x], row-major.
+        QCOMPARE(map->at(1, 2, 3, 4), values_at(20, 1.0f)[119]);
+        QCOMPARE(map->at(1, 0, 2, 1), values_at(20, 1.0f)[60 + 2 * 5 + 1]);
+
+        // The nearest recorded step; the earlier one on a tie.
+        const auto step_of = [&](int64_t asked) {
+            return store.feature_map(run, "conv", asked)->step;
+        };
+        QCOMPARE(step_of(0), int64_t(10));
+        QCOMPARE(step_of(14), int64_t(10));
+        QCOMPARE(step_of(15), int64_t(10));
+        QCOMPARE(step_of(16), int64_t(20));
+        QCOMPARE(step_of(30), int64_t(20));
+        QCOMPARE(step_of(31), int64_t(40));
+        QCOMPARE(step_of(std::numeric_limits<int64_t>::max()), int64_t(40));
+        QVERIFY(!store.feature_map(run, "missing", 10));
+        QVERIFY(!store.feature_map(run, "", 10)); // the probe input is not a layer
+
+        const auto input = store.probe_input(run);
+        QVERIFY(input);
+        QCOMPARE(input->step, int64_t(10));
+        QCOMPARE(input->values, values_at(0, 0.5f));
+        QVERIFY(!store.probe_input(run + 1));
+
+        // Logging a step again replaces it.
+        store.log_feature_map(run, "conv", 20, shape, values_at(0, 3.0f));
+        QCOMPARE(store.feature_map(run, "conv", 20)->values, values_at(0, 3.0f));
+        QCOMPARE(store.feature_map_steps(run, "conv").size(), size_t(3));
+
+        // Any range: float16 scaled by a power of two keeps 11 bits of large and tiny maps, and
+        // NaN and infinities stay what they are.
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+        for (float magnitude : {1e-30f, 1e-7f, 1.0f, 7e4f, 1e12f, 3e38f}) {
+            std::vector<float> v(120);
+            for (float& x : v)
+                x = uniform(rng) * magnitude;
+            v[3] = 0.0f;
+            v[7] = magnitude; // the largest |value|
+            store.log_feature_map(run, "range", 1, shape, v);
+            const auto back = store.feature_map(run, "range", 1);
+            QCOMPARE(back->values[3], 0.0f);
+            for (size_t i = 0; i < v.size(); ++i)
+                QVERIFY2(std::abs(back->values[i] - v[i]) <=
+                             std::max(std::abs(v[i]) * 0x1p-11f, magnitude * 0x1p-24f),
+                         qPrintable(QStringLiteral("magnitude %1, value %2: %3 read back as %4")
+                                        .arg(double(magnitude))
+                                        .arg(i)
+                                        .arg(double(v[i]))
+                                        .arg(double(back->values[i]))));
+        }
+        std::vector<float> odd(120, 2.0f);
+        odd[0] = std::numeric_limits<float>::quiet_NaN();
+        odd[1] = std::numeric_limits<float>::infinity();
+        odd[2] = -std::numeric_limits<float>::infinity();
+        store.log_feature_map(run, "odd", 1, shape, odd);
+        const auto back = store.feature_map(run, "odd", 1);
+        QVERIFY(std::isnan(back->values[0]));
+        QCOMPARE(back->values[1], std::numeric_limits<float>::infinity());
+        QCOMPARE(back->values[2], -std::numeric_limits<float>::infinity());
+        QCOMPARE(back->values[3], 2.0f);
+
+        // Bad input is refused before anything is queued.
+        const std::vector<float> few(7);
+        QVERIFY(error_of<StoreError>([&] {
+                    store.log_feature_map(run, "conv", 1, shape, few);
+                }).contains("shape 2x3x4x5 needs 120 values, got 7"));
+        const int64_t flat[] = {2, 60};
+        QVERIFY(error_of<StoreError>([&] {
+                    store.log_feature_map(run, "conv", 1, flat, values_at(0, 0));
+                }).contains("needs a shape of 4 dimensions"));
+        const int64_t empty[] = {2, 0, 4, 5};
+        QVERIFY(error_of<StoreError>([&] {
+                    store.log_feature_map(run, "conv", 1, empty, few);
+                }).contains("is empty or too large"));
+        QVERIFY(error_of<StoreError>([&] {
+                    store.log_feature_map(run, "", 1, shape, values_at(0, 0));
+                }).contains("needs a layer name"));
+        QVERIFY(error_of<StoreError>([&] {
+                    store.log_feature_map(run, "conv", -1, shape, values_at(0, 0));
+                }).contains("out of range"));
+        QVERIFY(error_of<StoreError>([&] {
+                    store.log_feature_map(run + 50, "conv", 1, shape, values_at(0, 0));
+                }).contains(QStringLiteral("run %1 does not exist").arg(run + 50)));
+
+        // Deleted with the run.
+        store.finish_run(run, RunStatus::Finished);
+        store.delete_run(run);
+        QVERIFY(store.feature_map_layers(run).empty());
+        QVERIFY(!store.probe_input(run));
+    }
+
+    void damagedFeatureMapsGiveAMessage() {
+        const fs::path path = file("damaged-maps.sqlite");
+        int64_t run = 0;
+        {
+            RunStore store = RunStore::open(path);
+            run = store.create_run(named("cnn"));
+            const int64_t shape[] = {1, 2, 2, 2};
+            store.log_feature_map(run, "conv", 5, shape, std::vector<float>(8, 1.0f));
+            store.log_feature_map(run, "pool", 5, shape, std::vector<float>(8, 1.0f));
+        }
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("UPDATE feature_maps SET data = zeroblob(3) WHERE layer = 'conv'"),
+                     SQLITE_OK);
+            QCOMPARE(raw.exec("UPDATE feature_maps SET channels = -2 WHERE layer = 'pool'"),
+                     SQLITE_OK);
+        }
+        {
+            RunStore store = RunStore::open(path);
+            QString error = error_of<StoreError>([&] { store.feature_map(run, "conv", 5); });
+            QVERIFY2(error.contains("feature map 'conv' of run 1 at step 5 is corrupt"),
+                     qPrintable(error));
+            QVERIFY2(error.contains("needs 16 bytes of float16"), qPrintable(error));
+            QVERIFY2(error.contains("the row has 3 bytes"), qPrintable(error));
+            error = error_of<StoreError>([&] { store.feature_map(run, "pool", 5); });
+            QVERIFY2(error.contains("its shape 1x-2x2x2 is empty or too large"), qPrintable(error));
+            QCOMPARE(store.feature_map_layers(run).size(), size_t(2)); // the listing still works
+        }
+        {
+            // A file claiming version 3 without the table (changed by hand).
+            RawDb raw(path);
+            QCOMPARE(raw.exec("DROP TABLE feature_maps"), SQLITE_OK);
+        }
+        RunStore store = RunStore::open(path);
+        QCOMPARE(store.run(run).name, std::string("cnn"));
+        for (auto read : std::vector<std::function<void()>>{
+                 [&] { store.feature_map_layers(run); }, [&] { store.feature_map(run, "conv", 5); },
+                 [&] { store.feature_map_steps(run, "conv"); }, [&] { store.probe_input(run); }}) {
+            const QString error = error_of<StoreError>(read);
+            QVERIFY2(error.contains("has no feature_maps table"), qPrintable(error));
+            QVERIFY2(error.contains(QString::fromStdString(path.string())), qPrintable(error));
+        }
+    }
+
+    void aVersion2StoreIsMigrated() {
+        fs::path path = file("v2.sqlite");
+        int64_t id = 0;
+        {
+            RunStore store = RunStore::open(path);
+            id = store.create_run(named("before feature maps"));
+            store.log_metric(id, "loss", 7, 0.5);
+            store.log_event(id, {7, "breakpoint", "fc1", "gradient spike in fc1", 0});
+        }
+        {
+            // What a store written by version 2 looks like: no feature_maps table.
+            RawDb raw(path);
+            QCOMPARE(raw.exec("DROP TABLE feature_maps; PRAGMA user_version = 2"), SQLITE_OK);
+        }
+        RunStore migrated = RunStore::open(path);
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.integer("PRAGMA user_version"), int64_t(3));
+            QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE name = "
+                                 "'feature_maps_by_layer'"),
+                     int64_t(1));
+        }
+        QCOMPARE(migrated.run(id).name, std::string("before feature maps"));
+        QCOMPARE(migrated.metric_series(id, "loss").size(), size_t(1));
+        QCOMPARE(migrated.events(id).size(), size_t(1));
+        QVERIFY(migrated.feature_map_layers(id).empty());
+        const int64_t shape[] = {1, 1, 2, 2};
+        migrated.log_feature_map(id, "conv", 9, shape, std::vector<float>{1, 2, 3, 4});
+        QCOMPARE(migrated.feature_map(id, "conv", 0)->values, (std::vector<float>{1, 2, 3, 4}));
+        migrated.finish_run(id, RunStatus::Stopped);
+        migrated.delete_run(id);
+        QVERIFY(migrated.feature_map_layers(id).empty()); // deleted with the run
     }
 
     void newerSchemaIsRefused() {

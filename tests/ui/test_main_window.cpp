@@ -176,7 +176,9 @@ void TestMainWindow::titleWithProject() {
     QVERIFY(pages != nullptr);
     QCOMPARE(pages->currentWidget()->objectName(), QStringLiteral("workspace"));
     QCOMPARE(w.workspaceTabs()->currentWidget()->objectName(), QStringLiteral("modelEditor"));
-    QCOMPARE(w.workspaceTabs()->count(), 5); // Model, Data, Training, Gradient Flow, Distributions
+    // Model, Data, Training, Gradient Flow, Distributions, Feature Maps
+    QCOMPARE(w.workspaceTabs()->count(), 6);
+    QCOMPARE(w.workspaceTabs()->tabText(5), QStringLiteral("Feature Maps"));
 }
 
 void TestMainWindow::malformedProjectAtStartupIsExplained() {

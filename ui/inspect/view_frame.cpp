@@ -15,9 +15,9 @@
 namespace myelin::ui {
 
 ViewFrame makeViewFrame(QWidget* view, QLayout* controls, QWidget* upper, QWidget* lower,
-                        QLayout* below, const QString& messageName) {
+                        QLayout* below, const QString& messageName, Qt::Orientation orientation) {
     ViewFrame frame;
-    auto* split = new QSplitter(Qt::Vertical, view);
+    auto* split = new QSplitter(orientation, view);
     split->addWidget(upper);
     split->addWidget(lower);
     split->setStretchFactor(0, 3);

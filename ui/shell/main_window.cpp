@@ -12,6 +12,7 @@
 #include "editor/node_inspector.h"
 #include "editor/problems_panel.h"
 #include "inspect/distributions_view.h"
+#include "inspect/feature_maps_view.h"
 #include "inspect/gradient_flow_view.h"
 #include "pages/data_page.h"
 #include "pages/training_page.h"
@@ -78,6 +79,7 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     trainingPage_ = new TrainingPage(document_, this);
     gradientFlow_ = new GradientFlowView(this);
     distributions_ = new DistributionsView(this);
+    featureMaps_ = new FeatureMapsView(this);
     // An open project: the lock banner (while training) over the Model / Data / Training tabs.
     workspace_ = new QWidget(this);
     workspace_->setObjectName(QStringLiteral("workspace"));
@@ -92,6 +94,7 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     workspaceTabs_->addTab(trainingPage_, tr("Training"));
     workspaceTabs_->addTab(gradientFlow_, tr("Gradient Flow"));
     workspaceTabs_->addTab(distributions_, tr("Distributions"));
+    workspaceTabs_->addTab(featureMaps_, tr("Feature Maps"));
     auto* workspaceLayout = new QVBoxLayout(workspace_);
     workspaceLayout->setContentsMargins(0, 0, 0, 0);
     workspaceLayout->setSpacing(0);
@@ -188,7 +191,10 @@ void MainWindow::createDocks() {
                     i < document_->analysis().nodes.size())
                     module = document_->analysis().nodes[i].module_name;
         gradientFlow_->highlightLayer(module);
-        if (!module.empty()) distributions_->setLayer(module);
+        if (!module.empty()) {
+            distributions_->setLayer(module);
+            featureMaps_->setLayer(module);
+        }
     });
     connect(problems_, &ProblemsPanel::nodeActivated, editor_, &ModelEditor::focusNode);
     connect(summary_, &ModelSummaryPanel::nodeActivated, editor_, &ModelEditor::focusNode);

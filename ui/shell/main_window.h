@@ -40,6 +40,7 @@ class TrainingDock;
 class TrainingPage;
 class GradientFlowView;
 class DistributionsView;
+class FeatureMapsView;
 class WelcomePage;
 
 class MainWindow : public QMainWindow {
@@ -66,6 +67,7 @@ class MainWindow : public QMainWindow {
     TrainingPage* trainingPage() const { return trainingPage_; }
     GradientFlowView* gradientFlowView() const { return gradientFlow_; }
     DistributionsView* distributionsView() const { return distributions_; }
+    FeatureMapsView* featureMapsView() const { return featureMaps_; }
     TrainingController* trainingController() const { return training_; }
     TrainingDock* trainingDock() const { return trainingDock_; }
     // The Model / Data / Training tabs of an open project.
@@ -144,6 +146,7 @@ class MainWindow : public QMainWindow {
     QElapsedTimer badgeClock_;
     QTimer badgeTimer_;
     DistributionsView* distributions_ = nullptr;
+    FeatureMapsView* featureMaps_ = nullptr;
     TrainingController* training_ = nullptr;
     TrainingDock* trainingDock_ = nullptr;
     QDockWidget* trainingDockWidget_ = nullptr;

@@ -11,6 +11,7 @@
 #include "editor/node_item.h"
 #include "editor/step_scrubber.h"
 #include "inspect/distributions_view.h"
+#include "inspect/feature_maps_view.h"
 #include "inspect/gradient_flow_view.h"
 #include "pages/data_page.h"
 #include "pages/training_page.h"
@@ -90,16 +91,21 @@ void MainWindow::createTraining() {
             [this](qint64 step) { gradientFlow_->selectStep(step); });
     connect(scrubber, &StepScrubber::followRequested, gradientFlow_,
             &GradientFlowView::setFollowNewest);
+    // Scrubbing moves the Feature Maps view to the nearest step it has maps for.
+    connect(scrubber, &StepScrubber::stepRequested, featureMaps_,
+            [this](qint64 step) { featureMaps_->selectStep(step); });
     connect(gradientFlow_, &GradientFlowView::stepsChanged, distributions_,
             [this](qint64, qint64 selected) {
                 if (selected != distributions_->markedStep()) distributions_->markStep(selected);
             });
+    connect(training_, &TrainingController::finished, featureMaps_, &FeatureMapsView::runFinished);
     connect(gradientFlow_, &GradientFlowView::runShown, this, [this](qint64 run, bool live) {
         distributions_->showRun(gradientFlow_->storePath(), run, live);
+        featureMaps_->showRun(gradientFlow_->storePath(), run, live);
     });
     connect(workspaceTabs_, &QTabWidget::currentChanged, this, [this](int index) {
         QWidget* page = workspaceTabs_->widget(index);
-        if (page != gradientFlow_ && page != distributions_) return;
+        if (page != gradientFlow_ && page != distributions_ && page != featureMaps_) return;
         gradientFlow_->setStorePath(training_->storePath()); // a no-op when it is open already
         if (!gradientFlow_->isLive()) gradientFlow_->refreshRuns();
     });

@@ -54,7 +54,7 @@ struct CaptureSpec {
     bool layer_norms = true;          // grad norm, weight norm, update/weight ratio per layer
     int64_t layer_norms_every = 1;    // every N steps
     int64_t summaries_every = 100;    // activation + gradient summaries and histograms; 0: off
-    int64_t feature_maps_every = 500; // activations of one fixed validation sample; 0: off
+    int64_t feature_maps_every = 500; // activations of 4 fixed validation examples; 0: off
     std::vector<std::string> layers;  // module names; empty: every layer
     bool operator==(const CaptureSpec& other) const = default;
 };

@@ -1,12 +1,12 @@
 #pragma once
 // The run store: one SQLite file per workspace holding every training run (its description,
-// parameters, metric series, histograms and artifacts such as checkpoints). The trainer writes
-// to it, the studio and the CLI read it; several processes may share one file.
+// parameters, metric series, histograms, feature maps and artifacts such as checkpoints). The
+// trainer writes to it, the studio and the CLI read it; several processes may share one file.
 //
-// Writes of metric points and histograms are queued and committed by one writer thread per
-// RunStore in batched transactions; flush() waits for them. Everything else is synchronous.
-// Every method is safe to call from any thread. Failures are StoreErrors naming the file.
-// A RunStore must not be used in a forked child (SQLite connections do not survive fork).
+// Writes of metric points, histograms and feature maps are queued and committed by one writer
+// thread per RunStore in batched transactions; flush() waits for them. Everything else is
+// synchronous. Every method is safe to call from any thread. Failures are StoreErrors naming the
+// file. A RunStore must not be used in a forked child (SQLite connections do not survive fork).
 #include <myelin/error.h>
 
 #include <chrono>
@@ -31,7 +31,7 @@ class StoreError : public Error {
 
 // The schema version this build reads and writes (PRAGMA user_version). A file with a newer
 // version is refused; an older one is migrated at open.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 enum class RunStatus { Running, Finished, Stopped, Failed, Interrupted };
 // "running", "finished", "stopped", "failed", "interrupted" (the text stored in the file).
@@ -129,6 +129,24 @@ struct HistogramSample {
     std::vector<double> counts;
 };
 
+// One layer's output on the run's probe examples at a step: `examples` x `channels` images of
+// height x width. Stored as float16 scaled by a power of two (exact scaling, so the largest
+// value cannot overflow and small ones keep 11 significant bits down to 2^-28 of the largest);
+// NaN and infinities are kept.
+struct FeatureMap {
+    int64_t step = 0;
+    double wall_time = 0;
+    int64_t examples = 0;
+    int64_t channels = 0;
+    int64_t height = 0;
+    int64_t width = 0;
+    std::vector<float> values; // row-major [examples][channels][height][width]
+
+    float at(int64_t example, int64_t channel, int64_t y, int64_t x) const {
+        return values[size_t(((example * channels + channel) * height + y) * width + x)];
+    }
+};
+
 // Something that happened in a run at a step: a breakpoint fired, ... (kind "breakpoint").
 struct RunEvent {
     int64_t step = 0;
@@ -217,6 +235,18 @@ class RunStore {
     void log_metrics(std::span<const MetricPoint> points);
     void log_histogram(int64_t run, std::string_view key, int64_t step, double min, double max,
                        std::span<const double> counts, double wall_time = 0);
+    // A layer's feature maps at a step (see FeatureMap): `shape` is [examples, channels, height,
+    // width], each at least 1, and `values` holds their product in row-major order. Queued like
+    // a histogram (the encoding happens on the writer thread); logging the same (run, layer,
+    // step) again replaces it. The layer name must not be empty.
+    void log_feature_map(int64_t run, std::string_view layer, int64_t step,
+                         std::span<const int64_t> shape, std::span<const float> values,
+                         double wall_time = 0);
+    // The probe examples themselves (the model's input the feature maps were taken from), as
+    // [examples, channels, height, width]; once per run is enough (probe_input reads the
+    // earliest).
+    void log_probe_input(int64_t run, int64_t step, std::span<const int64_t> shape,
+                         std::span<const float> values, double wall_time = 0);
     // Blocks until everything queued before the call is committed; throws the writer's error.
     void flush();
     // Records a file (which must exist; its path is stored absolute) and returns its id.
@@ -230,8 +260,8 @@ class RunStore {
     // dead) and the process start time recorded at create_run (so a reused pid is not taken
     // for the run's process). Returns the ids marked.
     std::vector<int64_t> mark_interrupted_runs();
-    // Deletes the run's rows (metrics, histograms, params, artifacts; children keep their data
-    // and lose the parent link) and its files. Files removed: the run folder
+    // Deletes the run's rows (metrics, histograms, feature maps, params, artifacts; children keep
+    // their data and lose the parent link) and its files. Files removed: the run folder
     // (artifact_folder(run)), and each artifact file of the run that is a regular file or a
     // symlink (never a folder), still has the recorded SHA-256 (it was not replaced) and is not
     // listed by another run as an artifact or parent checkpoint. Nothing else is touched. A
@@ -263,6 +293,18 @@ class RunStore {
     std::vector<std::string> histogram_keys(int64_t run) const;
     std::vector<HistogramSample> histogram_series(int64_t run, std::string_view key,
                                                   StepRange range = {}) const;
+    // The layers with feature maps, in the order they were first recorded (the model's forward
+    // order, as the probe's hooks fire).
+    std::vector<std::string> feature_map_layers(int64_t run) const;
+    // The steps at which `layer` has feature maps, ascending.
+    std::vector<int64_t> feature_map_steps(int64_t run, std::string_view layer) const;
+    // The steps at which any layer has feature maps, ascending (the probe's captures).
+    std::vector<int64_t> feature_map_capture_steps(int64_t run) const;
+    // `layer`'s maps at the recorded step nearest `step` (the earlier on a tie); unset when the
+    // layer has none. A blob that does not match its shape throws StoreError.
+    std::optional<FeatureMap> feature_map(int64_t run, std::string_view layer, int64_t step) const;
+    // The probe examples (log_probe_input) recorded first; unset when there are none.
+    std::optional<FeatureMap> probe_input(int64_t run) const;
     std::vector<Artifact> artifacts(int64_t run) const;
     std::vector<RunEvent> events(int64_t run) const; // by step, then in the order logged
     // The folder for a run's files under the store's folder (<store folder>/runs/<id>; not

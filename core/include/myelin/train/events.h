@@ -66,6 +66,9 @@ struct TensorSummaryEvent {
     TensorSummary summary;
 };
 
+// A layer's output on the run's probe examples (a fixed batch, the first 4 of validation), or
+// with an empty `layer` the probe examples themselves (reported once, before the first
+// capture's layers).
 struct FeatureMapEvent {
     std::string layer;
     int64_t epoch = 0;

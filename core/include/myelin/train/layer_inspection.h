@@ -111,6 +111,26 @@ std::vector<double> histogram_quantiles(const store::HistogramSample& histogram,
 // The layers with activation or gradient histograms ("activation/<layer>"), model order.
 std::vector<RecordedLayer> layers_with_histograms(const store::RunStore& store, int64_t run);
 
+// --- feature maps (the Feature Maps view) ---
+
+// The layers with feature maps (store::RunStore::feature_map_layers: forward order), with the
+// kinds the run's model gives them.
+std::vector<RecordedLayer> layers_with_feature_maps(const store::RunStore& store, int64_t run);
+
+// How often the run captured feature maps: its project's training.capture.feature_maps_every
+// (0: off); unset when the run's project snapshot cannot be read.
+std::optional<int64_t> feature_maps_interval(const store::RunStore& store, int64_t run);
+
+// One channel of one example of a feature map: min, max and mean of its finite values (NaN when
+// it has none) and how many are NaN or infinite.
+struct ChannelStats {
+    double min = 0;
+    double max = 0;
+    double mean = 0;
+    int64_t nonfinite = 0;
+};
+ChannelStats channel_stats(const store::FeatureMap& map, int64_t example, int64_t channel);
+
 // The table as `myelin runs layers` prints it: a line saying which steps the values are from,
 // then one row per layer, "-" where nothing was recorded.
 std::string format_layer_stats(const LayerStatsTable& table);

@@ -2,9 +2,10 @@
 // StoreSink: records a run's events in the run store — step metrics ("loss", "lr",
 // "samples_per_second", "grad_norm/<layer>", ...), epoch metrics ("train_<name>", "val_<name>"),
 // tensor summaries (histograms "activation/<layer>", ... and their mean, std, zero fraction and
-// non-finite count; train/layer_inspection.h reads them back per layer),
-// checkpoints (artifacts) and the final status. Cheap on the training thread: the store batches
-// writes on its own thread.
+// non-finite count; train/layer_inspection.h reads them back per layer), feature maps of the
+// layers with [examples, channels, height, width] outputs and the probe examples when they are
+// 4-d too, checkpoints (artifacts) and the final status. Cheap on the training thread: the store
+// batches writes on its own thread.
 #include <myelin/store/run_store.h>
 #include <myelin/train/events.h>
 
