@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -296,15 +297,34 @@ int cmd_eval(const std::vector<std::string_view>& raw) {
                     csv->c_str());
     }
     if (confusion.num_classes > 0) {
+        // Counts under the class names (columns as wide as the names, up to 12), then the
+        // per-class scores the macro averages above are the means of.
+        const int64_t n = confusion.num_classes;
+        std::vector<std::string> names;
+        int width = 6;
+        for (int64_t c = 0; c < n; ++c) {
+            names.push_back(c < int64_t(confusion.class_names.size())
+                                ? confusion.class_names[size_t(c)]
+                                : std::to_string(c));
+            width = std::max(width, int(std::min<size_t>(names.back().size(), 12)));
+        }
         std::printf("confusion matrix (rows: true class, columns: predicted):\n");
-        for (int64_t r = 0; r < confusion.num_classes; ++r) {
-            std::string name = r < int64_t(confusion.class_names.size())
-                                   ? confusion.class_names[size_t(r)]
-                                   : std::to_string(r);
-            std::printf("  %-12.12s", name.c_str());
-            for (int64_t c = 0; c < confusion.num_classes; ++c)
-                std::printf(" %6lld", (long long)confusion.at(r, c));
+        std::printf("  %-12s", "");
+        for (const auto& name : names)
+            std::printf(" %*.*s", width, width, name.c_str());
+        std::printf("\n");
+        for (int64_t r = 0; r < n; ++r) {
+            std::printf("  %-12.12s", names[size_t(r)].c_str());
+            for (int64_t c = 0; c < n; ++c)
+                std::printf(" %*lld", width, (long long)confusion.at(r, c));
             std::printf("\n");
+        }
+        std::printf("per class:\n  %-12s %9s %9s %9s %9s\n", "", "precision", "recall", "f1",
+                    "support");
+        for (int64_t c = 0; c < n; ++c) {
+            const train::ClassScores s = train::class_scores(confusion, c);
+            std::printf("  %-12.12s %9.4f %9.4f %9.4f %9lld\n", names[size_t(c)].c_str(),
+                        s.precision, s.recall, s.f1, (long long)s.support);
         }
     }
     return kExitOk;

@@ -93,6 +93,7 @@ class TestCli : public QObject {
     void stopAndResume();
     void forkReproducesTheParentAndRecordsEdits();
     void refusedForksChangeNothing();
+    void evalConfusionMatrixCountsThePredictions();
     void breakOnStopsBeforeTheStep();
     void interruptWithCtrlC();
     void killedRunIsMarkedInterrupted();
@@ -528,6 +529,76 @@ void TestCli::refusedForksChangeNothing() {
         2);
     myelin::store::RunStore::open(store.toStdString())
         .finish_run(live, myelin::store::RunStatus::Stopped);
+}
+
+// The confusion matrix `eval` prints (with class names, and per-class scores) counts what the
+// model's outputs in --predictions say: an early checkpoint, so some examples are wrong.
+void TestCli::evalConfusionMatrixCountsThePredictions() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 3);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const QString checkpoints = dir.filePath(QStringLiteral("ck"));
+    QCOMPARE(runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store,
+                     QStringLiteral("--checkpoint-dir"), checkpoints, QStringLiteral("--max-steps"),
+                     QStringLiteral("1")})
+                 .exitCode,
+             3);
+    const QString preds = dir.filePath(QStringLiteral("p.csv"));
+    const Result ev = runCli({QStringLiteral("eval"), project, QStringLiteral("--checkpoint"),
+                              checkpoints + QStringLiteral("/step-0000001.safetensors"),
+                              QStringLiteral("--predictions"), preds});
+    QVERIFY2(ev.exitCode == 0, qPrintable(ev.out + ev.err));
+
+    // Counted here: rows are true classes, columns the argmax (the first on ties).
+    int counted[3][3] = {};
+    const QList<QByteArray> rows = readFile(preds).split('\n');
+    QCOMPARE(rows[0], QByteArray("target,output0,output1,output2"));
+    int examples = 0;
+    for (int i = 1; i < rows.size(); ++i) {
+        if (rows[i].isEmpty()) continue;
+        const QList<QByteArray> f = rows[i].split(',');
+        QCOMPARE(f.size(), 4);
+        int best = 0;
+        for (int c = 1; c < 3; ++c)
+            if (f[1 + c].toDouble() > f[1 + best].toDouble()) best = c;
+        ++counted[f[0].toInt()][best];
+        ++examples;
+    }
+    QCOMPARE(examples, 60);
+
+    const QStringList lines = ev.out.split(QLatin1Char('\n'));
+    const qsizetype at =
+        lines.indexOf(QStringLiteral("confusion matrix (rows: true class, columns: predicted):"));
+    QVERIFY2(at > 0 && lines.size() > at + 9, qPrintable(ev.out));
+    QCOMPARE(lines[at + 1].split(QLatin1Char(' '), Qt::SkipEmptyParts),
+             (QStringList{QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")}));
+    int wrong = 0;
+    for (int r = 0; r < 3; ++r) {
+        const QStringList f = lines[at + 2 + r].split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        QCOMPARE(f.size(), 4);
+        QCOMPARE(f[0], QString(QLatin1Char("abc"[r])));
+        for (int c = 0; c < 3; ++c) {
+            QCOMPARE(f[1 + c].toInt(), counted[r][c]);
+            if (r != c) wrong += counted[r][c];
+        }
+    }
+    QVERIFY2(wrong > 0, qPrintable(ev.out)); // the comparison covered more than a diagonal
+    // Per class: precision, recall, F1 and support from the same counts.
+    QCOMPARE(lines[at + 5].trimmed(), QStringLiteral("per class:"));
+    for (int c = 0; c < 3; ++c) {
+        int predicted = 0, actual = 0;
+        for (int k = 0; k < 3; ++k) {
+            predicted += counted[k][c];
+            actual += counted[c][k];
+        }
+        const double p = predicted ? double(counted[c][c]) / predicted : 0.0;
+        const double r = actual ? double(counted[c][c]) / actual : 0.0;
+        const double f1 = p + r > 0 ? 2 * p * r / (p + r) : 0.0;
+        const QStringList f = lines[at + 7 + c].split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        QCOMPARE(f, (QStringList{QString(QLatin1Char("abc"[c])), QString::number(p, 'f', 4),
+                                 QString::number(r, 'f', 4), QString::number(f1, 'f', 4),
+                                 QString::number(actual)}));
+    }
 }
 
 void TestCli::breakOnStopsBeforeTheStep() {
