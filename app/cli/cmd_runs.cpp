@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <ctime>
+#include <map>
+#include <vector>
 
 namespace myelin::cli {
 
@@ -30,6 +32,21 @@ int64_t run_id(const std::string& text) {
 // The metrics worth a column in `runs list`, when present.
 const char* const kListed[] = {"val_accuracy", "val_loss", "train_loss", "loss"};
 
+// Where a run branched off: "#3@200" (run 3's checkpoint of step 200: a fork or a resume),
+// "#3" when that checkpoint is no longer listed, "file" for a resume from a checkpoint file
+// outside the store's runs (or of a deleted run), "-" for a fresh run.
+std::string parent_text(store::RunStore& store, const store::Run& run,
+                        std::map<int64_t, std::vector<store::Artifact>>& artifacts) {
+    if (!run.parent_run) return run.parent_checkpoint.empty() ? "-" : "file";
+    auto it = artifacts.find(*run.parent_run);
+    if (it == artifacts.end())
+        it = artifacts.emplace(*run.parent_run, store.artifacts(*run.parent_run)).first;
+    std::string text = "#" + std::to_string(*run.parent_run);
+    for (const auto& a : it->second)
+        if (a.path == run.parent_checkpoint) return text + "@" + std::to_string(a.step);
+    return text;
+}
+
 } // namespace
 
 int cmd_runs(const std::vector<std::string_view>& raw) {
@@ -48,7 +65,9 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
     if (action == "list") {
         if (pos.size() != 1) throw UsageError{"runs list takes no arguments"};
         auto runs = store.list_runs();
-        std::printf("%5s  %-24s %-11s %-16s %s\n", "id", "name", "status", "started", "metrics");
+        std::map<int64_t, std::vector<store::Artifact>> artifacts; // of parents, read once each
+        std::printf("%5s  %-24s %-11s %-10s %-16s %s\n", "id", "name", "status", "parent",
+                    "started", "metrics");
         for (const auto& r : runs) {
             std::string metrics;
             for (const char* key : kListed)
@@ -59,8 +78,9 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
                                       metrics.empty() ? "" : " ", key, m.value);
                         metrics += buffer;
                     }
-            std::printf("%5lld  %-24.24s %-11s %-16s %s\n", (long long)r.run.id, r.run.name.c_str(),
-                        std::string(store::status_name(r.run.status)).c_str(),
+            std::printf("%5lld  %-24.24s %-11s %-10s %-16s %s\n", (long long)r.run.id,
+                        r.run.name.c_str(), std::string(store::status_name(r.run.status)).c_str(),
+                        parent_text(store, r.run, artifacts).c_str(),
                         time_text(r.run.started_at).c_str(), metrics.c_str());
         }
         if (runs.empty()) std::printf("(no runs)\n");
@@ -74,11 +94,16 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
         std::printf("started %s", time_text(r.started_at).c_str());
         if (r.ended_at) std::printf(", ended %s", time_text(*r.ended_at).c_str());
         std::printf(" on %s (%s, %d threads)\n", r.host.c_str(), r.device.c_str(), r.threads);
-        if (r.parent_run)
+        auto params = store.params(r.id);
+        if (auto from = params.find("fork.from"); from != params.end())
+            std::printf("forked from run %s (%s)\n", from->second.c_str(),
+                        r.parent_checkpoint.c_str());
+        else if (r.parent_run)
             std::printf("resumed from run %lld (%s)\n", (long long)*r.parent_run,
                         r.parent_checkpoint.c_str());
+        else if (!r.parent_checkpoint.empty())
+            std::printf("resumed from %s\n", r.parent_checkpoint.c_str());
         if (!r.error.empty()) std::printf("error: %s\n", r.error.c_str());
-        auto params = store.params(r.id);
         if (!params.empty()) {
             std::printf("parameters:\n");
             for (const auto& [k, v] : params)

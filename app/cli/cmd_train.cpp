@@ -11,10 +11,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -138,8 +141,8 @@ class ProgressPrinter final : public train::EventSink {
 } // namespace
 
 int cmd_train(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--epochs", "--seed", "--threads", "--store", "--name", "--resume",
-                    "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on"});
+    Args args(raw, {"--epochs", "--seed", "--threads", "--store", "--name", "--resume", "--fork",
+                    "--lr", "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
     const std::filesystem::path project_path = args.positional()[0];
@@ -149,6 +152,25 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     options.threads = int(args.get_int("--threads", 1).value_or(0));
     options.max_steps = args.get_int("--max-steps", 1).value_or(0);
     options.init_weights = args.get("--init-weights").value_or("");
+    if (auto lr = args.get("--lr")) {
+        char* end = nullptr;
+        const double value = std::strtod(lr->c_str(), &end);
+        if (lr->empty() || *end != '\0' || !std::isfinite(value) || value < 0)
+            throw UsageError{"--lr needs a number >= 0, got '" + *lr + "'"};
+        options.lr = value;
+    }
+    std::optional<train::ForkSource> fork;
+    if (auto source = args.get("--fork")) {
+        try {
+            fork = train::parse_fork_source(*source);
+        } catch (const Error& e) {
+            throw UsageError{e.what()};
+        }
+    }
+    if (fork && args.get("--resume")) throw UsageError{"--fork and --resume exclude each other"};
+    if (options.lr && args.get("--resume"))
+        throw UsageError{"--lr with --resume: a resume goes on with the checkpoint's learning "
+                         "rate; fork the run to change it (--fork RUN[@STEP] --lr X)"};
     if (auto conditions = args.get("--break-on")) {
         try {
             options.breakpoints =
@@ -172,6 +194,7 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     train::RecordedRunOptions recorded;
     recorded.store_path = args.get("--store").value_or(store::default_store_path().string());
     recorded.resume = args.get("--resume").value_or("");
+    recorded.fork = fork;
     recorded.checkpoint_dir = args.get("--checkpoint-dir").value_or("");
     // The run exists in the store before anything can fail, so a failed setup is recorded too.
     train::RecordedRun run(project, options, recorded);
@@ -185,6 +208,13 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     }
     std::printf("run %lld \"%s\" in %s\n", (long long)run_id, options.run_name.c_str(),
                 recorded.store_path.c_str());
+    if (const auto& point = run.fork_point()) {
+        std::printf("fork of run %lld at step %lld (%s)\n", (long long)point->run,
+                    (long long)point->step, point->checkpoint.c_str());
+        if (run.fork_changes().empty()) std::printf("  no changes\n");
+        for (const auto& c : run.fork_changes())
+            std::printf("  %s: %s -> %s\n", c.path.c_str(), c.before.c_str(), c.after.c_str());
+    }
     std::printf("model: %lld parameters; data: %lld training, %lld validation, %lld test "
                 "examples; %lld steps per epoch\n",
                 (long long)trainer->model().num_parameters(),
@@ -267,15 +297,34 @@ int cmd_eval(const std::vector<std::string_view>& raw) {
                     csv->c_str());
     }
     if (confusion.num_classes > 0) {
+        // Counts under the class names (columns as wide as the names, up to 12), then the
+        // per-class scores the macro averages above are the means of.
+        const int64_t n = confusion.num_classes;
+        std::vector<std::string> names;
+        int width = 6;
+        for (int64_t c = 0; c < n; ++c) {
+            names.push_back(c < int64_t(confusion.class_names.size())
+                                ? confusion.class_names[size_t(c)]
+                                : std::to_string(c));
+            width = std::max(width, int(std::min<size_t>(names.back().size(), 12)));
+        }
         std::printf("confusion matrix (rows: true class, columns: predicted):\n");
-        for (int64_t r = 0; r < confusion.num_classes; ++r) {
-            std::string name = r < int64_t(confusion.class_names.size())
-                                   ? confusion.class_names[size_t(r)]
-                                   : std::to_string(r);
-            std::printf("  %-12.12s", name.c_str());
-            for (int64_t c = 0; c < confusion.num_classes; ++c)
-                std::printf(" %6lld", (long long)confusion.at(r, c));
+        std::printf("  %-12s", "");
+        for (const auto& name : names)
+            std::printf(" %*.*s", width, width, name.c_str());
+        std::printf("\n");
+        for (int64_t r = 0; r < n; ++r) {
+            std::printf("  %-12.12s", names[size_t(r)].c_str());
+            for (int64_t c = 0; c < n; ++c)
+                std::printf(" %*lld", width, (long long)confusion.at(r, c));
             std::printf("\n");
+        }
+        std::printf("per class:\n  %-12s %9s %9s %9s %9s\n", "", "precision", "recall", "f1",
+                    "support");
+        for (int64_t c = 0; c < n; ++c) {
+            const train::ClassScores s = train::class_scores(confusion, c);
+            std::printf("  %-12.12s %9.4f %9.4f %9.4f %9lld\n", names[size_t(c)].c_str(),
+                        s.precision, s.recall, s.f1, (long long)s.support);
         }
     }
     return kExitOk;

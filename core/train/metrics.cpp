@@ -210,17 +210,17 @@ double ClassificationMetrics::top5_accuracy() const {
     return ratio(top5_correct_, count_);
 }
 
-ClassScores ClassificationMetrics::class_scores(int64_t class_index) const {
-    if (class_index < 0 || class_index >= num_classes_)
-        throw IndexError("ClassificationMetrics::class_scores: class " +
-                         std::to_string(class_index) + " is outside [0, " +
-                         std::to_string(num_classes_) + ")");
+ClassScores class_scores(const ConfusionMatrix& confusion, int64_t class_index) {
+    const int64_t n = confusion.num_classes;
+    if (class_index < 0 || class_index >= n)
+        throw IndexError("class_scores: class " + std::to_string(class_index) + " is outside [0, " +
+                         std::to_string(n) + ")");
     int64_t predicted_as = 0, actual = 0;
-    for (int64_t k = 0; k < num_classes_; ++k) {
-        predicted_as += confusion_.at(k, class_index);
-        actual += confusion_.at(class_index, k);
+    for (int64_t k = 0; k < n; ++k) {
+        predicted_as += confusion.at(k, class_index);
+        actual += confusion.at(class_index, k);
     }
-    const int64_t tp = confusion_.at(class_index, class_index);
+    const int64_t tp = confusion.at(class_index, class_index);
     ClassScores s;
     s.precision = ratio(tp, predicted_as);
     s.recall = ratio(tp, actual);
@@ -228,6 +228,10 @@ ClassScores ClassificationMetrics::class_scores(int64_t class_index) const {
     s.f1 = sum > 0.0 ? 2.0 * s.precision * s.recall / sum : 0.0;
     s.support = actual;
     return s;
+}
+
+ClassScores ClassificationMetrics::class_scores(int64_t class_index) const {
+    return train::class_scores(confusion_, class_index);
 }
 
 std::vector<ClassScores> ClassificationMetrics::per_class() const {

@@ -3,6 +3,7 @@
 #include "stripes_project.h"
 
 #include <myelin/io/safetensors.h>
+#include <myelin/store/run_store.h>
 #include <myelin/tensor.h>
 #include <myelin/version.h>
 
@@ -12,7 +13,9 @@
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <bit>
 #include <csignal>
+#include <filesystem>
 #include <sys/types.h>
 
 using myelin::test::writeBlobsProject;
@@ -90,6 +93,9 @@ class TestCli : public QObject {
     void trainEvalAndRuns();
     void runsShowCountsFeatureMaps();
     void stopAndResume();
+    void forkReproducesTheParentAndRecordsEdits();
+    void refusedForksChangeNothing();
+    void evalConfusionMatrixCountsThePredictions();
     void breakOnStopsBeforeTheStep();
     void interruptWithCtrlC();
     void killedRunIsMarkedInterrupted();
@@ -120,6 +126,8 @@ void TestCli::help() {
     QVERIFY(r.out.contains(QStringLiteral("Exit codes:")));
     QVERIFY(r.out.contains(QStringLiteral("train PROJECT [options]")));
     QVERIFY(r.out.contains(QStringLiteral("runs export-csv RUN FILE")));
+    QVERIFY(r.out.contains(QStringLiteral("--fork RUN[@STEP]")));
+    QVERIFY(r.out.contains(QStringLiteral("--lr X")));
 }
 
 void TestCli::shortHelp() {
@@ -376,6 +384,240 @@ void TestCli::stopAndResume() {
     QVERIFY(runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store,
                     QStringLiteral("--resume"), QStringLiteral("/nonexistent.safetensors")})
                 .err.contains(QStringLiteral("no checkpoint file")));
+}
+
+// Issue 14. A 4-epoch run (56 steps) forked at step 42 without edits trains its last epoch again
+// with the very same losses; forked with --lr / --epochs it records the changes and its parent;
+// the fork, stopped and resumed, keeps its lineage (and `runs list` shows it).
+void TestCli::forkReproducesTheParentAndRecordsEdits() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 4);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const auto train = [&](QStringList extra) {
+        return runCli(
+            QStringList{QStringLiteral("train"), project, QStringLiteral("--store"), store} +
+            extra);
+    };
+    QCOMPARE(train({}).exitCode, 0);
+    const Result same = train({QStringLiteral("--fork"), QStringLiteral("1@42")});
+    QVERIFY2(same.exitCode == 0, qPrintable(same.out + same.err));
+    QVERIFY2(same.out.contains(QStringLiteral("run 2 \"blobs\"")) &&
+                 same.out.contains(QStringLiteral("fork of run 1 at step 42 (")) &&
+                 same.out.contains(QStringLiteral("epoch-0003.safetensors)\n  no changes\n")),
+             qPrintable(same.out));
+    {
+        auto s = myelin::store::RunStore::open(store.toStdString());
+        const auto parent = s.metric_series(1, "loss");
+        const auto fork = s.metric_series(2, "loss");
+        QCOMPARE(parent.size(), size_t(56));
+        QCOMPARE(fork.size(), size_t(14));
+        for (size_t i = 0; i < fork.size(); ++i) {
+            QCOMPARE(fork[i].step, parent[42 + i].step);
+            // QCOMPARE on doubles is fuzzy: compare the bits.
+            QCOMPARE(std::bit_cast<quint64>(fork[i].value),
+                     std::bit_cast<quint64>(parent[42 + i].value));
+        }
+    }
+
+    const Result edited =
+        train({QStringLiteral("--fork"), QStringLiteral("1@42"), QStringLiteral("--lr"),
+               QStringLiteral("0.001"), QStringLiteral("--epochs"), QStringLiteral("5"),
+               QStringLiteral("--max-steps"), QStringLiteral("60")});
+    QVERIFY2(edited.exitCode == 3, qPrintable(edited.out + edited.err));
+    QVERIFY2(edited.out.contains(QStringLiteral("  training.epochs: 4 -> 5\n")) &&
+                 edited.out.contains(QStringLiteral("  training.optimizer.lr: 0.01 -> 0.001\n")),
+             qPrintable(edited.out));
+    QVERIFY(edited.out.contains(QStringLiteral("fork from step 42: optimizer lr 0.01 -> 0.001")));
+    QVERIFY(edited.out.contains(QStringLiteral("stopped run 3 at step 60")));
+    const auto show3 = [&] {
+        return runCli({QStringLiteral("runs"), QStringLiteral("show"), QStringLiteral("3"),
+                       QStringLiteral("--store"), store})
+            .out;
+    };
+    const QString shown = show3();
+    QVERIFY2(
+        shown.contains(QStringLiteral("forked from run 1@42 (")) &&
+            shown.contains(QStringLiteral("  fork.diff.training.optimizer.lr = 0.01 -> 0.001\n")) &&
+            shown.contains(QStringLiteral("  fork.diff.training.epochs = 4 -> 5\n")) &&
+            shown.contains(QStringLiteral("  fork.from = 1@42\n")),
+        qPrintable(shown));
+
+    // A resume goes on with the fork's learning rate: --lr is for forks.
+    QCOMPARE(train({QStringLiteral("--resume"), QStringLiteral("3"), QStringLiteral("--lr"),
+                    QStringLiteral("0.1")})
+                 .exitCode,
+             2);
+    const Result resumed = train({QStringLiteral("--resume"), QStringLiteral("3"),
+                                  QStringLiteral("--epochs"), QStringLiteral("5")});
+    QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.out + resumed.err));
+    QVERIFY(resumed.out.contains(QStringLiteral("finished run 4 after 70 steps")));
+    QCOMPARE(show3(), shown); // the fork's record, lineage included, is as it was
+    {
+        auto s = myelin::store::RunStore::open(store.toStdString());
+        QCOMPARE(s.run(4).parent_run, std::optional<int64_t>(3));
+        QCOMPARE(s.run(3).parent_run, std::optional<int64_t>(1));
+        const auto lr = s.metric_series(4, "lr");
+        QVERIFY(!lr.empty());
+        QCOMPARE(lr.back().value, 0.001);
+    }
+    const Result list =
+        runCli({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("--store"), store});
+    QCOMPARE(list.exitCode, 0);
+    const QStringList lines = list.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QVERIFY2(lines.size() == 5 && lines[0].contains(QStringLiteral("parent")),
+             qPrintable(list.out));
+    const QRegularExpression row(QStringLiteral("^\\s+(\\d+)\\s+blobs\\s+\\w+\\s+(\\S+)\\s"));
+    QStringList parents;
+    for (int i = 1; i < lines.size(); ++i) {
+        const auto m = row.match(lines[i]);
+        QVERIFY2(m.hasMatch(), qPrintable(lines[i]));
+        parents << m.captured(1) + QLatin1Char(':') + m.captured(2);
+    }
+    QCOMPARE(parents, (QStringList{QStringLiteral("4:#3@60"), QStringLiteral("3:#1@42"),
+                                   QStringLiteral("2:#1@42"), QStringLiteral("1:-")}));
+}
+
+// Each refusal exits 1 with a message saying what is wrong and leaves the runs table as it was.
+void TestCli::refusedForksChangeNothing() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 3);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    QCOMPARE(runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store}).exitCode,
+             0);
+    // A run of a process that is alive (this test), as `myelin train` records one.
+    int64_t live = 0;
+    {
+        auto s = myelin::store::RunStore::open(store.toStdString());
+        live = s.create_run({.name = "live"});
+    }
+    // The same project with 8 hidden units instead of 16, in another folder.
+    QTemporaryDir otherDir;
+    QByteArray narrowText = readFile(writeBlobsProject(otherDir.path(), 3));
+    narrowText.replace("\"out_features\": 16", "\"out_features\": 8");
+    narrowText.replace("\"in_features\": 16", "\"in_features\": 8");
+    const QString narrow = otherDir.filePath(QStringLiteral("narrow.myelin"));
+    QVERIFY(writeFile(narrow, narrowText));
+
+    const auto list = [&] {
+        return runCli({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("--store"),
+                       store})
+            .out;
+    };
+    const QString before = list();
+    QVERIFY2(before.contains(QStringLiteral("running")), qPrintable(before));
+    const auto fork = [&](const QString& projectFile, const QString& source) {
+        return runCli({QStringLiteral("train"), projectFile, QStringLiteral("--store"), store,
+                       QStringLiteral("--fork"), source});
+    };
+    const auto refused = [&](const Result& r, const QString& message) {
+        QVERIFY2(r.exitCode == 1 && r.err.contains(message), qPrintable(r.out + r.err));
+        QVERIFY2(!r.out.contains(QStringLiteral("run 3")), qPrintable(r.out));
+        QCOMPARE(list(), before);
+    };
+    refused(fork(project, QStringLiteral("9")),
+            QStringLiteral("myelin: error: --fork: run store '") + store +
+                QStringLiteral("': run 9 does not exist"));
+    refused(fork(project, QString::number(live)),
+            QStringLiteral("--fork: run 2 is still running (process %1 on ")
+                .arg(QCoreApplication::applicationPid()));
+    refused(fork(narrow, QStringLiteral("1@28")),
+            QStringLiteral("--fork: run 1's checkpoint at step 28 (") +
+                dir.filePath(QStringLiteral("runs/1/checkpoints/epoch-0002.safetensors")) +
+                QStringLiteral(") does not fit the project's model:\n  shape: fc1.weight: "
+                               "expected [8, 4], got [16, 4]\n"));
+    refused(fork(project, QStringLiteral("1@20")),
+            QStringLiteral("--fork: run 1 wrote no checkpoint at step 20; it has checkpoints at "
+                           "steps 28, 42"));
+    std::filesystem::remove_all(dir.filePath(QStringLiteral("runs/1/checkpoints")).toStdString());
+    refused(fork(project, QStringLiteral("1")),
+            QStringLiteral("--fork: run 1's checkpoint files are gone:\n  ") +
+                dir.filePath(QStringLiteral("runs/1/checkpoints/")));
+    refused(fork(project, QStringLiteral("1@42")),
+            QStringLiteral(".safetensors (step 42): deleted\nnone of its checkpoint files is "
+                           "left as it was written"));
+    // Usage errors.
+    QCOMPARE(fork(project, QStringLiteral("1@x")).exitCode, 2);
+    QCOMPARE(runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store,
+                     QStringLiteral("--fork"), QStringLiteral("1"), QStringLiteral("--resume"),
+                     QStringLiteral("1")})
+                 .exitCode,
+             2);
+    QCOMPARE(
+        runCli({QStringLiteral("train"), project, QStringLiteral("--lr"), QStringLiteral("-1")})
+            .exitCode,
+        2);
+    myelin::store::RunStore::open(store.toStdString())
+        .finish_run(live, myelin::store::RunStatus::Stopped);
+}
+
+// The confusion matrix `eval` prints (with class names, and per-class scores) counts what the
+// model's outputs in --predictions say: an early checkpoint, so some examples are wrong.
+void TestCli::evalConfusionMatrixCountsThePredictions() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 3);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const QString checkpoints = dir.filePath(QStringLiteral("ck"));
+    QCOMPARE(runCli({QStringLiteral("train"), project, QStringLiteral("--store"), store,
+                     QStringLiteral("--checkpoint-dir"), checkpoints, QStringLiteral("--max-steps"),
+                     QStringLiteral("1")})
+                 .exitCode,
+             3);
+    const QString preds = dir.filePath(QStringLiteral("p.csv"));
+    const Result ev = runCli({QStringLiteral("eval"), project, QStringLiteral("--checkpoint"),
+                              checkpoints + QStringLiteral("/step-0000001.safetensors"),
+                              QStringLiteral("--predictions"), preds});
+    QVERIFY2(ev.exitCode == 0, qPrintable(ev.out + ev.err));
+
+    // Counted here: rows are true classes, columns the argmax (the first on ties).
+    int counted[3][3] = {};
+    const QList<QByteArray> rows = readFile(preds).split('\n');
+    QCOMPARE(rows[0], QByteArray("target,output0,output1,output2"));
+    int examples = 0;
+    for (int i = 1; i < rows.size(); ++i) {
+        if (rows[i].isEmpty()) continue;
+        const QList<QByteArray> f = rows[i].split(',');
+        QCOMPARE(f.size(), 4);
+        int best = 0;
+        for (int c = 1; c < 3; ++c)
+            if (f[1 + c].toDouble() > f[1 + best].toDouble()) best = c;
+        ++counted[f[0].toInt()][best];
+        ++examples;
+    }
+    QCOMPARE(examples, 60);
+
+    const QStringList lines = ev.out.split(QLatin1Char('\n'));
+    const qsizetype at =
+        lines.indexOf(QStringLiteral("confusion matrix (rows: true class, columns: predicted):"));
+    QVERIFY2(at > 0 && lines.size() > at + 9, qPrintable(ev.out));
+    QCOMPARE(lines[at + 1].split(QLatin1Char(' '), Qt::SkipEmptyParts),
+             (QStringList{QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")}));
+    int wrong = 0;
+    for (int r = 0; r < 3; ++r) {
+        const QStringList f = lines[at + 2 + r].split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        QCOMPARE(f.size(), 4);
+        QCOMPARE(f[0], QString(QLatin1Char("abc"[r])));
+        for (int c = 0; c < 3; ++c) {
+            QCOMPARE(f[1 + c].toInt(), counted[r][c]);
+            if (r != c) wrong += counted[r][c];
+        }
+    }
+    QVERIFY2(wrong > 0, qPrintable(ev.out)); // the comparison covered more than a diagonal
+    // Per class: precision, recall, F1 and support from the same counts.
+    QCOMPARE(lines[at + 5].trimmed(), QStringLiteral("per class:"));
+    for (int c = 0; c < 3; ++c) {
+        int predicted = 0, actual = 0;
+        for (int k = 0; k < 3; ++k) {
+            predicted += counted[k][c];
+            actual += counted[c][k];
+        }
+        const double p = predicted ? double(counted[c][c]) / predicted : 0.0;
+        const double r = actual ? double(counted[c][c]) / actual : 0.0;
+        const double f1 = p + r > 0 ? 2 * p * r / (p + r) : 0.0;
+        const QStringList f = lines[at + 7 + c].split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        QCOMPARE(f, (QStringList{QString(QLatin1Char("abc"[c])), QString::number(p, 'f', 4),
+                                 QString::number(r, 'f', 4), QString::number(f1, 'f', 4),
+                                 QString::number(actual)}));
+    }
 }
 
 void TestCli::breakOnStopsBeforeTheStep() {

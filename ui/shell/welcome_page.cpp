@@ -138,17 +138,20 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
         tr("Assemble layers in a visual graph editor, pick the data, a loss, an optimizer and "
            "a learning-rate schedule, press Train, and watch the loss, accuracy and learning "
            "rate live; every layer's gradient norm, update ratio and weight norm on the "
-           "Gradient Flow tab, its activation and gradient histograms on Distributions, and "
-           "its health as a badge on the canvas. Breakpoints pause a run at a NaN, a gradient "
-           "spike or dead units. Every run, from the studio or the headless myelin tool, is "
-           "recorded in the run store with its metrics, per-layer statistics and checkpoints "
-           "(safetensors that load in PyTorch)."),
+           "Gradient Flow tab, its activation and gradient histograms on Distributions, the "
+           "feature maps of its convolutions on Feature Maps, and its health as a badge on the "
+           "canvas, at any recorded step. Breakpoints pause a run at a NaN, a gradient spike or "
+           "dead units. Every run, from the studio or the headless myelin tool, is recorded in "
+           "the run store with its metrics, per-layer statistics and checkpoints (safetensors "
+           "that load in PyTorch). Plugins add layers, losses, optimizers, schedules, data "
+           "sources, transforms and metrics (Help > Plugins)."),
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
     auto* statusLine =
-        makeLabel(tr("Not in this build yet: feature-map views, a runs browser to compare and "
-                     "fork runs, ONNX export and GPU training. Resuming a run "
-                     "works from the command line (myelin train --resume)."),
+        makeLabel(tr("Not in this build yet: a runs browser to compare runs, resuming and "
+                     "forking from the studio, ONNX export and GPU training. Resuming and "
+                     "forking a run work from the command line (myelin train --resume, "
+                     "--fork RUN@STEP)."),
                   "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);

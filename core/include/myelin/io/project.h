@@ -52,4 +52,19 @@ std::string serialize_project(const Project& project);
 // leaves the previous file intact.
 void save_project(const Project& project, const std::filesystem::path& path);
 
+// One difference between two projects: the JSON path of the value ("training.optimizer.lr",
+// "model.nodes[3].kind") and its compact JSON text before and after ("(none)" where absent).
+struct ProjectChange {
+    std::string path;
+    std::string before;
+    std::string after;
+    bool operator==(const ProjectChange& other) const = default;
+};
+
+// What differs between two projects as saved, value by value: objects member by member (in
+// name order), arrays of objects element by element, arrays of scalars ("shape": [4]) as one value.
+// What does not change training is left out: the studio's "ui" object and node positions.
+// Texts longer than 200 characters are cut with "...".
+std::vector<ProjectChange> project_changes(const Project& before, const Project& after);
+
 } // namespace myelin::io

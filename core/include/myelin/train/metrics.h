@@ -35,6 +35,10 @@ struct ClassScores {
     int64_t support = 0;    // samples whose true class is this one
 };
 
+// Precision, recall, F1 and support of one class from a confusion matrix (true classes as
+// rows); what divides by zero is 0. Throws IndexError for a class outside [0, num_classes).
+ClassScores class_scores(const ConfusionMatrix& confusion, int64_t class_index);
+
 // Accuracy, top-5 accuracy, confusion matrix and per-class precision/recall/F1 over batches of
 // logits [N, C] (any floating dtype, any device, any strides) and class-index targets [N]
 // (int64, or another integer dtype). The prediction is the argmax of the logits, the first one

@@ -20,6 +20,7 @@
 #include <myelin/train/run_control.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,9 @@ class Optimizer;
 namespace myelin::data {
 class DataLoader;
 }
+namespace myelin::io {
+struct Checkpoint;
+}
 
 namespace myelin::train {
 
@@ -45,8 +49,15 @@ struct TrainerOptions {
     std::filesystem::path checkpoint_dir;    // empty: no checkpoint files are written
     std::optional<int64_t> epochs;           // override the project's
     std::optional<uint64_t> seed;            // override the project's
+    std::optional<double> lr;                // override the project's optimizer lr
     int threads = 0;                         // 0: the project's setting, else the default
     std::filesystem::path resume_from;       // a checkpoint to continue from
+    // resume_from is a fork's branch point: the optimizer options this project (with the
+    // overrides) sets differently from the checkpoint's project take effect there, lr by scaling
+    // every group's lr and the schedule's base lrs by new / old (the schedule goes on from the
+    // same position). False (a resume): the checkpoint's options go on, with a warning when the
+    // project sets them differently, since the optimizer's state carries them.
+    bool fork = false;
     // Weights to start from (transfer learning): a safetensors file of state_dict tensors, e.g.
     // exported from PyTorch. Tensors are matched by name; missing and unexpected names are
     // reported as warnings, a shape mismatch is an error.
@@ -75,6 +86,15 @@ struct TrainResult {
     std::filesystem::path best_checkpoint;
     bool early_stopped = false;
 };
+
+// The project as a Trainer with these options trains it: the overrides (epochs, seed, lr,
+// threads) written into its training spec. What checkpoints record and forks compare.
+io::Project effective_project(const io::Project& project, const TrainerOptions& options);
+
+// Why a checkpoint's model tensors do not fit the project's model, one "missing: / unexpected: /
+// shape: ..." line each; empty when they fit. Builds the model (the default generator is left as
+// it was), so a fork is refused before anything is recorded.
+std::string checkpoint_model_mismatch(const io::Project& project, const io::Checkpoint& checkpoint);
 
 // Optimizer steps in `micro_batches` batches, `accumulation_steps` batches per step (a last,
 // shorter group is a step too): steps per epoch, and how far into an epoch a run is.
@@ -160,6 +180,11 @@ class Trainer {
   private:
     void check_data_fits_model();
     void load_resume_checkpoint();
+    // After the checkpoint's optimizer state is loaded: applies (fork) or adopts (resume) the
+    // options the checkpoint's project sets differently; may scale `checkpoint.scheduler`.
+    void reconcile_optimizer_options(io::Checkpoint& checkpoint, const std::string& where);
+    // Each parameter group's options as `optimizer` gives them (stand-in parameters).
+    std::vector<std::map<std::string, double>> group_options(const spec::Choice& optimizer) const;
     void load_initial_weights();
     void add_builtin_callbacks();
     // One epoch from first_batch_; returns the micro-batch it stopped at (the epoch's size when
@@ -187,7 +212,8 @@ class Trainer {
     std::unique_ptr<data::DataLoader> train_loader_;
     std::vector<std::pair<std::string, nn::ModulePtr>> layers_; // captured layers, forward order
     std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
-    std::vector<Tensor> parameters_; // for clipping
+    std::vector<Tensor> parameters_;           // for clipping
+    std::vector<double> group_lr_multipliers_; // per optimizer group
     int64_t micro_batches_per_epoch_ = 0;
     int64_t steps_per_epoch_ = 0;
     bool sum_reduction_ = false;
@@ -196,7 +222,7 @@ class Trainer {
     int64_t epoch_ = 0;
     int64_t first_batch_ = 0;
     int64_t step_ = 0;
-    std::vector<std::string> init_warnings_; // reported when run() starts
+    std::vector<LogMessage> init_messages_; // reported when run() starts
     TrainResult result_;
 
     // The epoch in progress.
