@@ -333,7 +333,6 @@ FeatureMapsView::FeatureMapsView(QWidget* parent) : QWidget(parent) {
     countBox_->setCurrentIndex(countBox_->findData(count_));
     stateLabel_ = new QLabel(this);
     stateLabel_->setObjectName(QStringLiteral("featureMapsState"));
-    stateLabel_->setStyleSheet(QStringLiteral("color: %1;").arg(colors::kMutedText.name()));
     auto* top = new QHBoxLayout;
     top->addWidget(new QLabel(tr("Layer"), this));
     top->addWidget(layerBox_);
@@ -356,7 +355,6 @@ FeatureMapsView::FeatureMapsView(QWidget* parent) : QWidget(parent) {
     rangeLabel_ = new QLabel(this);
     rangeLabel_->setObjectName(QStringLiteral("featureMapsRange"));
     rangeLabel_->setWordWrap(true);
-    rangeLabel_->setStyleSheet(QStringLiteral("color: %1;").arg(colors::kMutedText.name()));
     stepSlider_ = new QSlider(Qt::Horizontal, this);
     stepSlider_->setObjectName(QStringLiteral("featureMapsStep"));
     stepLabel_ = new QLabel(this);

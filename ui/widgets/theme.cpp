@@ -199,7 +199,8 @@ QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="tru
 #trainingStats { color: @mutedText; }
 #trainingLog { border: 1px solid @border; background: @logBackground; font-size: 8.5pt; }
 
-/* Gradient Flow and Distributions views (inspect/) */
+/* Gradient Flow, Distributions and Feature Maps views (inspect/) */
+#featureMapsState, #featureMapsRange { color: @mutedText; }
 QLabel[class="viewMessage"] { color: @mutedText; font-size: 11pt; }
 #distributionsNonFinite { color: @mutedText; }
 #distributionsNonFinite[problem="true"] { color: @error; }
