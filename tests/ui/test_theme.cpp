@@ -14,17 +14,8 @@
 
 namespace {
 
-// Not converted yet: ui/pages/ is being split into smaller files and is converted next, with
-// the table and studioStyleSheet() this test guards. Today that is ui/pages/data_page.cpp,
-// data_page.h, training_page.cpp and training_page.h (their own sheets, built from literals,
-// and the QSS rules they set). The exemption covers the folder, so that the split's new files
-// are covered too; noColourLiterals() lists what it skipped, and fails once there is nothing
-// left to skip, so that the exemption goes when the pages are converted.
-const QStringList kNotYetConverted = {QStringLiteral("ui/pages/")};
-
-// The widgets of those files that still set a style sheet of their own.
-const QStringList kWidgetsWithOwnSheet = {QStringLiteral("dataPage"),
-                                          QStringLiteral("trainingPage")};
+// Files that may still hold colour literals (none: every room is converted).
+const QStringList kNotYetConverted = {};
 
 bool isTheme(const QString& path) {
     return path.startsWith(QStringLiteral("ui/widgets/theme"));
@@ -194,8 +185,6 @@ class TestTheme : public QObject {
                                            "above): name the colour in theme.h's table, style "
                                            "through studioStyleSheet()")
                                 .arg(violations.size())));
-        QVERIFY2(!skipped.isEmpty(), "ui/pages/ has no colour literals left: remove it from "
-                                     "kNotYetConverted in tests/ui/test_theme.cpp");
     }
 
     void sheetIsGeneratedFromTheTable() {
@@ -224,17 +213,15 @@ class TestTheme : public QObject {
         int widgets = 0;
         for (QWidget* widget : window.findChildren<QWidget*>()) {
             ++widgets;
-            if (!widget->styleSheet().isEmpty() &&
-                !kWidgetsWithOwnSheet.contains(widget->objectName()))
+            if (!widget->styleSheet().isEmpty())
                 own << QStringLiteral("%1 \"%2\"")
                            .arg(QString::fromLatin1(widget->metaObject()->className()),
                                 widget->objectName());
         }
         QVERIFY(widgets > 200);
         QVERIFY2(own.isEmpty(), qPrintable(own.join('\n')));
-        // The pages set theirs until they are converted (kNotYetConverted).
-        for (const QString& name : kWidgetsWithOwnSheet)
-            QVERIFY2(window.findChild<QWidget*>(name) != nullptr, qPrintable(name));
+        for (const char* page : {"dataPage", "trainingPage"}) // the pages are among them
+            QVERIFY2(window.findChild<QWidget*>(QLatin1String(page)) != nullptr, page);
     }
 };
 

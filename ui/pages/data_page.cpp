@@ -38,21 +38,6 @@ namespace myelin::ui {
 
 namespace {
 
-const char* kStyleSheet = R"(
-#dataPage, #dataSettings, #dataPreviewPanel { background: #FFFFFF; }
-#dataSettingsScroll { border: none; border-right: 1px solid #DDE1E6; background: #FFFFFF; }
-#dataPageTitle { font-size: 12pt; font-weight: bold; color: #1F2933; }
-#dataSourceDoc, #dataTransformDoc, #dataLoaderFacts, #dataStatus, #dataExamplesNote,
-#dataTargetStats { color: #52606D; }
-#dataSummary { color: #1F2933; }
-#dataError {
-    color: #C62828; background: #FDECEA; border: 1px solid #F5C2BE; border-radius: 4px;
-    padding: 8px 10px;
-}
-
-#dataTransforms { border: 1px solid #DDE1E6; border-radius: 3px; }
-)";
-
 // The box layout that holds `widget` somewhere below `layout`.
 QBoxLayout* boxHolding(QLayout* layout, QWidget* widget) {
     if (layout == nullptr) return nullptr;
@@ -83,7 +68,6 @@ QString transformLabel(const spec::Choice& choice, int index) {
 DataPage::DataPage(ProjectDocument* document, QWidget* parent)
     : QWidget(parent), document_(document) {
     setObjectName(QStringLiteral("dataPage"));
-    setStyleSheet(QString::fromLatin1(kStyleSheet) + QString::fromLatin1(kFormStyleSheet));
     setAttribute(Qt::WA_StyledBackground, true);
 
     auto* scroll = new QScrollArea(this);

@@ -33,28 +33,6 @@ using namespace training_form;
 namespace {
 
 constexpr int kSettingsWidth = 450;
-const char* kStyleSheet = R"(
-#trainingPage, #trainingSettingsContent, #trainingPreview { background: #FFFFFF; }
-#trainingSettingsScroll { background: #FFFFFF; border: none; border-right: 1px solid #DDE1E6; }
-#trainingBanner {
-    background: #FDF6E3; color: #7A5200; border-bottom: 1px solid #EBD9A8; padding: 8px 16px;
-}
-#previewTitle { font-size: 12pt; font-weight: bold; color: #1F2933; }
-#lrPreviewSummary { color: #1F2933; }
-#lrPreviewNote, #lrPreviewSteps, #assumeStepsLabel, #assumeStepsSuffix { color: #52606D; }
-#lrPreviewError { color: #C62828; }
-#lrPreviewPlateauNote {
-    color: #3E4C59; background: #F7F8FA; border: 1px dashed #C4CBD3; border-radius: 6px;
-    padding: 24px 32px;
-}
-#trainOverview {
-    color: #1F2933; background: #F7F8FA; border: 1px solid #E4E7EB; border-radius: 6px;
-    padding: 8px 12px;
-}
-QLabel[class="componentDoc"] { color: #52606D; }
-QLabel[class="fieldWarning"] { color: #B7791F; font-size: 8.5pt; }
-)";
-
 void showInt(QSpinBox* spin, int64_t value) {
     const QSignalBlocker blocker(spin);
     spin->setValue(int(std::clamp<int64_t>(value, spin->minimum(), spin->maximum())));
@@ -72,7 +50,6 @@ TrainingPage::TrainingPage(ProjectDocument* document, QWidget* parent)
     : QWidget(parent), document_(document) {
     setObjectName(QStringLiteral("trainingPage"));
     setAttribute(Qt::WA_StyledBackground, true);
-    setStyleSheet(QString::fromLatin1(kStyleSheet) + QString::fromLatin1(kFormStyleSheet));
 
     loss_.family = spec::Family::Loss;
     loss_.what = tr("loss");
@@ -317,9 +294,9 @@ void TrainingPage::updateOverview() {
     const spec::TrainSpec& t = p.train;
     const std::optional<int64_t> known = knownStepsPerEpoch();
     auto row = [](const QString& key, const QString& value) {
-        return QStringLiteral("<tr><td style='color:#52606D; padding:2px 14px 2px 0'>%1</td>"
-                              "<td style='padding:2px 0'>%2</td></tr>")
-            .arg(key, value);
+        return QStringLiteral("<tr><td style='color:%1; padding:2px 14px 2px 0'>%2</td>"
+                              "<td style='padding:2px 0'>%3</td></tr>")
+            .arg(colors::kMutedText.name(), key, value);
     };
     QString html = QStringLiteral("<table cellspacing='0'>");
     html +=

@@ -19,10 +19,6 @@
 
 namespace myelin::ui {
 
-// The form rules are part of the studio's style sheet (theme.cpp). Empty; kept only while
-// ui/pages/* still append it to their own sheets (they are converted next), then removed.
-const char* const kFormStyleSheet = "";
-
 void setInvalid(QWidget* widget, bool invalid) {
     if (widget->property("invalid").toBool() == invalid) return;
     setStyleProperty(widget, "invalid", invalid);

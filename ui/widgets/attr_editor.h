@@ -81,9 +81,6 @@ QString attrValueText(const graph::AttrValue& value);
 void showFieldError(QLabel* label, QWidget* editor, const QString& text);
 void setInvalid(QWidget* widget, bool invalid);
 
-// Empty: the style of forms made of AttrRows (error lines, invalid editors, section headings)
-// is part of the studio's style sheet (theme.h). Remove once ui/pages/* no longer use it.
-extern const char* const kFormStyleSheet;
 // A small upper-case heading between form sections (QLabel class "sectionHeading").
 QLabel* sectionHeading(const QString& text, QWidget* parent);
 

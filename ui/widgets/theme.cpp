@@ -199,6 +199,41 @@ QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="tru
 #trainingStats { color: @mutedText; }
 #trainingLog { border: 1px solid @border; background: @logBackground; font-size: 8.5pt; }
 
+/* Data page (pages/data_page*.cpp) */
+#dataPage, #dataSettings, #dataPreviewPanel { background: @surface; }
+#dataSettingsScroll { border: none; border-right: 1px solid @border; background: @surface; }
+#dataPageTitle { font-size: 12pt; font-weight: bold; color: @text; }
+#dataSourceDoc, #dataTransformDoc, #dataLoaderFacts, #dataStatus, #dataExamplesNote,
+#dataTargetStats { color: @mutedText; }
+#dataSummary { color: @text; }
+#dataError {
+    color: @error; background: @errorSoft; border: 1px solid @errorBorder; border-radius: 4px;
+    padding: 8px 10px;
+}
+#dataTransforms { border: 1px solid @border; border-radius: 3px; }
+
+/* Training page (pages/training_page*.cpp) */
+#trainingPage, #trainingSettingsContent, #trainingPreview { background: @surface; }
+#trainingSettingsScroll { background: @surface; border: none; border-right: 1px solid @border; }
+#trainingBanner {
+    background: @warningSoft; color: @warningText; border-bottom: 1px solid @warningBorder;
+    padding: 8px 16px;
+}
+#previewTitle { font-size: 12pt; font-weight: bold; color: @text; }
+#lrPreviewSummary { color: @text; }
+#lrPreviewNote, #lrPreviewSteps, #assumeStepsLabel, #assumeStepsSuffix { color: @mutedText; }
+#lrPreviewError { color: @error; }
+#lrPreviewPlateauNote {
+    color: @noteText; background: @canvas; border: 1px dashed @noteBorder; border-radius: 6px;
+    padding: 24px 32px;
+}
+#trainOverview {
+    color: @text; background: @canvas; border: 1px solid @panelBorder; border-radius: 6px;
+    padding: 8px 12px;
+}
+QLabel[class="componentDoc"] { color: @mutedText; }
+QLabel[class="fieldWarning"] { color: @warning; font-size: 8.5pt; }
+
 /* Gradient Flow, Distributions and Feature Maps views (inspect/) */
 #featureMapsState, #featureMapsRange { color: @mutedText; }
 QLabel[class="viewMessage"] { color: @mutedText; font-size: 11pt; }
@@ -231,6 +266,10 @@ const std::map<QString, QColor>& sheetColors() {
         {QStringLiteral("warningSoft"), kWarningSoft},
         {QStringLiteral("warningText"), kWarningText},
         {QStringLiteral("warningBorder"), kWarningBorder},
+        {QStringLiteral("errorBorder"), kErrorBorder},
+        {QStringLiteral("noteText"), kNoteText},
+        {QStringLiteral("noteBorder"), kNoteBorder},
+        {QStringLiteral("panelBorder"), kPanelBorder},
         {QStringLiteral("canvas"), kCanvas},
         {QStringLiteral("gridLine"), kGridLine},
         {QStringLiteral("edge"), kEdge},

@@ -49,6 +49,10 @@ inline const QColor kDivider{0xEE, 0xF0, 0xF3};       // between the entries of 
 inline const QColor kLogBackground{0xFB, 0xFB, 0xFC}; // read-only log text
 inline const QColor kWarningText{0x7A, 0x53, 0x12};   // text on kWarningSoft
 inline const QColor kWarningBorder{0xEB, 0xD9, 0xA8}; // the frame of a kWarningSoft banner
+inline const QColor kErrorBorder{0xF5, 0xC2, 0xBE};   // the frame of a kErrorSoft box
+inline const QColor kNoteText{0x3E, 0x4C, 0x59};      // text of a note standing in for a plot
+inline const QColor kNoteBorder{0xC4, 0xCB, 0xD3};    // its dashed frame
+inline const QColor kPanelBorder{0xE4, 0xE7, 0xEB};   // the frame of a summary panel
 // Canvas
 inline const QColor kNodeShadow{0x1F, 0x29, 0x33, 18};           // under a node's card
 inline const QColor kCalloutShadow{0x00, 0x00, 0x00, 28};        // under the feedback bubble
