@@ -1,0 +1,240 @@
+// Starting from saved state: initial weights (--init-weights), the checkpoint of a resume or a
+// fork, and the optimizer options a fork changes against the checkpoint's (the loop is in
+// trainer.cpp).
+#include <myelin/error.h>
+#include <myelin/generator.h>
+#include <myelin/graph/build.h>
+#include <myelin/io/checkpoint.h>
+#include <myelin/io/safetensors.h>
+#include <myelin/optim/optimizer.h>
+#include <myelin/train/components.h>
+#include <myelin/train/early_stopping.h>
+#include <myelin/train/trainer.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace myelin::train {
+
+namespace {
+
+// The problems load_state_dict found, one per line.
+std::string mismatch_text(const nn::LoadStateDictResult& r) {
+    std::string what;
+    for (const auto& k : r.missing_keys)
+        what += "\n  missing: " + k;
+    for (const auto& k : r.unexpected_keys)
+        what += "\n  unexpected: " + k;
+    for (const auto& k : r.shape_mismatches)
+        what += "\n  shape: " + k;
+    return what;
+}
+
+} // namespace
+
+std::string checkpoint_model_mismatch(const io::Project& project,
+                                      const io::Checkpoint& checkpoint) {
+    // Building initialises weights from the default generator: leave it as it was.
+    const std::string generator = default_generator().get_state();
+    struct Restore {
+        const std::string& state;
+        ~Restore() { default_generator().set_state(state); }
+    } restore{generator};
+    auto model = graph::build(project.model);
+    return mismatch_text(model->load_state_dict(checkpoint.model, false));
+}
+
+void Trainer::load_initial_weights() {
+    const std::string where = options_.init_weights.string();
+    io::SafetensorsFile file = io::load_safetensors(options_.init_weights);
+    nn::StateDict state;
+    for (auto& [name, tensor] : file.tensors)
+        if (name.rfind("optimizer.", 0) != 0) state.emplace_back(name, tensor);
+    auto r = model_->load_state_dict(state, false);
+    if (!r.shape_mismatches.empty()) {
+        std::string what;
+        for (const auto& m : r.shape_mismatches)
+            what += "\n  " + m;
+        throw Error(where + ": weights of the wrong shape for this model:" + what);
+    }
+    if (r.missing_keys.size() == model_->state_dict().size())
+        throw Error(where +
+                    ": none of its tensors matches a parameter or buffer of this model "
+                    "(names like " +
+                    (state.empty() ? std::string("-") : state[0].first) + ")");
+    auto list = [](const std::vector<std::string>& keys) {
+        std::string out;
+        for (size_t i = 0; i < keys.size() && i < 8; ++i)
+            out += (i ? ", " : "") + keys[i];
+        return keys.size() > 8 ? out + ", ..." : out;
+    };
+    if (!r.missing_keys.empty())
+        init_messages_.push_back(
+            {LogLevel::Warning, "initial weights: " + std::to_string(r.missing_keys.size()) +
+                                    " tensor(s) not in " + where +
+                                    " keep their initialisation: " + list(r.missing_keys)});
+    if (!r.unexpected_keys.empty())
+        init_messages_.push_back(
+            {LogLevel::Warning, "initial weights: " + std::to_string(r.unexpected_keys.size()) +
+                                    " tensor(s) of " + where +
+                                    " are not in the model: " + list(r.unexpected_keys)});
+}
+
+void Trainer::load_resume_checkpoint() {
+    io::Checkpoint c = io::load_checkpoint(options_.resume_from);
+    const std::string where = options_.resume_from.string();
+    auto r = model_->load_state_dict(c.model, false);
+    if (!r.ok())
+        throw Error(where + ": the checkpoint does not fit this model:" + mismatch_text(r));
+    if (c.optimizer_kind == optimizer_->name()) {
+        try {
+            optimizer_->load_state_dict(c.optimizer);
+        } catch (const Error& e) {
+            throw Error(where + ": optimizer state does not fit: " + e.what());
+        }
+        reconcile_optimizer_options(c, where);
+    } else {
+        // No sink yet: run() reports it.
+        init_messages_.push_back({LogLevel::Warning, "the checkpoint's optimizer is " +
+                                                         c.optimizer_kind + ", the project's " +
+                                                         optimizer_->name() +
+                                                         ": optimizer state starts fresh"});
+    }
+    if (schedule_ && c.scheduler) schedule_->load_state_dict(*c.scheduler);
+    default_generator().set_state(c.generator_state);
+    epoch_ = c.position.epoch;
+    first_batch_ = c.position.batch_in_epoch;
+    step_ = c.position.step;
+    if (first_batch_ >= micro_batches_per_epoch_) {
+        ++epoch_;
+        first_batch_ = 0;
+    }
+    if (c.best_metric) {
+        EarlyStoppingState s = early_stopping_->state();
+        s.best = *c.best_metric;
+        s.bad_epochs = int(c.bad_epochs);
+        s.updates = c.early_stopping_updates;
+        early_stopping_->restore(s);
+    }
+}
+
+std::vector<std::map<std::string, double>>
+Trainer::group_options(const spec::Choice& optimizer) const {
+    // The constructor's group layout: lr = base lr x multiplier where the multiplier is not 1.
+    const spec::OptimizerKind& kind =
+        spec::kind_of(spec::optimizer_kinds(), optimizer, "optimizer");
+    const double base = graph::with_defaults(kind.options, optimizer.options).get_float("lr");
+    std::vector<optim::ParamGroup> groups(group_lr_multipliers_.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+        groups[g].params.push_back(zeros({1}).requires_grad_());
+        if (group_lr_multipliers_[g] != 1.0)
+            groups[g].options["lr"] = base * group_lr_multipliers_[g];
+    }
+    auto built = make_optimizer(optimizer, std::move(groups));
+    std::vector<std::map<std::string, double>> out;
+    for (const auto& g : built->param_groups())
+        out.push_back(g.options);
+    return out;
+}
+
+namespace {
+
+// Multiplies a schedule state's learning rates of group g by factor[g] (SequentialLR's children
+// too), so a chainable schedule goes on from the scaled lr.
+void scale_schedule_lrs(optim::SchedulerState& state, const std::vector<double>& factor) {
+    for (const char* key : {"base_lrs", "_last_lr"})
+        if (auto it = state.lists.find(key); it != state.lists.end())
+            for (size_t g = 0; g < it->second.size() && g < factor.size(); ++g)
+                it->second[g] *= factor[g];
+    for (auto& child : state.children)
+        scale_schedule_lrs(child, factor);
+}
+
+std::string format_number(double v) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.17g", v);
+    for (int precision = 1; precision < 17; ++precision) { // the shortest text that reads back
+        char shorter[32];
+        std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
+        if (std::strtod(shorter, nullptr) == v) return shorter;
+    }
+    return buffer;
+}
+
+} // namespace
+
+void Trainer::reconcile_optimizer_options(io::Checkpoint& c, const std::string& where) {
+    if (c.project_json.empty()) {
+        if (options_.fork)
+            init_messages_.push_back(
+                {LogLevel::Warning, where + " records no project: the optimizer goes on with "
+                                            "the checkpoint's options"});
+        return;
+    }
+    spec::Choice theirs;
+    try {
+        theirs = io::parse_project(c.project_json, where + " (its project)").train.optimizer;
+    } catch (const Error&) {
+        if (options_.fork) throw;
+        return; // a resume goes on with the checkpoint's options whatever its project says
+    }
+    if (theirs.kind != spec_.optimizer.kind) return;
+    const auto before = group_options(theirs);
+    const auto after = group_options(spec_.optimizer);
+    std::set<std::string> edited;
+    for (size_t g = 0; g < after.size() && g < before.size(); ++g)
+        for (const auto& [key, value] : after[g])
+            if (auto it = before[g].find(key); it != before[g].end() && it->second != value)
+                edited.insert(key);
+    if (edited.empty()) return;
+    std::string names;
+    for (const auto& key : edited)
+        names += (names.empty() ? "" : ", ") + key;
+    if (!options_.fork) {
+        // What runs is the checkpoint's; taking its options keeps later checkpoints truthful.
+        spec_.optimizer = theirs;
+        init_messages_.push_back(
+            {LogLevel::Warning, "the project sets the optimizer's " + names + " differently from " +
+                                    where +
+                                    "; a resume goes on with the checkpoint's (fork the run "
+                                    "to change them)"});
+        return;
+    }
+    if (edited.count("lr") && spec_.scheduler && spec_.scheduler->kind == "OneCycleLR")
+        throw Error("OneCycleLR sets the learning rate from its own max_lr, so a fork cannot "
+                    "change the optimizer's lr (" +
+                    format_number(before[0].at("lr")) + " -> " + format_number(after[0].at("lr")) +
+                    ")");
+    auto& groups = optimizer_->param_groups();
+    std::vector<double> factor(groups.size(), 1.0);
+    std::string what;
+    for (size_t g = 0; g < groups.size(); ++g) {
+        for (const auto& key : edited) {
+            const double old_value = before[g].at(key), new_value = after[g].at(key);
+            if (g == 0)
+                what += (what.empty() ? "" : ", ") + key + " " + format_number(old_value) + " -> " +
+                        format_number(new_value);
+            if (key != "lr") {
+                groups[g].options[key] = new_value;
+                continue;
+            }
+            // The lr may have moved along a schedule since: scale it (and the schedule's
+            // bookkeeping) rather than overwrite it.
+            if (old_value == 0)
+                throw Error("the checkpoint's lr is 0: a fork cannot scale it to " +
+                            format_number(new_value));
+            factor[g] = new_value / old_value;
+            groups[g].options["lr"] *= factor[g];
+            if (auto it = groups[g].options.find("initial_lr"); it != groups[g].options.end())
+                it->second *= factor[g];
+        }
+    }
+    if (c.scheduler) scale_schedule_lrs(*c.scheduler, factor);
+    init_messages_.push_back({LogLevel::Info, "fork from step " + std::to_string(c.position.step) +
+                                                  ": optimizer " + what});
+}
+
+} // namespace myelin::train
