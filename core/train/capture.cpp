@@ -297,6 +297,47 @@ TensorSummary summarize(const Tensor& x, int bins) {
     return summarize_values(h.data<float>(), h.numel(), bins);
 }
 
+namespace {
+template <typename T> MagnitudeStats magnitude_chunk(const T* x, int64_t n) {
+    double squares = 0.0, abs_sum = 0.0, top = 0.0;
+#pragma omp simd reduction(+ : squares, abs_sum) reduction(max : top)
+    for (int64_t i = 0; i < n; ++i) {
+        const double v = static_cast<double>(x[i]);
+        squares += v * v;
+        abs_sum += std::fabs(v);
+        top = std::max(top, std::fabs(v));
+    }
+    return {squares, abs_sum, top, n};
+}
+template <typename T> MagnitudeStats magnitude_values(const T* x, int64_t n) {
+    if (n <= kChunk) return magnitude_chunk(x, n);
+    std::vector<MagnitudeStats> parts(static_cast<size_t>(chunk_count(n)));
+    for_each_chunk(n, [&](int64_t begin, int64_t length, int64_t c) {
+        parts[static_cast<size_t>(c)] = magnitude_chunk(x + begin, length);
+    });
+    MagnitudeStats s;
+    for (const auto& p : parts)
+        s += p;
+    return s;
+}
+} // namespace
+
+MagnitudeStats& MagnitudeStats::operator+=(const MagnitudeStats& other) {
+    sum_squares += other.sum_squares;
+    sum_abs += other.sum_abs;
+    // A NaN anywhere makes the maximum NaN (std::max would drop it on one side).
+    max_abs = std::isnan(other.max_abs) || std::isnan(max_abs) ? std::nan("")
+                                                               : std::max(max_abs, other.max_abs);
+    count += other.count;
+    return *this;
+}
+
+MagnitudeStats magnitude_stats(const Tensor& x) {
+    const Tensor h = host_values(x);
+    if (h.dtype() == DType::Float64) return magnitude_values(h.data<double>(), h.numel());
+    return magnitude_values(h.data<float>(), h.numel());
+}
+
 double sum_of_squares(const Tensor& x) {
     const Tensor h = host_values(x);
     if (h.dtype() == DType::Float64) return sum_of_squares_values(h.data<double>(), h.numel());

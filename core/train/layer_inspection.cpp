@@ -91,7 +91,7 @@ LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
     table.norms_step = nearest_recorded_step(store, run, layers, lm::kGradNorm, step);
     table.summaries_step = nearest_recorded_step(store, run, layers, lm::kActivationMean, step);
     for (const auto& layer : layers) {
-        LayerStatsRow row{layer, {}, {}, {}, {}, {}, {}, {}};
+        LayerStatsRow row{layer, {}, {}, {}, {}, {}, {}, {}, {}, {}};
         const auto norm = [&](std::string_view family) {
             return value_at(store, run, family, layer.name, table.norms_step);
         };
@@ -101,6 +101,8 @@ LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
         row.grad_norm = norm(lm::kGradNorm);
         row.weight_norm = norm(lm::kWeightNorm);
         row.update_ratio = norm(lm::kUpdateRatio);
+        row.grad_mean_abs = norm(lm::kGradMeanAbs);
+        row.grad_max_abs = norm(lm::kGradMaxAbs);
         row.activation_mean = summary(lm::kActivationMean);
         row.activation_std = summary(lm::kActivationStd);
         row.zero_fraction = summary(lm::kActivationZeros);

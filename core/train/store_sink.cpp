@@ -34,6 +34,8 @@ void StoreSink::on_event(const Event& e) {
             points.push_back({run_, "grad_norm/" + l.layer, m->step, l.grad_norm, t});
             points.push_back({run_, "weight_norm/" + l.layer, m->step, l.weight_norm, t});
             points.push_back({run_, "update_ratio/" + l.layer, m->step, l.update_ratio, t});
+            points.push_back({run_, "grad_mean_abs/" + l.layer, m->step, l.grad_mean_abs, t});
+            points.push_back({run_, "grad_max_abs/" + l.layer, m->step, l.grad_max_abs, t});
         }
         store_.log_metrics(points);
     } else if (auto* m = e.get<EpochMetrics>()) {

@@ -105,14 +105,21 @@ void GradientMonitor::after_backward(Trainer& trainer) {
         auto params = layer->parameters();
         if (params.empty()) continue;
         double g2 = 0, w2 = 0;
+        MagnitudeStats g; // on norm steps: Σg², mean and max |g| in one pass
         for (const auto& p : params) {
-            if (p.grad().defined()) g2 += sum_of_squares(p.grad());
+            if (p.grad().defined()) {
+                if (norms)
+                    g += magnitude_stats(p.grad());
+                else
+                    g2 += sum_of_squares(p.grad());
+            }
             if (norms) w2 += sum_of_squares(p);
         }
+        if (norms) g2 = g.sum_squares;
         if (!std::isfinite(g2)) bad_layer = name; // the last in forward order: nearest the output
         grad_squares += g2;
         if (norms) {
-            stats_.push_back({name, std::sqrt(g2), std::sqrt(w2), 0.0});
+            stats_.push_back({name, std::sqrt(g2), std::sqrt(w2), 0.0, g.mean_abs(), g.max_abs});
             std::vector<Tensor> copies;
             for (const auto& p : params)
                 copies.push_back(p.detach().clone());

@@ -608,6 +608,39 @@ class TestTrainParts : public QObject {
         QVERIFY(l2_norm(w) > 0.0);
     }
 
+    // Σx², Σ|x|, max |x| and the count in one pass, against a plain loop (one chunk and many,
+    // float32 and float64, a transposed view, NaN).
+    void magnitudes() {
+        for (int64_t n : {int64_t(1000), int64_t(300001)}) {
+            const std::vector<double> v = random_values(size_t(n), 5);
+            for (DType dtype : {DType::Float32, DType::Float64}) {
+                const Tensor x = from_vector(v, {n}).to(dtype);
+                double squares = 0, abs_sum = 0, top = 0;
+                for (double e : as_doubles(x)) {
+                    squares += e * e;
+                    abs_sum += std::fabs(e);
+                    top = std::max(top, std::fabs(e));
+                }
+                const MagnitudeStats s = magnitude_stats(x);
+                QCOMPARE(s.count, n);
+                QVERIFY(close_to(s.sum_squares, squares));
+                QVERIFY(close_to(s.sum_abs, abs_sum));
+                QCOMPARE(s.max_abs, top); // a maximum is exact
+                QVERIFY(close_to(s.mean_abs(), abs_sum / double(n)));
+                QVERIFY(close_to(s.sum_squares, sum_of_squares(x)));
+            }
+        }
+        const Tensor m = randn({40, 30});
+        QCOMPARE(magnitude_stats(m.t()).max_abs, magnitude_stats(m).max_abs);
+        MagnitudeStats both = magnitude_stats(tensor({1, -3}));
+        both += magnitude_stats(tensor({2}));
+        QCOMPARE(both.max_abs, 3.0);
+        QCOMPARE(both.count, int64_t(3));
+        QCOMPARE(both.mean_abs(), 2.0);
+        QVERIFY(std::isnan(magnitude_stats(tensor({1, kNaN})).sum_abs));
+        QCOMPARE(magnitude_stats(zeros({0})).mean_abs(), 0.0);
+    }
+
     void updateRatio() {
         const Tensor before = randn({300001});
         const Tensor after = before + 0.01 * randn({300001});

@@ -115,6 +115,24 @@ class TestInspect : public QObject {
         QCOMPARE(*view->barValue("fc1"), storedValue(runs, "update_ratio/fc1", 17));
         view->setMeasure(GradientFlowView::Measure::WeightNorm);
         QCOMPARE(*view->plottedValue("fc2", 30), storedValue(runs, "weight_norm/fc2", 30));
+        // Mean / max |grad|: lines of max |grad|, bars of max and mean at the step; a layer's
+        // max |g| lies between its mean |g| and its L2 norm.
+        view->setMeasure(GradientFlowView::Measure::GradientMagnitude);
+        QCOMPARE(*view->plottedValue("fc1", 5), storedValue(runs, "grad_max_abs/fc1", 5));
+        QCOMPARE(*view->barValue("fc1"), storedValue(runs, "grad_max_abs/fc1", 17));
+        QCOMPARE(*view->meanBarValue("fc1"), storedValue(runs, "grad_mean_abs/fc1", 17));
+        for (const char* layer : {"fc1", "fc2"}) {
+            const double mean = *view->meanBarValue(layer), top = *view->barValue(layer);
+            QVERIFY(mean > 0 && mean <= top);
+            QVERIFY(top <= storedValue(runs, std::string("grad_norm/") + layer, 17) * (1 + 1e-12));
+        }
+        {
+            auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
+            tabs->setCurrentWidget(view);
+            QTest::qWait(50);
+            myelin::test::saveScreenshot(w, QStringLiteral("inspect_gradient_magnitude.png"));
+            tabs->setCurrentIndex(0);
+        }
 
         // The canvas badges follow the selected step: fc1's shows its norm there.
         view->setMeasure(GradientFlowView::Measure::GradientNorm);

@@ -91,6 +91,7 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
     measureBox_->addItem(tr("Gradient norm"), int(Measure::GradientNorm));
     measureBox_->addItem(tr("Update / weight ratio"), int(Measure::UpdateRatio));
     measureBox_->addItem(tr("Weight norm"), int(Measure::WeightNorm));
+    measureBox_->addItem(tr("Mean / max |grad|"), int(Measure::GradientMagnitude));
     measureBox_->setToolTip(
         tr("Gradient norm: L2 norm of the layer's parameter gradients.\n"
            "Update / weight ratio: how far one optimizer step moves the weights, relative to "
@@ -153,6 +154,10 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
     barItems_->setPen(Qt::NoPen);
     barItems_->setBrush(colors::kAccent);
     barItems_->setWidth(0.7);
+    meanBars_ = new QCPBars(bars_->xAxis, bars_->yAxis);
+    meanBars_->setPen(Qt::NoPen);
+    meanBars_->setBrush(colors::kAccent.darker(150));
+    meanBars_->setWidth(0.4);
 
     stepSlider_ = new QSlider(Qt::Horizontal, this);
     stepSlider_->setObjectName(QStringLiteral("inspectStep"));
@@ -289,6 +294,8 @@ std::string GradientFlowView::family() const {
         return std::string(lm::kUpdateRatio);
     case Measure::WeightNorm:
         return std::string(lm::kWeightNorm);
+    case Measure::GradientMagnitude:
+        return std::string(lm::kGradMaxAbs);
     case Measure::GradientNorm:
         break;
     }
@@ -451,36 +458,48 @@ void GradientFlowView::moveBars(int64_t step) {
 }
 
 void GradientFlowView::updateBars() {
-    QVector<double> ticks, values;
+    QVector<double> ticks, values, means;
     QVector<QString> labels;
+    const bool magnitude = measure_ == Measure::GradientMagnitude;
     for (const auto& row : table_.rows) {
         if (!graphs_.count(row.layer.name)) continue;
         const std::optional<double>& value = measure_ == Measure::UpdateRatio  ? row.update_ratio
                                              : measure_ == Measure::WeightNorm ? row.weight_norm
+                                             : magnitude                       ? row.grad_max_abs
                                                                                : row.grad_norm;
         ticks.append(ticks.size());
         labels.append(layerLabel(row.layer));
         values.append(value && plottable(*value) ? *value : std::nan(""));
+        const std::optional<double>& mean = row.grad_mean_abs;
+        means.append(magnitude && mean && plottable(*mean) ? *mean : std::nan(""));
     }
     barItems_->setData(ticks, values, true);
+    barItems_->setBrush(magnitude ? colors::kBarBehind : colors::kAccent);
+    meanBars_->setData(ticks, means, true);
+    meanBars_->setVisible(magnitude);
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     ticker->addTicks(ticks, labels);
     bars_->xAxis->setTicker(ticker);
     bars_->xAxis->setRange(-0.6, ticks.size() - 0.4);
     // Log bars need a floor: under the smallest value, so every bar shows.
     double low = std::numeric_limits<double>::infinity(), high = 0;
-    for (double v : values)
-        if (plottable(v)) low = std::min(low, v), high = std::max(high, v);
+    for (const QVector<double>* series : {&values, &means})
+        for (double v : *series)
+            if (plottable(v)) low = std::min(low, v), high = std::max(high, v);
     if (guide_->visible()) low = std::min(low, 1e-3), high = std::max(high, 1e-3);
     if (high > 0) {
         barItems_->setBaseValue(low / 4);
+        meanBars_->setBaseValue(low / 4);
         bars_->yAxis->setRange(low / 4, high * 2);
     }
     if (guide_->visible()) lines_->yAxis->setRange(lines_->yAxis->range().expanded(1e-3));
     setLogTicks(bars_->yAxis);
     setLogTicks(lines_->yAxis);
     bars_->yAxis->setLabel(table_.norms_step ? tr("step %1").arg(*table_.norms_step) : QString());
-    lines_->yAxis->setLabel(measureBox_->currentText());
+    bars_->setToolTip(magnitude ? tr("Per layer at the selected step: max |grad| (light) and "
+                                     "mean |grad| (dark) over its parameter gradients")
+                                : QString());
+    lines_->yAxis->setLabel(magnitude ? tr("max |grad|") : measureBox_->currentText());
 }
 
 void GradientFlowView::updateStepControls() {
@@ -536,6 +555,21 @@ std::optional<double> GradientFlowView::barValue(const std::string& layer) const
         if (!graphs_.count(row.layer.name)) continue;
         if (row.layer.name == layer) {
             const auto data = barItems_->data();
+            const auto bar = data->findBegin(index, false);
+            if (bar == data->constEnd() || std::isnan(bar->value)) return std::nullopt;
+            return bar->value;
+        }
+        ++index;
+    }
+    return std::nullopt;
+}
+
+std::optional<double> GradientFlowView::meanBarValue(const std::string& layer) const {
+    int index = 0;
+    for (const auto& row : table_.rows) {
+        if (!graphs_.count(row.layer.name)) continue;
+        if (row.layer.name == layer) {
+            const auto data = meanBars_->data();
             const auto bar = data->findBegin(index, false);
             if (bar == data->constEnd() || std::isnan(bar->value)) return std::nullopt;
             return bar->value;

@@ -40,7 +40,9 @@ class GradientFlowView : public QWidget {
     Q_OBJECT
 
   public:
-    enum class Measure { GradientNorm, UpdateRatio, WeightNorm };
+    // GradientMagnitude: lines of max |grad| per layer; bars of max |grad| (light) with mean
+    // |grad| (dark) in front, as the plot_grad_flow recipe draws them.
+    enum class Measure { GradientNorm, UpdateRatio, WeightNorm, GradientMagnitude };
 
     explicit GradientFlowView(QWidget* parent = nullptr);
     ~GradientFlowView() override;
@@ -74,6 +76,8 @@ class GradientFlowView : public QWidget {
     std::optional<double> plottedValue(const std::string& layer, int64_t step) const;
     // The bar of `layer` at the selected step; unset when it has none.
     std::optional<double> barValue(const std::string& layer) const;
+    // GradientMagnitude: the mean |grad| bar of `layer` (barValue is its max |grad|).
+    std::optional<double> meanBarValue(const std::string& layer) const;
     // What the view says instead of plots, when it has nothing to plot; empty when it plots.
     QString message() const;
     QCustomPlot* linesPlot() const { return lines_; }
@@ -125,6 +129,7 @@ class GradientFlowView : public QWidget {
     QCustomPlot* lines_ = nullptr;
     QCustomPlot* bars_ = nullptr;
     QCPBars* barItems_ = nullptr;
+    QCPBars* meanBars_ = nullptr; // GradientMagnitude only
     QCPItemStraightLine* stepMarker_ = nullptr;
     QCPItemStraightLine* guide_ = nullptr; // the 1e-3 update-ratio guide
     QSlider* stepSlider_ = nullptr;

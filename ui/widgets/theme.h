@@ -43,6 +43,7 @@ inline const QColor kFaintText{0x7B, 0x87, 0x94};   // hints, placeholders, time
 inline const QColor kTextOnColor{0xFF, 0xFF, 0xFF}; // on a saturated fill (accent, status)
 // Controls and frames
 inline const QColor kAccentHover{0x28, 0x54, 0x7F};   // an accent-filled button under the mouse
+inline const QColor kBarBehind{0xC9, 0xD8, 0xE8};     // a light bar with a darker one in front
 inline const QColor kAccentBorder{0xC9, 0xD8, 0xE8};  // the frame of a kAccentSoft notice
 inline const QColor kButtonBorder{0xC9, 0xD1, 0xDA};  // the frame of a flat push button
 inline const QColor kDivider{0xEE, 0xF0, 0xF3};       // between the entries of a list

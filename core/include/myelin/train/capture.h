@@ -48,6 +48,16 @@ TensorSummary summarize(const Tensor& x, int bins = 64);
 // shows as a non-finite norm). For a layer's norm over several parameters, add the parameters'
 // sums of squares and take the square root once.
 double sum_of_squares(const Tensor& x);
+// Σx², Σ|x|, max |x| and the count of x in one pass (a layer's gradient statistics).
+struct MagnitudeStats {
+    double sum_squares = 0.0;
+    double sum_abs = 0.0;
+    double max_abs = 0.0;
+    int64_t count = 0;
+    MagnitudeStats& operator+=(const MagnitudeStats& other);
+    double mean_abs() const { return count > 0 ? sum_abs / double(count) : 0.0; }
+};
+MagnitudeStats magnitude_stats(const Tensor& x);
 double l2_norm(const Tensor& x);
 
 // Squared norms of an optimizer step, from the weights before and after it, in one pass over

@@ -32,10 +32,12 @@ struct RunStarted {
 };
 
 struct LayerStats {
-    std::string layer;         // module name, dotted like the state_dict ("features.0")
-    double grad_norm = 0.0;    // L2 over the layer's parameter gradients
-    double weight_norm = 0.0;  // L2 over the layer's parameters
-    double update_ratio = 0.0; // ||step update|| / ||weights before the step||
+    std::string layer;          // module name, dotted like the state_dict ("features.0")
+    double grad_norm = 0.0;     // L2 over the layer's parameter gradients
+    double weight_norm = 0.0;   // L2 over the layer's parameters
+    double update_ratio = 0.0;  // ||step update|| / ||weights before the step||
+    double grad_mean_abs = 0.0; // mean |g| over the layer's parameter gradients
+    double grad_max_abs = 0.0;  // max |g|
 };
 
 struct StepMetrics {

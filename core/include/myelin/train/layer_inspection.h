@@ -18,6 +18,8 @@ namespace myelin::train {
 namespace layer_metric {
 inline constexpr std::string_view kGradNorm = "grad_norm";
 inline constexpr std::string_view kWeightNorm = "weight_norm";
+inline constexpr std::string_view kGradMeanAbs = "grad_mean_abs";
+inline constexpr std::string_view kGradMaxAbs = "grad_max_abs";
 inline constexpr std::string_view kUpdateRatio = "update_ratio";
 inline constexpr std::string_view kActivationMean = "activation_mean";
 inline constexpr std::string_view kActivationStd = "activation_std";
@@ -44,6 +46,8 @@ struct LayerStatsRow {
     std::optional<double> grad_norm;
     std::optional<double> weight_norm;
     std::optional<double> update_ratio;
+    std::optional<double> grad_mean_abs; // at the norms step (runs recorded before: unset)
+    std::optional<double> grad_max_abs;
     std::optional<double> activation_mean;
     std::optional<double> activation_std;
     std::optional<double> zero_fraction; // exact zeros in the activation (dead units after ReLU)
