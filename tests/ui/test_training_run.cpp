@@ -278,6 +278,9 @@ void TestTrainingRun::stopWhileTheStoreFailsIsSafe() {
 
     sqlite3* locker = nullptr;
     QCOMPARE(sqlite3_open(store.toUtf8().constData(), &locker), SQLITE_OK);
+    // The run's writer may be inside a transaction right now: wait for it to commit (without
+    // this the test failed now and then with SQLITE_BUSY, more often as runs record more).
+    sqlite3_busy_timeout(locker, 10000);
     QCOMPARE(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
     QElapsedTimer clock;
     clock.start();
