@@ -5,12 +5,13 @@
 // training throughput the run reported, the wall time, and the GUI thread's event-loop latency
 // (how late a 5 ms timer fires: p50, p99, max), the measure of a UI that never blocks.
 //
-//   myelin_bench_studio_train PROJECT STEPS [model|gradient-flow|distributions]
+//   myelin_bench_studio_train PROJECT STEPS [model|gradient-flow|distributions|feature-maps]
 //
 // Runs offscreen unless QT_QPA_PLATFORM says otherwise. Time two tabs against each other with
 // farm-bench (docs/performance.md); the store is a fresh temporary file each run.
 #include "document/project_document.h"
 #include "inspect/distributions_view.h"
+#include "inspect/feature_maps_view.h"
 #include "inspect/gradient_flow_view.h"
 #include "shell/main_window.h"
 #include "training/training_controller.h"
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     if (argc < 3) {
-        std::fprintf(stderr, "usage: %s PROJECT STEPS [model|gradient-flow|distributions]\n",
+        std::fprintf(stderr, "usage: %s PROJECT STEPS [model|gradient-flow|distributions|feature-maps]\n",
                      argv[0]);
         return 2;
     }
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
     auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
     if (tab == QLatin1String("gradient-flow")) tabs->setCurrentWidget(w.gradientFlowView());
     if (tab == QLatin1String("distributions")) tabs->setCurrentWidget(w.distributionsView());
+    if (tab == QLatin1String("feature-maps")) tabs->setCurrentWidget(w.featureMapsView());
 
     // Event-loop latency: how late a 5 ms timer fires while the run goes.
     std::vector<double> lateness;

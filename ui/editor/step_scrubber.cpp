@@ -17,8 +17,10 @@ StepScrubber::StepScrubber(QWidget* parent) : QWidget(parent) {
     slider_->setToolTip(tr("Move the canvas badges and the inspection views to a recorded step"));
     label_ = new QLabel(this);
     label_->setObjectName(QStringLiteral("stepScrubberLabel"));
-    label_->setMinimumWidth(label_->fontMetrics().horizontalAdvance(
-        QStringLiteral("run 999 · step 9999999 of 9999999")));
+    // A fixed width: the text changes several times a second while a run goes, and a label
+    // that grows would lay out (and repaint) the canvas above it each time.
+    label_->setFixedWidth(label_->fontMetrics().horizontalAdvance(
+        QStringLiteral("run 99999 · step 99999999 of 99999999")));
     live_ = new QCheckBox(tr("Live"), this);
     live_->setObjectName(QStringLiteral("stepScrubberLive"));
     live_->setToolTip(tr("Follow the newest recorded step while the run goes"));
