@@ -27,7 +27,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <set>
 
 namespace myelin::train {
 

@@ -550,26 +550,21 @@ std::optional<double> GradientFlowView::plottedValue(const std::string& layer, i
 }
 
 std::optional<double> GradientFlowView::barValue(const std::string& layer) const {
-    int index = 0;
-    for (const auto& row : table_.rows) {
-        if (!graphs_.count(row.layer.name)) continue;
-        if (row.layer.name == layer) {
-            const auto data = barItems_->data();
-            const auto bar = data->findBegin(index, false);
-            if (bar == data->constEnd() || std::isnan(bar->value)) return std::nullopt;
-            return bar->value;
-        }
-        ++index;
-    }
-    return std::nullopt;
+    return valueOfBar(barItems_, layer);
 }
 
 std::optional<double> GradientFlowView::meanBarValue(const std::string& layer) const {
+    return valueOfBar(meanBars_, layer);
+}
+
+std::optional<double> GradientFlowView::valueOfBar(const QCPBars* bars,
+                                                   const std::string& layer) const {
+    // Bars stand at 0, 1, ... in the order of the table's plotted layers.
     int index = 0;
     for (const auto& row : table_.rows) {
         if (!graphs_.count(row.layer.name)) continue;
         if (row.layer.name == layer) {
-            const auto data = meanBars_->data();
+            const auto data = bars->data();
             const auto bar = data->findBegin(index, false);
             if (bar == data->constEnd() || std::isnan(bar->value)) return std::nullopt;
             return bar->value;

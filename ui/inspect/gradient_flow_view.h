@@ -104,6 +104,7 @@ class GradientFlowView : public QWidget {
     void showMessage(const QString& text);
     void setLiveRendering(bool live);
     void replot();
+    std::optional<double> valueOfBar(const QCPBars* bars, const std::string& layer) const;
     std::string family() const;
     bool openStore();
 
