@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "../support/stripes_project.h"
 #include "test_support.h"
 
 #include <cmath>
@@ -178,44 +179,9 @@ Tensor linear_op(const Tensor& x, const Tensor& w, const Tensor& b) {
     return F::linear(x, w, b);
 }
 
-// .npy writer for the trainer test: float32 features or int64 labels.
-template <typename T> void write_npy(const std::string& path, const std::vector<T>& v, Dims shape) {
-    std::string dims;
-    for (int i = 0; i < shape.size(); ++i)
-        dims += std::to_string(shape[i]) + ", ";
-    std::string header = std::string("{'descr': '") + (std::is_same_v<T, float> ? "<f4" : "<i8") +
-                         "', 'fortran_order': False, 'shape': (" + dims + "), }";
-    while ((10 + header.size() + 1) % 64 != 0)
-        header += ' ';
-    header += '\n';
-    std::ofstream out(path, std::ios::binary);
-    out.write("\x93NUMPY\x01\x00", 8);
-    const uint16_t len = uint16_t(header.size());
-    out.write(reinterpret_cast<const char*>(&len), 2);
-    out << header;
-    out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(T)));
-}
-
-// 3 classes of noisy 1x8x8 images: horizontal stripes, vertical stripes, a centred blob.
+// 3 classes of noisy 1x8x8 images (tests/support/stripes_project.h) and a CNN with BatchNorm.
 io::Project cnn_project(const std::string& dir) {
-    const int n = 240;
-    std::mt19937 rng(11);
-    std::normal_distribution<float> noise(0.0f, 0.4f);
-    std::vector<float> x;
-    std::vector<int64_t> y;
-    for (int i = 0; i < n; ++i) {
-        const int c = i % 3;
-        for (int h = 0; h < 8; ++h)
-            for (int w = 0; w < 8; ++w) {
-                const float v = c == 0   ? float(h % 2)
-                                : c == 1 ? float(w % 2)
-                                         : float(std::abs(h - 3.5f) + std::abs(w - 3.5f) < 3.0f);
-                x.push_back(v + noise(rng));
-            }
-        y.push_back(c);
-    }
-    write_npy(dir + "/x.npy", x, {n, 1, 8, 8});
-    write_npy(dir + "/y.npy", y, {n});
+    if (!myelin::test::writeStripesData(dir)) qFatal("cannot write the data into %s", dir.c_str());
 
     io::Project p;
     p.name = "cnn";

@@ -36,8 +36,9 @@ bool writeNpy(const std::string& path, const std::vector<T>& values,
     return bool(out);
 }
 
-// Returns the project file's path, or "" when a file could not be written.
-inline std::string writeStripesProject(const std::string& dir, int epochs, int feature_maps_every) {
+// The data alone: x.npy [240, 1, 8, 8] float32 and y.npy [240] int64 in `dir` (seeded, so every
+// call writes the same values); false when a file could not be written.
+inline bool writeStripesData(const std::string& dir) {
     const int n = 240;
     std::mt19937 rng(11);
     std::normal_distribution<float> noise(0.0f, 0.4f);
@@ -54,7 +55,12 @@ inline std::string writeStripesProject(const std::string& dir, int epochs, int f
             }
         y.push_back(c);
     }
-    if (!writeNpy(dir + "/x.npy", x, {n, 1, 8, 8}) || !writeNpy(dir + "/y.npy", y, {n})) return {};
+    return writeNpy(dir + "/x.npy", x, {n, 1, 8, 8}) && writeNpy(dir + "/y.npy", y, {n});
+}
+
+// Returns the project file's path, or "" when a file could not be written.
+inline std::string writeStripesProject(const std::string& dir, int epochs, int feature_maps_every) {
+    if (!writeStripesData(dir)) return {};
     const std::string project = R"({"format_version": 1, "name": "stripes",
   "model": {"nodes": [
     {"id": 1, "kind": "Input", "attrs": {"shape": [1, 8, 8]}},
