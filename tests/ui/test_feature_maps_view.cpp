@@ -63,13 +63,7 @@ class TestFeatureMapsView : public QObject {
     Q_OBJECT
 
   private slots:
-    void initTestCase() {
-        QVERIFY(home_.isValid());
-        qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-        qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
-        QStandardPaths::setTestModeEnabled(true);
-        QSettings().clear();
-    }
+    void initTestCase() { myelin::test::isolateStudioSettings(home_); }
 
     void showsTheStoredMaps() {
         QTemporaryDir dir;

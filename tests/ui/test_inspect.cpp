@@ -59,11 +59,7 @@ class TestInspect : public QObject {
 
   private slots:
     void initTestCase() {
-        QVERIFY(home_.isValid());
-        qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-        qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
-        QStandardPaths::setTestModeEnabled(true);
-        QSettings().clear();
+        myelin::test::isolateStudioSettings(home_);
         myelin::ui::applyStudioTheme(*qApp); // as the studio does: screenshots show its look
     }
 

@@ -97,9 +97,13 @@ class TestPluginKinds : public QObject {
     void pluginLayerIsInThePaletteAndTheEditor();
     void pluginLayerGetsQuickFixes();
     void unknownKindOpensAndSaves();
+
+  private:
+    QTemporaryDir home_;
 };
 
 void TestPluginKinds::initTestCase() {
+    myelin::test::isolateStudioSettings(home_);
     myelin::ui::applyStudioTheme(*qApp); // as the studio does: screenshots show its look
     registerTestKinds();
     const plugin::LoadReport report = plugin::load_plugins({MYELIN_EXAMPLE_PLUGIN_DIR});

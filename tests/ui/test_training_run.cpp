@@ -90,12 +90,7 @@ class TestTrainingRun : public QObject {
 };
 
 void TestTrainingRun::initTestCase() {
-    QVERIFY(home_.isValid());
-    // Keep settings, recent files and autosaves of this test away from the person's own.
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
-    QStandardPaths::setTestModeEnabled(true);
-    QSettings().clear();
+    myelin::test::isolateStudioSettings(home_);
     myelin::ui::applyStudioTheme(*qApp); // as the studio does: screenshots show its look
 }
 

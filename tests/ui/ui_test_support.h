@@ -2,7 +2,10 @@
 // Helpers every studio test uses: where screenshots go, saving one, and finding the examples.
 #include <QDir>
 #include <QPixmap>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QString>
+#include <QTemporaryDir>
 #include <QWidget>
 #include <QtTest>
 
@@ -14,6 +17,16 @@ inline QString artifactsDir() {
     if (dir.isEmpty()) dir = QDir::temp().filePath(QStringLiteral("myelin-test-artifacts"));
     QDir().mkpath(dir);
     return dir;
+}
+
+// Keeps the settings, recent files and autosaves of a test in `home` (a temporary folder),
+// away from the person's own and from other tests'.
+inline void isolateStudioSettings(const QTemporaryDir& home) {
+    QVERIFY(home.isValid());
+    qputenv("XDG_CONFIG_HOME", home.filePath(QStringLiteral("config")).toUtf8());
+    qputenv("XDG_DATA_HOME", home.filePath(QStringLiteral("data")).toUtf8());
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().clear();
 }
 
 // The widget as QWidget::grab() paints it, saved as `fileName` in artifactsDir().
