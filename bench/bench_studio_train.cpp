@@ -23,6 +23,8 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -72,6 +74,16 @@ int main(int argc, char** argv) {
                      [&](const myelin::train::Progress& p) {
                          if (p.samples_per_second > 0) samplesPerSecond = p.samples_per_second;
                      });
+    // Throughput from the steps seen and the time between the first and the last (the reported
+    // figure is an average over the last few steps only).
+    int64_t firstStep = -1, lastStep = -1;
+    double firstAt = 0, lastAt = 0;
+    QObject::connect(w.trainingController(), &myelin::ui::TrainingController::stepMetrics,
+                     [&](const myelin::train::StepMetrics& m) {
+                         const double now = double(clock.nsecsElapsed()) / 1e9;
+                         if (firstStep < 0) firstStep = m.step, firstAt = now;
+                         lastStep = m.step, lastAt = now;
+                     });
     QEventLoop loop;
     QObject::connect(w.trainingController(), &myelin::ui::TrainingController::finished, &loop,
                      &QEventLoop::quit);
@@ -85,14 +97,23 @@ int main(int argc, char** argv) {
     loop.exec();
     probe.stop();
     const double wall = double(clock.nsecsElapsed()) / 1e9;
+    // CPU the GUI thread spent while the run went: every millisecond of it is taken from the
+    // training threads on a machine with as many cores as compute threads.
+    rusage usage{};
+    getrusage(RUSAGE_THREAD, &usage);
+    const double guiCpu = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                          double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    const double batch = double(w.document()->project().data.batch_size);
+    const double averageSamplesPerSecond =
+        lastAt > firstAt ? double(lastStep - firstStep) * batch / (lastAt - firstAt) : 0.0;
     std::sort(lateness.begin(), lateness.end());
     const auto at = [&](double q) {
         return lateness.empty() ? 0.0 : lateness[size_t(q * double(lateness.size() - 1))];
     };
     std::printf("{\"workload\": \"studio_train\", \"tab\": \"%s\", \"steps\": %lld, "
-                "\"samples_per_second\": %.1f, \"wall_s\": %.2f, \"loop_late_ms_p50\": %.2f, "
-                "\"loop_late_ms_p99\": %.2f, \"loop_late_ms_max\": %.2f}\n",
-                qPrintable(tab), (long long)steps, samplesPerSecond, wall, at(0.5), at(0.99),
-                lateness.empty() ? 0.0 : lateness.back());
+                "\"samples_per_second\": %.1f, \"last_samples_per_second\": %.1f, \"wall_s\": %.2f, \"loop_late_ms_p50\": %.2f, "
+                "\"loop_late_ms_p99\": %.2f, \"loop_late_ms_max\": %.2f, \"gui_cpu_s\": %.2f}\n",
+                qPrintable(tab), (long long)steps, averageSamplesPerSecond, samplesPerSecond, wall, at(0.5), at(0.99),
+                lateness.empty() ? 0.0 : lateness.back(), guiCpu);
     return 0;
 }

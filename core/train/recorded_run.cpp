@@ -65,6 +65,15 @@ std::filesystem::path resolve_resume(const std::string& what, store::RunStore& s
     if (!all_digits(what)) {
         if (!std::filesystem::exists(what))
             throw Error("--resume: no checkpoint file '" + what + "' (and not a run id)");
+        // A checkpoint a recorded run wrote: that run is the parent (the first that listed it,
+        // should several), so the lineage holds however the resume was asked for.
+        std::error_code ec;
+        const auto file = std::filesystem::weakly_canonical(what, ec);
+        for (const auto& summary : store.list_runs())
+            for (const auto& a : store.artifacts(summary.run.id))
+                if (a.kind == "checkpoint" && (!parent_run || summary.run.id < *parent_run) &&
+                    std::filesystem::weakly_canonical(a.path, ec) == file)
+                    parent_run = summary.run.id;
         return what;
     }
     const int64_t id = std::stoll(what);

@@ -5,6 +5,7 @@
 #include <myelin/generator.h>
 #include <myelin/graph/build.h>
 #include <myelin/io/checkpoint.h>
+#include <myelin/io/project.h>
 #include <myelin/io/safetensors.h>
 #include <myelin/optim/optimizer.h>
 #include <myelin/train/components.h>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace myelin::train {
@@ -33,6 +35,66 @@ std::string mismatch_text(const nn::LoadStateDictResult& r) {
     return what;
 }
 
+// The optimizer's parameters as the trainer lays them out for `project` over `model` (one group
+// per distinct lr multiplier in node order, frozen layers left out), by name.
+std::vector<std::vector<std::string>> optimizer_layout(const io::Project& project,
+                                                       const graph::GraphModule& model) {
+    std::map<double, size_t> group_of;
+    std::vector<std::vector<std::string>> groups;
+    for (const auto& node : project.model.nodes) {
+        const std::string& name = model.module_name(node.id);
+        if (name.empty() || node.frozen) continue;
+        const auto child = model.child(name);
+        if (!child) continue;
+        const auto params = child->named_parameters();
+        if (params.empty()) continue;
+        auto [it, fresh] = group_of.emplace(node.lr_multiplier, groups.size());
+        if (fresh) groups.emplace_back();
+        for (const auto& [param, tensor] : params)
+            groups[it->second].push_back(name + "." + param);
+    }
+    return groups;
+}
+
+// `saved` (laid out as `before`) moved to the layout `after` by parameter name: a parameter
+// trained before and after keeps its state and its group's options; one trained only now (a
+// layer unfrozen) starts fresh in its group's current options (`current`). Sets `kept` to the
+// number of parameters whose state carried over.
+optim::OptimizerStateDict remap_optimizer_state(const optim::OptimizerStateDict& saved,
+                                                const std::vector<std::vector<std::string>>& before,
+                                                const std::vector<std::vector<std::string>>& after,
+                                                const std::vector<optim::ParamGroup>& current,
+                                                size_t& kept) {
+    std::map<std::string, std::pair<int64_t, size_t>> old; // name -> (global index, group)
+    int64_t index = 0;
+    for (size_t g = 0; g < before.size(); ++g)
+        for (const auto& name : before[g])
+            old[name] = {index++, g};
+    optim::OptimizerStateDict out;
+    index = 0;
+    kept = 0;
+    for (size_t g = 0; g < after.size(); ++g) {
+        optim::OptimizerStateDict::Group group;
+        group.options = g < current.size() ? current[g].options : optim::Options{};
+        bool optionsTaken = false;
+        for (const auto& name : after[g]) {
+            if (auto it = old.find(name); it != old.end()) {
+                const auto [i, oldGroup] = it->second;
+                if (!optionsTaken && oldGroup < saved.param_groups.size()) {
+                    group.options = saved.param_groups[oldGroup].options;
+                    optionsTaken = true;
+                }
+                if (auto st = saved.state.find(i); st != saved.state.end()) {
+                    out.state[index] = st->second;
+                    ++kept;
+                }
+            }
+            group.params.push_back(index++);
+        }
+        out.param_groups.push_back(std::move(group));
+    }
+    return out;
+}
 } // namespace
 
 std::string checkpoint_model_mismatch(const io::Project& project,
@@ -90,6 +152,27 @@ void Trainer::load_resume_checkpoint() {
     if (!r.ok())
         throw Error(where + ": the checkpoint does not fit this model:" + mismatch_text(r));
     if (c.optimizer_kind == optimizer_->name()) {
+        // A fork may freeze or unfreeze layers (or change lr multipliers): the checkpoint's
+        // optimizer state is then moved to the new layout by parameter name.
+        std::optional<io::Project> before;
+        if (options_.fork && !c.project_json.empty())
+            before = io::parse_project(c.project_json, where + " (its project)");
+        const auto oldLayout =
+            before ? optimizer_layout(*before, *model_) : std::vector<std::vector<std::string>>{};
+        const auto newLayout = optimizer_layout(project_, *model_);
+        if (before && oldLayout != newLayout) {
+            size_t kept = 0;
+            c.optimizer = remap_optimizer_state(c.optimizer, oldLayout, newLayout,
+                                                optimizer_->param_groups(), kept);
+            size_t total = 0;
+            for (const auto& g : newLayout)
+                total += g.size();
+            init_messages_.push_back(
+                {LogLevel::Info,
+                 "the fork trains other parameters than its parent (frozen layers or lr "
+                 "multipliers changed): optimizer state carried over for " +
+                     std::to_string(kept) + " of " + std::to_string(total) + " parameters"});
+        }
         try {
             optimizer_->load_state_dict(c.optimizer);
         } catch (const Error& e) {

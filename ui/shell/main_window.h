@@ -25,8 +25,13 @@ struct BreakpointFired;
 struct LayerBadge;
 } // namespace myelin::train
 
+namespace myelin::io {
+struct Project;
+}
+
 namespace myelin::ui {
 
+struct TrainingStartOptions;
 class Autosave;
 class DataPage;
 class LayerPalette;
@@ -97,6 +102,11 @@ class MainWindow : public QMainWindow {
     void pauseTraining();
     void resumeTraining();
     void stopTraining();
+    // Runs > Resume… / Fork…: the fork dialog on run `run` of the store (pick a checkpoint, and
+    // for a fork its edits), then the run it asks for, trained and shown like Train's. False
+    // when nothing started (cancelled, refused, or a run is already going).
+    bool resumeRun(qint64 run);
+    bool forkRun(qint64 run);
     void showBackendsDialog();
     // Train > Breakpoints…: the conditions that pause the runs started here.
     void showBreakpointsDialog();
@@ -113,6 +123,10 @@ class MainWindow : public QMainWindow {
     void createMenus();
     void createStatusBar();
     void createTraining();
+    bool resumeOrForkRun(qint64 run, bool fork);
+    // Starts `project` (data paths relative to `dataDir`) with the stored breakpoints, locks
+    // editing and shows the live view.
+    bool startRun(const io::Project& project, const QString& dataDir, TrainingStartOptions options);
     void updateTrainingActions();
     // Model, data and training edits are refused while a run trains a snapshot of them.
     void setEditingLocked(bool locked);

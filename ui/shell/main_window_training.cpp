@@ -15,6 +15,7 @@
 #include "inspect/gradient_flow_view.h"
 #include "pages/data_page.h"
 #include "pages/training_page.h"
+#include "runs/fork_dialog.h"
 #include "shell/welcome_page.h"
 #include "training/breakpoints_dialog.h"
 #include "training/training_controller.h"
@@ -171,11 +172,46 @@ bool MainWindow::startTraining() {
         return false;
     }
     TrainingStartOptions options;
-    options.breakpoints = storedBreakpoints();
     options.runName = document_->displayName();
     if (options.runName.endsWith(QStringLiteral(".myelin")))
         options.runName.chop(int(qstrlen(".myelin")));
-    if (!training_->start(document_->project(), document_->dataDirectory(), options)) return false;
+    return startRun(document_->project(), document_->dataDirectory(), options);
+}
+
+bool MainWindow::resumeRun(qint64 run) {
+    return resumeOrForkRun(run, false);
+}
+
+bool MainWindow::forkRun(qint64 run) {
+    return resumeOrForkRun(run, true);
+}
+
+bool MainWindow::resumeOrForkRun(qint64 run, bool fork) {
+    if (training_->isActive()) {
+        statusBar()->showMessage(tr("A run is going: stop it first."), kStatusMs);
+        return false;
+    }
+    ForkDialog dialog(training_->storePath(), run,
+                      fork ? ForkDialog::Mode::Fork : ForkDialog::Mode::Resume, this);
+    dialog.setObjectName(QStringLiteral("forkDialog"));
+    if (dialog.exec() != QDialog::Accepted) return false;
+    TrainingStartOptions options;
+    if (dialog.mode() == ForkDialog::Mode::Fork)
+        options.fork = dialog.forkSource();
+    else
+        options.resume = dialog.checkpointPath();
+    const io::Project project = dialog.project();
+    options.runName = QString::fromStdString(project.name.empty() ? "untitled" : project.name);
+    // Data paths are relative to the folder of the project the run was trained from.
+    QString dataDir = dialog.projectDirectory();
+    if (dataDir.isEmpty() && document_->isOpen()) dataDir = document_->dataDirectory();
+    return startRun(project, dataDir, options);
+}
+
+bool MainWindow::startRun(const io::Project& project, const QString& dataDir,
+                          TrainingStartOptions options) {
+    options.breakpoints = storedBreakpoints();
+    if (!training_->start(project, dataDir, options)) return false;
     setEditingLocked(true);
     trainStatus_->setText(tr("Starting…"));
     trainProgress_->setRange(0, 0); // busy until the first progress report

@@ -8,6 +8,7 @@
 #include <myelin/io/project.h>
 #include <myelin/train/breakpoints.h>
 #include <myelin/train/events.h>
+#include <myelin/train/recorded_run.h>
 
 #include <QObject>
 #include <QString>
@@ -26,6 +27,9 @@ struct TrainingStartOptions {
     int64_t maxSteps = 0;          // stop after this many optimizer steps; 0: no limit
     QString runName;               // empty: the project's name
     QString resume;                // a run id in the store or a checkpoint file; empty: fresh
+    // Fork: a new run branching off this run's checkpoint (the project passed to start() is the
+    // fork's, its differences from the parent's are recorded). Excludes `resume`.
+    std::optional<train::ForkSource> fork;
     // Conditions that pause the run at the step where one holds (breakpointHit tells); they
     // can be changed while it goes (setBreakpoints).
     std::vector<train::BreakCondition> breakpoints;

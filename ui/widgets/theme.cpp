@@ -206,7 +206,7 @@ QLineEdit[invalid="true"], QSpinBox[invalid="true"], QDoubleSpinBox[invalid="tru
 #dataSourceDoc, #dataTransformDoc, #dataLoaderFacts, #dataStatus, #dataExamplesNote,
 #dataTargetStats { color: @mutedText; }
 #dataSummary { color: @text; }
-#dataError {
+#dataError, #forkProblem {
     color: @error; background: @errorSoft; border: 1px solid @errorBorder; border-radius: 4px;
     padding: 8px 10px;
 }

@@ -45,8 +45,8 @@ struct RecordedRunOptions {
 };
 
 // A resume target: a run id (its newest checkpoint that still exists) or a checkpoint path.
-// Sets `parent_run` for a run id. Throws Error naming what is missing, or when the run is still
-// running.
+// Sets `parent_run` for a run id, and for a checkpoint file a run of the store wrote. Throws Error
+// naming what is missing, or when the run is still running.
 std::filesystem::path resolve_resume(const std::string& what, store::RunStore& store,
                                      std::optional<int64_t>& parent_run);
 
