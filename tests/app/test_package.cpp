@@ -112,13 +112,17 @@ void TestPackage::installedFilesAreThere() {
          {"/usr/share/applications/myelin-studio.desktop",
           "/usr/share/metainfo/io.myelin.Studio.metainfo.xml",
           "/usr/share/icons/hicolor/scalable/apps/io.myelin.Studio.svg",
-          "/usr/share/man/man1/myelin-studio.1", "/usr/share/myelin/examples/fashion_mlp.myelin",
+          "/usr/share/man/man1/myelin-studio.1.gz", "/usr/share/doc/myelin-studio/copyright",
+          "/usr/share/doc/myelin-studio/changelog.gz",
+          "/usr/share/myelin/examples/fashion_mlp.myelin",
           "/usr/share/myelin/examples/data/tabular_regression.csv",
           "/usr/include/myelin/plugin/plugin.h"})
         QVERIFY2(QFile::exists(root_ + QLatin1String(file)), file);
-    QFile man(root_ + QStringLiteral("/usr/share/man/man1/myelin.1"));
-    QVERIFY(man.open(QIODevice::ReadOnly));
-    const QString page = QString::fromUtf8(man.readAll());
+    const Result man =
+        run(QStringLiteral("gzip"),
+            {QStringLiteral("-dc"), root_ + "/usr/share/man/man1/myelin.1.gz"}, scratch_.path());
+    QCOMPARE(man.code, 0);
+    const QString& page = man.out;
     QVERIFY2(page.startsWith(QStringLiteral(".TH MYELIN 1")), qPrintable(page.left(200)));
     QVERIFY2(page.contains(QStringLiteral("--fork")), "the man page lacks the help's options");
 }
