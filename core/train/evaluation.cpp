@@ -5,6 +5,7 @@
 #include <myelin/autograd.h>
 #include <myelin/data/dataloader.h>
 #include <myelin/error.h>
+#include <myelin/generator.h>
 #include <myelin/nn/loss.h>
 #include <myelin/spec/components.h>
 #include <myelin/train/components.h>
@@ -161,6 +162,13 @@ std::unique_ptr<Trainer> trainer_for_checkpoint(const io::Project& project,
     options.project_dir = project_dir.empty() ? std::filesystem::path(".") : project_dir;
     options.resume_from = checkpoint;
     options.threads = threads;
+    // The Trainer seeds the default generator and loads the checkpoint's state into it: give
+    // it back as it was, so an evaluation between two trainings changes neither.
+    const std::string generator = default_generator().get_state();
+    struct Restore {
+        const std::string& state;
+        ~Restore() { default_generator().set_state(state); }
+    } restore{generator};
     return std::make_unique<Trainer>(project, options);
 }
 

@@ -88,7 +88,9 @@ Evaluation evaluate_examples(Trainer& trainer, const data::DatasetPtr& dataset,
                              const EvaluationOptions& options = {});
 
 // A Trainer for `project` with the model of `checkpoint` loaded, for evaluation: throws the
-// Trainer's Error when the checkpoint is missing or does not fit the project's model.
+// Trainer's Error when the checkpoint is missing or does not fit the project's model. The
+// default generator is left as it was (but it is process-wide and unsynchronised: do not build
+// one while another thread trains).
 std::unique_ptr<Trainer> trainer_for_checkpoint(const io::Project& project,
                                                 const std::filesystem::path& project_dir,
                                                 const std::filesystem::path& checkpoint,
