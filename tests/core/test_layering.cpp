@@ -35,6 +35,7 @@ const std::map<std::string, std::set<std::string>> kRooms = {
     {"pages", {"document", "widgets"}},
     {"training", {"document", "widgets"}},
     {"inspect", {"widgets"}},
+    {"eval", {"widgets", "inspect"}}, // the feature-map grid of inspect/
     {"shell", {"document", "widgets", "editor", "pages", "training", "inspect"}},
 };
 
