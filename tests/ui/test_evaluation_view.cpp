@@ -20,9 +20,11 @@
 #include <QImage>
 #include <QListWidget>
 #include <QProcess>
+#include <QProgressBar>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 #include <qcustomplot.h>
 
@@ -339,7 +341,26 @@ class TestEvaluationView : public QObject {
         EvaluationView view;
         view.resize(1400, 820);
         view.show();
+        // Cancel, once batches are going: nothing is shown but the message.
+        {
+            QSignalSpy finished(&view, &EvaluationView::finished);
+            view.evaluate(io::load_project(project.toStdString()),
+                          QFileInfo(project).absolutePath(), checkpoint);
+            QVERIFY(view.isRunning());
+            QTRY_VERIFY_WITH_TIMEOUT(view.findChild<QProgressBar*>()->maximum() > 0, 60000);
+            view.cancel();
+            QVERIFY(finished.wait(kEvaluationTimeoutMs));
+            QVERIFY(!view.evaluation());
+            QVERIFY2(view.message().contains(QStringLiteral("cancelled")),
+                     qPrintable(view.message()));
+        }
+        // The GUI thread keeps its timers while the evaluation runs.
+        int ticks = 0;
+        QTimer tick;
+        connect(&tick, &QTimer::timeout, [&] { ++ticks; });
+        tick.start(20);
         QVERIFY(evaluateAndWait(view, project, checkpoint));
+        QVERIFY(ticks > 0);
         QVERIFY2(view.evaluation(), qPrintable(view.message()));
         view.showCell(6, 0); // Shirts taken for T-shirts: the model's most common mistake
         QCOMPARE(sorted(view.listedExamples()).size(),
