@@ -6,6 +6,7 @@
 #include <myelin/data/dataloader.h>
 #include <myelin/error.h>
 #include <myelin/generator.h>
+#include <myelin/io/checkpoint.h>
 #include <myelin/nn/loss.h>
 #include <myelin/spec/components.h>
 #include <myelin/train/components.h>
@@ -160,16 +161,31 @@ std::unique_ptr<Trainer> trainer_for_checkpoint(const io::Project& project,
         throw Error(checkpoint.string() + ": no such checkpoint file");
     TrainerOptions options;
     options.project_dir = project_dir.empty() ? std::filesystem::path(".") : project_dir;
-    options.resume_from = checkpoint;
     options.threads = threads;
-    // The Trainer seeds the default generator and loads the checkpoint's state into it: give
-    // it back as it was, so an evaluation between two trainings changes neither.
+    // The Trainer seeds the default generator: give it back as it was, so an evaluation
+    // between two trainings changes neither.
     const std::string generator = default_generator().get_state();
     struct Restore {
         const std::string& state;
         ~Restore() { default_generator().set_state(state); }
     } restore{generator};
-    return std::make_unique<Trainer>(project, options);
+    auto trainer = std::make_unique<Trainer>(project, options);
+    // Only the model's tensors: an evaluation needs no optimizer state, so a checkpoint whose
+    // optimizer no longer fits the project (other frozen layers, another optimizer) still
+    // evaluates. The message is the one a resume gives.
+    const io::Checkpoint saved = io::load_checkpoint(checkpoint);
+    const nn::LoadStateDictResult r = trainer->model().load_state_dict(saved.model, false);
+    if (!r.ok()) {
+        std::string what;
+        for (const auto& k : r.missing_keys)
+            what += "\n  missing: " + k;
+        for (const auto& k : r.unexpected_keys)
+            what += "\n  unexpected: " + k;
+        for (const auto& k : r.shape_mismatches)
+            what += "\n  shape: " + k;
+        throw Error(checkpoint.string() + ": the checkpoint does not fit this model:" + what);
+    }
+    return trainer;
 }
 
 Evaluation evaluate_examples(Trainer& trainer, const data::DatasetPtr& dataset,

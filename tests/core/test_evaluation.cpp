@@ -190,6 +190,23 @@ class TestEvaluation : public QObject {
         QVERIFY(trainer->model().is_training()); // the model's mode is given back
     }
 
+    // Only the model's tensors are loaded: a project whose optimizer no longer takes the
+    // checkpoint's state (a frozen layer leaves the optimizer) evaluates the same model.
+    void optimizerStateIsNotNeeded() {
+        QTemporaryDir dir;
+        const TrainedStripes s = trainStripes(dir);
+        const io::Project project = io::load_project(s.file);
+        io::Project frozen = project;
+        for (auto& node : frozen.model.nodes)
+            if (node.kind == "Conv2d") node.frozen = true;
+        auto a = train::trainer_for_checkpoint(project, s.folder, s.checkpoint);
+        auto b = train::trainer_for_checkpoint(frozen, s.folder, s.checkpoint);
+        const auto ea = train::evaluate_examples(*a, train::evaluation_dataset(*a));
+        const auto eb = train::evaluate_examples(*b, train::evaluation_dataset(*b));
+        QCOMPARE(eb.metrics, ea.metrics);
+        QCOMPARE(eb.outputs, ea.outputs);
+    }
+
     void checkpointsThatDoNotFitAreRefusedInWords() {
         QTemporaryDir dir;
         const TrainedStripes s = trainStripes(dir);

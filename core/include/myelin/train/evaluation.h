@@ -87,8 +87,9 @@ data::DatasetPtr evaluation_dataset(const Trainer& trainer, std::string* split =
 Evaluation evaluate_examples(Trainer& trainer, const data::DatasetPtr& dataset,
                              const EvaluationOptions& options = {});
 
-// A Trainer for `project` with the model of `checkpoint` loaded, for evaluation: throws the
-// Trainer's Error when the checkpoint is missing or does not fit the project's model. The
+// A Trainer for `project` with the model tensors of `checkpoint` loaded (its optimizer state
+// is not needed), for evaluation: throws Error when the checkpoint is missing or unreadable or
+// does not fit the project's model (with a resume's message, naming each tensor). The
 // default generator is left as it was (but it is process-wide and unsynchronised: do not build
 // one while another thread trains).
 std::unique_ptr<Trainer> trainer_for_checkpoint(const io::Project& project,
