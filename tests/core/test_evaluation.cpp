@@ -1,8 +1,11 @@
 // train::evaluate_examples: the per-example evaluation behind `myelin eval` and the studio's
 // Evaluation view. Its metrics are Trainer::evaluate's, its confusion cells hold exactly the
 // examples counted there, its probabilities, losses and top-loss list agree with the outputs.
+#include <myelin/autograd.h>
 #include <myelin/error.h>
+#include <myelin/generator.h>
 #include <myelin/io/project.h>
+#include <myelin/nn/functional.h>
 #include <myelin/nn/loss.h>
 #include <myelin/tensor.h>
 #include <myelin/train/evaluation.h>
@@ -17,6 +20,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace myelin;
@@ -205,6 +209,31 @@ class TestEvaluation : public QObject {
         const auto eb = train::evaluate_examples(*b, train::evaluation_dataset(*b));
         QCOMPARE(eb.metrics, ea.metrics);
         QCOMPARE(eb.outputs, ea.outputs);
+    }
+
+    // The studio evaluates on pool threads that come and go. oneDNN primitives are cached
+    // process-wide; with the library's scratchpad a primitive used the memory of the thread
+    // that created it, so a convolution on a second thread after the first had ended crashed.
+    void convolutionsRunOnFreshThreads() {
+        std::vector<double> sums;
+        for (int round = 0; round < 3; ++round) {
+            std::thread worker([&] {
+                manual_seed(4);
+                // 16 channels, 3x3, stride 1: Winograd where the CPU has it, direct elsewhere.
+                const Tensor x = randn({4, 16, 10, 10}).requires_grad_();
+                const Tensor w = randn({16, 16, 3, 3}).requires_grad_();
+                nn::functional::Conv2dOptions options;
+                options.padding = {1, 1};
+                const Tensor y = nn::functional::conv2d(x, w, Tensor(), options);
+                y.sum().backward();
+                sums.push_back(y.sum().item<double>() + x.grad().sum().item<double>() +
+                               w.grad().sum().item<double>());
+            });
+            worker.join();
+        }
+        QCOMPARE(sums.size(), size_t(3));
+        QCOMPARE(sums[1], sums[0]);
+        QCOMPARE(sums[2], sums[0]);
     }
 
     void checkpointsThatDoNotFitAreRefusedInWords() {
