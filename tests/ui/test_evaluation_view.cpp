@@ -22,6 +22,7 @@
 #include <QProcess>
 #include <QProgressBar>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -366,6 +367,11 @@ class TestEvaluationView : public QObject {
         QCOMPARE(sorted(view.listedExamples()).size(),
                  std::min<size_t>(400, view.evaluation()->cell(6, 0).size()));
         myelin::test::saveScreenshot(view, QStringLiteral("eval_confusion.png"));
+        view.detailTabs()->setCurrentIndex(2);
+        view.setNormalized(true);
+        myelin::test::saveScreenshot(view, QStringLiteral("eval_top_loss.png"));
+        view.detailTabs()->setCurrentIndex(1);
+        myelin::test::saveScreenshot(view, QStringLiteral("eval_per_class.png"));
 
         SingleExampleView single;
         single.resize(1400, 820);

@@ -113,6 +113,20 @@ void ConfusionMatrixWidget::relayout() {
     }
 }
 
+int ConfusionMatrixWidget::widthForHeight(int height) const {
+    const int n = int(matrix_.num_classes);
+    if (n == 0) return 0;
+    const QFontMetrics metrics(font());
+    int names = 0;
+    for (int c = 0; c < n; ++c)
+        names = std::max(names, metrics.horizontalAdvance(className(c)));
+    const int title = metrics.height();
+    const int left = title + kPad + names + kPad;
+    int cell = (height - metrics.height() - 2 * kPad - title - kPad) / n;
+    if (names + 4 > cell) cell = (height - names - 2 * kPad - title - kPad) / n; // rotated
+    return left + std::max(cell, 1) * n + kPad;
+}
+
 void ConfusionMatrixWidget::paintEvent(QPaintEvent*) {
     QPainter p(this);
     p.fillRect(rect(), colors::kSurface);

@@ -29,6 +29,8 @@ class ConfusionMatrixWidget : public QWidget {
     // The text a cell shows ("12", or "0.34" row-normalised) and where it is drawn.
     QString cellText(int trueClass, int predictedClass) const;
     QRect cellRect(int trueClass, int predictedClass) const;
+    // The width at which the grid fills `height` (wider leaves space beside it).
+    int widthForHeight(int height) const;
     QSize sizeHint() const override { return {560, 520}; }
     QSize minimumSizeHint() const override { return {260, 240}; }
 

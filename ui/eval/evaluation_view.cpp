@@ -137,16 +137,19 @@ EvaluationView::EvaluationView(QWidget* parent) : QWidget(parent) {
 
     perClass_ = makeTable(QStringLiteral("evaluationPerClass"),
                           {tr("Class"), tr("Precision"), tr("Recall"), tr("F1"), tr("Support")});
-    topLoss_ = makeTable(QStringLiteral("evaluationTopLoss"),
-                         {tr("Example"), tr("True"), tr("Predicted"), tr("p (predicted)"),
-                          tr("p (true)"), tr("Loss")});
+    topLoss_ =
+        makeTable(QStringLiteral("evaluationTopLoss"),
+                  {tr("Example"), tr("True"), tr("Predicted"), tr("p"), tr("p true"), tr("Loss")});
     topLoss_->setIconSize(QSize(40, 40));
+    topLoss_->horizontalHeaderItem(3)->setToolTip(tr("The probability of the predicted class"));
+    topLoss_->horizontalHeaderItem(4)->setToolTip(tr("The probability of the true class"));
     tabs_ = new QTabWidget(this);
     tabs_->setObjectName(QStringLiteral("evaluationDetails"));
     tabs_->addTab(cellPane, tr("Examples in cell"));
     tabs_->addTab(perClass_, tr("Per class"));
     tabs_->addTab(topLoss_, tr("Highest loss"));
-    auto* split = new QSplitter(Qt::Horizontal, classificationPage_);
+    split_ = new QSplitter(Qt::Horizontal, classificationPage_);
+    auto* split = split_;
     split->addWidget(matrixPane);
     split->addWidget(tabs_);
     split->setStretchFactor(0, 1);
@@ -330,6 +333,11 @@ void EvaluationView::showResults() {
         fillPerClass();
         fillTopLosses();
         stack_->setCurrentWidget(classificationPage_);
+        // The matrix as wide as it is tall, the rest for the examples.
+        const int total = split_->width();
+        const int matrixWidth = std::min(total * 3 / 5, matrix_->widthForHeight(matrix_->height()) +
+                                                            split_->handleWidth());
+        if (total > 0 && matrixWidth > 0) split_->setSizes({matrixWidth, total - matrixWidth});
     } else {
         fillRegression();
         stack_->setCurrentWidget(regressionPage_);

@@ -24,6 +24,7 @@ class QLabel;
 class QListWidget;
 class QProgressBar;
 class QPushButton;
+class QSplitter;
 class QStackedWidget;
 class QTabWidget;
 class QTableWidget;
@@ -108,6 +109,7 @@ class EvaluationView : public QWidget {
     QStackedWidget* stack_ = nullptr;
     QLabel* message_ = nullptr;
     QWidget* classificationPage_ = nullptr;
+    QSplitter* split_ = nullptr;
     QWidget* regressionPage_ = nullptr;
     QCheckBox* normalized_ = nullptr;
     ConfusionMatrixWidget* matrix_ = nullptr;
