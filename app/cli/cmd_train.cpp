@@ -4,6 +4,7 @@
 #include <myelin/error.h>
 #include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
+#include <myelin/train/evaluation.h>
 #include <myelin/train/recorded_run.h>
 #include <myelin/train/trainer.h>
 
@@ -254,48 +255,79 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     return kExitError;
 }
 
-int cmd_eval(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--checkpoint", "--threads", "--predictions"});
-    if (args.positional().size() != 1 || !args.get("--checkpoint"))
-        throw UsageError{"eval: myelin eval PROJECT --checkpoint FILE [--predictions CSV]"};
-    const std::filesystem::path project_path = args.positional()[0];
-    io::Project project = io::load_project(project_path);
-    train::TrainerOptions options;
-    options.project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
-    options.resume_from = *args.get("--checkpoint");
-    options.threads = int(args.get_int("--threads", 1).value_or(0));
-    train::Trainer trainer(project, options);
-    const auto& data = trainer.data();
-    auto dataset = data.test ? data.test : data.validation;
-    if (!dataset) throw Error("the project's data has neither a test nor a validation part");
-    train::ConfusionMatrix confusion;
-    train::MetricMap m = trainer.evaluate(dataset, &confusion);
-    std::printf("%s (%lld examples):%s\n", data.test ? "test" : "validation",
-                (long long)dataset->size(), metrics_text(m, "").c_str());
-    if (auto csv = args.get("--predictions")) {
-        Tensor targets;
-        Tensor out = trainer.predict(dataset, &targets).contiguous().to(DType::Float32);
-        out = out.reshape({out.size(0), -1}).contiguous();
-        Tensor tgt = targets.to(DType::Float64).reshape({-1}).contiguous();
-        std::FILE* f = std::fopen(csv->c_str(), "w");
-        if (!f) throw Error("cannot write " + *csv);
-        const int64_t cols = out.size(1);
-        std::fprintf(f, "target");
+namespace {
+
+// The model's outputs per example as CSV: the target (one column per target value when an
+// example has several), then output0..outputD-1.
+void write_predictions(const train::Evaluation& e, const std::string& csv) {
+    std::FILE* f = std::fopen(csv.c_str(), "w");
+    if (!f) throw Error("cannot write " + csv);
+    const int64_t cols = e.outputs_per_example;
+    const int64_t target_cols = e.classification() ? 1 : cols;
+    if (target_cols == 1) std::fprintf(f, "target");
+    for (int64_t c = 0; target_cols > 1 && c < target_cols; ++c)
+        std::fprintf(f, "%starget%lld", c ? "," : "", (long long)c);
+    for (int64_t c = 0; c < cols; ++c)
+        std::fprintf(f, ",output%lld", (long long)c);
+    std::fprintf(f, "\n");
+    for (int64_t i = 0; i < e.size; ++i) {
+        for (int64_t c = 0; c < target_cols; ++c)
+            std::fprintf(f, "%s%.9g", c ? "," : "",
+                         e.classification() ? double(e.targets[size_t(i)])
+                                            : double(e.target_value(i, c)));
         for (int64_t c = 0; c < cols; ++c)
-            std::fprintf(f, ",output%lld", (long long)c);
+            std::fprintf(f, ",%.9g", double(e.output(i, c)));
         std::fprintf(f, "\n");
-        const float* o = out.data<float>();
-        const double* t = tgt.data<double>();
-        for (int64_t i = 0; i < out.size(0); ++i) {
-            std::fprintf(f, "%.9g", t[i]);
-            for (int64_t c = 0; c < cols; ++c)
-                std::fprintf(f, ",%.9g", o[i * cols + c]);
-            std::fprintf(f, "\n");
+    }
+    if (std::fclose(f) != 0) throw Error("writing " + csv + " failed");
+}
+
+// The examples of highest loss: index, loss, and the true and predicted class with the
+// predicted probability (classification) or the target and output (regression).
+void print_top_losses(const train::Evaluation& e) {
+    std::printf("top %zu losses (example: loss):\n", e.top_losses.size());
+    const auto name = [&](int64_t c) {
+        return c < int64_t(e.class_names.size()) ? e.class_names[size_t(c)] : std::to_string(c);
+    };
+    for (int64_t i : e.top_losses) {
+        std::printf("  %6lld: %8.4f", (long long)i, e.losses[size_t(i)]);
+        if (e.classification()) {
+            const int64_t t = e.targets[size_t(i)], p = e.predicted[size_t(i)];
+            std::printf("  true %s, predicted %s (p=%.3f, true p=%.3f)\n", name(t).c_str(),
+                        name(p).c_str(), double(e.probability(i, p)), double(e.probability(i, t)));
+        } else {
+            std::printf("  target %.6g, output %.6g\n", double(e.target_value(i, 0)),
+                        double(e.output(i, 0)));
         }
-        if (std::fclose(f) != 0) throw Error("writing " + *csv + " failed");
-        std::printf("wrote the model's outputs for %lld examples to %s\n", (long long)out.size(0),
+    }
+}
+
+} // namespace
+
+int cmd_eval(const std::vector<std::string_view>& raw) {
+    Args args(raw, {"--checkpoint", "--threads", "--predictions", "--top-loss"});
+    if (args.positional().size() != 1 || !args.get("--checkpoint"))
+        throw UsageError{"eval: myelin eval PROJECT --checkpoint FILE [--predictions CSV] "
+                         "[--top-loss K]"};
+    const std::filesystem::path project_path = args.positional()[0];
+    const int64_t top_loss = args.get_int("--top-loss", 1).value_or(0);
+    io::Project project = io::load_project(project_path);
+    auto trainer = train::trainer_for_checkpoint(
+        project, project_path.parent_path().empty() ? "." : project_path.parent_path(),
+        *args.get("--checkpoint"), int(args.get_int("--threads", 1).value_or(0)));
+    std::string split;
+    const data::DatasetPtr dataset = train::evaluation_dataset(*trainer, &split);
+    train::EvaluationOptions options;
+    options.top_losses = top_loss;
+    const train::Evaluation e = train::evaluate_examples(*trainer, dataset, options);
+    std::printf("%s (%lld examples):%s\n", split.c_str(), (long long)e.size,
+                metrics_text(e.metrics, "").c_str());
+    if (auto csv = args.get("--predictions")) {
+        write_predictions(e, *csv);
+        std::printf("wrote the model's outputs for %lld examples to %s\n", (long long)e.size,
                     csv->c_str());
     }
+    const train::ConfusionMatrix& confusion = e.confusion;
     if (confusion.num_classes > 0) {
         // Counts under the class names (columns as wide as the names, up to 12), then the
         // per-class scores the macro averages above are the means of.
@@ -327,6 +359,7 @@ int cmd_eval(const std::vector<std::string_view>& raw) {
                         s.precision, s.recall, s.f1, (long long)s.support);
         }
     }
+    if (top_loss > 0) print_top_losses(e);
     return kExitOk;
 }
 

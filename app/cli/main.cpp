@@ -54,6 +54,7 @@ const char* const kUsage =
     "                                   write every example's target and outputs); for\n"
     "                                   classification also the confusion matrix and per-class\n"
     "                                   precision, recall and F1\n"
+    "      --top-loss K                 also list the K examples of highest loss\n"
     "  runs list [--store FILE]         list runs with their parent (#RUN@STEP: resumed or\n"
     "                                   forked from that run's checkpoint of that step) and\n"
     "                                   latest metrics\n"

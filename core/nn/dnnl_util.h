@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace myelin::nn::dnnl_util {
@@ -27,6 +28,27 @@ inline dnnl::stream& stream() {
 // A oneDNN memory object over a contiguous tensor's data (no copy).
 inline dnnl::memory memory_of(const dnnl::memory::desc& md, const Tensor& t) {
     return dnnl::memory(md, engine(), t.data_ptr());
+}
+
+// Primitives are created with a scratchpad the caller passes at every execution. oneDNN's
+// default, the library's scratchpad, belongs to the thread that created the primitive: a cached
+// primitive executed by another thread after that one ended (an evaluation on a pool thread, a
+// second training run) used freed memory and crashed.
+inline dnnl::primitive_attr user_scratchpad() {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return attr;
+}
+
+// Adds a scratchpad of `desc`'s size to `args` (none when it needs none); the tensor holds its
+// bytes (the allocator reuses large blocks) and must live until the execution has finished.
+inline Tensor add_scratchpad(const dnnl::memory::desc& desc,
+                             std::unordered_map<int, dnnl::memory>& args) {
+    const size_t bytes = desc.get_size();
+    if (bytes == 0) return Tensor();
+    Tensor buffer = detail::make_tensor({int64_t(bytes)}, DType::UInt8, kCPU);
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(desc, engine(), buffer.data_ptr()));
+    return buffer;
 }
 
 inline dnnl::memory::dims dims_of(std::initializer_list<int64_t> v) {

@@ -21,6 +21,7 @@ namespace {
 
 struct MatmulEntry {
     memory::desc a, b, c;
+    dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
 };
 
@@ -39,8 +40,9 @@ std::shared_ptr<MatmulEntry> matmul_entry(int64_t M, int64_t K, int64_t N, bool 
         e->a = memory::desc({M, K}, bf16, ta ? tag::ba : tag::ab);
         e->b = memory::desc({K, N}, bf16, tb ? tag::ba : tag::ab);
         e->c = memory::desc({M, N}, memory::data_type::f32, tag::ab);
-        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a, e->b, e->c), du::engine());
-        e->prim = dnnl::matmul(pd);
+        e->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(e->a, e->b, e->c),
+                                             du::user_scratchpad(), du::engine());
+        e->prim = dnnl::matmul(e->pd);
         return e;
     });
 }
@@ -56,9 +58,11 @@ Tensor mm(const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t M, int64_t
     }
     Tensor c = make_tensor({M, N}, DType::Float32, a.device());
     auto e = matmul_entry(M, K, N, ta, tb);
-    e->prim.execute(du::stream(), {{DNNL_ARG_SRC, du::memory_of(e->a, a)},
-                                   {DNNL_ARG_WEIGHTS, du::memory_of(e->b, b)},
-                                   {DNNL_ARG_DST, du::memory_of(e->c, c)}});
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, du::memory_of(e->a, a)},
+                                         {DNNL_ARG_WEIGHTS, du::memory_of(e->b, b)},
+                                         {DNNL_ARG_DST, du::memory_of(e->c, c)}};
+    const Tensor scratch = du::add_scratchpad(e->pd.scratchpad_desc(), args);
+    e->prim.execute(du::stream(), args);
     du::stream().wait();
     return c;
 }

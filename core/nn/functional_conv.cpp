@@ -214,7 +214,8 @@ std::shared_ptr<ConvEntry> conv_entry(const Geom& g, bool has_bias) {
                     : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
                                                       e->any_src, any_w, e->any_dst, e->strides,
                                                       e->dilates, e->pad_l, e->pad_r);
-            return dnnl::convolution_forward::primitive_desc(fd, du::engine());
+            return dnnl::convolution_forward::primitive_desc(fd, du::user_scratchpad(),
+                                                             du::engine());
         });
         e->fwd = dnnl::convolution_forward(e->fwd_pd);
         return e;
@@ -277,6 +278,7 @@ Tensor forward_raw(const Tensor& x, const Tensor& w, const Tensor& b, const Geom
         std::unordered_map<int, memory> args{
             {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst.mem}};
         if (b.defined()) args.emplace(DNNL_ARG_BIAS, du::memory_of(e->bias, b));
+        const Tensor scratch = du::add_scratchpad(e->fwd_pd.scratchpad_desc(), args);
         e->fwd.execute(du::stream(), args);
         dst.finish();
         du::stream().wait();
@@ -303,16 +305,18 @@ Tensor backward_data_raw(const Tensor& gy, const Tensor& w, const Geom& g,
                 const dnnl::convolution_backward_data::desc d(
                     algo, e->any(e->src.dims(), f32), e->any(e->user_w.dims(), e->lo),
                     e->any(e->dst.dims(), e->lo), e->strides, e->dilates, e->pad_l, e->pad_r);
-                return dnnl::convolution_backward_data::primitive_desc(d, du::engine(), e->fwd_pd);
+                return dnnl::convolution_backward_data::primitive_desc(d, du::user_scratchpad(),
+                                                                       du::engine(), e->fwd_pd);
             });
             e->bd = dnnl::convolution_backward_data(e->bd_pd);
         });
         memory dd = diff_dst_as(e->bd_pd.diff_dst_desc(), e->dst, gy, dd_cache);
         memory wm = input_as(e->bd_pd.weights_desc(), e->user_w, w);
         OutputMem ds(e->bd_pd.diff_src_desc(), e->src, gx);
-        e->bd.execute(
-            du::stream(),
-            {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, ds.mem}});
+        std::unordered_map<int, memory> args{
+            {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, ds.mem}};
+        const Tensor scratch = du::add_scratchpad(e->bd_pd.scratchpad_desc(), args);
+        e->bd.execute(du::stream(), args);
         ds.finish();
         du::stream().wait();
     } else if (gy.dtype() == DType::Float32) {
@@ -344,8 +348,8 @@ Tensor backward_weights_raw(const Tensor& x, const Tensor& gy, const Geom& g, Te
                         : dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, any_dd,
                                                                    e->strides, e->dilates, e->pad_l,
                                                                    e->pad_r);
-                return dnnl::convolution_backward_weights::primitive_desc(d, du::engine(),
-                                                                          e->fwd_pd);
+                return dnnl::convolution_backward_weights::primitive_desc(d, du::user_scratchpad(),
+                                                                          du::engine(), e->fwd_pd);
             });
             e->bw = dnnl::convolution_backward_weights(e->bw_pd);
         });
@@ -355,6 +359,7 @@ Tensor backward_weights_raw(const Tensor& x, const Tensor& gy, const Geom& g, Te
         std::unordered_map<int, memory> args{
             {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_DIFF_WEIGHTS, dw.mem}};
         if (gb) args.emplace(DNNL_ARG_DIFF_BIAS, du::memory_of(e->bias, *gb));
+        const Tensor scratch = du::add_scratchpad(e->bw_pd.scratchpad_desc(), args);
         e->bw.execute(du::stream(), args);
         dw.finish();
         du::stream().wait();

@@ -13,7 +13,9 @@
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <sys/types.h>
@@ -617,6 +619,30 @@ void TestCli::evalConfusionMatrixCountsThePredictions() {
         QCOMPARE(f, (QStringList{QString(QLatin1Char("abc"[c])), QString::number(p, 'f', 4),
                                  QString::number(r, 'f', 4), QString::number(f1, 'f', 4),
                                  QString::number(actual)}));
+    }
+    // --top-loss K: the K examples whose cross-entropy, from the outputs above, is largest.
+    const Result top = runCli({QStringLiteral("eval"), project, QStringLiteral("--checkpoint"),
+                               checkpoints + QStringLiteral("/step-0000001.safetensors"),
+                               QStringLiteral("--top-loss"), QStringLiteral("3")});
+    QVERIFY2(top.exitCode == 0, qPrintable(top.out + top.err));
+    QList<std::pair<double, int>> losses; // (loss, example)
+    for (int i = 1; i < rows.size(); ++i) {
+        if (rows[i].isEmpty()) continue;
+        const QList<QByteArray> f = rows[i].split(',');
+        double sum = 0;
+        for (int c = 0; c < 3; ++c)
+            sum += std::exp(f[1 + c].toDouble());
+        losses.append({std::log(sum) - f[1 + f[0].toInt()].toDouble(), i - 1});
+    }
+    std::stable_sort(losses.begin(), losses.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    const QStringList topLines = top.out.split(QLatin1Char('\n'));
+    const qsizetype first = topLines.indexOf(QStringLiteral("top 3 losses (example: loss):"));
+    QVERIFY2(first > 0 && topLines.size() > first + 3, qPrintable(top.out));
+    for (int k = 0; k < 3; ++k) {
+        const QStringList f = topLines[first + 1 + k].split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        QCOMPARE(f[0], QString::number(losses[k].second) + QLatin1Char(':'));
+        QVERIFY2(std::abs(f[1].toDouble() - losses[k].first) < 1e-3, qPrintable(top.out));
     }
 }
 

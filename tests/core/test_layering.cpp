@@ -35,7 +35,9 @@ const std::map<std::string, std::set<std::string>> kRooms = {
     {"pages", {"document", "widgets"}},
     {"training", {"document", "widgets"}},
     {"inspect", {"widgets"}},
-    {"shell", {"document", "widgets", "editor", "pages", "training", "inspect"}},
+    {"eval", {"widgets", "inspect"}}, // the feature-map grid of inspect/
+    {"runs", {"widgets", "inspect"}}, // inspect/'s read-only store connection
+    {"shell", {"document", "widgets", "editor", "pages", "training", "inspect", "runs", "eval"}},
 };
 
 // The core folder a file belongs to: core/<folder>/... or core/include/myelin/<folder>/...;
