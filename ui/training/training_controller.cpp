@@ -179,6 +179,7 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         train::RecordedRunOptions recorded;
         recorded.store_path = session->storePath;
         recorded.resume = start.resume.toStdString();
+        recorded.project_path = start.projectPath.toStdString();
         // The run exists in the store before anything can fail, so a failed setup is recorded.
         run.emplace(project, options, recorded);
         session->runId = run->id();

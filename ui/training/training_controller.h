@@ -26,6 +26,7 @@ struct TrainingStartOptions {
     int64_t maxSteps = 0;          // stop after this many optimizer steps; 0: no limit
     QString runName;               // empty: the project's name
     QString resume;                // a run id in the store or a checkpoint file; empty: fresh
+    QString projectPath;           // the project file, recorded with the run; empty: unsaved
     // Conditions that pause the run at the step where one holds (breakpointHit tells); they
     // can be changed while it goes (setBreakpoints).
     std::vector<train::BreakCondition> breakpoints;
