@@ -35,7 +35,8 @@ const std::map<std::string, std::set<std::string>> kRooms = {
     {"pages", {"document", "widgets"}},
     {"training", {"document", "widgets"}},
     {"inspect", {"widgets"}},
-    {"shell", {"document", "widgets", "editor", "pages", "training", "inspect"}},
+    {"runs", {"widgets"}},
+    {"shell", {"document", "widgets", "editor", "pages", "training", "inspect", "runs"}},
 };
 
 // The core folder a file belongs to: core/<folder>/... or core/include/myelin/<folder>/...;
