@@ -32,6 +32,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using myelin::ui::RunsBrowser;
 using myelin::ui::RunTreeModel;
 namespace store = myelin::store;
@@ -352,6 +355,63 @@ class TestRunsBrowser : public QObject {
         QCOMPARE(runs.run(l.fork).tags, (std::vector<std::string>{"keep", "lr-sweep-2"}));
         QCOMPARE(runs.run(l.resumed).tags,
                  (std::vector<std::string>{"best", "keep", "lr-sweep-2"}));
+    }
+
+    void requestsCarryTheSelectedRun() {
+        QTemporaryDir dir;
+        const Lineage l = buildLineage(dir.path());
+        RunsBrowser browser;
+        open(browser, l.path);
+        QSignalSpy selection(&browser, &RunsBrowser::selectionChanged);
+        QSignalSpy resume(&browser, &RunsBrowser::resumeRequested);
+        QSignalSpy fork(&browser, &RunsBrowser::forkRequested);
+        QSignalSpy evaluate(&browser, &RunsBrowser::evaluateRequested);
+        browser.selectRuns({l.fork});
+        QCOMPARE(selection.count(), 1);
+        QCOMPARE(selection.last().at(0).value<QList<qint64>>(), QList<qint64>{l.fork});
+        action(browser, "resumeRunAction")->trigger();
+        action(browser, "forkRunAction")->trigger();
+        action(browser, "evaluateRunAction")->trigger();
+        QCOMPARE(resume.count(), 1);
+        QCOMPARE(resume.last().at(0).toLongLong(), l.fork);
+        QCOMPARE(fork.last().at(0).toLongLong(), l.fork);
+        QCOMPARE(evaluate.last().at(0).toLongLong(), l.fork);
+        // A running run is neither resumed nor forked; several runs are not one.
+        browser.selectRuns({l.running});
+        QVERIFY(!action(browser, "resumeRunAction")->isEnabled());
+        QVERIFY(!action(browser, "forkRunAction")->isEnabled());
+        browser.selectRuns({l.parent, l.failed});
+        QVERIFY(!action(browser, "evaluateRunAction")->isEnabled());
+        QVERIFY(action(browser, "tagRunsAction")->isEnabled());
+        QCOMPARE(browser.selectedRuns().size(), 2);
+    }
+
+    void aRunWhoseProcessDiedBecomesInterrupted() {
+        QTemporaryDir dir;
+        const Lineage l = buildLineage(dir.path());
+        RunsBrowser browser;
+        open(browser, l.path);
+        // A process that has ended (and been reaped): its run was never finished.
+        const pid_t child = fork();
+        if (child == 0) {
+            execl("/bin/true", "true", static_cast<char*>(nullptr));
+            _exit(0);
+        }
+        waitpid(child, nullptr, 0);
+        int64_t orphan = 0;
+        {
+            store::StoreOptions options;
+            options.mark_interrupted_at_open = false;
+            store::RunStore runs = store::RunStore::open(l.path.toStdString(), options);
+            store::RunInfo info;
+            info.name = "orphan";
+            info.pid = child;
+            orphan = runs.create_run(info);
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(cell(model(browser), orphan, RunTreeModel::StatusColumn),
+                                  QStringLiteral("Interrupted"), kLoadMs);
+        QCOMPARE(cell(model(browser), l.running, RunTreeModel::StatusColumn),
+                 QStringLiteral("Running")); // this process is alive
     }
 
     void deleteRemovesThatRunsRowsAndFilesOnly() {

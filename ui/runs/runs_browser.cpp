@@ -520,7 +520,10 @@ const RunRecord* RunsBrowser::singleSelected() const {
 void RunsBrowser::emitSelectionIfChanged() {
     if (restoring_) return;
     const QList<qint64> runs = selectedRuns();
-    if (runs == lastEmittedSelection_) return;
+    QList<qint64> sorted = runs, last = lastEmittedSelection_;
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(last.begin(), last.end());
+    if (sorted == last) return; // the same runs (a re-sort moves no selection)
     lastEmittedSelection_ = runs;
     emit selectionChanged(runs);
 }
@@ -544,7 +547,9 @@ void RunsBrowser::restoreViewState() {
         if (current.isValid())
             tree_->selectionModel()->setCurrentIndex(current, QItemSelectionModel::NoUpdate);
     }
-    tree_->verticalScrollBar()->setValue(savedScroll_);
+    // After the view has laid the rows out again (its scroll range is not known before).
+    QTimer::singleShot(
+        0, this, [this, scroll = savedScroll_] { tree_->verticalScrollBar()->setValue(scroll); });
     restoring_ = false;
     emitSelectionIfChanged(); // only if a selected run is gone
     updateActions();
