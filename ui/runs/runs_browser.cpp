@@ -381,7 +381,7 @@ void RunsBrowser::tick() {
 
 void RunsBrowser::loadFinished() {
     loading_ = false;
-    RunsLoad load = loadWatcher_->result();
+    RunsLoad load = loadWatcher_->future().takeResult(); // moved, not copied
     if (load.generation == generation_) applyLoad(load);
     if (reloadPending_ || load.generation != generation_) {
         reloadPending_ = false;
@@ -421,7 +421,7 @@ void RunsBrowser::applyLoad(RunsLoad& load) {
         updateActions();
     }
     stack_->setCurrentIndex(1);
-    emit runsLoaded();
+    if (!load.unchanged) emit runsLoaded();
 }
 
 void RunsBrowser::showMessage(const QString& text, bool problem) {

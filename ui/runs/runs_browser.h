@@ -67,7 +67,8 @@ class RunsBrowser : public QWidget {
     void resumeRequested(qint64 run);
     void forkRequested(qint64 run);
     void evaluateRequested(qint64 run);
-    // A read of the store was applied to the tree (also when it had not changed since the last).
+    // A read of the store was applied (the tree shows it), or the store's state (missing, cannot
+    // be opened) is shown instead. Not emitted when a check found the store unchanged.
     void runsLoaded();
 
   private:
