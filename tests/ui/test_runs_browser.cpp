@@ -436,6 +436,7 @@ class TestRunsBrowser : public QObject {
         QVERIFY2(box->informativeText().contains(QString::fromStdString(doomedFolder.string())),
                  qPrintable(box->informativeText()));
         QVERIFY(box->informativeText().contains(QStringLiteral("1 run branched from them stays")));
+        myelin::test::saveScreenshot(*box, QStringLiteral("runs_browser_delete.png"));
         box->findChild<QPushButton*>(QStringLiteral("deleteRunsConfirm"))->click();
 
         QTRY_VERIFY_WITH_TIMEOUT(!find(model(browser), l.fork).isValid(), kLoadMs);
@@ -605,6 +606,8 @@ class TestRunsBrowser : public QObject {
         open(browser, newer);
         QVERIFY2(message->text().contains(QStringLiteral("written by a newer Myelin")),
                  qPrintable(message->text()));
+        browser.resize(900, 300);
+        myelin::test::saveScreenshot(browser, QStringLiteral("runs_browser_newer_store.png"));
         QVERIFY(!action(browser, "deleteRunsAction")->isEnabled());
         QCOMPARE(model(browser)->rowCount(), 0);
     }

@@ -149,7 +149,8 @@ RunsBrowser::RunsBrowser(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(8, 8, 8, 8);
     layout->setSpacing(6);
-    layout->addWidget(buildControls());
+    controls_ = buildControls();
+    layout->addWidget(controls_);
     layout->addWidget(stack_, 1);
     layout->addWidget(buildButtons());
     showMessage(QStringLiteral("No run store is open."), false);
@@ -248,6 +249,7 @@ void RunsBrowser::buildActions() {
         action = new QAction(text, this);
         action->setObjectName(QLatin1String(name));
         action->setToolTip(tip);
+        action->setProperty("usualTip", tip);
         tree_->addAction(action);
     };
     make(resumeAction_, QStringLiteral("Resume"), "resumeRunAction",
@@ -421,6 +423,7 @@ void RunsBrowser::applyLoad(RunsLoad& load) {
         updateActions();
     }
     stack_->setCurrentIndex(1);
+    controls_->setEnabled(true);
     if (!load.unchanged) emit runsLoaded();
 }
 
@@ -428,6 +431,7 @@ void RunsBrowser::showMessage(const QString& text, bool problem) {
     message_->setText(text);
     setStyleProperty(message_, "problem", problem);
     stack_->setCurrentIndex(0);
+    controls_->setEnabled(false); // nothing to filter
     updateActions();
 }
 
@@ -592,8 +596,8 @@ void RunsBrowser::updateActions() {
     const bool running = one && one->run.status == store::RunStatus::Running;
     for (QAction* a : {resumeAction_, forkAction_}) {
         a->setEnabled(open && one && !running);
-        a->setStatusTip(running ? QStringLiteral("Run #%1 is still running").arg(one->run.id)
-                                : QString());
+        a->setToolTip(running ? QStringLiteral("Run #%1 is still running").arg(one->run.id)
+                              : a->property("usualTip").toString());
     }
     evaluateAction_->setEnabled(open && one);
     renameAction_->setEnabled(open && one);

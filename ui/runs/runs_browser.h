@@ -128,6 +128,7 @@ class RunsBrowser : public QWidget {
     RunFilterProxy* proxy_ = nullptr;
     QStackedWidget* stack_ = nullptr;
     QLabel* message_ = nullptr;
+    QWidget* controls_ = nullptr; // the filter bar
     QTreeView* tree_ = nullptr;
     QLineEdit* filter_ = nullptr;
     QComboBox* statusFilter_ = nullptr;
