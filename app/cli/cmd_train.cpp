@@ -197,6 +197,7 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     recorded.resume = args.get("--resume").value_or("");
     recorded.fork = fork;
     recorded.checkpoint_dir = args.get("--checkpoint-dir").value_or("");
+    recorded.project_path = project_path;
     // The run exists in the store before anything can fail, so a failed setup is recorded too.
     train::RecordedRun run(project, options, recorded);
     const int64_t run_id = run.id();

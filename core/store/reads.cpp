@@ -21,9 +21,25 @@ using detail::Statement;
 using detail::Summary;
 
 namespace {
+// The runs table's columns, then the lineage: the fork's branch point ("RUN@STEP") and the step
+// of the parent's artifact the run started from (index seeks, cheap for every row).
 constexpr const char* kRunColumns =
     "id, name, status, started_at, ended_at, parent_run, parent_checkpoint, host, device, "
-    "threads, pid, error";
+    "threads, pid, error, note, project_path, (SELECT value FROM params WHERE params.run = "
+    "runs.id AND params.key = 'fork.from'), (SELECT max(step) FROM artifacts WHERE "
+    "artifacts.path = runs.parent_checkpoint AND artifacts.run = runs.parent_run)";
+constexpr int kRunColumnCount = 16;
+
+// The step of a "fork.from" value "RUN@STEP"; unset when it has none.
+std::optional<int64_t> fork_step(const std::string& from) {
+    const size_t at = from.find('@');
+    if (at == std::string::npos) return std::nullopt;
+    int64_t step = 0;
+    const char* end = from.data() + from.size();
+    auto [ptr, ec] = std::from_chars(from.data() + at + 1, end, step);
+    if (ec != std::errc() || ptr != end) return std::nullopt;
+    return step;
+}
 
 Run read_run_row(const Statement& s) {
     Run r;
@@ -39,7 +55,26 @@ Run read_run_row(const Statement& s) {
     r.threads = int(s.int64(9));
     r.pid = s.int64(10);
     r.error = s.text(11);
+    r.note = s.text(12);
+    r.project_path = s.text(13);
+    if (!s.is_null(14)) {
+        r.origin = RunOrigin::Forked;
+        r.branch_step = fork_step(s.text(14));
+    } else if (!r.parent_checkpoint.empty()) {
+        r.origin = RunOrigin::Resumed;
+    }
+    if (!r.branch_step && r.parent_run && !s.is_null(15)) r.branch_step = s.int64(15);
     return r;
+}
+
+// The tags of run `id` (sorted).
+std::vector<std::string> read_tags(Database& db, int64_t id) {
+    Statement q = db.prepare("SELECT tag FROM run_tags WHERE run = ?1 ORDER BY tag");
+    q.bind(1, id);
+    std::vector<std::string> tags;
+    while (q.step("reading a run's tags"))
+        tags.push_back(q.text(0));
+    return tags;
 }
 
 LatestMetric read_latest_row(const Statement& s, int column) {
@@ -78,7 +113,8 @@ Run RunStore::Impl::read_run_locked(int64_t id, bool with_project) {
     if (!s.step("reading a run"))
         throw StoreError(db->message("run " + std::to_string(id) + " does not exist"));
     Run r = read_run_row(s);
-    if (with_project) r.project_json = s.text(12);
+    if (with_project) r.project_json = s.text(kRunColumnCount);
+    r.tags = read_tags(*db, id);
     return r;
 }
 
@@ -101,6 +137,11 @@ std::vector<RunSummary> RunStore::list_runs() const {
             auto it = index.find(latest.int64(0));
             if (it != index.end())
                 out[it->second].latest_metrics.push_back(read_latest_row(latest, 1));
+        }
+        Statement tags = s.db->prepare("SELECT run, tag FROM run_tags ORDER BY run, tag");
+        while (tags.step("listing tags")) {
+            auto it = index.find(tags.int64(0));
+            if (it != index.end()) out[it->second].run.tags.push_back(tags.text(1));
         }
         return out;
     });

@@ -164,13 +164,14 @@ int64_t RunStore::create_run(const RunInfo& info) {
             if (info.parent_run) require_run(*s.db, *info.parent_run, "parent run");
             Statement insert = s.db->prepare(
                 "INSERT INTO runs (name, status, project, started_at, parent_run, "
-                "parent_checkpoint, host, device, threads, pid, pid_start) VALUES (?1, "
-                "'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+                "parent_checkpoint, host, device, threads, pid, pid_start, project_path) VALUES "
+                "(?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
             insert.bind(1, info.name).bind(2, info.project_json).bind(3, started_at);
             if (info.parent_run) insert.bind(4, *info.parent_run);
             insert.bind(5, parent_checkpoint).bind(6, host).bind(7, info.device);
             insert.bind(8, info.threads).bind(9, pid);
             if (pid_start) insert.bind(10, *pid_start);
+            insert.bind(11, absolute_path(info.project_path));
             insert.run("creating a run");
             id = s.db->last_insert_id();
         });

@@ -142,9 +142,24 @@ CREATE UNIQUE INDEX feature_maps_by_layer ON feature_maps (run, layer, step);
             "creating the feature_maps table (version 3)");
 }
 
+// Version 4: what a person adds to a run (a note, tags) and the project file it was trained
+// from. Tags get their own table: one run has several, and a tag names many runs.
+void migrate_to_v4(Database& db) {
+    db.exec(R"sql(
+ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN project_path TEXT NOT NULL DEFAULT '';  -- absolute, or ''
+CREATE TABLE run_tags (
+    run INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    tag TEXT NOT NULL,
+    PRIMARY KEY (run, tag)
+) WITHOUT ROWID;
+)sql",
+            "adding notes, tags and project paths (version 4)");
+}
+
 // migrations[i] brings a store from version i to version i + 1.
 using Migration = void (*)(Database&);
-constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2, migrate_to_v3};
+constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2, migrate_to_v3, migrate_to_v4};
 static_assert(std::size(kMigrations) == size_t(kSchemaVersion));
 
 struct FileIdentity {

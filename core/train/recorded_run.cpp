@@ -151,6 +151,7 @@ RecordedRun::RecordedRun(const io::Project& project, TrainerOptions options, Rec
     if (run.fork && !run.resume.empty()) throw Error("a run is either resumed or forked, not both");
     store_.emplace(store::RunStore::open(store_path_));
     store::RunInfo info = run_info(project_, options_);
+    info.project_path = run.project_path.string();
     std::map<std::string, std::string> fork_params;
     if (run.fork) {
         // Everything a fork can be refused for is checked before the run is created.

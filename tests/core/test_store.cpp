@@ -133,6 +133,11 @@ struct Expected {
     double min = kNaN, max = kNaN, first = 0, last = 0;
 };
 
+// Turns a store of this build back into one of schema version 3 (before notes, tags and
+// project paths): what the migration tests of older versions start from.
+constexpr const char* kBackToVersion3 = "ALTER TABLE runs DROP COLUMN note; ALTER TABLE runs "
+                                        "DROP COLUMN project_path; DROP TABLE run_tags; ";
+
 bool same(double a, double b) {
     return (std::isnan(a) && std::isnan(b)) || a == b;
 }
@@ -193,8 +198,9 @@ class TestStore : public QObject {
             QCOMPARE(raw.integer("PRAGMA user_version"), int64_t(kSchemaVersion));
             QCOMPARE(raw.integer("PRAGMA application_id"), int64_t(0x4D594C4E));
             QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
-            for (const char* table : {"runs", "params", "metrics", "latest_metrics", "histograms",
-                                      "artifacts", "metric_summaries", "events", "feature_maps"})
+            for (const char* table :
+                 {"runs", "params", "metrics", "latest_metrics", "histograms", "artifacts",
+                  "metric_summaries", "events", "feature_maps", "run_tags"})
                 QVERIFY2(raw.integer(std::string("SELECT count(*) FROM sqlite_schema WHERE "
                                                  "type = 'table' AND name = '") +
                                      table + "'") == 1,
@@ -800,7 +806,10 @@ class TestStore : public QObject {
         {
             // What a store written by version 1 looks like: no events table.
             RawDb raw(path);
-            raw.exec("DROP TABLE events; DROP TABLE feature_maps; PRAGMA user_version = 1");
+            QCOMPARE(
+                raw.exec(std::string(kBackToVersion3) +
+                         "DROP TABLE events; DROP TABLE feature_maps; PRAGMA user_version = 1"),
+                SQLITE_OK);
         }
         RunStore migrated = RunStore::open(path);
         QCOMPARE(migrated.run(id).name, std::string("with events"));
@@ -991,12 +1000,14 @@ class TestStore : public QObject {
         {
             // What a store written by version 2 looks like: no feature_maps table.
             RawDb raw(path);
-            QCOMPARE(raw.exec("DROP TABLE feature_maps; PRAGMA user_version = 2"), SQLITE_OK);
+            QCOMPARE(raw.exec(std::string(kBackToVersion3) +
+                              "DROP TABLE feature_maps; PRAGMA user_version = 2"),
+                     SQLITE_OK);
         }
         RunStore migrated = RunStore::open(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.integer("PRAGMA user_version"), int64_t(3));
+            QCOMPARE(raw.integer("PRAGMA user_version"), int64_t(kSchemaVersion));
             QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE name = "
                                  "'feature_maps_by_layer'"),
                      int64_t(1));

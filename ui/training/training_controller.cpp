@@ -180,6 +180,7 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         recorded.store_path = session->storePath;
         recorded.resume = start.resume.toStdString();
         recorded.fork = start.fork;
+        recorded.project_path = start.projectPath.toStdString();
         // The run exists in the store before anything can fail, so a failed setup is recorded.
         run.emplace(project, options, recorded);
         session->runId = run->id();

@@ -30,6 +30,7 @@ struct TrainingStartOptions {
     // Fork: a new run branching off this run's checkpoint (the project passed to start() is the
     // fork's, its differences from the parent's are recorded). Excludes `resume`.
     std::optional<train::ForkSource> fork;
+    QString projectPath;           // the project file, recorded with the run; empty: unsaved
     // Conditions that pause the run at the step where one holds (breakpointHit tells); they
     // can be changed while it goes (setBreakpoints).
     std::vector<train::BreakCondition> breakpoints;

@@ -239,6 +239,12 @@ QLabel[class="fieldWarning"] { color: @warning; font-size: 8.5pt; }
 QLabel[class="viewMessage"] { color: @mutedText; font-size: 11pt; }
 #distributionsNonFinite { color: @mutedText; }
 #distributionsNonFinite[problem="true"] { color: @error; }
+
+/* Runs browser (runs/) */
+#runsMessage[problem="true"] { color: @error; }
+#runsCount, #runsScopeHint { color: @mutedText; }
+#runsScopeHint a { color: @accent; }
+#runsStatusLine { color: @error; }
 )";
 
 // The colour table by the names the style sheet uses.

@@ -66,6 +66,12 @@ inline const QColor kValidationCurve{0xE0, 0x7A, 0x1F};
 inline const QColor kHeatmapLow{0xBF, 0xD4, 0xEA};  // share heat map: a small share of values
 inline const QColor kZerosMapLow{0xE8, 0xF5, 0xEC}; // share of zeros: none (healthy)
 inline const QColor kZerosMapMid{0xF3, 0xD9, 0x9A}; // share of zeros: many (before kWarning)
+// Run status (runs browser): its dot and text
+inline const QColor kRunRunning = kAccent;
+inline const QColor kRunFinished = kOk;
+inline const QColor kRunStopped = kMutedText; // stopped on purpose: neither good nor bad
+inline const QColor kRunFailed = kError;
+inline const QColor kRunInterrupted = kWarning; // its process ended without finishing it
 } // namespace colors
 
 // The colour that marks a layer category on the canvas and in the palette.

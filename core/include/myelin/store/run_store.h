@@ -31,7 +31,7 @@ class StoreError : public Error {
 
 // The schema version this build reads and writes (PRAGMA user_version). A file with a newer
 // version is refused; an older one is migrated at open.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 enum class RunStatus { Running, Finished, Stopped, Failed, Interrupted };
 // "running", "finished", "stopped", "failed", "interrupted" (the text stored in the file).
@@ -50,7 +50,13 @@ struct RunInfo {
     std::string host{};    // empty: this machine's host name
     int64_t pid = 0;       // 0: this process
     double started_at = 0; // unix seconds; 0: now
+    // The project file it was trained from (stored absolute); empty: an unsaved project.
+    std::string project_path{};
 };
+
+// How a run began: fresh, resumed from a checkpoint (of a parent run or a file) or forked from
+// a parent run (it has a "fork.from" parameter).
+enum class RunOrigin { Fresh, Resumed, Forked };
 
 // One row of the runs table.
 struct Run {
@@ -67,6 +73,14 @@ struct Run {
     int threads = 0;
     int64_t pid = 0;
     std::string error; // why it failed or was interrupted
+    std::string note;
+    std::vector<std::string> tags; // sorted
+    std::string project_path;      // absolute; empty when not recorded
+    RunOrigin origin = RunOrigin::Fresh;
+    // The parent's step it branched at: a fork's "fork.from" step, else the step of the parent's
+    // checkpoint artifact at parent_checkpoint (its newest listing). Unset for a fresh run, a
+    // resume from a file outside the store, or a checkpoint the parent no longer lists.
+    std::optional<int64_t> branch_step;
 };
 
 // The point of a metric with the highest step.
@@ -80,6 +94,14 @@ struct LatestMetric {
 struct RunSummary {
     Run run;
     std::vector<LatestMetric> latest_metrics; // sorted by key
+};
+
+// The smallest and largest value of one run's series (NaN values ignored; NaN when every value
+// is NaN).
+struct MetricRange {
+    int64_t run = 0;
+    double min = 0;
+    double max = 0;
 };
 
 // A metric point to log. Steps are >= 0; logging the same (run, key, step) again replaces the
@@ -255,6 +277,13 @@ class RunStore {
     // Written at once (events are rare), after the run's queued points.
     void log_event(int64_t run, const RunEvent& event);
     void finish_run(int64_t run, RunStatus status, std::string_view error = {});
+    // A run's name (not empty, no line breaks or other control characters, at most 200 bytes),
+    // note (any text up to 64 KiB) and tags (each 1 to 64 bytes, no commas, control characters
+    // or spaces at either end; duplicates merged; replaces the run's tags). Bad input and an
+    // unknown run throw StoreError naming it; nothing is changed then.
+    void rename_run(int64_t run, std::string_view name);
+    void set_run_note(int64_t run, std::string_view note);
+    void set_run_tags(int64_t run, const std::vector<std::string>& tags);
     // Runs marked running whose process is gone become Interrupted (ended_at = their last
     // metric's time). Only runs of this host are checked, by pid (kill(pid, 0), zombies count as
     // dead) and the process start time recorded at create_run (so a reused pid is not taken
@@ -274,6 +303,13 @@ class RunStore {
     // that another process keeps locked for writing can still be read.
     std::vector<RunSummary> list_runs() const; // newest first
     Run run(int64_t id) const;                 // throws StoreError for an unknown id
+    // A number that changes whenever anything was committed to the file since the last call,
+    // by this store or any other connection or process: a cheap test before re-reading (one
+    // PRAGMA, no table read).
+    uint64_t data_version() const;
+    // The range of `key`'s series of every run that has one, by run id, from the block summaries:
+    // one index seek per run, however long the series (a runs table's best values).
+    std::vector<MetricRange> metric_ranges(std::string_view key) const;
     std::map<std::string, std::string> params(int64_t run) const;
     std::vector<std::string> metric_keys(int64_t run) const; // sorted
     std::vector<LatestMetric> latest_metrics(int64_t run) const;

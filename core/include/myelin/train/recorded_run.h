@@ -42,6 +42,9 @@ struct RecordedRunOptions {
     // the branch point as "fork.from" = "RUN@STEP". Excludes `resume`.
     std::optional<ForkSource> fork;
     std::filesystem::path checkpoint_dir; // empty: <the run's artifact folder>/checkpoints
+    // The project file being trained, recorded with the run (the studio lists a project's runs
+    // by it); empty for a project that was never saved.
+    std::filesystem::path project_path;
 };
 
 // A resume target: a run id (its newest checkpoint that still exists) or a checkpoint path.
