@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <tuple>
 
 namespace myelin::cli {
 
@@ -256,12 +257,17 @@ int cmd_train(const std::vector<std::string_view>& raw) {
 
 int cmd_eval(const std::vector<std::string_view>& raw) {
     Args args(raw, {"--checkpoint", "--threads", "--predictions"});
-    if (args.positional().size() != 1 || !args.get("--checkpoint"))
-        throw UsageError{"eval: myelin eval PROJECT --checkpoint FILE [--predictions CSV]"};
-    const std::filesystem::path project_path = args.positional()[0];
-    io::Project project = io::load_project(project_path);
+    if (args.positional().size() > 1 || !args.get("--checkpoint"))
+        throw UsageError{"eval: myelin eval [PROJECT] --checkpoint FILE [--predictions CSV]"};
+    io::Project project;
     train::TrainerOptions options;
-    options.project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
+    if (args.positional().empty()) { // the checkpoint's own project and data folder
+        std::tie(project, options.project_dir) = checkpoint_project(*args.get("--checkpoint"));
+    } else {
+        const std::filesystem::path project_path = args.positional()[0];
+        project = io::load_project(project_path);
+        options.project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
+    }
     options.resume_from = *args.get("--checkpoint");
     options.threads = int(args.get_int("--threads", 1).value_or(0));
     train::Trainer trainer(project, options);

@@ -1,0 +1,369 @@
+// The PyTorch code export: one .py file a person could have written. A chain of layers becomes an
+// nn.Sequential subclass (its children named as Myelin names them, so state_dict keys match); a
+// graph with branches or merges becomes an nn.Module with the layers as attributes and an
+// explicit forward, one line per node in topological order.
+#include <myelin/error.h>
+#include <myelin/export/export.h>
+#include <myelin/graph/analysis.h>
+#include <myelin/version.h>
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace myelin::exporters {
+
+namespace {
+
+std::string py_bool(bool v) {
+    return v ? "True" : "False";
+}
+std::string py_float(double v) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%.9g", v);
+    std::string s = text;
+    if (s.find_first_of(".eni") == std::string::npos) s += ".0";
+    return s;
+}
+std::string py_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out + "\"";
+}
+// 3 -> "3"; [3, 5] -> "(3, 5)".
+std::string py_int_or_pair(const graph::Attrs& a, std::string_view name) {
+    const auto& v = a.get_ints(name);
+    if (v.size() == 1) return std::to_string(v[0]);
+    return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ")";
+}
+std::string py_tuple(const std::vector<int64_t>& v) {
+    std::string out = "(";
+    for (size_t i = 0; i < v.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(v[i]);
+    return out + (v.size() == 1 ? ",)" : ")");
+}
+std::string num(const graph::Attrs& a, std::string_view name) {
+    return std::to_string(a.get_int(name));
+}
+
+// The nn.Module constructor call of a layer node; empty for the merges (they are expressions).
+std::string constructor(const graph::Node& node, const graph::Attrs& a, const std::string& what) {
+    const std::string& k = node.kind;
+    if (k == "Linear")
+        return "nn.Linear(" + num(a, "in_features") + ", " + num(a, "out_features") +
+               ", bias=" + py_bool(a.get_bool("bias")) + ")";
+    if (k == "Bilinear")
+        return "nn.Bilinear(" + num(a, "in1_features") + ", " + num(a, "in2_features") + ", " +
+               num(a, "out_features") + ", bias=" + py_bool(a.get_bool("bias")) + ")";
+    if (k == "Conv1d" || k == "Conv2d") {
+        const bool two = k == "Conv2d";
+        auto v = [&](const char* n) { return two ? py_int_or_pair(a, n) : num(a, n); };
+        return "nn." + k + "(" + num(a, "in_channels") + ", " + num(a, "out_channels") + ", " +
+               v("kernel_size") + ", stride=" + v("stride") +
+               ", padding=" + (a.get_bool("same_padding") ? "\"same\"" : v("padding")) +
+               ", dilation=" + v("dilation") + ", groups=" + num(a, "groups") +
+               ", bias=" + py_bool(a.get_bool("bias")) +
+               ", padding_mode=" + py_string(a.get_string("padding_mode")) + ")";
+    }
+    if (k == "ConvTranspose2d")
+        return "nn.ConvTranspose2d(" + num(a, "in_channels") + ", " + num(a, "out_channels") +
+               ", " + py_int_or_pair(a, "kernel_size") + ", stride=" + py_int_or_pair(a, "stride") +
+               ", padding=" + py_int_or_pair(a, "padding") +
+               ", output_padding=" + py_int_or_pair(a, "output_padding") +
+               ", groups=" + num(a, "groups") + ", bias=" + py_bool(a.get_bool("bias")) +
+               ", dilation=" + py_int_or_pair(a, "dilation") + ")";
+    auto stride = [&] {
+        return a.is_none("stride") ? std::string("None") : py_int_or_pair(a, "stride");
+    };
+    if (k == "MaxPool2d")
+        return "nn.MaxPool2d(" + py_int_or_pair(a, "kernel_size") + ", stride=" + stride() +
+               ", padding=" + py_int_or_pair(a, "padding") +
+               ", dilation=" + py_int_or_pair(a, "dilation") +
+               ", ceil_mode=" + py_bool(a.get_bool("ceil_mode")) + ")";
+    if (k == "AvgPool2d")
+        return "nn.AvgPool2d(" + py_int_or_pair(a, "kernel_size") + ", stride=" + stride() +
+               ", padding=" + py_int_or_pair(a, "padding") +
+               ", ceil_mode=" + py_bool(a.get_bool("ceil_mode")) +
+               ", count_include_pad=" + py_bool(a.get_bool("count_include_pad")) + ")";
+    if (k == "AdaptiveAvgPool2d")
+        return "nn.AdaptiveAvgPool2d(" + py_int_or_pair(a, "output_size") + ")";
+    if (k == "BatchNorm1d" || k == "BatchNorm2d")
+        return "nn." + k + "(" + num(a, "num_features") + ", eps=" + py_float(a.get_float("eps")) +
+               ", momentum=" +
+               (a.is_none("momentum") ? "None" : py_float(a.get_float("momentum"))) +
+               ", affine=" + py_bool(a.get_bool("affine")) +
+               ", track_running_stats=" + py_bool(a.get_bool("track_running_stats")) + ")";
+    if (k == "LayerNorm")
+        return "nn.LayerNorm(" + py_tuple(a.get_ints("normalized_shape")) +
+               ", eps=" + py_float(a.get_float("eps")) +
+               ", elementwise_affine=" + py_bool(a.get_bool("elementwise_affine")) + ")";
+    if (k == "GroupNorm")
+        return "nn.GroupNorm(" + num(a, "num_groups") + ", " + num(a, "num_channels") +
+               ", eps=" + py_float(a.get_float("eps")) +
+               ", affine=" + py_bool(a.get_bool("affine")) + ")";
+    if (k == "ReLU" || k == "SiLU" || k == "Sigmoid" || k == "Tanh" || k == "Hardswish" ||
+        k == "Identity")
+        return "nn." + k + "()";
+    if (k == "LeakyReLU") return "nn.LeakyReLU(" + py_float(a.get_float("negative_slope")) + ")";
+    if (k == "PReLU")
+        return "nn.PReLU(" + num(a, "num_parameters") + ", init=" + py_float(a.get_float("init")) +
+               ")";
+    if (k == "ELU") return "nn.ELU(alpha=" + py_float(a.get_float("alpha")) + ")";
+    if (k == "GELU") return "nn.GELU(approximate=" + py_string(a.get_string("approximate")) + ")";
+    if (k == "Softmax" || k == "LogSoftmax") return "nn." + k + "(dim=" + num(a, "dim") + ")";
+    if (k == "Softplus")
+        return "nn.Softplus(beta=" + py_float(a.get_float("beta")) +
+               ", threshold=" + py_float(a.get_float("threshold")) + ")";
+    if (k == "Dropout" || k == "Dropout2d")
+        return "nn." + k + "(p=" + py_float(a.get_float("p")) + ")";
+    if (k == "Flatten")
+        return "nn.Flatten(start_dim=" + num(a, "start_dim") + ", end_dim=" + num(a, "end_dim") +
+               ")";
+    if (k == "Unflatten")
+        return "nn.Unflatten(" + num(a, "dim") + ", " + py_tuple(a.get_ints("unflattened_size")) +
+               ")";
+    if (k == "Upsample") {
+        const auto& s = a.get_ints("scale_factor");
+        const std::string factor =
+            s.size() == 1 ? py_float(double(s[0]))
+                          : "(" + py_float(double(s[0])) + ", " + py_float(double(s[1])) + ")";
+        const bool bilinear = a.get_string("mode") == "bilinear";
+        return "nn.Upsample(scale_factor=" + factor + ", mode=" + py_string(a.get_string("mode")) +
+               (bilinear ? ", align_corners=" + py_bool(a.get_bool("align_corners")) : "") + ")";
+    }
+    if (k == "Embedding")
+        return "nn.Embedding(" + num(a, "num_embeddings") + ", " + num(a, "embedding_dim") +
+               ", padding_idx=" +
+               (a.is_none("padding_idx") ? std::string("None") : num(a, "padding_idx")) + ")";
+    if (k == "Add" || k == "Multiply" || k == "Concat") return {};
+    throw Error(what +
+                " cannot be exported to PyTorch code: no PyTorch form is known for layer "
+                "kind '" +
+                k + "'");
+}
+
+bool is_identifier(const std::string& s) {
+    return graph::is_valid_node_name(s);
+}
+
+// How forward refers to a layer: self.conv1, or getattr(self, "3") for positional names.
+std::string layer_ref(const std::string& module) {
+    return is_identifier(module) ? "self." + module : "getattr(self, " + py_string(module) + ")";
+}
+
+const char* const kLoader = R"(
+
+# --- weights ------------------------------------------------------------------------------------
+
+_SAFETENSORS_DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "U8": torch.uint8, "BOOL": torch.bool,
+}
+
+
+def read_safetensors(path):
+    """Tensors and __metadata__ of a safetensors file (its format: an 8-byte little-endian
+    header length, a JSON header, then the bytes), with torch, json and struct only."""
+    with open(path, "rb") as f:
+        (header_size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(header_size))
+        data = bytearray(f.read())
+    metadata = header.pop("__metadata__", {})
+    tensors = {}
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        dtype = _SAFETENSORS_DTYPES[info["dtype"]]
+        count = (end - begin) // torch.empty((), dtype=dtype).element_size()
+        flat = torch.frombuffer(data, dtype=dtype, count=count, offset=begin) if count else torch.empty(0, dtype=dtype)
+        tensors[name] = flat.reshape(info["shape"]).clone()
+    return tensors, metadata
+
+
+def load_checkpoint(path, model=None):
+    """The model with the weights of a Myelin checkpoint (or exported safetensors file), in
+    evaluation mode. Optimizer state in the file is skipped."""
+    model = model if model is not None else Model()
+    tensors, _ = read_safetensors(path)
+    state = {k: v for k, v in tensors.items() if not k.startswith("optimizer.")}
+    model.load_state_dict(state)
+    return model.eval()
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: python3 {sys.argv[0]} CHECKPOINT.safetensors")
+    model = load_checkpoint(sys.argv[1])
+    print(model)
+)";
+
+} // namespace
+
+std::string pytorch_code(const ExportSource& source) {
+    const graph::ModelSpec& spec = source.project.model;
+    const graph::Analysis analysis = graph::analyze(spec, 1);
+    if (!analysis.ok()) {
+        std::string what;
+        for (const auto& p : analysis.problems)
+            if (p.severity == graph::Severity::Error) what += "\n  " + graph::describe(spec, p);
+        throw Error("the model of project '" + source.project.name + "' is invalid:" + what);
+    }
+    std::map<graph::NodeId, size_t> index_of;
+    for (size_t i = 0; i < spec.nodes.size(); ++i)
+        index_of[spec.nodes[i].id] = i;
+
+    // The layers in topological order with their constructor calls; a chain has one Input, and
+    // each layer takes the one before it.
+    struct Layer {
+        size_t index;
+        std::string module, ctor;
+    };
+    std::vector<Layer> layers;
+    std::vector<size_t> inputs;
+    bool chain = true;
+    graph::NodeId previous = -1;
+    std::string problems;
+    for (size_t index : analysis.order) {
+        const graph::Node& node = spec.nodes[index];
+        if (!analysis.nodes[index].reachable) continue;
+        if (node.kind == "Input") {
+            inputs.push_back(index);
+            chain = chain && inputs.size() == 1;
+            previous = node.id;
+            continue;
+        }
+        const auto in = spec.inputs_of(node.id);
+        chain = chain && in.size() == 1 && in[0].from == previous;
+        previous = node.id;
+        if (node.kind == "Output") continue;
+        const graph::LayerKind& kind = graph::layer_kind(node.kind);
+        const std::string module = analysis.nodes[index].module_name;
+        try {
+            std::string ctor = constructor(node, graph::with_defaults(kind.attrs, node.attrs),
+                                           "layer '" + module + "' (" + node.kind + ")");
+            chain = chain && !ctor.empty();
+            layers.push_back({index, module, ctor});
+        } catch (const Error& e) {
+            problems += std::string("\n  ") + e.what();
+        }
+    }
+    if (!problems.empty()) throw Error("the model cannot be exported to PyTorch code:" + problems);
+
+    const auto& d = source.description;
+    std::ostringstream py;
+    py << "# " << (source.project.name.empty() ? "Model" : source.project.name)
+       << ", exported by Myelin Studio " << version() << ".\n";
+    if (!source.project.description.empty()) py << "# " << source.project.description << "\n";
+    py << "#\n# Model() has exactly the state_dict names of the Myelin model, so\n"
+          "# load_checkpoint(\"checkpoint.safetensors\") (below) loads its checkpoints.\n"
+          "import json\nimport struct\nfrom collections import OrderedDict\n\n"
+          "import torch\nfrom torch import nn\n\n";
+    // Constants: what one example looks like and how it is prepared.
+    std::vector<int64_t> shape = d.input_shape;
+    if (shape.empty() && !inputs.empty())
+        shape = spec.nodes[inputs[0]].attrs.contains("shape")
+                    ? spec.nodes[inputs[0]].attrs.get_ints("shape")
+                    : std::vector<int64_t>{};
+    py << "# One example, without the batch dimension.\nINPUT_SHAPE = " << py_tuple(shape) << "\n";
+    if (!d.class_names.empty()) {
+        py << "CLASS_NAMES = [";
+        for (size_t i = 0; i < d.class_names.size(); ++i)
+            py << (i ? ", " : "") << py_string(d.class_names[i]);
+        py << "]\n";
+    }
+    py << "\n\ndef preprocess(x):\n    \"\"\"What the examples went through before the model "
+          "(the project's deterministic transforms).\"\"\"\n";
+    bool any_step = false;
+    for (const auto& t : d.preprocessing) {
+        if (t.kind == "ScaleTo01") {
+            py << "    if x.dtype == torch.uint8:\n        x = x.float() / 255.0\n";
+            any_step = true;
+        } else if (t.kind == "Normalize") {
+            py << "    mean = torch.tensor([" << t.options.get_string("mean") << "])\n"
+               << "    std = torch.tensor([" << t.options.get_string("std") << "])\n"
+               << "    shape = (-1,) + (1,) * (x.dim() - 2)  # per channel (dimension 1)\n"
+               << "    x = (x - mean.view(shape)) / std.view(shape)\n";
+            any_step = true;
+        }
+    }
+    (void)any_step;
+    py << "    return x\n";
+
+    if (chain) {
+        py << "\n\nclass Model(nn.Sequential):\n    def __init__(self):\n"
+              "        super().__init__(OrderedDict([\n";
+        for (const auto& l : layers)
+            py << "            (" << py_string(l.module) << ", " << l.ctor << "),\n";
+        py << "        ]))\n";
+    } else {
+        py << "\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
+        for (const auto& l : layers) {
+            if (l.ctor.empty()) continue;
+            if (is_identifier(l.module))
+                py << "        self." << l.module << " = " << l.ctor << "\n";
+            else
+                py << "        self.add_module(" << py_string(l.module) << ", " << l.ctor << ")\n";
+        }
+        // forward: one variable per node output.
+        std::map<graph::NodeId, std::string> var;
+        std::string args;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            const graph::Node& n = spec.nodes[inputs[i]];
+            var[n.id] =
+                !n.name.empty() ? n.name : (inputs.size() == 1 ? "x" : "x" + std::to_string(i));
+            args += ", " + var[n.id];
+        }
+        py << "\n    def forward(self" << args << "):\n";
+        for (size_t index : analysis.order) {
+            const graph::Node& node = spec.nodes[index];
+            if (!analysis.nodes[index].reachable || node.kind == "Input") continue;
+            std::vector<std::string> in;
+            for (const auto& e : spec.inputs_of(node.id))
+                in.push_back(var.at(e.from));
+            if (node.kind == "Output") {
+                py << "        return " << in.at(0) << "\n";
+                continue;
+            }
+            const std::string module = analysis.nodes[index].module_name;
+            const std::string v = is_identifier(module) ? module : "h" + module;
+            std::string expr;
+            if (node.kind == "Add" || node.kind == "Multiply") {
+                for (size_t i = 0; i < in.size(); ++i)
+                    expr += (i ? (node.kind == "Add" ? " + " : " * ") : "") + in[i];
+            } else if (node.kind == "Concat") {
+                expr = "torch.cat([";
+                for (size_t i = 0; i < in.size(); ++i)
+                    expr += (i ? ", " : "") + in[i];
+                expr += "], dim=" +
+                        std::to_string(
+                            graph::with_defaults(graph::layer_kind("Concat").attrs, node.attrs)
+                                .get_int("dim")) +
+                        ")";
+            } else {
+                expr = layer_ref(module) + "(";
+                for (size_t i = 0; i < in.size(); ++i)
+                    expr += (i ? ", " : "") + in[i];
+                expr += ")";
+            }
+            py << "        " << v << " = " << expr << "\n";
+            var[node.id] = v;
+        }
+    }
+    py << kLoader;
+    return py.str();
+}
+
+void export_pytorch(const ExportSource& source, const std::filesystem::path& out) {
+    check_export_source(source);
+    write_file_atomically(out, pytorch_code(source));
+}
+
+} // namespace myelin::exporters
