@@ -53,95 +53,132 @@ std::string num(const graph::Attrs& a, std::string_view name) {
     return std::to_string(a.get_int(name));
 }
 
-// The nn.Module constructor call of a layer node; empty for the merges (they are expressions).
-std::string constructor(const graph::Node& node, const graph::Attrs& a, const std::string& what) {
-    const std::string& k = node.kind;
-    if (k == "Linear")
-        return "nn.Linear(" + num(a, "in_features") + ", " + num(a, "out_features") +
-               ", bias=" + py_bool(a.get_bool("bias")) + ")";
-    if (k == "Bilinear")
-        return "nn.Bilinear(" + num(a, "in1_features") + ", " + num(a, "in2_features") + ", " +
-               num(a, "out_features") + ", bias=" + py_bool(a.get_bool("bias")) + ")";
-    if (k == "Conv1d" || k == "Conv2d") {
-        const bool two = k == "Conv2d";
-        auto v = [&](const char* n) { return two ? py_int_or_pair(a, n) : num(a, n); };
-        return "nn." + k + "(" + num(a, "in_channels") + ", " + num(a, "out_channels") + ", " +
-               v("kernel_size") + ", stride=" + v("stride") +
-               ", padding=" + (a.get_bool("same_padding") ? "\"same\"" : v("padding")) +
-               ", dilation=" + v("dilation") + ", groups=" + num(a, "groups") +
-               ", bias=" + py_bool(a.get_bool("bias")) +
-               ", padding_mode=" + py_string(a.get_string("padding_mode")) + ")";
+// A constructor call: positional arguments, then keyword arguments that differ from PyTorch's
+// defaults (the registry's defaults are PyTorch's), as a person would write it.
+class Call {
+  public:
+    Call(std::string callee, const graph::Attrs& attrs, const graph::Attrs& defaults)
+        : text_(std::move(callee) + "("), attrs_(attrs), defaults_(defaults) {}
+    Call& pos(const std::string& value) {
+        text_ += (first_ ? "" : ", ") + value;
+        first_ = false;
+        return *this;
     }
-    if (k == "ConvTranspose2d")
-        return "nn.ConvTranspose2d(" + num(a, "in_channels") + ", " + num(a, "out_channels") +
-               ", " + py_int_or_pair(a, "kernel_size") + ", stride=" + py_int_or_pair(a, "stride") +
-               ", padding=" + py_int_or_pair(a, "padding") +
-               ", output_padding=" + py_int_or_pair(a, "output_padding") +
-               ", groups=" + num(a, "groups") + ", bias=" + py_bool(a.get_bool("bias")) +
-               ", dilation=" + py_int_or_pair(a, "dilation") + ")";
-    auto stride = [&] {
-        return a.is_none("stride") ? std::string("None") : py_int_or_pair(a, "stride");
-    };
-    if (k == "MaxPool2d")
-        return "nn.MaxPool2d(" + py_int_or_pair(a, "kernel_size") + ", stride=" + stride() +
-               ", padding=" + py_int_or_pair(a, "padding") +
-               ", dilation=" + py_int_or_pair(a, "dilation") +
-               ", ceil_mode=" + py_bool(a.get_bool("ceil_mode")) + ")";
-    if (k == "AvgPool2d")
-        return "nn.AvgPool2d(" + py_int_or_pair(a, "kernel_size") + ", stride=" + stride() +
-               ", padding=" + py_int_or_pair(a, "padding") +
-               ", ceil_mode=" + py_bool(a.get_bool("ceil_mode")) +
-               ", count_include_pad=" + py_bool(a.get_bool("count_include_pad")) + ")";
-    if (k == "AdaptiveAvgPool2d")
-        return "nn.AdaptiveAvgPool2d(" + py_int_or_pair(a, "output_size") + ")";
-    if (k == "BatchNorm1d" || k == "BatchNorm2d")
-        return "nn." + k + "(" + num(a, "num_features") + ", eps=" + py_float(a.get_float("eps")) +
-               ", momentum=" +
-               (a.is_none("momentum") ? "None" : py_float(a.get_float("momentum"))) +
-               ", affine=" + py_bool(a.get_bool("affine")) +
-               ", track_running_stats=" + py_bool(a.get_bool("track_running_stats")) + ")";
-    if (k == "LayerNorm")
-        return "nn.LayerNorm(" + py_tuple(a.get_ints("normalized_shape")) +
-               ", eps=" + py_float(a.get_float("eps")) +
-               ", elementwise_affine=" + py_bool(a.get_bool("elementwise_affine")) + ")";
-    if (k == "GroupNorm")
-        return "nn.GroupNorm(" + num(a, "num_groups") + ", " + num(a, "num_channels") +
-               ", eps=" + py_float(a.get_float("eps")) +
-               ", affine=" + py_bool(a.get_bool("affine")) + ")";
+    // name=value unless the attribute `attr` (default: name) has its default value.
+    Call& kw(const std::string& name, const std::string& value, std::string attr = {}) {
+        if (attr.empty()) attr = name;
+        if (defaults_.contains(attr) && attrs_.at(attr) == defaults_.at(attr)) return *this;
+        return always(name, value);
+    }
+    Call& always(const std::string& name, const std::string& value) {
+        return pos(name + "=" + value);
+    }
+    std::string str() const { return text_ + ")"; }
+
+  private:
+    std::string text_;
+    bool first_ = true;
+    const graph::Attrs& attrs_;
+    const graph::Attrs& defaults_;
+};
+
+// The nn.Module constructor call of a layer node; empty for the merges (they are expressions).
+std::string constructor(const graph::Node& node, const graph::Attrs& a, const graph::Attrs& d,
+                        const std::string& what) {
+    const std::string& k = node.kind;
+    Call c("nn." + k, a, d);
+    auto flag = [&](const char* name) { return c.kw(name, py_bool(a.get_bool(name))); };
+    auto real = [&](const char* name) { return c.kw(name, py_float(a.get_float(name))); };
+    if (k == "Linear") {
+        c.pos(num(a, "in_features")).pos(num(a, "out_features"));
+        return flag("bias").str();
+    }
+    if (k == "Bilinear") {
+        c.pos(num(a, "in1_features")).pos(num(a, "in2_features")).pos(num(a, "out_features"));
+        return flag("bias").str();
+    }
+    if (k == "Conv1d" || k == "Conv2d") {
+        auto v = [&](const char* n) { return k == "Conv2d" ? py_int_or_pair(a, n) : num(a, n); };
+        c.pos(num(a, "in_channels")).pos(num(a, "out_channels")).pos(v("kernel_size"));
+        c.kw("stride", v("stride"));
+        if (a.get_bool("same_padding"))
+            c.always("padding", "\"same\"");
+        else
+            c.kw("padding", v("padding"));
+        c.kw("dilation", v("dilation")).kw("groups", num(a, "groups"));
+        flag("bias");
+        return c.kw("padding_mode", py_string(a.get_string("padding_mode"))).str();
+    }
+    if (k == "ConvTranspose2d") {
+        c.pos(num(a, "in_channels"))
+            .pos(num(a, "out_channels"))
+            .pos(py_int_or_pair(a, "kernel_size"));
+        c.always("stride", py_int_or_pair(a, "stride"));
+        c.kw("padding", py_int_or_pair(a, "padding"));
+        c.kw("output_padding", py_int_or_pair(a, "output_padding"));
+        c.kw("groups", num(a, "groups"));
+        flag("bias");
+        return c.kw("dilation", py_int_or_pair(a, "dilation")).str();
+    }
+    if (k == "MaxPool2d" || k == "AvgPool2d") {
+        c.pos(py_int_or_pair(a, "kernel_size"));
+        if (!a.is_none("stride")) c.always("stride", py_int_or_pair(a, "stride"));
+        c.kw("padding", py_int_or_pair(a, "padding"));
+        if (k == "MaxPool2d") c.kw("dilation", py_int_or_pair(a, "dilation"));
+        flag("ceil_mode");
+        if (k == "AvgPool2d") flag("count_include_pad");
+        return c.str();
+    }
+    if (k == "AdaptiveAvgPool2d") return c.pos(py_int_or_pair(a, "output_size")).str();
+    if (k == "BatchNorm1d" || k == "BatchNorm2d") {
+        c.pos(num(a, "num_features"));
+        real("eps");
+        c.kw("momentum", a.is_none("momentum") ? "None" : py_float(a.get_float("momentum")));
+        flag("affine");
+        return flag("track_running_stats").str();
+    }
+    if (k == "LayerNorm") {
+        c.pos(py_tuple(a.get_ints("normalized_shape")));
+        real("eps");
+        return flag("elementwise_affine").str();
+    }
+    if (k == "GroupNorm") {
+        c.pos(num(a, "num_groups")).pos(num(a, "num_channels"));
+        real("eps");
+        return flag("affine").str();
+    }
     if (k == "ReLU" || k == "SiLU" || k == "Sigmoid" || k == "Tanh" || k == "Hardswish" ||
         k == "Identity")
-        return "nn." + k + "()";
-    if (k == "LeakyReLU") return "nn.LeakyReLU(" + py_float(a.get_float("negative_slope")) + ")";
+        return c.str();
+    if (k == "LeakyReLU") return real("negative_slope").str();
     if (k == "PReLU")
-        return "nn.PReLU(" + num(a, "num_parameters") + ", init=" + py_float(a.get_float("init")) +
-               ")";
-    if (k == "ELU") return "nn.ELU(alpha=" + py_float(a.get_float("alpha")) + ")";
-    if (k == "GELU") return "nn.GELU(approximate=" + py_string(a.get_string("approximate")) + ")";
-    if (k == "Softmax" || k == "LogSoftmax") return "nn." + k + "(dim=" + num(a, "dim") + ")";
+        return c.kw("num_parameters", num(a, "num_parameters"))
+            .kw("init", py_float(a.get_float("init")))
+            .str();
+    if (k == "ELU") return real("alpha").str();
+    if (k == "GELU") return c.kw("approximate", py_string(a.get_string("approximate"))).str();
+    if (k == "Softmax" || k == "LogSoftmax") return c.always("dim", num(a, "dim")).str();
     if (k == "Softplus")
-        return "nn.Softplus(beta=" + py_float(a.get_float("beta")) +
-               ", threshold=" + py_float(a.get_float("threshold")) + ")";
-    if (k == "Dropout" || k == "Dropout2d")
-        return "nn." + k + "(p=" + py_float(a.get_float("p")) + ")";
+        return real("beta").kw("threshold", py_float(a.get_float("threshold"))).str();
+    if (k == "Dropout" || k == "Dropout2d") return real("p").str();
     if (k == "Flatten")
-        return "nn.Flatten(start_dim=" + num(a, "start_dim") + ", end_dim=" + num(a, "end_dim") +
-               ")";
+        return c.kw("start_dim", num(a, "start_dim")).kw("end_dim", num(a, "end_dim")).str();
     if (k == "Unflatten")
-        return "nn.Unflatten(" + num(a, "dim") + ", " + py_tuple(a.get_ints("unflattened_size")) +
-               ")";
+        return c.pos(num(a, "dim")).pos(py_tuple(a.get_ints("unflattened_size"))).str();
     if (k == "Upsample") {
         const auto& s = a.get_ints("scale_factor");
         const std::string factor =
             s.size() == 1 ? py_float(double(s[0]))
                           : "(" + py_float(double(s[0])) + ", " + py_float(double(s[1])) + ")";
-        const bool bilinear = a.get_string("mode") == "bilinear";
-        return "nn.Upsample(scale_factor=" + factor + ", mode=" + py_string(a.get_string("mode")) +
-               (bilinear ? ", align_corners=" + py_bool(a.get_bool("align_corners")) : "") + ")";
+        c.always("scale_factor", factor).always("mode", py_string(a.get_string("mode")));
+        if (a.get_string("mode") == "bilinear")
+            c.always("align_corners", py_bool(a.get_bool("align_corners")));
+        return c.str();
     }
-    if (k == "Embedding")
-        return "nn.Embedding(" + num(a, "num_embeddings") + ", " + num(a, "embedding_dim") +
-               ", padding_idx=" +
-               (a.is_none("padding_idx") ? std::string("None") : num(a, "padding_idx")) + ")";
+    if (k == "Embedding") {
+        c.pos(num(a, "num_embeddings")).pos(num(a, "embedding_dim"));
+        return c.kw("padding_idx", a.is_none("padding_idx") ? "None" : num(a, "padding_idx")).str();
+    }
     if (k == "Add" || k == "Multiply" || k == "Concat") return {};
     throw Error(what +
                 " cannot be exported to PyTorch code: no PyTorch form is known for layer "
@@ -248,6 +285,7 @@ std::string pytorch_code(const ExportSource& source) {
         const std::string module = analysis.nodes[index].module_name;
         try {
             std::string ctor = constructor(node, graph::with_defaults(kind.attrs, node.attrs),
+                                           graph::with_defaults(kind.attrs, {}),
                                            "layer '" + module + "' (" + node.kind + ")");
             chain = chain && !ctor.empty();
             layers.push_back({index, module, ctor});

@@ -19,15 +19,15 @@ namespace {
 
 std::string mismatch_text(const nn::LoadStateDictResult& r) {
     std::string what;
-    auto list = [&](const std::vector<std::string>& keys, const char* label) {
+    auto list = [&](const std::vector<std::string>& keys, const std::string& label) {
         for (size_t i = 0; i < keys.size() && i < 12; ++i)
-            what += std::string("\n  ") + label + keys[i];
+            what += "\n  " + label + ": " + keys[i];
         if (keys.size() > 12)
             what += "\n  ... and " + std::to_string(keys.size() - 12) + " more " + label;
     };
-    list(r.missing_keys, "missing: ");
-    list(r.unexpected_keys, "unexpected: ");
-    list(r.shape_mismatches, "shape: ");
+    list(r.missing_keys, "missing");
+    list(r.unexpected_keys, "unexpected");
+    list(r.shape_mismatches, "shape");
     return what;
 }
 
