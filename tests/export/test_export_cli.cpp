@@ -1,6 +1,7 @@
 // The command line: `myelin export` in each format from a checkpoint that carries its project,
 // its refusals (exit 1 with the reason, no file; exit 2 for a bad command line), and
 // `myelin eval --checkpoint FILE` without the project file.
+#include "blobs_project.h"
 #include "export_test_models.h"
 
 #include <myelin/io/checkpoint.h>
@@ -21,8 +22,9 @@ struct Result {
     QString out, err;
 };
 
-Result run_cli(const QStringList& args) {
+Result run_cli(const QStringList& args, const QString& working_dir = {}) {
     QProcess p;
+    if (!working_dir.isEmpty()) p.setWorkingDirectory(working_dir);
     p.start(MYELIN_CLI_PATH, args);
     Result r;
     if (!p.waitForFinished(300000)) return r;
@@ -107,6 +109,60 @@ class TestExportCli : public QObject {
             run_cli({"eval", "--checkpoint", dir_.filePath("model.safetensors"), "--threads", "2"});
         QVERIFY2(exported.code == 0, qPrintable(exported.err));
         QCOMPARE(exported.out.section('\n', 0, 0), r.out.section('\n', 0, 0));
+    }
+
+    // A checkpoint written by training says what the model needs: run, classes, input shape,
+    // the preprocessing with Normalize's computed values, metrics at its step, the data folder.
+    void trainedCheckpointDescribesItself() {
+        QTemporaryDir project_dir;
+        const QString project = myelin::test::writeBlobsProject(project_dir.path(), 2);
+        QVERIFY(!project.isEmpty());
+        QFile f(project);
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QByteArray text = f.readAll();
+        text.replace(R"("num_workers": 0})",
+                     R"("num_workers": 0, "transforms": [{"kind": "Normalize"}]})");
+        f.resize(0);
+        f.write(text);
+        f.close();
+        const QString store = project_dir.filePath("runs.sqlite"),
+                      checkpoints = project_dir.filePath("checkpoints");
+        Result r = run_cli({"train", project, "--store", store, "--checkpoint-dir", checkpoints});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QString last =
+            checkpoints + "/" +
+            QDir(checkpoints).entryList({"epoch-*.safetensors"}, QDir::Files, QDir::Name).last();
+        const io::Checkpoint c = io::load_checkpoint(last.toStdString());
+        const io::CheckpointDescription& d = c.description;
+        QCOMPARE(d.run_id, int64_t(1));
+        QCOMPARE(d.class_names, (std::vector<std::string>{"a", "b", "c"}));
+        QCOMPARE(d.input_shape, (std::vector<int64_t>{4}));
+        QCOMPARE(d.project_dir, QFileInfo(project_dir.path()).canonicalFilePath().toStdString());
+        QCOMPARE(d.preprocessing.size(), size_t(1));
+        QCOMPARE(d.preprocessing[0].kind, std::string("Normalize"));
+        // Computed from the training split (the spec leaves them empty).
+        bool number = false;
+        QString::fromStdString(d.preprocessing[0].options.get_string("mean"))
+            .split(',')
+            .first()
+            .toDouble(&number);
+        QVERIFY(number);
+        QVERIFY(QString::fromStdString(d.preprocessing[0].options.get_string("std")).toDouble() >
+                0);
+        QCOMPARE(d.metrics_step, c.position.step);
+        bool train_loss = false, val_loss = false;
+        for (const auto& [name, value] : d.metrics) {
+            train_loss = train_loss || name == "train_loss";
+            val_loss = val_loss || name == "val_loss";
+        }
+        QVERIFY(train_loss && val_loss);
+        // Evaluated from elsewhere, with a copy of the checkpoint: the data is found.
+        QTemporaryDir elsewhere;
+        const QString copy = elsewhere.filePath("copy.safetensors");
+        QVERIFY(QFile::copy(last, copy));
+        r = run_cli({"eval", "--checkpoint", copy}, elsewhere.path());
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("accuracy="), qPrintable(r.out));
     }
 };
 
