@@ -178,6 +178,26 @@ std::string onnx_unsupported_kind(std::string_view kind) {
     return "no ONNX form is known for layer kind '" + std::string(kind) + "'";
 }
 
+std::vector<std::string> onnx_runtime_notes(const ExportSource& source) {
+    // Found by running every kind through OpenCV 4.6 (tests/export/test_export_onnx.cpp).
+    static const std::map<std::string, std::string, std::less<>> opencv_4_6 = {
+        {"LayerNorm", "OpenCV 4.6's DNN module has no LayerNormalization"},
+        {"Embedding", "OpenCV 4.6's DNN module cannot Gather with indices from a model input"},
+        {"Bilinear", "OpenCV 4.6's DNN module runs its MatMul form with a batch of 1 only"},
+    };
+    const graph::ModelSpec& spec = source.project.model;
+    const graph::Analysis analysis = graph::analyze(spec, 1);
+    std::vector<std::string> notes;
+    for (size_t index : analysis.order) {
+        const graph::Node& node = spec.nodes[index];
+        auto it = opencv_4_6.find(node.kind);
+        if (it != opencv_4_6.end() && analysis.nodes[index].reachable)
+            notes.push_back("layer '" + analysis.nodes[index].module_name + "' (" + node.kind +
+                            "): " + it->second);
+    }
+    return notes;
+}
+
 std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& options) {
     const graph::ModelSpec& spec = source.project.model;
     const graph::Analysis analysis = graph::analyze(spec, 1);

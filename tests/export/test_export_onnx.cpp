@@ -142,6 +142,18 @@ class TestExportOnnx : public QObject {
             exporters::export_onnx(source, path(file));
             onnx::checker::check_model(read_model(path(file)));
         }
+        // Which runtimes cannot run them is said, and true: OpenCV refuses both files.
+        for (auto [spec, file, kind] :
+             {std::tuple{layer_norm_model(), "layer_norm.onnx", "LayerNorm"},
+              std::tuple{embedding_model(), "embedding.onnx", "Embedding"}}) {
+            const auto notes = exporters::onnx_runtime_notes(fresh_source(project_of(spec, file)));
+            QCOMPARE(notes.size(), size_t(1));
+            QVERIFY2(QString::fromStdString(notes[0]).contains(kind), notes[0].c_str());
+            QVERIFY_THROWS_EXCEPTION(cv::Exception, cv::dnn::readNetFromONNX(path(file)));
+        }
+        QVERIFY(exporters::onnx_runtime_notes(
+                    fresh_source(io::load_project(example_path("fashion_resnet"))))
+                    .empty());
         const onnx::ModelProto ln = read_model(path("layer_norm.onnx"));
         bool found = false;
         for (const auto& node : ln.graph().node())

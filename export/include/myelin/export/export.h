@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace myelin::exporters {
 
@@ -54,6 +55,11 @@ struct OnnxOptions {
 std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& options = {});
 void export_onnx(const ExportSource& source, const std::filesystem::path& out,
                  const OnnxOptions& options = {});
+// What a runtime known to fall short cannot run in this model's ONNX file, one line per layer
+// ("layer 'ln' (LayerNorm): OpenCV 4.6's DNN module has no LayerNormalization"); empty when
+// OpenCV 4.6 (Debian 12's) runs it all. Files are correct ONNX either way; the studio's dialog
+// and `myelin export` show these lines.
+std::vector<std::string> onnx_runtime_notes(const ExportSource& source);
 // Why `kind` cannot be exported to ONNX at all (empty: it can, for some attributes at least).
 std::string onnx_unsupported_kind(std::string_view kind);
 
