@@ -141,7 +141,20 @@ void export_safetensors(const ExportSource& source, const std::filesystem::path&
     if (!std::filesystem::is_directory(folder))
         throw Error("cannot write " + out.string() + ": the folder " + folder.string() +
                     " does not exist");
-    io::save_checkpoint(out, c);
+    const std::filesystem::path card = model_card_path(out);
+    write_file_atomically(card, model_card(source));
+    try {
+        io::save_checkpoint(out, c);
+    } catch (const Error&) {
+        std::error_code ec;
+        std::filesystem::remove(card, ec); // nothing of a failed export stays
+        throw;
+    }
+}
+
+std::filesystem::path model_card_path(const std::filesystem::path& safetensors) {
+    std::filesystem::path card = safetensors;
+    return card.replace_extension(".md");
 }
 
 void export_model(const ExportSource& source, Format format, const std::filesystem::path& out) {

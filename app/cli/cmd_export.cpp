@@ -43,6 +43,9 @@ int cmd_export(const std::vector<std::string_view>& raw) {
         std::printf("wrote %s (%s, step %lld of %s)\n", out->c_str(),
                     exporters::format_name(*format), (long long)source.position.step,
                     source.project.name.empty() ? "the model" : source.project.name.c_str());
+        if (*format == exporters::Format::Safetensors)
+            std::printf("wrote its model card %s\n",
+                        exporters::model_card_path(*out).string().c_str());
         if (*format == exporters::Format::Onnx)
             for (const auto& note : exporters::onnx_runtime_notes(source))
                 std::printf("note: %s\n", note.c_str());

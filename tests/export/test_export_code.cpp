@@ -180,6 +180,15 @@ class TestExportCode : public QObject {
         QCOMPARE(*header.metadata_value("step"), std::string("42"));
         for (const auto& t : header.tensors)
             QVERIFY2(t.name.rfind("optimizer.", 0) != 0, t.name.c_str());
+        // The model card beside it.
+        QFile card(dir_.filePath("weights.md"));
+        QVERIFY(card.open(QIODevice::ReadOnly));
+        const QString md = card.readAll();
+        for (const char* part :
+             {"# Fashion-MNIST CNN", "## Architecture", "| 8 | 7 | Linear |", "421,642 parameters",
+              "run 12, step 42", "| val_accuracy | 0.8750 |", "At step 40", "- `ScaleTo01`", "1. b",
+              "optimizer: `Adam`"})
+            QVERIFY2(md.contains(part), part);
         // Read back: the description round-trips, and the file opens without the project.
         const io::Checkpoint c = io::load_checkpoint(out);
         QVERIFY(c.description == source.description);

@@ -71,7 +71,12 @@ void export_pytorch(const ExportSource& source, const std::filesystem::path& out
 
 // The weights (no optimizer state) with the checkpoint's training position, project and
 // description in __metadata__: `myelin eval --checkpoint FILE` opens it without the project.
+// Beside it goes its model card, `out` with the extension .md (model_card_path).
 void export_safetensors(const ExportSource& source, const std::filesystem::path& out);
+// A Markdown page: architecture table, parameters, FLOPs, input and preprocessing, classes, data
+// and training settings, run and step, metrics at that step.
+std::string model_card(const ExportSource& source);
+std::filesystem::path model_card_path(const std::filesystem::path& safetensors);
 
 // Dispatches on `format`.
 void export_model(const ExportSource& source, Format format, const std::filesystem::path& out);
