@@ -184,13 +184,20 @@ std::vector<std::string> onnx_runtime_notes(const ExportSource& source) {
         {"LayerNorm", "OpenCV 4.6's DNN module has no LayerNormalization"},
         {"Embedding", "OpenCV 4.6's DNN module cannot Gather with indices from a model input"},
         {"Bilinear", "OpenCV 4.6's DNN module runs its MatMul form with a batch of 1 only"},
+        {"BatchNorm", "without running statistics it normalises with the batch's statistics, "
+                      "which OpenCV 4.6's DNN module computes per example (right for a batch "
+                      "of 1 only)"},
     };
     const graph::ModelSpec& spec = source.project.model;
     const graph::Analysis analysis = graph::analyze(spec, 1);
     std::vector<std::string> notes;
     for (size_t index : analysis.order) {
         const graph::Node& node = spec.nodes[index];
-        auto it = opencv_4_6.find(node.kind);
+        const bool batch_statistics =
+            (node.kind == "BatchNorm1d" || node.kind == "BatchNorm2d") &&
+            !graph::with_defaults(graph::layer_kind(node.kind).attrs, node.attrs)
+                 .get_bool("track_running_stats");
+        auto it = opencv_4_6.find(batch_statistics ? "BatchNorm" : node.kind);
         if (it != opencv_4_6.end() && analysis.nodes[index].reachable)
             notes.push_back("layer '" + analysis.nodes[index].module_name + "' (" + node.kind +
                             "): " + it->second);

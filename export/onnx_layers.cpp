@@ -81,7 +81,7 @@ std::string bilinear(OnnxBuilder& b, const LayerContext& l) {
 }
 
 // Conv1d / Conv2d: explicit pads (padding='same' as PyTorch splits it); reflect / replicate
-// padding as a Pad node in front; circular has no opset 17 form (Pad's 'wrap' is opset 19).
+// padding as a Pad node in front, circular as slices of the opposite sides concatenated.
 std::string convolution(OnnxBuilder& b, const LayerContext& l, int spatial) {
     const graph::Attrs& a = l.attrs;
     std::vector<int64_t> k, s, p, d;
@@ -102,10 +102,29 @@ std::string convolution(OnnxBuilder& b, const LayerContext& l, int spatial) {
     const std::string mode = a.get_string("padding_mode");
     std::vector<int64_t> pads = begin;
     pads.insert(pads.end(), end.begin(), end.end());
-    if (mode != "zeros") {
-        if (mode == "circular")
-            refuse(l, "padding_mode 'circular' has no ONNX opset 17 form (Pad's 'wrap' mode "
-                      "arrives in opset 19); use zeros, reflect or replicate");
+    if (mode == "circular") {
+        // Pad's 'wrap' mode is opset 19: each side is the slice of the opposite side,
+        // concatenated (constant, positive bounds: the spatial sizes are static).
+        for (int i = 0; i < spatial; ++i) {
+            const int64_t axis = 2 + i, size = l.input_types[0].shape[2 + i];
+            const std::string m = l.module_name + "_wrap" + std::to_string(i);
+            std::vector<std::string> parts;
+            if (begin[i] > 0)
+                parts.push_back(b.op("Slice",
+                                     {x, b.ints(m + "_tail_start", {size - begin[i]}),
+                                      b.ints(m + "_tail_end", {size}), b.ints(m + "_axis", {axis})},
+                                     m + "_tail"));
+            parts.push_back(x);
+            if (end[i] > 0)
+                parts.push_back(
+                    b.op("Slice",
+                         {x, b.ints(m + "_head_start", {0}), b.ints(m + "_head_end", {end[i]}),
+                          b.ints(m + "_head_axis", {axis})},
+                         m + "_head"));
+            if (parts.size() > 1) x = b.op("Concat", parts, m, {attr_int("axis", axis)});
+        }
+        pads.assign(pads.size(), 0);
+    } else if (mode != "zeros") {
         std::vector<int64_t> full(2, 0);
         full.insert(full.end(), begin.begin(), begin.end());
         full.push_back(0);
@@ -159,7 +178,9 @@ std::string adaptive_avg_pool(OnnxBuilder& b, const LayerContext& l) {
     if (h % o[0] != 0 || w % o[1] != 0)
         refuse(l, "output_size [" + std::to_string(o[0]) + ", " + std::to_string(o[1]) +
                       "] does not divide the input's " + std::to_string(h) + "x" +
-                      std::to_string(w) + " (ONNX pools with one window size)");
+                      std::to_string(w) +
+                      ": its windows differ in size, and this exporter writes one AveragePool "
+                      "(one window size); choose an output_size that divides the input");
     const std::vector<int64_t> k{h / o[0], w / o[1]};
     return b.op("AveragePool", {l.inputs[0]}, l.module_name,
                 {attr_ints("kernel_shape", k), attr_ints("strides", k)});
@@ -176,18 +197,39 @@ std::pair<std::string, std::string> affine(OnnxBuilder& b, const LayerContext& l
             b.floats(l.module_name + "_zeros", {0.0f}, shape)};
 }
 
+// With running statistics, BatchNormalization (the evaluation form). Without them PyTorch
+// normalises with the batch's own statistics even in evaluation: mean and (biased) variance
+// over every dimension but the channels.
 std::string batch_norm(OnnxBuilder& b, const LayerContext& l) {
-    if (!l.has_weight("running_mean"))
-        refuse(l, "track_running_stats is off, so it normalises with each batch's statistics "
-                  "even in evaluation; only the evaluation form with running statistics is "
-                  "exported");
     const int64_t c = l.attrs.get_int("num_features");
-    auto [scale, shift] = affine(b, l, c, {c});
-    return b.op("BatchNormalization",
-                {l.inputs[0], scale, shift,
-                 b.initializer(name_of(l, "running_mean"), l.weight("running_mean")),
-                 b.initializer(name_of(l, "running_var"), l.weight("running_var"))},
-                l.module_name, {attr_float("epsilon", l.attrs.get_float("eps"))});
+    const std::string m = l.module_name;
+    const double eps = l.attrs.get_float("eps");
+    if (l.has_weight("running_mean")) {
+        auto [scale, shift] = affine(b, l, c, {c});
+        return b.op("BatchNormalization",
+                    {l.inputs[0], scale, shift,
+                     b.initializer(name_of(l, "running_mean"), l.weight("running_mean")),
+                     b.initializer(name_of(l, "running_var"), l.weight("running_var"))},
+                    m, {attr_float("epsilon", eps)});
+    }
+    const int rank = l.input_types[0].shape.size();
+    std::vector<int64_t> axes{0}, shape{c};
+    for (int d = 2; d < rank; ++d) {
+        axes.push_back(d);
+        shape.push_back(1);
+    }
+    const std::string x = l.inputs[0];
+    const std::string mean = b.op("ReduceMean", {x}, m + "_mean", {attr_ints("axes", axes)});
+    const std::string centred = b.op("Sub", {x, mean}, m + "_centred");
+    const std::string squares = b.op("Mul", {centred, centred}, m + "_squares");
+    std::string t = b.op("ReduceMean", {squares}, m + "_var", {attr_ints("axes", axes)});
+    t = b.op("Add", {t, b.floats(m + "_eps", {float(eps)}, {})}, m + "_var_eps");
+    t = b.op("Sqrt", {t}, m + "_std");
+    t = b.op("Div", {centred, t}, m + "_normalized");
+    if (!l.has_weight("weight")) return t;
+    auto [scale, shift] = affine(b, l, c, shape);
+    t = b.op("Mul", {t, scale}, m + "_scaled");
+    return b.op("Add", {t, shift}, m);
 }
 
 std::string layer_norm(OnnxBuilder& b, const LayerContext& l) {

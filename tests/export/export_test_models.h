@@ -102,6 +102,12 @@ inline graph::ModelSpec image_layers_model() {
                             {"same_padding", true},
                             {"padding_mode", std::string("replicate")},
                             {"groups", I(2)}});
+    auto wrap = s.add_node("Conv2d", "wrap",
+                           {{"in_channels", I(8)},
+                            {"out_channels", I(8)},
+                            {"kernel_size", L({3, 2})},
+                            {"same_padding", true},
+                            {"padding_mode", std::string("circular")}});
     auto gn = s.add_node("GroupNorm", "gn", {{"num_groups", I(2)}, {"num_channels", I(8)}});
     auto leaky = s.add_node("LeakyReLU", "leaky", {{"negative_slope", F(0.1)}});
     auto add = s.add_node("Add", "residual");
@@ -136,7 +142,8 @@ inline graph::ModelSpec image_layers_model() {
     s.connect(conv, bn);
     s.connect(bn, relu);
     s.connect(relu, same);
-    s.connect(same, gn);
+    s.connect(same, wrap);
+    s.connect(wrap, gn);
     s.connect(gn, leaky);
     s.connect(leaky, add, 0);
     s.connect(relu, add, 1);
@@ -173,8 +180,9 @@ inline graph::ModelSpec vector_layers_model() {
                             {"out_channels", I(6)},
                             {"kernel_size", I(3)},
                             {"stride", I(2)},
-                            {"padding", I(1)},
-                            {"dilation", I(1)}});
+                            {"padding", I(2)},
+                            {"dilation", I(2)},
+                            {"padding_mode", std::string("circular")}});
     auto bn = s.add_node("BatchNorm1d", "bn", {{"num_features", I(6)}});
     auto gelu = s.add_node("GELU", "gelu");
     auto per_step =
@@ -215,6 +223,22 @@ inline graph::ModelSpec vector_layers_model() {
     s.connect(soft, flat2);
     s.connect(flat2, logsoft);
     s.connect(logsoft, out);
+    return s;
+}
+
+// Batch norm without running statistics: normalised with the batch's own, also in evaluation.
+inline graph::ModelSpec batch_statistics_model() {
+    graph::ModelSpec s;
+    auto in = s.add_node("Input", "", {{"shape", L({6, 8})}});
+    auto bn =
+        s.add_node("BatchNorm1d", "bn", {{"num_features", I(6)}, {"track_running_stats", false}});
+    auto flat = s.add_node("Flatten", "flat");
+    auto fc = s.add_node("Linear", "fc", {{"in_features", I(48)}, {"out_features", I(3)}});
+    auto out = s.add_node("Output");
+    s.connect(in, bn);
+    s.connect(bn, flat);
+    s.connect(flat, fc);
+    s.connect(fc, out);
     return s;
 }
 

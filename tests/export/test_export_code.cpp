@@ -155,6 +155,8 @@ class TestExportCode : public QObject {
                            rand({3, 4, 16}), "vector_layers");
         compare_with_torch(fresh_source(project_of(bilinear_model(), "bilinear")), rand({3, 12}),
                            "bilinear");
+        compare_with_torch(fresh_source(project_of(batch_statistics_model(), "stats")),
+                           rand({3, 6, 8}), "batch_statistics");
         compare_with_torch(fresh_source(project_of(layer_norm_model(), "ln")), rand({3, 5, 16}),
                            "layer_norm");
         compare_with_torch(fresh_source(project_of(embedding_model(), "emb")),
