@@ -187,12 +187,11 @@ std::string adaptive_avg_pool(OnnxBuilder& b, const LayerContext& l) {
 }
 
 // Per-channel scale and shift: the module's, or ones and zeros when it has none.
-std::pair<std::string, std::string> affine(OnnxBuilder& b, const LayerContext& l, int64_t count,
+std::pair<std::string, std::string> affine(OnnxBuilder& b, const LayerContext& l,
                                            const std::vector<int64_t>& shape) {
     if (l.has_weight("weight"))
         return {b.initializer(name_of(l, "weight"), l.weight("weight").reshape(Dims(shape))),
                 b.initializer(name_of(l, "bias"), l.weight("bias").reshape(Dims(shape)))};
-    (void)count;
     return {b.floats(l.module_name + "_ones", {1.0f}, shape),
             b.floats(l.module_name + "_zeros", {0.0f}, shape)};
 }
@@ -205,7 +204,7 @@ std::string batch_norm(OnnxBuilder& b, const LayerContext& l) {
     const std::string m = l.module_name;
     const double eps = l.attrs.get_float("eps");
     if (l.has_weight("running_mean")) {
-        auto [scale, shift] = affine(b, l, c, {c});
+        auto [scale, shift] = affine(b, l, {c});
         return b.op("BatchNormalization",
                     {l.inputs[0], scale, shift,
                      b.initializer(name_of(l, "running_mean"), l.weight("running_mean")),
@@ -227,14 +226,14 @@ std::string batch_norm(OnnxBuilder& b, const LayerContext& l) {
     t = b.op("Sqrt", {t}, m + "_std");
     t = b.op("Div", {centred, t}, m + "_normalized");
     if (!l.has_weight("weight")) return t;
-    auto [scale, shift] = affine(b, l, c, shape);
+    auto [scale, shift] = affine(b, l, shape);
     t = b.op("Mul", {t, scale}, m + "_scaled");
     return b.op("Add", {t, shift}, m);
 }
 
 std::string layer_norm(OnnxBuilder& b, const LayerContext& l) {
     const auto& ns = l.attrs.get_ints("normalized_shape");
-    auto [scale, shift] = affine(b, l, 0, ns);
+    auto [scale, shift] = affine(b, l, ns);
     return b.op(
         "LayerNormalization", {l.inputs[0], scale, shift}, l.module_name,
         {attr_int("axis", -int64_t(ns.size())), attr_float("epsilon", l.attrs.get_float("eps"))});
@@ -256,7 +255,7 @@ std::string group_norm(OnnxBuilder& b, const LayerContext& l) {
     std::vector<int64_t> shape{c};
     for (int i = 2; i < l.output.shape.size(); ++i)
         shape.push_back(1);
-    auto [scale, shift] = affine(b, l, c, shape);
+    auto [scale, shift] = affine(b, l, shape);
     t = b.op("Mul", {t, scale}, m + "_scaled");
     return b.op("Add", {t, shift}, m);
 }

@@ -319,20 +319,31 @@ std::string pytorch_code(const ExportSource& source) {
     }
     py << "\n\ndef preprocess(x):\n    \"\"\"What the examples went through before the model "
           "(the project's deterministic transforms).\"\"\"\n";
-    bool any_step = false;
-    for (const auto& t : d.preprocessing) {
+    // The checkpoint's record of what ran; an older checkpoint has none: the project's transforms
+    // (random augmentation is for training only).
+    std::vector<spec::Choice> steps = d.preprocessing;
+    if (steps.empty())
+        for (const auto& t : source.project.data.transforms)
+            if (t.kind.rfind("Random", 0) != 0) steps.push_back(t);
+    for (const auto& t : steps) {
+        const bool values = t.kind == "Normalize" && t.options.contains("mean") &&
+                            !t.options.get_string("mean").empty();
         if (t.kind == "ScaleTo01") {
             py << "    if x.dtype == torch.uint8:\n        x = x.float() / 255.0\n";
-            any_step = true;
-        } else if (t.kind == "Normalize") {
+        } else if (values) {
             py << "    mean = torch.tensor([" << t.options.get_string("mean") << "])\n"
                << "    std = torch.tensor([" << t.options.get_string("std") << "])\n"
                << "    shape = (-1,) + (1,) * (x.dim() - 2)  # per channel (dimension 1)\n"
                << "    x = (x - mean.view(shape)) / std.view(shape)\n";
-            any_step = true;
+        } else if (t.kind == "Normalize") {
+            py << "    # Normalize: its mean and std were computed from the training data and this "
+                  "checkpoint\n    # does not record them; apply them here.\n";
+        } else {
+            py << "    # " << t.kind
+               << ": a transform this export cannot write out; apply it "
+                  "here as the project does.\n";
         }
     }
-    (void)any_step;
     py << "    return x\n";
 
     if (chain) {

@@ -5,6 +5,7 @@
 #include <myelin/generator.h>
 #include <myelin/graph/build.h>
 #include <myelin/io/checkpoint.h>
+#include <myelin/io/safetensors.h>
 
 #include <unistd.h>
 
@@ -51,6 +52,16 @@ void check_export_source(const ExportSource& source) {
 
 ExportSource load_export_source(const std::optional<io::Project>& project,
                                 const std::filesystem::path& checkpoint) {
+    // A plain safetensors file of weights (from PyTorch, say) exports with a project.
+    if (project && !io::read_safetensors_header(checkpoint).metadata_value("format")) {
+        ExportSource source;
+        source.project = *project;
+        for (auto& [name, tensor] : io::load_safetensors(checkpoint).tensors)
+            if (name.rfind("optimizer.", 0) != 0) source.weights.emplace_back(name, tensor);
+        source.checkpoint = checkpoint;
+        check_export_source(source);
+        return source;
+    }
     io::Checkpoint c = io::load_checkpoint(checkpoint);
     ExportSource source;
     if (project) {

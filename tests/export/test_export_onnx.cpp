@@ -7,6 +7,7 @@
 
 #include <myelin/error.h>
 #include <myelin/io/checkpoint.h>
+#include <myelin/io/safetensors.h>
 #include <myelin/nn/layers.h>
 #include <myelin/tensor.h>
 
@@ -350,6 +351,11 @@ class TestExportOnnx : public QObject {
             QVERIFY2(message.contains("missing: ") && message.contains("unexpected: "), e.what());
         }
         QVERIFY(folder_is_empty(empty.path()));
+        // A plain safetensors file of weights (no Myelin metadata) exports with its project.
+        const std::string plain = path("plain.safetensors");
+        io::save_safetensors(plain, mlp.weights);
+        auto from_plain = exporters::load_export_source(mlp.project, plain);
+        QCOMPARE(from_plain.weights.size(), mlp.weights.size());
         // Without a project the checkpoint's own is used, and it fits.
         auto own = exporters::load_export_source(std::nullopt, checkpoint);
         QCOMPARE(own.project.name, mlp.project.name);

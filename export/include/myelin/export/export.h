@@ -31,6 +31,7 @@ struct ExportSource {
 
 // Loads `checkpoint` with `project` (nullopt: the project the checkpoint carries) and checks that
 // the weights fit the project's model (names and shapes; the message lists what does not fit).
+// With a project, a plain safetensors file of state_dict tensors (no Myelin metadata) works too.
 ExportSource load_export_source(const std::optional<io::Project>& project,
                                 const std::filesystem::path& checkpoint);
 // The same check for a source built in memory (tests, the studio): throws when the weights do
