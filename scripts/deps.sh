@@ -23,6 +23,9 @@ MYELIN_DEBIAN_PACKAGES=(
     libjpeg62-turbo-dev
     libgl-dev
     dataset-fashion-mnist
+    libonnx-dev       # myelin_export: ONNX's protobuf classes, checker and shape inference
+    libprotobuf-dev   # the headers ONNX's generated classes include (libonnx-dev lacks the dependency)
+    libopencv-dnn-dev # tests/export run the exported ONNX models with OpenCV's DNN module
 )
 
 # Prints the packages from MYELIN_DEBIAN_PACKAGES that dpkg does not report as installed.

@@ -1,11 +1,15 @@
 #pragma once
 // Shared bits of the `myelin` subcommands: exit codes, a tiny option parser, messages.
+#include <myelin/io/project.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace myelin::cli {
@@ -42,5 +46,12 @@ int cmd_format(const std::vector<std::string_view>& args);
 int cmd_train(const std::vector<std::string_view>& args);
 int cmd_eval(const std::vector<std::string_view>& args);
 int cmd_runs(const std::vector<std::string_view>& args);
+int cmd_export(const std::vector<std::string_view>& args);
+
+// The project a checkpoint carries and the folder its data paths resolve in (recorded in the
+// checkpoint; else the checkpoint's folder). Throws myelin::Error for an older checkpoint
+// without a project.
+std::pair<io::Project, std::filesystem::path>
+checkpoint_project(const std::filesystem::path& checkpoint);
 
 } // namespace myelin::cli

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <tuple>
 
 namespace myelin::cli {
 
@@ -307,15 +308,21 @@ void print_top_losses(const train::Evaluation& e) {
 
 int cmd_eval(const std::vector<std::string_view>& raw) {
     Args args(raw, {"--checkpoint", "--threads", "--predictions", "--top-loss"});
-    if (args.positional().size() != 1 || !args.get("--checkpoint"))
-        throw UsageError{"eval: myelin eval PROJECT --checkpoint FILE [--predictions CSV] "
+    if (args.positional().size() > 1 || !args.get("--checkpoint"))
+        throw UsageError{"eval: myelin eval [PROJECT] --checkpoint FILE [--predictions CSV] "
                          "[--top-loss K]"};
-    const std::filesystem::path project_path = args.positional()[0];
     const int64_t top_loss = args.get_int("--top-loss", 1).value_or(0);
-    io::Project project = io::load_project(project_path);
-    auto trainer = train::trainer_for_checkpoint(
-        project, project_path.parent_path().empty() ? "." : project_path.parent_path(),
-        *args.get("--checkpoint"), int(args.get_int("--threads", 1).value_or(0)));
+    io::Project project;
+    std::filesystem::path project_dir;
+    if (args.positional().empty()) { // the checkpoint's own project and data folder
+        std::tie(project, project_dir) = checkpoint_project(*args.get("--checkpoint"));
+    } else {
+        const std::filesystem::path project_path = args.positional()[0];
+        project = io::load_project(project_path);
+        project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
+    }
+    auto trainer = train::trainer_for_checkpoint(project, project_dir, *args.get("--checkpoint"),
+                                                 int(args.get_int("--threads", 1).value_or(0)));
     std::string split;
     const data::DatasetPtr dataset = train::evaluation_dataset(*trainer, &split);
     train::EvaluationOptions options;

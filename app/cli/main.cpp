@@ -49,12 +49,18 @@ const char* const kUsage =
     "                                   activation layer's output > F zeros), loss-above=V[@STEP]\n"
     "      --init-weights FILE          start from these weights (safetensors state_dict, e.g.\n"
     "                                   from PyTorch; combine with frozen layers to fine-tune)\n"
-    "  eval PROJECT --checkpoint FILE [--predictions CSV]\n"
+    "  eval [PROJECT] --checkpoint FILE [--predictions CSV]\n"
     "                                   evaluate a checkpoint on the project's test data (and\n"
     "                                   write every example's target and outputs); for\n"
     "                                   classification also the confusion matrix and per-class\n"
     "                                   precision, recall and F1\n"
     "      --top-loss K                 also list the K examples of highest loss\n"
+    "                                   (without PROJECT: the project the checkpoint carries)\n"
+    "  export [PROJECT] --checkpoint FILE --format onnx|pytorch|safetensors -o OUT\n"
+    "                                   write the checkpoint's model as ONNX (opset 17, checked),\n"
+    "                                   PyTorch code (.py with a checkpoint loader) or weights\n"
+    "                                   with their project, classes and preprocessing; nothing\n"
+    "                                   is written when the export fails\n"
     "  runs list [--store FILE]         list runs with their parent (#RUN@STEP: resumed or\n"
     "                                   forked from that run's checkpoint of that step) and\n"
     "                                   latest metrics\n"
@@ -216,6 +222,7 @@ int run(int argc, char** argv) {
     if (command == "train") return cmd_train(args);
     if (command == "eval") return cmd_eval(args);
     if (command == "runs") return cmd_runs(args);
+    if (command == "export") return cmd_export(args);
     throw UsageError{"unknown command '" + std::string(command) + "'"};
 }
 

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <variant>
 
 namespace myelin::io {
 
@@ -16,14 +18,15 @@ namespace {
 
 const std::string kOptimizerPrefix = "optimizer.state.";
 
+// JSON has no inf/nan: they are written as text (number_of reads them back).
+const char* number_text(double v) {
+    return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
 json options_json(const optim::Options& options) {
     json o = json::object();
-    for (const auto& [k, v] : options) {
-        if (std::isfinite(v))
-            o[k] = v;
-        else // JSON has no inf/nan; PyTorch options rarely hold them but keep them exact
-            o[k] = std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-    }
+    for (const auto& [k, v] : options)
+        o[k] = std::isfinite(v) ? json(v) : json(number_text(v));
     return o;
 }
 
@@ -89,6 +92,112 @@ int64_t integer_of(const json& o, const char* key, const std::string& where, int
     return v.get<int64_t>();
 }
 
+// --- the description (CheckpointDescription) ---
+
+json attr_json(const graph::AttrValue& value) {
+    return std::visit(
+        [](const auto& v) -> json {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, std::monostate>)
+                return nullptr;
+            else
+                return v;
+        },
+        value);
+}
+
+graph::AttrValue attr_from(const json& v, const std::string& where) {
+    if (v.is_null()) return std::monostate{};
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_number()) return v.get<double>();
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_array()) {
+        std::vector<int64_t> out;
+        for (const auto& x : v) {
+            if (!x.is_number_integer()) throw Error(where + ": expected a list of integers");
+            out.push_back(x.get<int64_t>());
+        }
+        return out;
+    }
+    throw Error(where + ": expected a value, not an object");
+}
+
+void describe(StringPairs& metadata, const Checkpoint& c) {
+    const CheckpointDescription& d = c.description;
+    metadata.emplace_back("step", std::to_string(c.position.step));
+    if (!d.project_dir.empty()) metadata.emplace_back("project_dir", d.project_dir);
+    if (d.run_id > 0) metadata.emplace_back("run_id", std::to_string(d.run_id));
+    if (!d.class_names.empty()) metadata.emplace_back("class_names", json(d.class_names).dump());
+    if (!d.input_shape.empty()) metadata.emplace_back("input_shape", json(d.input_shape).dump());
+    json steps = json::array();
+    for (const auto& t : d.preprocessing) {
+        json options = json::object();
+        for (const auto& [name, value] : t.options.items())
+            options[name] = attr_json(value);
+        steps.push_back(json{{"kind", t.kind}, {"options", options}});
+    }
+    metadata.emplace_back("preprocessing", steps.dump());
+    if (!d.metrics.empty()) {
+        json metrics = json::object();
+        for (const auto& [name, value] : d.metrics)
+            metrics[name] = std::isfinite(value) ? json(value) : json(number_text(value));
+        metadata.emplace_back("metrics", metrics.dump());
+        metadata.emplace_back("metrics_step", std::to_string(d.metrics_step));
+    }
+}
+
+template <typename MetaJson>
+CheckpointDescription description_from(const SafetensorsFile& file, MetaJson&& meta_json,
+                                       const std::string& where) {
+    CheckpointDescription d;
+    if (auto dir = file.metadata_value("project_dir")) d.project_dir = *dir;
+    auto integer = [&](const char* key, int64_t& out) {
+        if (auto v = meta_json(key)) {
+            if (!v->is_number_integer())
+                throw Error(where + ": metadata '" + key + "': expected an integer");
+            out = v->template get<int64_t>();
+        }
+    };
+    integer("run_id", d.run_id);
+    integer("metrics_step", d.metrics_step);
+    if (auto names = meta_json("class_names")) {
+        if (!names->is_array()) throw Error(where + ": metadata 'class_names': expected a list");
+        for (const auto& n : *names) {
+            if (!n.is_string()) throw Error(where + ": metadata 'class_names': expected strings");
+            d.class_names.push_back(n.template get<std::string>());
+        }
+    }
+    if (auto shape = meta_json("input_shape")) {
+        if (!shape->is_array()) throw Error(where + ": metadata 'input_shape': expected a list");
+        for (const auto& n : *shape) {
+            if (!n.is_number_integer() || n.template get<int64_t>() < 1)
+                throw Error(where + ": metadata 'input_shape': expected positive integers");
+            d.input_shape.push_back(n.template get<int64_t>());
+        }
+    }
+    if (auto steps = meta_json("preprocessing")) {
+        if (!steps->is_array()) throw Error(where + ": metadata 'preprocessing': expected a list");
+        for (size_t i = 0; i < steps->size(); ++i) {
+            const std::string sw = where + ": preprocessing[" + std::to_string(i) + "]";
+            const json& kind = field((*steps)[i], "kind", sw);
+            const json& options = field((*steps)[i], "options", sw);
+            if (!kind.is_string() || !options.is_object())
+                throw Error(sw + ": expected {\"kind\": text, \"options\": {...}}");
+            spec::Choice choice{kind.template get<std::string>(), {}};
+            for (auto it = options.begin(); it != options.end(); ++it)
+                choice.options.set(it.key(), attr_from(*it, sw + ".options." + it.key()));
+            d.preprocessing.push_back(std::move(choice));
+        }
+    }
+    if (auto metrics = meta_json("metrics")) {
+        if (!metrics->is_object()) throw Error(where + ": metadata 'metrics': expected an object");
+        for (auto it = metrics->begin(); it != metrics->end(); ++it)
+            d.metrics.emplace_back(it.key(), number_of(*it, where + ": metrics." + it.key()));
+    }
+    return d;
+}
+
 } // namespace
 
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& c) {
@@ -122,6 +231,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& c) {
     }
     if (c.scheduler) metadata.emplace_back("scheduler", scheduler_json(*c.scheduler).dump());
     if (!c.project_json.empty()) metadata.emplace_back("project", c.project_json);
+    describe(metadata, c);
     save_safetensors(path, tensors, metadata);
 }
 
@@ -211,6 +321,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     }
     if (auto s = meta_json("scheduler")) c.scheduler = scheduler_from(*s, where + ": scheduler");
     if (auto p = file.metadata_value("project")) c.project_json = *p;
+    c.description = description_from(file, meta_json, where);
     return c;
 }
 

@@ -6,6 +6,8 @@
 #include <myelin/train/data_setup.h>
 #include <myelin/train/trainer.h>
 
+#include <cstdio>
+
 namespace myelin::train {
 
 int64_t held_out_count(int64_t n, double fraction) {
@@ -42,6 +44,25 @@ hold_out(const data::DatasetPtr& dataset, double fraction, uint64_t seed, const 
     Generator gen(seed);
     auto parts = data::random_split(dataset, std::vector<int64_t>{n - held, held}, gen);
     return {parts[0], parts[1]};
+}
+
+// `choice` as built: a Normalize left to compute its values gets them written in.
+std::string joined(const std::vector<double>& values) {
+    std::string text;
+    for (double v : values) {
+        char number[32];
+        std::snprintf(number, sizeof number, "%.9g", v);
+        text += (text.empty() ? "" : ",") + std::string(number);
+    }
+    return text;
+}
+spec::Choice described(const spec::Choice& choice, const data::Transform& built) {
+    spec::Choice out = choice;
+    if (const auto* normalize = dynamic_cast<const data::Normalize*>(&built)) {
+        out.options.set("mean", joined(normalize->mean()));
+        out.options.set("std", joined(normalize->std_dev()));
+    }
+    return out;
 }
 
 class ComposeOrSingle {
@@ -89,7 +110,9 @@ DataSplits make_data(const spec::DataSpec& spec, const std::filesystem::path& pr
         spec::BuiltTransform built = kind.build(spec::checked_options(kind, t), context);
         if (!built.transform) continue;
         train_t.add(built.transform);
-        if (!built.training_only) eval_t.add(built.transform);
+        if (built.training_only) continue;
+        eval_t.add(built.transform);
+        out.preprocessing.push_back(described(t, *built.transform));
     }
     out.train_transform = train_t.get();
     out.eval_transform = eval_t.get();

@@ -182,6 +182,7 @@ RecordedRun::RecordedRun(const io::Project& project, TrainerOptions options, Rec
         info.parent_checkpoint = std::filesystem::absolute(options_.resume_from).string();
     }
     id_ = store_->create_run(info);
+    options_.run_id = id_;
     if (!fork_params.empty()) store_->set_params(id_, fork_params);
     options_.checkpoint_dir = !run.checkpoint_dir.empty()
                                   ? run.checkpoint_dir

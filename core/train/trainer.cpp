@@ -364,6 +364,17 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
     io::Project trained = project_;
     trained.train = spec_;
     c.project_json = io::serialize_project(trained);
+    io::CheckpointDescription& d = c.description;
+    d.project_dir = std::filesystem::absolute(options_.project_dir).lexically_normal().string();
+    d.run_id = options_.run_id;
+    d.class_names = data_.class_names;
+    d.input_shape.assign(data_.input_shape.begin(), data_.input_shape.end());
+    d.preprocessing = data_.preprocessing;
+    for (const auto& [k, v] : result_.train)
+        d.metrics.emplace_back("train_" + k, v);
+    for (const auto& [k, v] : result_.validation)
+        d.metrics.emplace_back("val_" + k, v);
+    d.metrics_step = metrics_step_;
     auto path = options_.checkpoint_dir / file_name;
     io::save_checkpoint(path, c);
     return path;
@@ -518,6 +529,7 @@ bool Trainer::end_epoch() {
     if (data_.validation) metrics.validation = evaluate(data_.validation, &metrics.confusion);
     result_.train = metrics.train;
     result_.validation = metrics.validation;
+    metrics_step_ = step_;
     result_.epochs_completed = epoch_ + 1;
     if (schedule_ && !schedules_per_step(spec_)) {
         if (schedule_->needs_metric())

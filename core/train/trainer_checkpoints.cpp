@@ -181,13 +181,17 @@ void Trainer::load_resume_checkpoint() {
         reconcile_optimizer_options(c, where);
     } else {
         // No sink yet: run() reports it.
-        init_messages_.push_back({LogLevel::Warning, "the checkpoint's optimizer is " +
-                                                         c.optimizer_kind + ", the project's " +
-                                                         optimizer_->name() +
-                                                         ": optimizer state starts fresh"});
+        init_messages_.push_back(
+            {LogLevel::Warning, c.optimizer_kind.empty()
+                                    ? "the checkpoint holds weights only (an export): optimizer "
+                                      "state starts fresh"
+                                    : "the checkpoint's optimizer is " + c.optimizer_kind +
+                                          ", the project's " + optimizer_->name() +
+                                          ": optimizer state starts fresh"});
     }
     if (schedule_ && c.scheduler) schedule_->load_state_dict(*c.scheduler);
-    default_generator().set_state(c.generator_state);
+    // A weights-only file (an export) has no generator state: the seeded one goes on.
+    if (!c.generator_state.empty()) default_generator().set_state(c.generator_state);
     epoch_ = c.position.epoch;
     first_batch_ = c.position.batch_in_epoch;
     step_ = c.position.step;

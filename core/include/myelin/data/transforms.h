@@ -30,6 +30,9 @@ class Normalize : public Transform {
   public:
     Normalize(std::vector<double> mean, std::vector<double> std);
     Tensor operator()(const Tensor& input, Generator& gen) const override;
+    // The values it applies (checkpoints record them: exported models preprocess alike).
+    const std::vector<double>& mean() const { return mean_; }
+    const std::vector<double>& std_dev() const { return std_; }
 
   private:
     std::vector<double> mean_, std_;

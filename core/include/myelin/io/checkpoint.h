@@ -3,15 +3,20 @@
 // names (so `model.load_state_dict(...)` works on the file's tensors without the "optimizer."
 // ones), the optimizer state under "optimizer.state.<param index>.<name>", and in __metadata__ the
 // optimizer's groups, the scheduler state, the position in training (epoch, batch, step), the
-// random generator state, early stopping and the project snapshot. Written atomically (temporary
-// file, fsync, rename); reading validates the file (safetensors.h) and every metadata field.
+// random generator state, early stopping and the project snapshot; and what makes the file
+// self-describing (CheckpointDescription: each under its own __metadata__ key, as JSON text).
+// Written atomically (temporary file, fsync, rename); reading validates the file (safetensors.h)
+// and every metadata field.
 #include <myelin/nn/module.h>
 #include <myelin/optim/optimizer.h>
 #include <myelin/optim/scheduler.h>
+#include <myelin/spec/training.h>
 
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace myelin::io {
 
@@ -22,6 +27,24 @@ struct TrainingPosition {
     int64_t batch_in_epoch = 0; // its next batch (0: the epoch starts fresh)
     int64_t step = 0;           // optimizer steps done
     bool operator==(const TrainingPosition& o) const = default;
+};
+
+// What a checkpoint says about the model so `myelin eval`, the exporters and the studio can use
+// it without the project file. Every field is optional (older checkpoints have none of them).
+// Metadata keys: project_dir, run_id, step, class_names, input_shape, preprocessing, metrics,
+// metrics_step.
+struct CheckpointDescription {
+    std::string project_dir;              // absolute folder the project's data paths resolve in
+    int64_t run_id = 0;                   // the run in the store; 0: not recorded
+    std::vector<std::string> class_names; // classification: index -> name
+    std::vector<int64_t> input_shape;     // one example after preprocessing (no batch dimension)
+    // The deterministic transforms in order (Normalize with its mean and std filled in).
+    std::vector<spec::Choice> preprocessing;
+    // The latest epoch's metrics as the store names them ("train_loss", "val_accuracy"), and the
+    // step they were measured at (the checkpoint's step unless it was written mid-epoch).
+    std::vector<std::pair<std::string, double>> metrics;
+    int64_t metrics_step = -1;
+    bool operator==(const CheckpointDescription& o) const = default;
 };
 
 struct Checkpoint {
@@ -36,6 +59,7 @@ struct Checkpoint {
     int64_t bad_epochs = 0;
     int64_t early_stopping_updates = 0;
     std::string project_json; // the project the run was started from
+    CheckpointDescription description;
 };
 
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);

@@ -23,6 +23,9 @@ struct DataSplits {
     data::TransformPtr eval_transform;    // the deterministic part (scaling, normalization)
     std::vector<std::string> class_names; // empty for regression
     Dims input_shape;                     // one example, after transforms
+    // The deterministic transforms (what inference applies), Normalize with its mean and std
+    // written in even where the spec leaves them to be computed.
+    std::vector<spec::Choice> preprocessing;
     DType input_dtype = DType::Float32;
     bool classification() const { return !class_names.empty(); }
 };

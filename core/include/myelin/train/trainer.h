@@ -63,6 +63,7 @@ struct TrainerOptions {
     // reported as warnings, a shape mismatch is an error.
     std::filesystem::path init_weights;
     std::string run_name;
+    int64_t run_id = 0;    // the store's run, recorded in checkpoints (0: none)
     int64_t max_steps = 0; // stop (as by stop()) after this many optimizer steps; 0: no limit
     // Stop / pause requests; shared with whoever asks (null: the Trainer makes its own).
     std::shared_ptr<RunControl> control;
@@ -224,6 +225,7 @@ class Trainer {
     int64_t step_ = 0;
     std::vector<LogMessage> init_messages_; // reported when run() starts
     TrainResult result_;
+    int64_t metrics_step_ = -1; // the step result_.train / validation were measured at
 
     // The epoch in progress.
     RunningMean epoch_loss_;

@@ -1,0 +1,118 @@
+// The model card: a Markdown page beside an exported safetensors file saying what the model is
+// (architecture table, parameters, FLOPs), what it expects (input, preprocessing, classes), how
+// it was trained (data, settings, run and step) and how well (metrics at that step).
+#include <myelin/error.h>
+#include <myelin/export/export.h>
+#include <myelin/graph/analysis.h>
+#include <myelin/version.h>
+
+#include <sstream>
+
+namespace myelin::exporters {
+
+namespace {
+
+std::string options_text(const graph::Attrs& options) {
+    std::string text;
+    for (const auto& [name, value] : options.items())
+        text += (text.empty() ? "" : ", ") + name + "=" + graph::format_value(value);
+    return text;
+}
+
+std::string choice_text(const spec::Choice& choice) {
+    const std::string options = options_text(choice.options);
+    return "`" + choice.kind + "`" + (options.empty() ? "" : " (" + options + ")");
+}
+
+// Markdown table cells must not break the table.
+std::string cell(std::string text) {
+    for (size_t i = 0; (i = text.find('|', i)) != std::string::npos; i += 2)
+        text.replace(i, 1, "\\|");
+    return text;
+}
+
+} // namespace
+
+std::string model_card(const ExportSource& source) {
+    const io::Project& p = source.project;
+    const auto& d = source.description;
+    const graph::Analysis analysis = graph::analyze(p.model, 1);
+    std::ostringstream md;
+    md << "# " << (p.name.empty() ? "Model" : p.name) << "\n\n";
+    if (!p.description.empty()) md << p.description << "\n\n";
+    md << "Exported by Myelin Studio " << version() << " from "
+       << (source.checkpoint.empty() ? std::string("weights in memory")
+                                     : "`" + source.checkpoint.filename().string() + "`")
+       << (d.run_id > 0 ? ", run " + std::to_string(d.run_id) : std::string()) << ", step "
+       << source.position.step << ".\n\n";
+
+    md << "## Architecture\n\n| # | layer | kind | output shape (batch 1) | parameters | FLOPs |\n"
+          "|---:|---|---|---|---:|---:|\n";
+    int row = 0;
+    for (size_t index : analysis.order) {
+        const graph::Node& node = p.model.nodes[index];
+        const graph::NodeInfo& info = analysis.nodes[index];
+        if (!info.reachable) continue;
+        const std::string name = !info.module_name.empty() ? info.module_name
+                                 : !node.name.empty()      ? node.name
+                                                           : node.kind;
+        md << "| " << row++ << " | " << cell(name) << " | " << node.kind << " | "
+           << (info.output ? graph::to_string(*info.output) : std::string("-")) << " | "
+           << graph::format_count(info.params) << " | " << graph::format_si(info.flops) << " |\n";
+    }
+    md << "\n"
+       << graph::format_count(analysis.total_params) << " parameters ("
+       << graph::format_count(analysis.trainable_params) << " trainable), "
+       << graph::format_si(analysis.total_flops, "FLOPs") << " per example.\n\n";
+
+    md << "## Input\n\n";
+    if (!d.input_shape.empty()) {
+        md << "One example is `[";
+        for (size_t i = 0; i < d.input_shape.size(); ++i)
+            md << (i ? ", " : "") << d.input_shape[i];
+        md << "]` (without the batch dimension).";
+    }
+    md << " Preprocessing, in order:";
+    if (d.preprocessing.empty()) md << " none.";
+    md << "\n\n";
+    for (const auto& t : d.preprocessing)
+        md << "- " << choice_text(t) << "\n";
+    if (!d.class_names.empty()) {
+        md << "\nClasses (output index: name):\n\n";
+        for (size_t i = 0; i < d.class_names.size(); ++i)
+            md << i << ". " << cell(d.class_names[i]) << "\n";
+    }
+
+    md << "\n## Data and training\n\n"
+       << "- data: " << choice_text(p.data.source) << ", validation fraction "
+       << p.data.validation_fraction << ", batch size " << p.data.batch_size << "\n";
+    for (const auto& t : p.data.transforms)
+        md << "- transform: " << choice_text(t) << "\n";
+    md << "- loss: " << choice_text(p.train.loss) << "\n"
+       << "- optimizer: " << choice_text(p.train.optimizer) << "\n";
+    if (p.train.scheduler)
+        md << "- schedule: " << choice_text(*p.train.scheduler) << " per "
+           << p.train.scheduler_interval << "\n";
+    md << "- epochs: " << p.train.epochs << ", seed " << p.train.seed << ", precision "
+       << p.train.precision << "\n"
+       << "- this checkpoint: epoch " << source.position.epoch << ", step " << source.position.step
+       << "\n";
+
+    md << "\n## Metrics\n\n";
+    if (d.metrics.empty()) {
+        md << "None recorded with this checkpoint.\n";
+    } else {
+        md << "At step " << d.metrics_step << ":\n\n| metric | value |\n|---|---:|\n";
+        for (const auto& [name, value] : d.metrics) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%.4f", value);
+            md << "| " << name << " | " << text << " |\n";
+        }
+    }
+    md << "\n## Loading\n\nThe safetensors file holds the model's `state_dict` under PyTorch's "
+          "names; `myelin export --format pytorch` writes the matching `nn.Module`, and "
+          "`myelin eval --checkpoint FILE` evaluates it without the project file.\n";
+    return md.str();
+}
+
+} // namespace myelin::exporters

@@ -1,0 +1,220 @@
+// PyTorch code and safetensors exports. The generated .py is run with /usr/bin/python3 when
+// python3-torch is importable (skipped with a message otherwise): it loads the checkpoint with
+// its own loader and its outputs must equal Myelin's on the same inputs. The exported
+// safetensors carries the project and the description, so it loads without the project.
+#include "export_test_models.h"
+
+#include <myelin/error.h>
+#include <myelin/io/checkpoint.h>
+#include <myelin/io/safetensors.h>
+#include <myelin/tensor.h>
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace myelin;
+using namespace export_test;
+
+namespace {
+
+const char* const kPython = "/usr/bin/python3";
+
+// Loads the generated module, its checkpoint, runs inputs.bin ([N, ...] float32 or int64) and
+// writes outputs.bin (float32).
+const char* const kHarness = R"(
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("exported", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+model = module.load_checkpoint(sys.argv[2])
+shape = [int(v) for v in sys.argv[5].split(",")]
+dtype = torch.int64 if sys.argv[6] == "int64" else torch.float32
+x = torch.frombuffer(bytearray(open(sys.argv[3], "rb").read()), dtype=dtype).reshape(shape)
+with torch.no_grad():
+    y = model(x).float().contiguous()
+open(sys.argv[4], "wb").write(y.numpy().tobytes())
+print("outputs", list(y.shape))
+)";
+
+bool torch_importable() {
+    QProcess p;
+    p.start(kPython, {"-c", "import torch"});
+    return p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
+}
+
+void write_bytes(const QString& path, const Tensor& t) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    const Tensor c = t.contiguous();
+    f.write(c.data<char>(), qint64(c.numel()) * (c.dtype() == DType::Int64 ? 8 : 4));
+}
+
+} // namespace
+
+class TestExportCode : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir dir_;
+
+    // Exports `source` as .py and a checkpoint, runs them in Python and compares with Myelin.
+    void compare_with_torch(const exporters::ExportSource& source, const Tensor& x,
+                            const QString& name) {
+        if (!torch_importable())
+            QSKIP("python3-torch is not importable by /usr/bin/python3; the generated code was "
+                  "not run");
+        const QString py = dir_.filePath(name + ".py"), ckpt = dir_.filePath(name + ".safetensors");
+        exporters::export_pytorch(source, py.toStdString());
+        io::Checkpoint c;
+        c.model = source.weights;
+        c.optimizer_kind = "";
+        io::save_checkpoint(ckpt.toStdString(), c);
+        const QString harness = dir_.filePath("harness.py"), in = dir_.filePath(name + ".in"),
+                      out = dir_.filePath(name + ".out");
+        QFile h(harness);
+        QVERIFY(h.open(QIODevice::WriteOnly));
+        h.write(kHarness);
+        h.close();
+        write_bytes(in, x);
+        QStringList shape;
+        for (int64_t d : x.sizes())
+            shape << QString::number(d);
+        QProcess p;
+        p.start(kPython, {harness, py, ckpt, in, out, shape.join(","),
+                          x.dtype() == DType::Int64 ? "int64" : "float32"});
+        QVERIFY(p.waitForFinished(120000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        qInfo("%s: %s", qPrintable(name), p.readAllStandardOutput().trimmed().constData());
+        const Tensor expected = myelin_forward(source, {x}).to(DType::Float32).contiguous();
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        QCOMPARE(qint64(bytes.size()), qint64(expected.numel()) * 4);
+        const float* got = reinterpret_cast<const float*>(bytes.constData());
+        double diff = 0, scale = 1;
+        for (int64_t i = 0; i < expected.numel(); ++i) {
+            diff = std::max(diff, std::abs(double(got[i]) - expected.data<float>()[i]));
+            scale = std::max(scale, double(std::abs(expected.data<float>()[i])));
+        }
+        qInfo("%s: max relative difference to Myelin %.3g", qPrintable(name), diff / scale);
+        QVERIFY2(diff / scale <= 1e-5, qPrintable(name));
+    }
+
+  private slots:
+    void initTestCase() { QVERIFY(dir_.isValid()); }
+
+    void chainIsSequentialWithStateDictNames() {
+        auto source = fresh_source(io::load_project(example_path("fashion_cnn")));
+        source.description.class_names = {"T-shirt/top", "Trouser"};
+        source.description.preprocessing = {
+            {"ScaleTo01", {}},
+            {"Normalize", {{"mean", std::string("0.286")}, {"std", std::string("0.353")}}}};
+        const QString code = QString::fromStdString(exporters::pytorch_code(source));
+        QVERIFY(code.contains("class Model(nn.Sequential):"));
+        QVERIFY(code.contains("INPUT_SHAPE = (1, 28, 28)"));
+        QVERIFY(code.contains("CLASS_NAMES = [\"T-shirt/top\", \"Trouser\"]"));
+        QVERIFY(code.contains("torch.tensor([0.286])"));
+        QVERIFY(code.contains("def load_checkpoint(path, model=None):"));
+        QVERIFY(!code.contains("import safetensors"));
+        for (const auto& [name, tensor] : source.weights) {
+            const std::string module = name.substr(0, name.rfind('.'));
+            QVERIFY2(code.contains(q("(\"" + module + "\", nn.")), name.c_str());
+        }
+    }
+
+    void graphWithBranchesHasExplicitForward() {
+        auto source = fresh_source(io::load_project(example_path("fashion_resnet")));
+        const QString code = QString::fromStdString(exporters::pytorch_code(source));
+        QVERIFY(code.contains("class Model(nn.Module):"));
+        QVERIFY(code.contains("    def forward(self, image):")); // the Input node's name
+        QVERIFY(code.contains(" + "));
+    }
+
+    void fashionExamplesRunInPyTorch_data() {
+        QTest::addColumn<QString>("example");
+        QTest::newRow("mlp") << "fashion_mlp";
+        QTest::newRow("cnn") << "fashion_cnn";
+        QTest::newRow("resnet") << "fashion_resnet";
+    }
+    void fashionExamplesRunInPyTorch() {
+        QFETCH(QString, example);
+        auto source = fresh_source(io::load_project(example_path(example.toStdString())));
+        default_generator().manual_seed(3);
+        compare_with_torch(source, rand({4, 1, 28, 28}), example);
+    }
+
+    void everyLayerRunsInPyTorch() {
+        default_generator().manual_seed(4);
+        compare_with_torch(fresh_source(project_of(image_layers_model(), "image")),
+                           rand({3, 3, 12, 12}), "image_layers");
+        compare_with_torch(fresh_source(project_of(vector_layers_model(), "vector")),
+                           rand({3, 4, 16}), "vector_layers");
+        compare_with_torch(fresh_source(project_of(bilinear_model(), "bilinear")), rand({3, 12}),
+                           "bilinear");
+        compare_with_torch(fresh_source(project_of(batch_statistics_model(), "stats")),
+                           rand({3, 6, 8}), "batch_statistics");
+        compare_with_torch(fresh_source(project_of(layer_norm_model(), "ln")), rand({3, 5, 16}),
+                           "layer_norm");
+        compare_with_torch(fresh_source(project_of(embedding_model(), "emb")),
+                           randint(0, 20, {3, 7}), "embedding");
+    }
+
+    void safetensorsDescribesItself() {
+        auto source = fresh_source(io::load_project(example_path("fashion_cnn")));
+        source.description.class_names = {"a", "b"};
+        source.description.run_id = 12;
+        source.description.project_dir = "/data/projects";
+        source.description.metrics = {{"train_loss", 0.5}, {"val_accuracy", 0.875}};
+        source.description.metrics_step = 40;
+        source.description.preprocessing = {{"ScaleTo01", {}}};
+        const std::string out = dir_.filePath("weights.safetensors").toStdString();
+        exporters::export_safetensors(source, out);
+        const io::SafetensorsHeader header = io::read_safetensors_header(out);
+        for (const char* key : {"project", "class_names", "input_shape", "preprocessing", "run_id",
+                                "step", "metrics", "project_dir"})
+            QVERIFY2(header.metadata_value(key).has_value(), key);
+        QCOMPARE(*header.metadata_value("class_names"), std::string("[\"a\",\"b\"]"));
+        QCOMPARE(*header.metadata_value("input_shape"), std::string("[1,28,28]"));
+        QCOMPARE(*header.metadata_value("step"), std::string("42"));
+        for (const auto& t : header.tensors)
+            QVERIFY2(t.name.rfind("optimizer.", 0) != 0, t.name.c_str());
+        // The model card beside it.
+        QFile card(dir_.filePath("weights.md"));
+        QVERIFY(card.open(QIODevice::ReadOnly));
+        const QString md = card.readAll();
+        for (const char* part :
+             {"# Fashion-MNIST CNN", "## Architecture", "| 8 | 7 | Linear |", "421,642 parameters",
+              "run 12, step 42", "| val_accuracy | 0.8750 |", "At step 40", "- `ScaleTo01`", "1. b",
+              "optimizer: `Adam`"})
+            QVERIFY2(md.contains(part), part);
+        // Read back: the description round-trips, and the file opens without the project.
+        const io::Checkpoint c = io::load_checkpoint(out);
+        QVERIFY(c.description == source.description);
+        auto again = exporters::load_export_source(std::nullopt, out);
+        QCOMPARE(again.project.name, source.project.name);
+        QCOMPARE(again.weights.size(), source.weights.size());
+    }
+
+    void failedExportLeavesExistingFileAlone() {
+        io::Project p = project_of(image_layers_model(), "bad");
+        p.model.nodes.back().kind = "NoSuchLayer";
+        auto source = fresh_source(io::load_project(example_path("fashion_mlp")));
+        source.project = p;
+        const QString out = dir_.filePath("kept.py");
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("previous");
+        f.close();
+        QVERIFY_THROWS_EXCEPTION(Error, exporters::export_pytorch(source, out.toStdString()));
+        QFile again(out);
+        QVERIFY(again.open(QIODevice::ReadOnly));
+        QCOMPARE(again.readAll(), QByteArray("previous"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestExportCode)
+#include "test_export_code.moc"
