@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
     };
     std::printf("{\"workload\": \"studio_train\", \"tab\": \"%s\", \"steps\": %lld, "
                 "\"samples_per_second\": %.1f, \"last_samples_per_second\": %.1f, \"wall_s\": %.2f, \"loop_late_ms_p50\": %.2f, "
-                "\"loop_late_ms_p99\": %.2f, \"loop_late_ms_max\": %.2f, \"gui_cpu_s\": %.2f}\n",
+                "\"loop_late_ms_p99\": %.2f, \"loop_late_ms_max\": %.2f, \"gui_cpu_s\": %.2f, \"gui_wakeups\": %ld}\n",
                 qPrintable(tab), (long long)steps, averageSamplesPerSecond, samplesPerSecond, wall, at(0.5), at(0.99),
-                lateness.empty() ? 0.0 : lateness.back(), guiCpu);
+                lateness.empty() ? 0.0 : lateness.back(), guiCpu, usage.ru_nvcsw);
     return 0;
 }

@@ -176,9 +176,11 @@ void TestMainWindow::titleWithProject() {
     QVERIFY(pages != nullptr);
     QCOMPARE(pages->currentWidget()->objectName(), QStringLiteral("workspace"));
     QCOMPARE(w.workspaceTabs()->currentWidget()->objectName(), QStringLiteral("modelEditor"));
-    // Model, Data, Training, Gradient Flow, Distributions, Feature Maps
-    QCOMPARE(w.workspaceTabs()->count(), 6);
+    // Model, Data, Training, Gradient Flow, Distributions, Feature Maps, Runs, Evaluate
+    QCOMPARE(w.workspaceTabs()->count(), 8);
     QCOMPARE(w.workspaceTabs()->tabText(5), QStringLiteral("Feature Maps"));
+    QCOMPARE(w.workspaceTabs()->tabText(6), QStringLiteral("Runs"));
+    QCOMPARE(w.workspaceTabs()->tabText(7), QStringLiteral("Evaluate"));
 }
 
 void TestMainWindow::malformedProjectAtStartupIsExplained() {

@@ -171,6 +171,7 @@ void ForkDialog::load(const QString& storePath) {
     try {
         const store::Run run = store->run(run_);
         runName_ = QString::fromStdString(run.name);
+        projectPath_ = QString::fromStdString(run.project_path);
         if (run.status == store::RunStatus::Running)
             problem_ = tr("Run %1 is still running: stop it or wait until it ends, then resume or "
                           "fork it from a checkpoint.")
@@ -323,6 +324,10 @@ void ForkDialog::buildEditors() {
     connect(summariesEvery_, &QSpinBox::valueChanged, this, changed);
     connect(featureMapsEvery_, &QSpinBox::valueChanged, this, changed);
     connect(frozen_, &QListWidget::itemChanged, this, changed);
+}
+
+QString ForkDialog::projectDirectory() const {
+    return projectPath_.isEmpty() ? QString() : QFileInfo(projectPath_).path();
 }
 
 ForkDialog::Mode ForkDialog::mode() const {

@@ -55,9 +55,10 @@ class ForkDialog : public QDialog {
     train::ForkSource forkSource() const;
     // What to train: the run's recorded project, plus the edits when forking.
     io::Project project() const;
-    // The folder of the project file the run was trained from (its data paths are relative to
-    // it); empty when the store does not record it.
-    QString projectDirectory() const { return projectDir_; }
+    // The project file the run was trained from, and its folder (its data paths are relative
+    // to it); empty when the store does not record it.
+    QString projectPath() const { return projectPath_; }
+    QString projectDirectory() const;
     // What the fork changes from the run's project, as it will be recorded.
     std::vector<io::ProjectChange> changes() const;
 
@@ -87,7 +88,7 @@ class ForkDialog : public QDialog {
 
     qint64 run_ = 0;
     QString runName_;
-    QString projectDir_;
+    QString projectPath_;
     QString problem_;
     std::optional<io::Project> base_;
     std::vector<Checkpoint> checkpoints_;

@@ -116,6 +116,7 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     createMenus();
     createStatusBar();
     createTraining();
+    createRuns();
 
     connect(welcomePage_, &WelcomePage::newProjectRequested, this,
             &MainWindow::showNewProjectDialog);
@@ -224,6 +225,13 @@ void MainWindow::createMenus() {
     saveAsAction_ = file->addAction(tr("Save &As…"), this, [this] { saveProjectAs(); });
     saveAsAction_->setObjectName(QStringLiteral("actionSaveAs"));
     saveAsAction_->setShortcut(QKeySequence::SaveAs);
+    file->addSeparator();
+    exportAction_ =
+        file->addAction(tr("&Export Trained Model…"), this, &MainWindow::showExportDialog);
+    exportAction_->setObjectName(QStringLiteral("actionExport"));
+    exportAction_->setShortcut(Qt::CTRL | Qt::Key_E);
+    exportAction_->setStatusTip(
+        tr("Write a run's checkpoint as ONNX, PyTorch code or self-describing safetensors"));
     file->addSeparator();
     closeAction_ = file->addAction(tr("&Close Project"), this, &MainWindow::closeProject);
     closeAction_->setObjectName(QStringLiteral("actionCloseProject"));

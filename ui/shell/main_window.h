@@ -46,6 +46,8 @@ class TrainingPage;
 class GradientFlowView;
 class DistributionsView;
 class FeatureMapsView;
+class RunsBrowser;
+class EvaluatePage;
 class WelcomePage;
 
 class MainWindow : public QMainWindow {
@@ -73,6 +75,8 @@ class MainWindow : public QMainWindow {
     GradientFlowView* gradientFlowView() const { return gradientFlow_; }
     DistributionsView* distributionsView() const { return distributions_; }
     FeatureMapsView* featureMapsView() const { return featureMaps_; }
+    RunsBrowser* runsBrowser() const { return runsBrowser_; }
+    EvaluatePage* evaluatePage() const { return evaluatePage_; }
     TrainingController* trainingController() const { return training_; }
     TrainingDock* trainingDock() const { return trainingDock_; }
     // The Model / Data / Training tabs of an open project.
@@ -107,6 +111,10 @@ class MainWindow : public QMainWindow {
     // when nothing started (cancelled, refused, or a run is already going).
     bool resumeRun(qint64 run);
     bool forkRun(qint64 run);
+    // Runs > Evaluate: the Evaluate tab on run `run`'s best (else last) checkpoint.
+    void evaluateRun(qint64 run);
+    // File > Export…: a run's checkpoint as ONNX, PyTorch code or safetensors.
+    void showExportDialog();
     void showBackendsDialog();
     // Train > Breakpoints…: the conditions that pause the runs started here.
     void showBreakpointsDialog();
@@ -123,6 +131,10 @@ class MainWindow : public QMainWindow {
     void createMenus();
     void createStatusBar();
     void createTraining();
+    // The Runs and Evaluate tabs (main_window_runs.cpp).
+    void createRuns();
+    // The run store's views read it when first shown, and the open project when it changes.
+    void updateRunsViews();
     bool resumeOrForkRun(qint64 run, bool fork);
     // Starts `project` (data paths relative to `dataDir`) with the stored breakpoints, locks
     // editing and shows the live view.
@@ -161,6 +173,10 @@ class MainWindow : public QMainWindow {
     QTimer badgeTimer_;
     DistributionsView* distributions_ = nullptr;
     FeatureMapsView* featureMaps_ = nullptr;
+    RunsBrowser* runsBrowser_ = nullptr;
+    QWidget* runsPage_ = nullptr;
+    EvaluatePage* evaluatePage_ = nullptr;
+    QAction* exportAction_ = nullptr;
     TrainingController* training_ = nullptr;
     TrainingDock* trainingDock_ = nullptr;
     QDockWidget* trainingDockWidget_ = nullptr;

@@ -175,6 +175,7 @@ bool MainWindow::startTraining() {
     options.runName = document_->displayName();
     if (options.runName.endsWith(QStringLiteral(".myelin")))
         options.runName.chop(int(qstrlen(".myelin")));
+    options.projectPath = document_->filePath();
     return startRun(document_->project(), document_->dataDirectory(), options);
 }
 
@@ -202,6 +203,7 @@ bool MainWindow::resumeOrForkRun(qint64 run, bool fork) {
         options.resume = dialog.checkpointPath();
     const io::Project project = dialog.project();
     options.runName = QString::fromStdString(project.name.empty() ? "untitled" : project.name);
+    options.projectPath = dialog.projectPath();
     // Data paths are relative to the folder of the project the run was trained from.
     QString dataDir = dialog.projectDirectory();
     if (dataDir.isEmpty() && document_->isOpen()) dataDir = document_->dataDirectory();

@@ -135,8 +135,8 @@ QPushButton[class="startButton"] {
     font-size: 10.5pt;
 }
 QPushButton[class="startButton"]:hover { background: @accentSoft; border-color: @accent; }
-QPushButton#welcomeNew { background: @accent; border-color: @accent; color: @textOnColor; }
-QPushButton#welcomeNew:hover { background: @accentHover; }
+QPushButton#welcomeNew, QPushButton#evaluateButton:enabled { background: @accent; border-color: @accent; color: @textOnColor; }
+QPushButton#welcomeNew:hover, QPushButton#evaluateButton:enabled:hover { background: @accentHover; }
 QLabel[class="recentFile"] a { color: @accent; }
 QLabel[class="recentPath"] { color: @faintText; font-size: 9pt; }
 

@@ -1,0 +1,74 @@
+// The main window's Runs and Evaluate tabs: the runs browser (every recorded run as a lineage
+// tree) over the comparison of the selected runs; resume, fork and evaluate from it; and File >
+// Export.
+#include "shell/main_window.h"
+
+#include "document/project_document.h"
+#include "runs/runs_browser.h"
+#include "shell/evaluate_page.h"
+#include "shell/export_dialog.h"
+#include "training/training_controller.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+
+namespace myelin::ui {
+
+void MainWindow::createRuns() {
+    runsPage_ = new QSplitter(Qt::Vertical, workspace_);
+    runsPage_->setObjectName(QStringLiteral("runsPage"));
+    auto* split = static_cast<QSplitter*>(runsPage_);
+    runsBrowser_ = new RunsBrowser(split);
+    split->addWidget(runsBrowser_);
+    workspaceTabs_->addTab(runsPage_, tr("Runs"));
+    evaluatePage_ = new EvaluatePage(workspace_);
+    workspaceTabs_->addTab(evaluatePage_, tr("Evaluate"));
+
+    connect(runsBrowser_, &RunsBrowser::resumeRequested, this, &MainWindow::resumeRun);
+    connect(runsBrowser_, &RunsBrowser::forkRequested, this, &MainWindow::forkRun);
+    connect(runsBrowser_, &RunsBrowser::evaluateRequested, this, &MainWindow::evaluateRun);
+    connect(workspaceTabs_, &QTabWidget::currentChanged, this, &MainWindow::updateRunsViews);
+    connect(document_, &ProjectDocument::filePathChanged, this, &MainWindow::updateRunsViews);
+    connect(document_, &ProjectDocument::projectReplaced, this, &MainWindow::updateRunsViews);
+    connect(training_, &TrainingController::stateChanged, this,
+            [this] { evaluatePage_->setTrainingActive(training_->isActive()); });
+}
+
+void MainWindow::updateRunsViews() {
+    QWidget* page = workspaceTabs_->currentWidget();
+    if (page == runsPage_) {
+        if (runsBrowser_->storePath() != training_->storePath())
+            runsBrowser_->setStorePath(training_->storePath());
+        runsBrowser_->setProjectPath(document_->filePath());
+    } else if (page == evaluatePage_) {
+        evaluatePage_->setStorePath(training_->storePath());
+        evaluatePage_->setOpenProject(
+            document_->isOpen() ? std::optional<io::Project>(document_->project()) : std::nullopt,
+            document_->dataDirectory());
+        evaluatePage_->setTrainingActive(training_->isActive());
+    }
+}
+
+void MainWindow::evaluateRun(qint64 run) {
+    if (training_->isActive()) {
+        statusBar()->showMessage(tr("A run is training: evaluate when it has ended."), kStatusMs);
+        return;
+    }
+    workspaceTabs_->setCurrentWidget(evaluatePage_); // reads the store (updateRunsViews)
+    evaluatePage_->evaluateRun(run);
+}
+
+void MainWindow::showExportDialog() {
+    const QList<qint64> selected = runsBrowser_->selectedRuns();
+    const qint64 run = selected.isEmpty() ? training_->runId() : selected.first();
+    const QString folder = document_->filePath().isEmpty()
+                               ? QDir::homePath()
+                               : QFileInfo(document_->filePath()).path();
+    ExportDialog dialog(training_->storePath(), run, folder, this);
+    dialog.exec();
+}
+
+} // namespace myelin::ui
