@@ -4,6 +4,8 @@
 #include <myelin/error.h>
 #include <myelin/export/export.h>
 #include <myelin/graph/analysis.h>
+#include <myelin/train/evaluation.h>
+#include <myelin/train/metrics.h>
 #include <myelin/version.h>
 
 #include <sstream>
@@ -33,7 +35,8 @@ std::string cell(std::string text) {
 
 } // namespace
 
-std::string model_card(const ExportSource& source) {
+std::string model_card(const ExportSource& source, const train::Evaluation* evaluation,
+                       const std::string& not_evaluated) {
     const io::Project& p = source.project;
     const auto& d = source.description;
     const graph::Analysis analysis = graph::analyze(p.model, 1);
@@ -107,6 +110,48 @@ std::string model_card(const ExportSource& source) {
             char text[32];
             std::snprintf(text, sizeof text, "%.4f", value);
             md << "| " << name << " | " << text << " |\n";
+        }
+    }
+    md << "\n## Evaluation\n\n";
+    if (!evaluation) {
+        md << "Not evaluated"
+           << (not_evaluated.empty() ? std::string(".") : ": " + cell(not_evaluated) + ".") << "\n";
+    } else {
+        const train::Evaluation& e = *evaluation;
+        md << "On the " << e.split << " data (" << e.size << " examples) when exported:\n\n"
+           << "| metric | value |\n|---|---:|\n";
+        for (const auto& [name, value] : e.metrics) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%.4f", value);
+            md << "| " << name << " | " << text << " |\n";
+        }
+        const train::ConfusionMatrix& m = e.confusion;
+        if (m.num_classes > 0) {
+            const auto name = [&](int64_t c) {
+                return c < int64_t(m.class_names.size()) ? cell(m.class_names[size_t(c)])
+                                                         : std::to_string(c);
+            };
+            md << "\nConfusion matrix (rows: true class, columns: predicted):\n\n| |";
+            for (int64_t c = 0; c < m.num_classes; ++c)
+                md << " " << name(c) << " |";
+            md << "\n|---|";
+            for (int64_t c = 0; c < m.num_classes; ++c)
+                md << "---:|";
+            md << "\n";
+            for (int64_t r = 0; r < m.num_classes; ++r) {
+                md << "| **" << name(r) << "** |";
+                for (int64_t c = 0; c < m.num_classes; ++c)
+                    md << " " << m.at(r, c) << " |";
+                md << "\n";
+            }
+            md << "\n| class | precision | recall | F1 | support |\n|---|---:|---:|---:|---:|\n";
+            for (int64_t c = 0; c < m.num_classes; ++c) {
+                const train::ClassScores sc = train::class_scores(m, c);
+                char text[96];
+                std::snprintf(text, sizeof text, "%.4f | %.4f | %.4f | %lld", sc.precision,
+                              sc.recall, sc.f1, (long long)sc.support);
+                md << "| " << name(c) << " | " << text << " |\n";
+            }
         }
     }
     md << "\n## Loading\n\nThe safetensors file holds the model's `state_dict` under PyTorch's "

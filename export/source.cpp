@@ -6,6 +6,8 @@
 #include <myelin/graph/build.h>
 #include <myelin/io/checkpoint.h>
 #include <myelin/io/safetensors.h>
+#include <myelin/train/evaluation.h>
+#include <myelin/train/trainer.h>
 
 #include <unistd.h>
 
@@ -152,8 +154,24 @@ void export_safetensors(const ExportSource& source, const std::filesystem::path&
     if (!std::filesystem::is_directory(folder))
         throw Error("cannot write " + out.string() + ": the folder " + folder.string() +
                     " does not exist");
+    // The card says how the model does on the project's test data, when the data is here.
+    std::optional<train::Evaluation> evaluation;
+    std::string not_evaluated;
+    if (source.checkpoint.empty()) {
+        not_evaluated = "the weights were not read from a checkpoint file";
+    } else {
+        try {
+            std::filesystem::path dir = source.description.project_dir;
+            if (dir.empty() || !std::filesystem::is_directory(dir)) dir = ".";
+            auto trainer = train::trainer_for_checkpoint(source.project, dir, source.checkpoint);
+            evaluation = train::evaluate_examples(*trainer, train::evaluation_dataset(*trainer));
+        } catch (const Error& e) {
+            not_evaluated = e.what();
+        }
+    }
     const std::filesystem::path card = model_card_path(out);
-    write_file_atomically(card, model_card(source));
+    write_file_atomically(card,
+                          model_card(source, evaluation ? &*evaluation : nullptr, not_evaluated));
     try {
         io::save_checkpoint(out, c);
     } catch (const Error&) {

@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -163,6 +164,26 @@ class TestExportCli : public QObject {
         r = run_cli({"eval", "--checkpoint", copy}, elsewhere.path());
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY2(r.out.contains("accuracy="), qPrintable(r.out));
+        // Exported as safetensors, its model card holds the test-set evaluation: the confusion
+        // matrix's counts sum to the test examples `myelin eval` reports.
+        const QString out = elsewhere.filePath("blobs.safetensors");
+        r = run_cli({"export", "--checkpoint", copy, "--format", "safetensors", "-o", out},
+                    elsewhere.path());
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QFile card(elsewhere.filePath("blobs.md"));
+        QVERIFY(card.open(QIODevice::ReadOnly));
+        const QString md = QString::fromUtf8(card.readAll());
+        QVERIFY2(md.contains("Confusion matrix (rows: true class, columns: predicted)"),
+                 qPrintable(md));
+        int64_t counted = 0;
+        for (const QString& line : md.split('\n'))
+            if (line.startsWith("| **"))
+                for (const QString& cell : line.split('|').mid(2))
+                    counted += cell.trimmed().toLongLong();
+        const auto examples = QRegularExpression(R"(data \((\d+) examples\))").match(md);
+        QVERIFY2(examples.hasMatch(), qPrintable(md));
+        QCOMPARE(counted, examples.captured(1).toLongLong());
+        QVERIFY2(md.contains("| a | "), qPrintable(md)); // per-class scores
     }
 };
 

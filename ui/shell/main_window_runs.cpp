@@ -62,6 +62,12 @@ void MainWindow::evaluateRun(qint64 run) {
 }
 
 void MainWindow::showExportDialog() {
+    // A safetensors export evaluates the model for its card, which shares the process's random
+    // state with a training run.
+    if (training_->isActive()) {
+        statusBar()->showMessage(tr("A run is training: export when it has ended."), kStatusMs);
+        return;
+    }
     const QList<qint64> selected = runsBrowser_->selectedRuns();
     const qint64 run = selected.isEmpty() ? training_->runId() : selected.first();
     const QString folder = document_->filePath().isEmpty()

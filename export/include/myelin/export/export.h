@@ -18,6 +18,10 @@
 #include <string_view>
 #include <vector>
 
+namespace myelin::train {
+struct Evaluation;
+}
+
 namespace myelin::exporters {
 
 // A project's model with trained weights: what every format is written from.
@@ -76,7 +80,10 @@ void export_pytorch(const ExportSource& source, const std::filesystem::path& out
 void export_safetensors(const ExportSource& source, const std::filesystem::path& out);
 // A Markdown page: architecture table, parameters, FLOPs, input and preprocessing, classes, data
 // and training settings, run and step, metrics at that step.
-std::string model_card(const ExportSource& source);
+// With `evaluation`, a section of test-set metrics, the confusion matrix and per-class scores;
+// without, the card says the model was not evaluated and why (`not_evaluated`).
+std::string model_card(const ExportSource& source, const train::Evaluation* evaluation = nullptr,
+                       const std::string& not_evaluated = {});
 std::filesystem::path model_card_path(const std::filesystem::path& safetensors);
 
 // Dispatches on `format`.
