@@ -12,6 +12,7 @@
 #include <QStyleFactory>
 #include <QWidget>
 
+#include <iterator>
 #include <map>
 
 // Q_INIT_RESOURCE must be used outside any namespace. myelin_ui is a static library, so the
@@ -372,6 +373,11 @@ void stylePlot(QCustomPlot* plot, std::initializer_list<QCPAxis*> axes, const QC
         axis->setTickLabelColor(colors::kMutedText);
         axis->grid()->setPen(QPen(colors::kGridLine));
     }
+}
+
+QColor runColor(int index) {
+    constexpr int count = int(std::size(colors::kRunColors));
+    return colors::kRunColors[((index % count) + count) % count];
 }
 
 QIcon studioIcon() {
