@@ -15,8 +15,9 @@ namespace {
 constexpr int kRawAlpha = 60;
 constexpr int kHistoryAlpha = 105;
 constexpr int kHistoryRawAlpha = 35;
-// The line is 1.5 px; raw and history lines are 1 px (Qt strokes 1 px pens with its fast
-// cosmetic stroker, wider ones through the general path stroker).
+// The line is 1.5 px, raw and history lines 1 px. Wider than 1 px, QCustomPlot's default of
+// one stroke per segment made a replot of 10 runs x 1000-point lines take 70-90 ms; drawn as
+// polylines (phFastPolylines, set up below) it takes 10-20 (bench/bench_runs_compare.cpp).
 constexpr double kLineWidth = 1.5;
 
 // Labels on a log axis at 1, 2 and 5 x 10^k over a span of up to three decades, at 10^k over a
@@ -77,6 +78,7 @@ struct LeftOut {
 void setUpComparePlot(QCustomPlot* plot) {
     stylePlot(plot, {plot->xAxis, plot->yAxis});
     plot->addLayer(kBehindLayer, plot->layer(QStringLiteral("main")), QCustomPlot::limBelow);
+    plot->setPlottingHint(QCP::phFastPolylines, true);
     plot->legend->setVisible(true);
     plot->legend->setBrush(QBrush(colors::kLegendBackground));
     plot->legend->setBorderPen(QPen(colors::kBorder));
