@@ -103,6 +103,20 @@ class TestRunsCompare : public QObject {
         QCOMPARE(raw.size(), 5);
         QCOMPARE(raw[2].y(), 1.75);
         QVERIFY(view.message().isEmpty());
+
+        // A run keeps its colour when the others leave the selection.
+        const auto colourOf = [&](const QString& name) {
+            QCustomPlot* plot = view.plot(QStringLiteral("loss"));
+            for (int g = 0; g < plot->graphCount(); ++g)
+                if (plot->graph(g)->name() == name) return plot->graph(g)->pen().color();
+            return QColor();
+        };
+        const QString bName = QStringLiteral("#%1 b").arg(b);
+        const QColor bColour = colourOf(bName);
+        QVERIFY(bColour.isValid());
+        QVERIFY(bColour != colourOf(QStringLiteral("#%1 a").arg(a)));
+        view.setRuns({b});
+        QCOMPARE(colourOf(bName), bColour);
     }
 
     void smoothingIsTensorBoardsDebiasedEma() {
@@ -433,6 +447,19 @@ class TestRunsCompare : public QObject {
             params["fork.from"] = std::to_string(base) + "@300";
             params["fork.diff.train.optimizer.lr"] = "0.01 -> 0.001";
             s.set_params(fork, params);
+            // Epochs of 60 steps, and the learning rates (cosine; the fork's from 0.001).
+            for (int64_t run : {base, small, fork}) {
+                const double lr = run == base ? 0.01 : run == small ? 0.003 : 0.001;
+                std::vector<store::MetricPoint> points;
+                for (int64_t step = run == fork ? 301 : 0; step <= 600; ++step) {
+                    const double t = kStart + double(step) / 2;
+                    points.push_back(
+                        {run, "lr", step, lr * 0.5 * (1 + std::cos(M_PI * double(step) / 600)), t});
+                    if (step > 0 && step % 60 == 0)
+                        points.push_back({run, "epoch", step, double(step / 60), t});
+                }
+                s.log_metrics(points);
+            }
         }
         RunsCompareView view;
         view.resize(1280, 820);
@@ -450,6 +477,17 @@ class TestRunsCompare : public QObject {
                               QStringLiteral("fork.from"), QStringLiteral("lr")}));
         view.plot(QStringLiteral("loss"))->replot();
         myelin::test::saveScreenshot(view, QStringLiteral("runs_compare.png"));
+
+        // The fork without its parent (its inherited history stands out), loss and lr on a log
+        // axis against epochs.
+        view.setRuns({small, fork});
+        view.setSeries({QStringLiteral("loss"), QStringLiteral("lr")});
+        view.setXAxis(RunsCompareView::XAxis::Epoch);
+        view.setLogY(true);
+        QCOMPARE(view.plotted(QStringLiteral("lr"), fork, Curve::History).back().x(), 5.0);
+        QCOMPARE(view.plot(QStringLiteral("lr"))->yAxis->scaleType(), QCPAxis::stLogarithmic);
+        QApplication::processEvents();
+        myelin::test::saveScreenshot(view, QStringLiteral("runs_compare_fork_log_epoch.png"));
     }
 
   private:

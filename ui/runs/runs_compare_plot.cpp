@@ -79,6 +79,9 @@ void setUpComparePlot(QCustomPlot* plot) {
     stylePlot(plot, {plot->xAxis, plot->yAxis});
     plot->addLayer(kBehindLayer, plot->layer(QStringLiteral("main")), QCustomPlot::limBelow);
     plot->setPlottingHint(QCP::phFastPolylines, true);
+    // Room for "0.0001" and the axis label on the left (so the x axes of stacked plots line up)
+    // and for the last x label on the right.
+    plot->axisRect()->setMinimumMargins(QMargins(90, 12, 24, 12));
     plot->legend->setVisible(true);
     plot->legend->setBrush(QBrush(colors::kLegendBackground));
     plot->legend->setBorderPen(QPen(colors::kBorder));

@@ -1,6 +1,5 @@
 #include "runs/runs_compare_view.h"
 
-#include "inspect/view_frame.h"
 #include "runs/smoothing.h"
 #include "widgets/theme.h"
 
@@ -11,6 +10,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 namespace myelin::ui {
@@ -86,6 +87,23 @@ QLabel* noteLabel(QWidget* parent, const QString& name) {
     label->setWordWrap(true);
     label->setVisible(false);
     return label;
+}
+
+// The store at `path` opened for reading (marking runs of dead processes interrupted is the
+// writers' business); null with `error` set when it cannot be opened, null with `error` empty
+// when there is no file yet.
+std::unique_ptr<store::RunStore> openForReading(const QString& path, QString* error) {
+    error->clear();
+    if (path.isEmpty() || !QFileInfo::exists(path)) return nullptr;
+    try {
+        store::StoreOptions options;
+        options.mark_interrupted_at_open = false;
+        return std::make_unique<store::RunStore>(
+            store::RunStore::open(path.toStdString(), options));
+    } catch (const Error& e) {
+        *error = QString::fromStdString(e.what());
+        return nullptr;
+    }
 }
 
 } // namespace
@@ -231,7 +249,7 @@ RunsCompareView::~RunsCompareView() = default;
 bool RunsCompareView::openStore() {
     if (store_) return true;
     QString error;
-    store_ = openStoreForReading(storePath_, &error);
+    store_ = openForReading(storePath_, &error);
     if (!store_)
         showMessage(error.isEmpty() ? tr("No run store yet: runs appear here once a model is "
                                          "trained.")
@@ -296,6 +314,17 @@ void RunsCompareView::readRuns() {
                                         .arg(parent.run));
         }
         entries_.push_back(std::move(entry));
+    }
+    // A run keeps its colour when others join or leave the selection: the colour of its id,
+    // or the next one no other selected run has.
+    const int palette = int(std::size(colors::kRunColors));
+    std::vector<bool> taken(size_t(palette), false);
+    for (RunEntry& entry : entries_) {
+        int index = int((entry.id - 1) % palette + palette) % palette;
+        for (int tries = 0; tries < palette && taken[size_t(index)]; ++tries)
+            index = (index + 1) % palette;
+        taken[size_t(index)] = true;
+        entry.color = runColor(index);
     }
 }
 
@@ -499,7 +528,7 @@ void RunsCompareView::redraw() {
             const std::string key = plot->key.toStdString();
             for (size_t i = 0; i < entries_.size(); ++i) {
                 RunEntry& entry = entries_[i];
-                curves.push_back({entry.id, entry.label, runColor(int(i)), &seriesOf(entry, key),
+                curves.push_back({entry.id, entry.label, entry.color, &seriesOf(entry, key),
                                   entry.epochs ? &*entry.epochs : nullptr});
             }
             const QStringList notes =
@@ -540,7 +569,7 @@ void RunsCompareView::fillTable() {
     table_->setHorizontalHeaderItem(0, new QTableWidgetItem(tr("Parameter")));
     for (size_t i = 0; i < entries_.size(); ++i) {
         auto* header = new QTableWidgetItem(entries_[i].label);
-        header->setForeground(runColor(int(i)));
+        header->setForeground(entries_[i].color);
         table_->setHorizontalHeaderItem(int(i) + 1, header);
     }
     table_->setRowCount(0);

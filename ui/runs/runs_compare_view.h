@@ -94,6 +94,7 @@ class RunsCompareView : public QWidget {
     struct RunEntry {
         qint64 id = 0;
         QString label; // "#7 name"
+        QColor color;
         std::optional<compare::Lineage> lineage;
         std::optional<compare::Anchors> epochs; // read on first use
         std::map<std::string, std::string> params;

@@ -77,14 +77,14 @@ inline const QColor kRunColors[] = {{0x2F, 0x62, 0x96}, {0xE0, 0x7A, 0x1F}, {0x2
                                     {0xC6, 0x28, 0x28}, {0x7B, 0x4F, 0xA6}, {0x8C, 0x56, 0x4B},
                                     {0xCF, 0x5C, 0xA6}, {0x5F, 0x6B, 0x77}, {0x9A, 0x9A, 0x1F},
                                     {0x17, 0x9C, 0xB0}};
-inline const QColor kDiffCell{0xFD, 0xF6, 0xE3}; // a table cell whose value differs between runs
+inline const QColor kDiffCell = kWarningSoft; // a table cell whose value differs between runs
 } // namespace colors
-
-// The colour of the index-th compared run (the table repeats after its last colour).
-QColor runColor(int index);
 
 // The colour that marks a layer category on the canvas and in the palette.
 QColor categoryColor(graph::Category category);
+
+// The colour of the index-th compared run (the table repeats after its last colour).
+QColor runColor(int index);
 
 // Applies style, palette, font and style sheet to the whole application. Call once, after
 // the QApplication exists and before the first window is shown.
