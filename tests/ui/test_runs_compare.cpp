@@ -12,9 +12,14 @@
 #include <myelin/store/run_store.h>
 
 #include <qcustomplot.h>
+#include <sqlite3.h>
 
 #include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QtTest>
 
 #include <cmath>
@@ -377,6 +382,118 @@ class TestRunsCompare : public QObject {
         QVERIFY(view.notes(QStringLiteral("loss")).isEmpty());
         view.setRuns({99});
         QCOMPARE(view.message(), QStringLiteral("Run 99 is not in the store."));
+    }
+
+    void pickerGroupsAndFiltersTheSeries() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("runs.sqlite"));
+        int64_t a = 0, b = 0;
+        {
+            auto s = store::RunStore::open(path.toStdString());
+            a = addRun(s, "a", "loss", 0, {1, 2});
+            b = addRun(s, "b", "val_accuracy", 0, {0.5, 0.6});
+            for (const char* key : {"lr", "grad_norm/fc1", "grad_norm/fc2", "weight_norm/fc1"})
+                s.log_metric(a, key, 1, 0.1);
+            s.log_metric(b, "custom", 1, 3);
+        }
+        RunsCompareView view;
+        view.setStorePath(path);
+        view.setRuns({a, b});
+        // Loss and metrics, the optimizer, the per-layer families, the rest: the union of both.
+        QCOMPARE(view.availableSeries(),
+                 (QStringList{"loss", "val_accuracy", "lr", "grad_norm/fc1", "grad_norm/fc2",
+                              "weight_norm/fc1", "custom"}));
+        auto* picker = view.findChild<QTreeWidget*>(QStringLiteral("compareSeries"));
+        QVERIFY(picker);
+        QCOMPARE(picker->topLevelItem(2)->text(0), QStringLiteral("grad_norm per layer"));
+        // Ticking a series in the picker adds its plot.
+        QTreeWidgetItem* fc2 = picker->topLevelItem(2)->child(1);
+        QCOMPARE(fc2->text(0), QStringLiteral("grad_norm/fc2"));
+        QSignalSpy changed(&view, &RunsCompareView::seriesChanged);
+        fc2->setCheckState(0, Qt::Checked);
+        QCOMPARE(view.series(), (QStringList{"loss", "grad_norm/fc2"}));
+        QCOMPARE(changed.count(), 1);
+        QVERIFY(view.plot(QStringLiteral("grad_norm/fc2")));
+        QCOMPARE(view.notes(QStringLiteral("grad_norm/fc2")),
+                 QStringLiteral("No series named grad_norm/fc2 in run %1.").arg(b));
+        picker->topLevelItem(0)->child(0)->setCheckState(0, Qt::Unchecked); // loss
+        QCOMPARE(view.series(), QStringList{"grad_norm/fc2"});
+        QVERIFY(!view.plot(QStringLiteral("loss")));
+        // The filter hides what does not match, and groups left empty.
+        auto* filter = view.findChild<QLineEdit*>(QStringLiteral("compareSeriesFilter"));
+        filter->setText(QStringLiteral("FC1"));
+        QVERIFY(picker->topLevelItem(0)->isHidden());
+        QVERIFY(!picker->topLevelItem(2)->child(0)->isHidden());
+        QVERIFY(picker->topLevelItem(2)->child(1)->isHidden());
+        QVERIFY(!picker->topLevelItem(3)->isHidden()); // weight_norm/fc1
+        // Nothing picked: the plots give way to a hint.
+        view.setSeries({});
+        QVERIFY(!view.plot(QStringLiteral("grad_norm/fc2")));
+        auto* hint = view.findChild<QLabel*>(QStringLiteral("compareNoSeries"));
+        QVERIFY(hint && !hint->isHidden());
+    }
+
+    void badLineageAndValuesAreNamed() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("runs.sqlite"));
+        int64_t gone = 0, loop = 0, garbled = 0, gaps = 0;
+        {
+            auto s = store::RunStore::open(path.toStdString());
+            gone = addRun(s, "gone", "loss", 5, {1, 2});
+            s.set_params(gone, {{"fork.from", "99@4"}});
+            loop = addRun(s, "loop", "loss", 5, {1, 2});
+            s.set_params(loop, {{"fork.from", std::to_string(loop) + "@4"}});
+            garbled = addRun(s, "garbled", "loss", 0, {1, 2});
+            s.set_params(garbled, {{"fork.from", "seven"}});
+            const double nan = std::numeric_limits<double>::quiet_NaN();
+            gaps = addRun(s, "gaps", "loss", 0,
+                          {1, nan, 2, std::numeric_limits<double>::infinity(), 3});
+        }
+        RunsCompareView view;
+        view.setStorePath(path);
+        view.setRuns({gone, loop, garbled, gaps});
+        const QString notes = view.findChild<QLabel*>(QStringLiteral("compareRunNotes"))->text();
+        QVERIFY2(notes.contains(
+                     QStringLiteral("run %1's parent run 99 is no longer in the store").arg(gone)),
+                 qPrintable(notes));
+        QVERIFY2(notes.contains(
+                     QStringLiteral("run %1's parent run %1 is also its descendant").arg(loop)),
+                 qPrintable(notes));
+        QVERIFY2(notes.contains(QStringLiteral("seven")), qPrintable(notes));
+        // Each is still drawn, without a history.
+        for (int64_t run : {gone, loop, garbled}) {
+            QCOMPARE(view.plotted(QStringLiteral("loss"), run, Curve::Line).size(), 2);
+            QVERIFY(view.plotted(QStringLiteral("loss"), run, Curve::History).isEmpty());
+        }
+        // NaN and Inf: gaps in the line, said in words, not folded into the smoothing.
+        view.setSmoothing(0.5);
+        const auto line = view.plotted(QStringLiteral("loss"), gaps, Curve::Line);
+        QCOMPARE(line.size(), 5);
+        QVERIFY(std::isnan(line[1].y()) && std::isnan(line[3].y()));
+        QCOMPARE(line[2].y(), (0.5 * 0.5 * 1 + 0.5 * 2) / (1 - 0.25));
+        QCOMPARE(view.notes(QStringLiteral("loss")),
+                 QStringLiteral("NaN or infinite values, drawn as gaps: 2 in run %1.").arg(gaps));
+    }
+
+    void aNewerStoreIsRefusedInWords() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("runs.sqlite"));
+        {
+            auto s = store::RunStore::open(path.toStdString());
+            addRun(s, "a", "loss", 0, {1});
+        }
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(qPrintable(path), &db), SQLITE_OK);
+        const std::string pragma =
+            "PRAGMA user_version = " + std::to_string(store::kSchemaVersion + 1);
+        QCOMPARE(sqlite3_exec(db, pragma.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+        RunsCompareView view;
+        view.setStorePath(path);
+        view.setRuns({1});
+        QVERIFY2(view.message().startsWith(QStringLiteral("Cannot read the run store: ")),
+                 qPrintable(view.message()));
+        QVERIFY(view.message().contains(QStringLiteral("runs.sqlite")));
     }
 
     void longSeriesAreReadAsBucketsKeepingSpikes() {

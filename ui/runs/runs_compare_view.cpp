@@ -166,6 +166,7 @@ RunsCompareView::RunsCompareView(QWidget* parent)
     plotsOuter->setContentsMargins(0, 0, 0, 0);
     runNotes_ = noteLabel(plotsPanel, QStringLiteral("compareRunNotes"));
     noPlot_ = new QLabel(tr("Pick a series on the left to plot it."), plotsPanel);
+    noPlot_->setObjectName(QStringLiteral("compareNoSeries"));
     noPlot_->setProperty("class", QStringLiteral("viewMessage"));
     noPlot_->setAlignment(Qt::AlignCenter);
     auto* plotsInner = new QWidget;
