@@ -496,6 +496,54 @@ class TestRunsCompare : public QObject {
         QVERIFY(view.message().contains(QStringLiteral("runs.sqlite")));
     }
 
+    void followsARunningRun() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("runs.sqlite"));
+        auto s = store::RunStore::open(path.toStdString());
+        const int64_t done = addRun(s, "done", "loss", 0, {3, 2, 1});
+        const int64_t running = s.create_run({.name = "running"});
+        s.log_metric(running, "loss", 0, 2.5);
+        s.log_metric(running, "loss", 1, 2.0);
+        s.flush();
+        RunsCompareView view;
+        view.setStorePath(path);
+        view.setRuns({done, running});
+        view.setSmoothing(0);
+        QVERIFY(view.isLive());
+        QCOMPARE(view.plotted(QStringLiteral("loss"), running, Curve::Line).size(), 2);
+        s.log_metric(running, "loss", 2, 1.5);
+        s.log_metric(running, "val_loss", 2, 1.7);
+        s.flush();
+        view.refresh();
+        const auto line = view.plotted(QStringLiteral("loss"), running, Curve::Line);
+        QCOMPARE(line.size(), 3);
+        QCOMPARE(line.back(), QPointF(2, 1.5));
+        QVERIFY(view.availableSeries().contains(QStringLiteral("val_loss"))); // a new key
+        s.finish_run(running, store::RunStatus::Finished);
+        view.refresh();
+        QVERIFY(!view.isLive());
+    }
+
+    void aSmoothingChangeKeepsTheZoom() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("runs.sqlite"));
+        int64_t run = 0;
+        {
+            auto s = store::RunStore::open(path.toStdString());
+            run = addRun(s, "r", "loss", 0, ramp(100, 5, -0.04));
+        }
+        RunsCompareView view;
+        view.setStorePath(path);
+        view.setRuns({run});
+        QCustomPlot* plot = view.plot(QStringLiteral("loss"));
+        QCOMPARE(plot->xAxis->range().upper, 99.0); // fitted to the curve
+        plot->xAxis->setRange(20, 40);              // the person zooms in
+        view.setSmoothing(0.3);
+        QCOMPARE(plot->xAxis->range(), QCPRange(20, 40));
+        view.setXAxis(RunsCompareView::XAxis::WallTime); // a new axis is fitted again
+        QCOMPARE(plot->xAxis->range().upper, 49.5);
+    }
+
     void longSeriesAreReadAsBucketsKeepingSpikes() {
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("runs.sqlite"));

@@ -202,13 +202,11 @@ QStringList drawRuns(QCustomPlot* plot, const QString& key, const std::vector<Ru
         notes << QObject::tr("NaN or infinite values, drawn as gaps: %1.")
                      .arg(gaps.join(QStringLiteral(", ")));
 
-    plot->rescaleAxes(true);
-    if (options.logY) {
-        plot->yAxis->scaleRange(1.1);
-        setLogTicks(plot->yAxis);
-    } else {
-        plot->yAxis->scaleRange(1.08);
+    if (!options.keepRanges) {
+        plot->rescaleAxes(true);
+        plot->yAxis->scaleRange(options.logY ? 1.1 : 1.08);
     }
+    if (options.logY) setLogTicks(plot->yAxis);
     return notes;
 }
 

@@ -34,6 +34,7 @@ struct PlotOptions {
     XAxis x = XAxis::Step;
     double smoothing = 0; // debiased EMA weight; 0: the raw line, nothing faint behind it
     bool logY = false;
+    bool keepRanges = false; // leave the axes' ranges as they are (the person's zoom)
 };
 
 // The graphs of one run (null where it has none).

@@ -22,6 +22,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableWidget>
+#include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -36,6 +37,7 @@ namespace {
 
 constexpr int kSliderSteps = 1000; // the smoothing slider's value / 1000 is the weight
 constexpr int kPlotMinHeight = 240;
+constexpr int kLivePollMs = 2000;
 
 const QString kLossGroup = QObject::tr("Loss and metrics");
 const QString kProgressGroup = QObject::tr("Optimizer and progress");
@@ -242,6 +244,11 @@ RunsCompareView::RunsCompareView(QWidget* parent)
         if (!filling_) pickerChanged();
     });
     connect(onlyDiff_, &QCheckBox::toggled, this, &RunsCompareView::fillTable);
+    live_ = new QTimer(this);
+    live_->setInterval(kLivePollMs);
+    connect(live_, &QTimer::timeout, this, [this] {
+        if (isVisible()) refresh(); // hidden, it reads nothing; showEvent catches up
+    });
     redraw();
 }
 
@@ -276,6 +283,42 @@ void RunsCompareView::reload() {
     fillPicker();
     fillTable();
     redraw();
+    if (isLive())
+        live_->start();
+    else
+        live_->stop();
+}
+
+bool RunsCompareView::isLive() const {
+    return std::any_of(entries_.begin(), entries_.end(),
+                       [](const RunEntry& entry) { return entry.running; });
+}
+
+void RunsCompareView::refresh() {
+    if (!store_ || !isLive()) return;
+    const QStringList keysBefore = availableSeries();
+    try {
+        for (RunEntry& entry : entries_) {
+            if (!entry.running) continue;
+            entry.running = store_->run(entry.id).status == store::RunStatus::Running;
+            entry.epochs.reset();
+            for (auto it = cache_.begin(); it != cache_.end();)
+                it = it->first.first == entry.id ? cache_.erase(it) : std::next(it);
+        }
+    } catch (const Error&) {
+        reload(); // a run went away: read the selection again, saying what is missing
+        return;
+    }
+    // The picker is rebuilt only when a key appeared (rebuilding loses its scroll position).
+    QStringList keysNow;
+    for (const std::string& key : readSeriesKeys())
+        keysNow << QString::fromStdString(key);
+    QStringList sortedBefore = keysBefore;
+    sortedBefore.sort();
+    keysNow.sort();
+    if (keysNow != sortedBefore) fillPicker();
+    redraw();
+    if (!isLive()) live_->stop();
 }
 
 void RunsCompareView::readRuns() {
@@ -291,6 +334,7 @@ void RunsCompareView::readRuns() {
         try {
             const store::Run run = store_->run(id);
             entry.label = tr("#%1 %2").arg(id).arg(QString::fromStdString(run.name));
+            entry.running = run.status == store::RunStatus::Running;
             entry.lineage = compare::readLineage(*store_, id);
             entry.params = store_->params(id);
         } catch (const store::StoreError&) {
@@ -339,7 +383,7 @@ QStringList RunsCompareView::availableSeries() const {
     return keys;
 }
 
-void RunsCompareView::fillPicker() {
+std::set<std::string> RunsCompareView::readSeriesKeys() const {
     std::set<std::string> keys;
     for (const RunEntry& entry : entries_) {
         try {
@@ -349,6 +393,11 @@ void RunsCompareView::fillPicker() {
             // readRuns read this run a moment ago; a failure now shows when it is drawn
         }
     }
+    return keys;
+}
+
+void RunsCompareView::fillPicker() {
+    const std::set<std::string> keys = readSeriesKeys();
     filling_ = true;
     picker_->clear();
     for (const auto& [group, list] : groupKeys(keys)) {
@@ -432,7 +481,7 @@ void RunsCompareView::setSmoothing(double weight) {
         smoothSlider_->setValue(int(std::lround(smoothing_ * kSliderSteps)));
     }
     smoothLabel_->setText(QString::number(smoothing_, 'f', 3));
-    redraw();
+    redraw(true);
 }
 
 void RunsCompareView::setLogY(bool on) {
@@ -469,7 +518,7 @@ const compare::LineageSeries& RunsCompareView::seriesOf(RunEntry& run, const std
     return it->second;
 }
 
-void RunsCompareView::redraw() {
+void RunsCompareView::redraw(bool keepRanges) {
     if (!stack_) return; // not built yet
     if (runs_.isEmpty()) {
         if (!storePath_.isEmpty() && !openStore()) return;
@@ -523,8 +572,10 @@ void RunsCompareView::redraw() {
             for (RunEntry& entry : entries_)
                 if (!entry.epochs)
                     entry.epochs = compare::readEpochAnchors(*store_, *entry.lineage);
-        const compare::PlotOptions options{xAxis_, smoothing_, logY_};
         for (auto& plot : plots_) {
+            const compare::PlotOptions options{xAxis_, smoothing_, logY_,
+                                               keepRanges && plot->fitted};
+            plot->fitted = true;
             std::vector<compare::RunCurves> curves;
             const std::string key = plot->key.toStdString();
             for (size_t i = 0; i < entries_.size(); ++i) {
@@ -546,6 +597,7 @@ void RunsCompareView::redraw() {
 
 void RunsCompareView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
+    if (isLive()) refresh(); // catch up with what was recorded while hidden
     replotAll();
 }
 

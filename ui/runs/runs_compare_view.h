@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@ class QShowEvent;
 class QSlider;
 class QStackedWidget;
 class QTableWidget;
+class QTimer;
 class QTreeWidget;
 class QVBoxLayout;
 
@@ -54,6 +56,10 @@ class RunsCompareView : public QWidget {
     QList<qint64> runs() const { return runs_; }
     // Reads the runs again from the store (their series, names and parameters).
     void reload();
+    // Reads the new points of the selected runs that are still running (a 2 s timer calls it
+    // while the view is shown and one of them runs).
+    void refresh();
+    bool isLive() const; // one of the selected runs is running
 
     // Every series key of the selected runs, in the picker's order.
     QStringList availableSeries() const;
@@ -98,6 +104,7 @@ class RunsCompareView : public QWidget {
         std::optional<compare::Lineage> lineage;
         std::optional<compare::Anchors> epochs; // read on first use
         std::map<std::string, std::string> params;
+        bool running = false;
     };
     struct PlotEntry {
         QString key;
@@ -105,14 +112,17 @@ class RunsCompareView : public QWidget {
         QCustomPlot* plot = nullptr;
         QLabel* notes = nullptr;
         std::map<int64_t, compare::DrawnRun> drawn;
+        bool fitted = false; // its axes were fitted to the curves once
     };
 
     bool openStore();
     void readRuns();
+    std::set<std::string> readSeriesKeys() const; // of the selected runs
     void fillPicker();
     void applyFilter(const QString& text);
     void pickerChanged();
-    void redraw();
+    // keepRanges: the axes stay where the person moved them (a smoothing change).
+    void redraw(bool keepRanges = false);
     void fillTable();
     void showMessage(const QString& text);
     const compare::LineageSeries& seriesOf(RunEntry& run, const std::string& key);
@@ -146,6 +156,7 @@ class RunsCompareView : public QWidget {
     QCheckBox* onlyDiff_ = nullptr;
     QLabel* paramNotes_ = nullptr;
     QTableWidget* table_ = nullptr;
+    QTimer* live_ = nullptr;
 };
 
 } // namespace myelin::ui
