@@ -1,5 +1,6 @@
 #include "runs/runs_compare_view.h"
 
+#include "runs/runs_compare_picker.h"
 #include "runs/smoothing.h"
 #include "widgets/theme.h"
 
@@ -14,7 +15,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QLineEdit>
 #include <QScrollArea>
 #include <QShowEvent>
 #include <QSignalBlocker>
@@ -23,7 +23,6 @@
 #include <QStackedWidget>
 #include <QTableWidget>
 #include <QTimer>
-#include <QTreeWidget>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -38,49 +37,6 @@ namespace {
 constexpr int kSliderSteps = 1000; // the smoothing slider's value / 1000 is the weight
 constexpr int kPlotMinHeight = 240;
 constexpr int kLivePollMs = 2000;
-
-const QString kLossGroup = QObject::tr("Loss and metrics");
-const QString kProgressGroup = QObject::tr("Optimizer and progress");
-const QString kOtherGroup = QObject::tr("Other");
-
-// The picker's group of a series key: the loss and metrics first, then the optimizer and the
-// run's progress, then the per-layer families (grad_norm/<layer>, ...), then the rest.
-QString groupOf(const QString& key) {
-    if (key == QLatin1String("loss") || key.startsWith(QLatin1String("train_")) ||
-        key.startsWith(QLatin1String("val_")) || key.startsWith(QLatin1String("test_")))
-        return kLossGroup;
-    if (key == QLatin1String("lr") || key == QLatin1String("samples_per_second") ||
-        key == QLatin1String("epoch"))
-        return kProgressGroup;
-    const qsizetype slash = key.indexOf(QLatin1Char('/'));
-    if (slash > 0) return QObject::tr("%1 per layer").arg(key.left(slash));
-    return kOtherGroup;
-}
-
-int groupRank(const QString& group) {
-    if (group == kLossGroup) return 0;
-    if (group == kProgressGroup) return 1;
-    if (group == kOtherGroup) return 3;
-    return 2;
-}
-
-// Keys grouped in the picker's order; "loss" leads its group.
-std::vector<std::pair<QString, QStringList>> groupKeys(const std::set<std::string>& keys) {
-    std::map<std::pair<int, QString>, QStringList> groups;
-    for (const std::string& key : keys) {
-        const QString k = QString::fromStdString(key);
-        const QString group = groupOf(k);
-        QStringList& list = groups[{groupRank(group), group}];
-        if (k == QLatin1String("loss"))
-            list.prepend(k);
-        else
-            list.append(k);
-    }
-    std::vector<std::pair<QString, QStringList>> out;
-    for (auto& [rank, list] : groups)
-        out.emplace_back(rank.second, list);
-    return out;
-}
 
 QLabel* noteLabel(QWidget* parent, const QString& name) {
     auto* label = new QLabel(parent);
@@ -147,20 +103,13 @@ RunsCompareView::RunsCompareView(QWidget* parent)
     top->addStretch(1);
 
     // Left: the series picker.
-    auto* pickerPanel = new QWidget(this);
-    auto* pickerLayout = new QVBoxLayout(pickerPanel);
-    pickerLayout->setContentsMargins(0, 0, 0, 0);
-    filter_ = new QLineEdit(pickerPanel);
-    filter_->setObjectName(QStringLiteral("compareSeriesFilter"));
-    filter_->setPlaceholderText(tr("Filter series"));
-    filter_->setClearButtonEnabled(true);
-    picker_ = new QTreeWidget(pickerPanel);
-    picker_->setObjectName(QStringLiteral("compareSeries"));
-    picker_->setHeaderHidden(true);
-    picker_->setRootIsDecorated(true);
-    picker_->setToolTip(tr("Tick a series to plot it for every selected run"));
-    pickerLayout->addWidget(filter_);
-    pickerLayout->addWidget(picker_, 1);
+    picker_ = new SeriesPicker(this);
+    connect(picker_, &SeriesPicker::toggled, this, [this](const QString& key, bool on) {
+        QStringList keys = series_;
+        if (on && !keys.contains(key)) keys << key;
+        if (!on) keys.removeAll(key);
+        setSeries(keys);
+    });
 
     // Right, top: the plots, one per picked series.
     auto* plotsPanel = new QWidget(this);
@@ -214,7 +163,7 @@ RunsCompareView::RunsCompareView(QWidget* parent)
     rightSplit->setStretchFactor(1, 1);
     rightSplit->setSizes({720, 240}); // proportions: the plots get three quarters
     auto* body = new QSplitter(Qt::Horizontal, this);
-    body->addWidget(pickerPanel);
+    body->addWidget(picker_);
     body->addWidget(rightSplit);
     body->setStretchFactor(0, 0);
     body->setStretchFactor(1, 1);
@@ -239,10 +188,6 @@ RunsCompareView::RunsCompareView(QWidget* parent)
     connect(logBox_, &QCheckBox::toggled, this, &RunsCompareView::setLogY);
     connect(smoothSlider_, &QSlider::valueChanged, this,
             [this](int value) { setSmoothing(double(value) / kSliderSteps); });
-    connect(filter_, &QLineEdit::textChanged, this, &RunsCompareView::applyFilter);
-    connect(picker_, &QTreeWidget::itemChanged, this, [this] {
-        if (!filling_) pickerChanged();
-    });
     connect(onlyDiff_, &QCheckBox::toggled, this, &RunsCompareView::fillTable);
     live_ = new QTimer(this);
     live_->setInterval(kLivePollMs);
@@ -374,13 +319,7 @@ void RunsCompareView::readRuns() {
 }
 
 QStringList RunsCompareView::availableSeries() const {
-    QStringList keys;
-    for (int g = 0; g < picker_->topLevelItemCount(); ++g) {
-        const QTreeWidgetItem* group = picker_->topLevelItem(g);
-        for (int i = 0; i < group->childCount(); ++i)
-            keys << group->child(i)->data(0, Qt::UserRole).toString();
-    }
-    return keys;
+    return picker_->keys();
 }
 
 std::set<std::string> RunsCompareView::readSeriesKeys() const {
@@ -398,59 +337,9 @@ std::set<std::string> RunsCompareView::readSeriesKeys() const {
 
 void RunsCompareView::fillPicker() {
     const std::set<std::string> keys = readSeriesKeys();
-    filling_ = true;
-    picker_->clear();
-    for (const auto& [group, list] : groupKeys(keys)) {
-        auto* groupItem = new QTreeWidgetItem(picker_, {group});
-        groupItem->setFlags(Qt::ItemIsEnabled);
-        QFont bold = groupItem->font(0);
-        bold.setBold(true);
-        groupItem->setFont(0, bold);
-        for (const QString& key : list) {
-            auto* item = new QTreeWidgetItem(groupItem, {key});
-            item->setData(0, Qt::UserRole, key);
-            item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
-            item->setCheckState(0, series_.contains(key) ? Qt::Checked : Qt::Unchecked);
-        }
-        // Per-layer families can hold hundreds of keys: open only where something is picked.
-        const bool picked = std::any_of(list.begin(), list.end(),
-                                        [&](const QString& k) { return series_.contains(k); });
-        groupItem->setExpanded(groupRank(group) < 2 || picked);
-    }
-    filling_ = false;
-    applyFilter(filter_->text());
+    picker_->setKeys(keys, series_);
     // Nothing picked yet: the loss, when the runs have one.
     if (series_.isEmpty() && keys.count("loss")) setSeries({QStringLiteral("loss")});
-}
-
-void RunsCompareView::applyFilter(const QString& text) {
-    for (int g = 0; g < picker_->topLevelItemCount(); ++g) {
-        QTreeWidgetItem* group = picker_->topLevelItem(g);
-        int shown = 0;
-        for (int i = 0; i < group->childCount(); ++i) {
-            QTreeWidgetItem* item = group->child(i);
-            const bool match = item->text(0).contains(text, Qt::CaseInsensitive);
-            item->setHidden(!match);
-            shown += match;
-        }
-        group->setHidden(shown == 0);
-        if (!text.isEmpty() && shown > 0) group->setExpanded(true);
-    }
-}
-
-void RunsCompareView::pickerChanged() {
-    QStringList keys = series_;
-    for (int g = 0; g < picker_->topLevelItemCount(); ++g) {
-        const QTreeWidgetItem* group = picker_->topLevelItem(g);
-        for (int i = 0; i < group->childCount(); ++i) {
-            const QTreeWidgetItem* item = group->child(i);
-            const QString key = item->data(0, Qt::UserRole).toString();
-            const bool on = item->checkState(0) == Qt::Checked;
-            if (on && !keys.contains(key)) keys << key;
-            if (!on) keys.removeAll(key);
-        }
-    }
-    if (keys != series_) setSeries(keys);
 }
 
 void RunsCompareView::setSeries(const QStringList& keys) {
@@ -459,17 +348,7 @@ void RunsCompareView::setSeries(const QStringList& keys) {
         if (!key.isEmpty() && !unique.contains(key)) unique << key;
     const bool changed = unique != series_;
     series_ = unique;
-    filling_ = true;
-    for (int g = 0; g < picker_->topLevelItemCount(); ++g) {
-        QTreeWidgetItem* group = picker_->topLevelItem(g);
-        for (int i = 0; i < group->childCount(); ++i) {
-            QTreeWidgetItem* item = group->child(i);
-            const bool on = series_.contains(item->data(0, Qt::UserRole).toString());
-            item->setCheckState(0, on ? Qt::Checked : Qt::Unchecked);
-            if (on) group->setExpanded(true);
-        }
-    }
-    filling_ = false;
+    picker_->setTicked(series_);
     redraw();
     if (changed) emit seriesChanged(series_);
 }

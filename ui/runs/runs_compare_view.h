@@ -25,13 +25,11 @@ class QCheckBox;
 class QComboBox;
 class QCustomPlot;
 class QLabel;
-class QLineEdit;
 class QShowEvent;
 class QSlider;
 class QStackedWidget;
 class QTableWidget;
 class QTimer;
-class QTreeWidget;
 class QVBoxLayout;
 
 namespace myelin::store {
@@ -39,6 +37,8 @@ class RunStore;
 }
 
 namespace myelin::ui {
+
+class SeriesPicker;
 
 class RunsCompareView : public QWidget {
     Q_OBJECT
@@ -119,8 +119,6 @@ class RunsCompareView : public QWidget {
     void readRuns();
     std::set<std::string> readSeriesKeys() const; // of the selected runs
     void fillPicker();
-    void applyFilter(const QString& text);
-    void pickerChanged();
     // keepRanges: the axes stay where the person moved them (a smoothing change).
     void redraw(bool keepRanges = false);
     void fillTable();
@@ -139,7 +137,6 @@ class RunsCompareView : public QWidget {
     double smoothing_;
     bool logY_ = false;
     XAxis xAxis_ = XAxis::Step;
-    bool filling_ = false; // the picker is being refilled: its item changes are not picks
 
     QStackedWidget* stack_ = nullptr;
     QLabel* message_ = nullptr;
@@ -147,8 +144,7 @@ class RunsCompareView : public QWidget {
     QCheckBox* logBox_ = nullptr;
     QSlider* smoothSlider_ = nullptr;
     QLabel* smoothLabel_ = nullptr;
-    QLineEdit* filter_ = nullptr;
-    QTreeWidget* picker_ = nullptr;
+    SeriesPicker* picker_ = nullptr;
     QLabel* runNotes_ = nullptr;
     QLabel* noPlot_ = nullptr;
     QVBoxLayout* plotLayout_ = nullptr;
