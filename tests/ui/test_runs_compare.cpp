@@ -567,6 +567,12 @@ class TestRunsCompare : public QObject {
             highest = std::max(highest, p.y());
         QCOMPARE(highest, 50.0);
         QCOMPARE(line.back().x(), 19999.0);
+        // Buckets carry no times: with x as wall time they are read across the series (points
+        // were logged at step / 2 seconds, so the interpolation is exact here).
+        view.setXAxis(RunsCompareView::XAxis::WallTime);
+        const auto timed = view.plotted(QStringLiteral("loss"), run, Curve::Line);
+        QCOMPARE(timed.back().x(), 19999.0 / 2);
+        QVERIFY(std::abs(timed[timed.size() / 2].x() - line[line.size() / 2].x() / 2) < 1e-9);
     }
 
     void screenshot() {

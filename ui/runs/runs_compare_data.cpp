@@ -16,7 +16,7 @@ namespace {
 
 constexpr int kMaxLineageDepth = 64;
 // Wall times of a bucketed part come from this many points read across it (two index seeks
-// each), interpolated in between: buckets carry no times.
+// each), interpolated in between: buckets carry no times (readWallTimes).
 constexpr int kWallTimeAnchors = 65;
 constexpr int64_t kLastStep = std::numeric_limits<int64_t>::max();
 
@@ -73,15 +73,20 @@ SeriesPart readPart(const store::RunStore& store, int64_t run, double startedAt,
         if (b.count > 1) part.raw.push_back({double(b.last_step), b.last});
         part.level.push_back({double(b.last_step), b.last});
     }
-    const int64_t first = buckets.front().first_step, last = buckets.back().last_step;
+    part.bucketed = true;
+    return part;
+}
+
+void readPartWallTimes(const store::RunStore& store, SeriesPart& part, const std::string& key) {
+    if (!part.bucketed || !part.wallTimes.empty() || part.raw.empty()) return;
+    const int64_t first = int64_t(part.raw.front().step), last = int64_t(part.raw.back().step);
     for (int i = 0; i < kWallTimeAnchors; ++i) {
         const int64_t step = first + (last - first) * i / (kWallTimeAnchors - 1);
-        const auto point = store.nearest_metric_point(run, key, step);
+        const auto point = store.nearest_metric_point(part.run, key, step);
         if (!point) continue;
         if (part.wallTimes.empty() || double(point->step) > part.wallTimes.back().first)
             part.wallTimes.emplace_back(double(point->step), point->wall_time);
     }
-    return part;
 }
 
 double firstStep(const SeriesPart& part) {
@@ -180,6 +185,12 @@ LineageSeries readSeries(const store::RunStore& store, const Lineage& lineage,
     series.history.assign(std::make_move_iterator(newestFirst.rbegin()),
                           std::make_move_iterator(newestFirst.rend()));
     return series;
+}
+
+void readWallTimes(const store::RunStore& store, LineageSeries& series, const std::string& key) {
+    for (SeriesPart& part : series.history)
+        readPartWallTimes(store, part, key);
+    readPartWallTimes(store, series.own, key);
 }
 
 Anchors readEpochAnchors(const store::RunStore& store, const Lineage& lineage) {

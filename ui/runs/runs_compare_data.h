@@ -64,7 +64,8 @@ struct SeriesPart {
     double startedAt = 0;           // that run's start (unix seconds)
     std::vector<SeriesPoint> raw;   // every point, or first / min / max / last of each bucket
     std::vector<SeriesPoint> level; // what smoothing folds: every point, or each bucket's last
-    Anchors wallTimes;              // step -> unix seconds: every point, or 65 read points
+    Anchors wallTimes;              // step -> unix seconds: every point, or see readWallTimes
+    bool bucketed = false;          // raw and level come from buckets (no times)
 };
 
 struct LineageSeries {
@@ -78,6 +79,11 @@ struct LineageSeries {
 // whose checkpoint is not listed) ends before the run's first own point.
 LineageSeries readSeries(const store::RunStore& store, const Lineage& lineage,
                          const std::string& key);
+
+// Fills the wall times of the bucketed parts of `series` (read as `key`), when they have none:
+// 65 points read across each part (two index seeks each), interpolated in between. Only the
+// wall-time axis needs them, so they are not read with the series.
+void readWallTimes(const store::RunStore& store, LineageSeries& series, const std::string& key);
 
 // The step -> fractional epoch map of a lineage, from the "epoch" series (value k at the step
 // that ended the k-th epoch) of its runs, with (0, 0) before the first. Empty when no run of

@@ -394,6 +394,7 @@ const compare::LineageSeries& RunsCompareView::seriesOf(RunEntry& run, const std
     auto it = cache_.find(slot);
     if (it == cache_.end())
         it = cache_.emplace(slot, compare::readSeries(*store_, *run.lineage, key)).first;
+    if (xAxis_ == XAxis::WallTime) compare::readWallTimes(*store_, it->second, key);
     return it->second;
 }
 
