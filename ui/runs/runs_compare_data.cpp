@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <string_view>
 
 namespace myelin::ui::compare {
 
@@ -137,7 +138,9 @@ Lineage readLineage(const store::RunStore& store, int64_t run) {
         store::Run parentRun;
         try {
             parentRun = store.run(*parent);
-        } catch (const store::StoreError&) {
+        } catch (const store::StoreError& e) {
+            if (std::string_view(e.what()).find("does not exist") == std::string_view::npos)
+                throw; // not a missing run: the store cannot be read
             lineage.problems.push_back(runName(current.id) + "'s parent " + runName(*parent) +
                                        " is no longer in the store");
             break;

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <iterator>
 #include <set>
+#include <string_view>
 
 namespace myelin::ui {
 
@@ -282,8 +283,12 @@ void RunsCompareView::readRuns() {
             entry.running = run.status == store::RunStatus::Running;
             entry.lineage = compare::readLineage(*store_, id);
             entry.params = store_->params(id);
-        } catch (const store::StoreError&) {
-            runProblems_ << tr("Run %1 is not in the store.").arg(id);
+        } catch (const store::StoreError& e) {
+            // An unknown id, or a store that cannot be read now (locked, damaged).
+            const bool unknown =
+                std::string_view(e.what()).find("does not exist") != std::string_view::npos;
+            runProblems_ << (unknown ? tr("Run %1 is not in the store.").arg(id)
+                                     : tr("Cannot read run %1: %2").arg(id).arg(e.what()));
             continue;
         } catch (const Error& e) {
             runProblems_ << tr("Cannot read run %1: %2").arg(id).arg(e.what());
