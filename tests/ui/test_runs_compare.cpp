@@ -354,6 +354,9 @@ class TestRunsCompare : public QObject {
         QCOMPARE(view.plotted(loss, run, Curve::Line)[9].x(), 5.0); // step 10
         const auto forkTime = view.plotted(loss, fork, Curve::Line);
         QCOMPARE(forkTime.front().x(), 10.0 + 10.5); // branch at 10 s, then 10.5 s of its own
+        // Seconds over a short span (h:m:s over one longer than 5 minutes).
+        QCOMPARE(view.plot(loss)->xAxis->label(),
+                 QStringLiteral("wall time since the run started (s)"));
     }
 
     void emptyStatesSayWhy() {

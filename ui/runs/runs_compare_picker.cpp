@@ -91,12 +91,14 @@ void SeriesPicker::setKeys(const std::set<std::string>& keys, const QStringList&
     for (const auto& [group, list] : groupKeys(keys)) {
         auto* groupItem = new QTreeWidgetItem(tree_, {group});
         groupItem->setFlags(Qt::ItemIsEnabled);
+        groupItem->setToolTip(0, tr("%1 (%n series)", nullptr, int(list.size())).arg(group));
         QFont bold = groupItem->font(0);
         bold.setBold(true);
         groupItem->setFont(0, bold);
         for (const QString& key : list) {
             auto* item = new QTreeWidgetItem(groupItem, {key});
             item->setData(0, Qt::UserRole, key);
+            item->setToolTip(0, key); // per-layer keys can be wider than the picker
             item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
             item->setCheckState(0, ticked.contains(key) ? Qt::Checked : Qt::Unchecked);
         }

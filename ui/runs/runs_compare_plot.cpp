@@ -39,16 +39,22 @@ void setLogTicks(QCPAxis* axis) {
     axis->setTicker(ticker);
 }
 
+// Call after the range is set: wall time reads as seconds over a short span and as h:m:s over
+// a long one (a time ticker over a few seconds labels nothing).
 void setXTicker(QCPAxis* axis, XAxis x) {
-    if (x == XAxis::WallTime) {
+    if (x == XAxis::WallTime && axis->range().size() > 300) {
         auto ticker = QSharedPointer<QCPAxisTickerTime>::create();
         ticker->setTimeFormat(QStringLiteral("%h:%m:%s"));
         axis->setTicker(ticker);
         axis->setLabel(QObject::tr("wall time since the run started (h:m:s)"));
-    } else {
-        axis->setTicker(QSharedPointer<QCPAxisTicker>::create());
-        axis->setLabel(x == XAxis::Epoch ? QObject::tr("epoch") : QObject::tr("step"));
+        return;
     }
+    if (!axis->ticker().dynamicCast<QCPAxisTickerTime>().isNull() ||
+        !axis->ticker().dynamicCast<QCPAxisTickerText>().isNull())
+        axis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    axis->setLabel(x == XAxis::WallTime ? QObject::tr("wall time since the run started (s)")
+                   : x == XAxis::Epoch  ? QObject::tr("epoch")
+                                        : QObject::tr("step"));
 }
 
 // Faint and dimmed curves go on this layer, under every run's line: a fork's inherited history
@@ -105,7 +111,6 @@ QStringList drawRuns(QCustomPlot* plot, const QString& key, const std::vector<Ru
     plot->yAxis->setScaleType(options.logY ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
     if (!options.logY) plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
     plot->yAxis->setLabel(key);
-    setXTicker(plot->xAxis, options.x);
     const bool smooth = options.smoothing > 0;
     QStringList notes;
     QStringList missing, noEpochs, logLeftOut, gaps;
@@ -207,6 +212,7 @@ QStringList drawRuns(QCustomPlot* plot, const QString& key, const std::vector<Ru
         plot->yAxis->scaleRange(options.logY ? 1.1 : 1.08);
     }
     if (options.logY) setLogTicks(plot->yAxis);
+    setXTicker(plot->xAxis, options.x);
     return notes;
 }
 
