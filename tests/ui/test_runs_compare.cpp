@@ -122,6 +122,30 @@ class TestRunsCompare : public QObject {
         QVERIFY(bColour != colourOf(QStringLiteral("#%1 a").arg(a)));
         view.setRuns({b});
         QCOMPARE(colourOf(bName), bColour);
+
+        // Clicking a run in the legend hides its curves (greyed in the legend); again shows.
+        view.setRuns({a, b});
+        view.resize(900, 600);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QCustomPlot* plot = view.plot(QStringLiteral("loss"));
+        plot->replot();
+        const auto graphNamed = [&](const QString& name) {
+            for (int g = 0; g < plot->graphCount(); ++g)
+                if (plot->graph(g)->name() == name) return plot->graph(g);
+            return static_cast<QCPGraph*>(nullptr);
+        };
+        QCPAbstractLegendItem* item = plot->legend->itemWithPlottable(graphNamed(bName));
+        QVERIFY(item);
+        QTest::mouseClick(plot, Qt::LeftButton, {}, item->rect().center());
+        QTRY_VERIFY(view.isRunHidden(b)); // queued after the click
+        QVERIFY(!graphNamed(bName)->visible());
+        QVERIFY(graphNamed(QStringLiteral("#%1 a").arg(a))->visible());
+        plot->replot();
+        item = plot->legend->itemWithPlottable(graphNamed(bName));
+        QTest::mouseClick(plot, Qt::LeftButton, {}, item->rect().center());
+        QTRY_VERIFY(!view.isRunHidden(b));
+        QVERIFY(graphNamed(bName)->visible());
     }
 
     void smoothingIsTensorBoardsDebiasedEma() {

@@ -97,7 +97,8 @@ void setUpComparePlot(QCustomPlot* plot) {
     plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     plot->axisRect()->setRangeDrag(Qt::Horizontal | Qt::Vertical);
     plot->axisRect()->setRangeZoom(Qt::Horizontal);
-    plot->setToolTip(QObject::tr("Drag to move, wheel to zoom along x; double-click to fit"));
+    plot->setToolTip(QObject::tr("Drag to move, wheel to zoom along x; double-click to fit; "
+                                 "click a run in the legend to hide or show it"));
     QObject::connect(plot, &QCustomPlot::mouseDoubleClick, plot, [plot](QMouseEvent*) {
         plot->rescaleAxes(true);
         plot->replot();
@@ -190,6 +191,13 @@ QStringList drawRuns(QCustomPlot* plot, const QString& key, const std::vector<Ru
         graphs.line = addGraph(plot, run.color, 255, kLineWidth, ownLine, sorted);
         graphs.line->setName(run.label);
         graphs.line->addToLegend();
+        if (run.hidden) {
+            for (QCPGraph* graph :
+                 {graphs.line, graphs.raw, graphs.history, graphs.historyRaw, graphs.join})
+                if (graph) graph->setVisible(false);
+            if (auto* item = plot->legend->itemWithPlottable(graphs.line))
+                item->setTextColor(colors::kBorder);
+        }
         drawn[run.run] = graphs;
         if (leftOut.nonPositive)
             logLeftOut << QObject::tr("%1 in %2").arg(leftOut.nonPositive).arg(name);

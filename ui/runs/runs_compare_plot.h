@@ -28,6 +28,7 @@ struct RunCurves {
     QColor color;
     const LineageSeries* series = nullptr;
     const Anchors* epochs = nullptr; // step -> epoch (needed for XAxis::Epoch)
+    bool hidden = false;             // in the legend (greyed), its curves not drawn
 };
 
 struct PlotOptions {

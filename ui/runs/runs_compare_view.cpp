@@ -381,6 +381,14 @@ void RunsCompareView::setXAxis(XAxis x) {
     redraw();
 }
 
+void RunsCompareView::setRunHidden(qint64 run, bool hidden) {
+    if (hidden)
+        hiddenRuns_.insert(run);
+    else
+        hiddenRuns_.erase(run);
+    redraw(true); // the person's zoom stays
+}
+
 void RunsCompareView::setOnlyDifferences(bool on) {
     onlyDiff_->setChecked(on); // its toggled handler refills the table
 }
@@ -441,6 +449,21 @@ void RunsCompareView::redraw(bool keepRanges) {
         entry->plot->setObjectName(QStringLiteral("comparePlot"));
         entry->plot->setMinimumHeight(kPlotMinHeight);
         compare::setUpComparePlot(entry->plot);
+        PlotEntry* raw = entry.get();
+        connect(entry->plot, &QCustomPlot::legendClick, this,
+                [this, raw](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+                    auto* entryItem = qobject_cast<QCPPlottableLegendItem*>(item);
+                    if (!entryItem) return;
+                    for (const auto& [run, graphs] : raw->drawn) {
+                        if (graphs.line != entryItem->plottable()) continue;
+                        // Queued: redrawing deletes the legend item the plot is still handling.
+                        const qint64 id = run;
+                        QMetaObject::invokeMethod(
+                            this, [this, id] { setRunHidden(id, !isRunHidden(id)); },
+                            Qt::QueuedConnection);
+                        break;
+                    }
+                });
         entry->notes = noteLabel(entry->box, QStringLiteral("comparePlotNotes"));
         boxLayout->addWidget(entry->plot, 1);
         boxLayout->addWidget(entry->notes);
@@ -466,7 +489,8 @@ void RunsCompareView::redraw(bool keepRanges) {
             for (size_t i = 0; i < entries_.size(); ++i) {
                 RunEntry& entry = entries_[i];
                 curves.push_back({entry.id, entry.label, entry.color, &seriesOf(entry, key),
-                                  entry.epochs ? &*entry.epochs : nullptr});
+                                  entry.epochs ? &*entry.epochs : nullptr,
+                                  hiddenRuns_.count(entry.id) > 0});
             }
             const QStringList notes =
                 compare::drawRuns(plot->plot, plot->key, curves, options, plot->drawn);

@@ -76,6 +76,10 @@ class RunsCompareView : public QWidget {
     XAxis xAxis() const { return xAxis_; }
     void setOnlyDifferences(bool on);
     bool onlyDifferences() const;
+    // A run hidden stays in the legends, greyed, with its curves not drawn (clicking its legend
+    // entry toggles it).
+    void setRunHidden(qint64 run, bool hidden);
+    bool isRunHidden(qint64 run) const { return hiddenRuns_.count(run) > 0; }
 
     // What is drawn, for tests and benches: a run's curve on the plot of `key` as (x, y)
     // points; the plot itself (null when `key` is not plotted).
@@ -134,6 +138,7 @@ class RunsCompareView : public QWidget {
     QStringList lineageNotes_;      // "#3 continues #1 from step 300 ..."
     std::map<std::pair<qint64, std::string>, compare::LineageSeries> cache_;
     QStringList series_;
+    std::set<qint64> hiddenRuns_;
     double smoothing_;
     bool logY_ = false;
     XAxis xAxis_ = XAxis::Step;
