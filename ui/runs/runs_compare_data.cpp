@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <set>
 #include <string_view>
@@ -23,16 +22,6 @@ constexpr int64_t kLastStep = std::numeric_limits<int64_t>::max();
 
 std::string runName(int64_t run) {
     return "run " + std::to_string(run);
-}
-
-// The step of `parent`'s checkpoint artifact at `checkpoint`; unset when it is not listed.
-std::optional<int64_t> checkpointStep(const store::RunStore& store, int64_t parent,
-                                      const std::string& checkpoint) {
-    if (checkpoint.empty()) return std::nullopt;
-    const std::filesystem::path wanted = std::filesystem::path(checkpoint).lexically_normal();
-    for (const auto& artifact : store.artifacts(parent))
-        if (artifact.path.lexically_normal() == wanted) return artifact.step;
-    return std::nullopt;
 }
 
 SeriesPart readPart(const store::RunStore& store, int64_t run, double startedAt,
@@ -145,7 +134,8 @@ Lineage readLineage(const store::RunStore& store, int64_t run) {
                                        " is no longer in the store");
             break;
         }
-        if (!branch) branch = checkpointStep(store, *parent, current.parent_checkpoint);
+        // A resume's branch: the step of its parent's checkpoint artifact (the store finds it).
+        if (!branch) branch = current.branch_step;
         newestFirst.push_back({*parent, 0, branch.value_or(kLastStep), branch.has_value()});
         seen.insert(*parent);
         current = std::move(parentRun);

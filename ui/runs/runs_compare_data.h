@@ -53,9 +53,10 @@ struct Lineage {
 };
 
 // The chain of runs `run` continues: its params' "fork.from" = "RUN@STEP", else its parent_run
-// (a resume) branching at the step of its parent_checkpoint among the parent's artifacts
-// (unknown: the parent's whole series up to the run's own first point). Recursive, for a fork
-// of a fork; a cycle or a chain deeper than 64 ends it. Throws StoreError for an unknown run.
+// (a resume) branching at the store's branch_step (the step of its parent_checkpoint among the
+// parent's artifacts; unknown: the parent's whole series up to the run's own first point).
+// Recursive, for a fork of a fork; a cycle or a chain deeper than 64 ends it. Throws StoreError for
+// an unknown run.
 Lineage readLineage(const store::RunStore& store, int64_t run);
 
 // One stretch of a lineage's series: the run's own points or one ancestor's history.

@@ -1,5 +1,6 @@
 #include "runs/runs_compare_view.h"
 
+#include "inspect/view_frame.h"
 #include "runs/runs_compare_picker.h"
 #include "runs/smoothing.h"
 #include "widgets/theme.h"
@@ -11,7 +12,6 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -46,23 +46,6 @@ QLabel* noteLabel(QWidget* parent, const QString& name) {
     label->setWordWrap(true);
     label->setVisible(false);
     return label;
-}
-
-// The store at `path` opened for reading (marking runs of dead processes interrupted is the
-// writers' business); null with `error` set when it cannot be opened, null with `error` empty
-// when there is no file yet.
-std::unique_ptr<store::RunStore> openForReading(const QString& path, QString* error) {
-    error->clear();
-    if (path.isEmpty() || !QFileInfo::exists(path)) return nullptr;
-    try {
-        store::StoreOptions options;
-        options.mark_interrupted_at_open = false;
-        return std::make_unique<store::RunStore>(
-            store::RunStore::open(path.toStdString(), options));
-    } catch (const Error& e) {
-        *error = QString::fromStdString(e.what());
-        return nullptr;
-    }
 }
 
 } // namespace
@@ -203,7 +186,7 @@ RunsCompareView::~RunsCompareView() = default;
 bool RunsCompareView::openStore() {
     if (store_) return true;
     QString error;
-    store_ = openForReading(storePath_, &error);
+    store_ = openStoreForReading(storePath_, &error);
     if (!store_)
         showMessage(error.isEmpty() ? tr("No run store yet: runs appear here once a model is "
                                          "trained.")
