@@ -7,6 +7,7 @@
 #include "eval/evaluation_view.h"
 #include "runs/fork_dialog.h"
 #include "runs/runs_browser.h"
+#include "runs/runs_compare_view.h"
 #include "shell/evaluate_page.h"
 #include "shell/export_dialog.h"
 #include "shell/main_window.h"
@@ -84,6 +85,8 @@ void TestStudioRuns::trainedRunIsListed() {
     QVERIFY(loaded.count() > 0 || loaded.wait(10000));
     w.runsBrowser()->selectRuns({parent_});
     QCOMPARE(w.runsBrowser()->selectedRuns(), QList<qint64>{parent_});
+    // The selection is what the comparison below it shows.
+    QCOMPARE(w.runsCompareView()->runs(), QList<qint64>{parent_});
     // The studio records the project file the run was trained from.
     auto store = store::RunStore::open(store_.toStdString());
     QCOMPARE(QString::fromStdString(store.run(parent_).project_path), w.projectPath());

@@ -47,6 +47,7 @@ class GradientFlowView;
 class DistributionsView;
 class FeatureMapsView;
 class RunsBrowser;
+class RunsCompareView;
 class EvaluatePage;
 class WelcomePage;
 
@@ -76,6 +77,7 @@ class MainWindow : public QMainWindow {
     DistributionsView* distributionsView() const { return distributions_; }
     FeatureMapsView* featureMapsView() const { return featureMaps_; }
     RunsBrowser* runsBrowser() const { return runsBrowser_; }
+    RunsCompareView* runsCompareView() const { return runsCompare_; }
     EvaluatePage* evaluatePage() const { return evaluatePage_; }
     TrainingController* trainingController() const { return training_; }
     TrainingDock* trainingDock() const { return trainingDock_; }
@@ -174,6 +176,7 @@ class MainWindow : public QMainWindow {
     DistributionsView* distributions_ = nullptr;
     FeatureMapsView* featureMaps_ = nullptr;
     RunsBrowser* runsBrowser_ = nullptr;
+    RunsCompareView* runsCompare_ = nullptr;
     QWidget* runsPage_ = nullptr;
     EvaluatePage* evaluatePage_ = nullptr;
     QAction* exportAction_ = nullptr;

@@ -5,6 +5,7 @@
 
 #include "document/project_document.h"
 #include "runs/runs_browser.h"
+#include "runs/runs_compare_view.h"
 #include "shell/evaluate_page.h"
 #include "shell/export_dialog.h"
 #include "training/training_controller.h"
@@ -22,7 +23,11 @@ void MainWindow::createRuns() {
     runsPage_->setObjectName(QStringLiteral("runsPage"));
     auto* split = static_cast<QSplitter*>(runsPage_);
     runsBrowser_ = new RunsBrowser(split);
+    runsCompare_ = new RunsCompareView(split);
     split->addWidget(runsBrowser_);
+    split->addWidget(runsCompare_);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 3);
     workspaceTabs_->addTab(runsPage_, tr("Runs"));
     evaluatePage_ = new EvaluatePage(workspace_);
     workspaceTabs_->addTab(evaluatePage_, tr("Evaluate"));
@@ -30,6 +35,7 @@ void MainWindow::createRuns() {
     connect(runsBrowser_, &RunsBrowser::resumeRequested, this, &MainWindow::resumeRun);
     connect(runsBrowser_, &RunsBrowser::forkRequested, this, &MainWindow::forkRun);
     connect(runsBrowser_, &RunsBrowser::evaluateRequested, this, &MainWindow::evaluateRun);
+    connect(runsBrowser_, &RunsBrowser::selectionChanged, runsCompare_, &RunsCompareView::setRuns);
     connect(workspaceTabs_, &QTabWidget::currentChanged, this, &MainWindow::updateRunsViews);
     connect(document_, &ProjectDocument::filePathChanged, this, &MainWindow::updateRunsViews);
     connect(document_, &ProjectDocument::projectReplaced, this, &MainWindow::updateRunsViews);
@@ -40,8 +46,10 @@ void MainWindow::createRuns() {
 void MainWindow::updateRunsViews() {
     QWidget* page = workspaceTabs_->currentWidget();
     if (page == runsPage_) {
-        if (runsBrowser_->storePath() != training_->storePath())
+        if (runsBrowser_->storePath() != training_->storePath()) {
             runsBrowser_->setStorePath(training_->storePath());
+            runsCompare_->setStorePath(training_->storePath());
+        }
         runsBrowser_->setProjectPath(document_->filePath());
     } else if (page == evaluatePage_) {
         evaluatePage_->setStorePath(training_->storePath());
