@@ -6,6 +6,8 @@
 
 #include <myelin/error.h>
 #include <myelin/export/export.h>
+
+#include "analysis_check.h"
 #include <myelin/generator.h>
 #include <myelin/graph/analysis.h>
 #include <myelin/graph/build.h>
@@ -207,13 +209,7 @@ std::vector<std::string> onnx_runtime_notes(const ExportSource& source) {
 
 std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& options) {
     const graph::ModelSpec& spec = source.project.model;
-    const graph::Analysis analysis = graph::analyze(spec, 1);
-    if (!analysis.ok()) {
-        std::string what;
-        for (const auto& p : analysis.problems)
-            if (p.severity == graph::Severity::Error) what += "\n  " + graph::describe(spec, p);
-        throw Error("the model of project '" + source.project.name + "' is invalid:" + what);
-    }
+    const graph::Analysis analysis = valid_analysis(source);
     // Every kind first, so the message names each layer that has no ONNX form at once.
     std::string unexportable;
     for (size_t index : analysis.order) {

@@ -4,6 +4,8 @@
 // explicit forward, one line per node in topological order.
 #include <myelin/error.h>
 #include <myelin/export/export.h>
+
+#include "analysis_check.h"
 #include <myelin/graph/analysis.h>
 #include <myelin/version.h>
 
@@ -246,13 +248,7 @@ if __name__ == "__main__":
 
 std::string pytorch_code(const ExportSource& source) {
     const graph::ModelSpec& spec = source.project.model;
-    const graph::Analysis analysis = graph::analyze(spec, 1);
-    if (!analysis.ok()) {
-        std::string what;
-        for (const auto& p : analysis.problems)
-            if (p.severity == graph::Severity::Error) what += "\n  " + graph::describe(spec, p);
-        throw Error("the model of project '" + source.project.name + "' is invalid:" + what);
-    }
+    const graph::Analysis analysis = valid_analysis(source);
     std::map<graph::NodeId, size_t> index_of;
     for (size_t i = 0; i < spec.nodes.size(); ++i)
         index_of[spec.nodes[i].id] = i;

@@ -2,6 +2,8 @@
 // safetensors export and the format dispatch.
 #include <myelin/error.h>
 #include <myelin/export/export.h>
+
+#include "analysis_check.h"
 #include <myelin/generator.h>
 #include <myelin/graph/build.h>
 #include <myelin/io/checkpoint.h>
@@ -195,6 +197,18 @@ void export_model(const ExportSource& source, Format format, const std::filesyst
     case Format::Safetensors:
         return export_safetensors(source, out);
     }
+}
+
+graph::Analysis valid_analysis(const ExportSource& source) {
+    const graph::ModelSpec& spec = source.project.model;
+    graph::Analysis analysis = graph::analyze(spec, 1);
+    if (!analysis.ok()) {
+        std::string what;
+        for (const auto& p : analysis.problems)
+            if (p.severity == graph::Severity::Error) what += "\n  " + graph::describe(spec, p);
+        throw Error("the model of project '" + source.project.name + "' is invalid:" + what);
+    }
+    return analysis;
 }
 
 } // namespace myelin::exporters

@@ -409,6 +409,17 @@ StateDict Module::state_dict() const {
     return out;
 }
 
+std::string LoadStateDictResult::text() const {
+    std::string what;
+    for (const auto& k : missing_keys)
+        what += "\n  missing: " + k;
+    for (const auto& k : unexpected_keys)
+        what += "\n  unexpected: " + k;
+    for (const auto& k : shape_mismatches)
+        what += "\n  shape: " + k;
+    return what;
+}
+
 LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict) {
     const StateDict mine = state_dict();
     std::unordered_map<std::string, const Tensor*> given;

@@ -175,16 +175,8 @@ std::unique_ptr<Trainer> trainer_for_checkpoint(const io::Project& project,
     // evaluates. The message is the one a resume gives.
     const io::Checkpoint saved = io::load_checkpoint(checkpoint);
     const nn::LoadStateDictResult r = trainer->model().load_state_dict(saved.model, false);
-    if (!r.ok()) {
-        std::string what;
-        for (const auto& k : r.missing_keys)
-            what += "\n  missing: " + k;
-        for (const auto& k : r.unexpected_keys)
-            what += "\n  unexpected: " + k;
-        for (const auto& k : r.shape_mismatches)
-            what += "\n  shape: " + k;
-        throw Error(checkpoint.string() + ": the checkpoint does not fit this model:" + what);
-    }
+    if (!r.ok())
+        throw Error(checkpoint.string() + ": the checkpoint does not fit this model:" + r.text());
     return trainer;
 }
 

@@ -23,18 +23,6 @@ namespace myelin::train {
 
 namespace {
 
-// The problems load_state_dict found, one per line.
-std::string mismatch_text(const nn::LoadStateDictResult& r) {
-    std::string what;
-    for (const auto& k : r.missing_keys)
-        what += "\n  missing: " + k;
-    for (const auto& k : r.unexpected_keys)
-        what += "\n  unexpected: " + k;
-    for (const auto& k : r.shape_mismatches)
-        what += "\n  shape: " + k;
-    return what;
-}
-
 // The optimizer's parameters as the trainer lays them out for `project` over `model` (one group
 // per distinct lr multiplier in node order, frozen layers left out), by name.
 std::vector<std::vector<std::string>> optimizer_layout(const io::Project& project,
@@ -106,7 +94,7 @@ std::string checkpoint_model_mismatch(const io::Project& project,
         ~Restore() { default_generator().set_state(state); }
     } restore{generator};
     auto model = graph::build(project.model);
-    return mismatch_text(model->load_state_dict(checkpoint.model, false));
+    return model->load_state_dict(checkpoint.model, false).text();
 }
 
 void Trainer::load_initial_weights() {
@@ -149,8 +137,7 @@ void Trainer::load_resume_checkpoint() {
     io::Checkpoint c = io::load_checkpoint(options_.resume_from);
     const std::string where = options_.resume_from.string();
     auto r = model_->load_state_dict(c.model, false);
-    if (!r.ok())
-        throw Error(where + ": the checkpoint does not fit this model:" + mismatch_text(r));
+    if (!r.ok()) throw Error(where + ": the checkpoint does not fit this model:" + r.text());
     if (c.optimizer_kind == optimizer_->name()) {
         // A fork may freeze or unfreeze layers (or change lr multipliers): the checkpoint's
         // optimizer state is then moved to the new layout by parameter name.

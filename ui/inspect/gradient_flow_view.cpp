@@ -60,24 +60,6 @@ bool plottable(double value) {
     return std::isfinite(value) && value > 0;
 }
 
-// Labels on a log axis at 1, 2 and 5 x 10^k over a span of up to three decades, at 10^k over
-// a wider one (QCPAxisTickerLog labels only the decades, which leaves a narrow range bare).
-void setLogTicks(QCPAxis* axis) {
-    const QCPRange range = axis->range();
-    if (!(range.lower > 0) || !(range.upper > range.lower)) return;
-    const bool wide = range.upper / range.lower > 1000;
-    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    for (int decade = int(std::floor(std::log10(range.lower)));
-         decade <= int(std::ceil(std::log10(range.upper))); ++decade)
-        for (double mantissa : {1.0, 2.0, 5.0}) {
-            if (wide && mantissa != 1.0) continue;
-            const double tick = mantissa * std::pow(10.0, decade);
-            if (tick >= range.lower && tick <= range.upper)
-                ticker->addTick(tick, QString::number(tick, 'g', 3));
-        }
-    ticker->setSubTickCount(0);
-    axis->setTicker(ticker);
-}
 } // namespace
 
 GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {

@@ -105,6 +105,11 @@ void setStyleProperty(QWidget* widget, const char* name, const QVariant& value);
 void stylePlot(QCustomPlot* plot, std::initializer_list<QCPAxis*> axes,
                const QColor& axisColor = colors::kBorder);
 
+// Labels on a log axis at 1, 2 and 5 x 10^k over a span of up to three decades, at 10^k over a
+// wider one (QCPAxisTickerLog labels only the decades, which leaves a narrow range bare). Call
+// after the axis's range is set.
+void setLogTicks(QCPAxis* axis);
+
 // The application icon (a neuron with a myelinated axon), from the compiled-in resources.
 QIcon studioIcon();
 

@@ -35,6 +35,8 @@ struct LoadStateDictResult {
     bool ok() const {
         return missing_keys.empty() && unexpected_keys.empty() && shape_mismatches.empty();
     }
+    // Every problem on its own line ("\n  missing: fc.bias", ...); empty when ok().
+    std::string text() const;
 };
 
 class Module : public std::enable_shared_from_this<Module> {
