@@ -17,6 +17,7 @@
 #include <myelin/train/evaluation.h>
 
 #include <QApplication>
+#include <QDockWidget>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -87,6 +88,14 @@ void TestStudioRuns::trainedRunIsListed() {
     QCOMPARE(w.runsBrowser()->selectedRuns(), QList<qint64>{parent_});
     // The selection is what the comparison below it shows.
     QCOMPARE(w.runsCompareView()->runs(), QList<qint64>{parent_});
+    // The Runs tab has the window to itself; the editing docks come back on the Model tab.
+    auto* palette = w.findChild<QDockWidget*>(QStringLiteral("paletteDock"));
+    QVERIFY(palette);
+    QVERIFY(!palette->isVisible());
+    w.workspaceTabs()->setCurrentIndex(0);
+    QVERIFY(palette->isVisible());
+    w.workspaceTabs()->setCurrentWidget(w.findChild<QWidget*>(QStringLiteral("runsPage")));
+    myelin::test::saveScreenshot(w, QStringLiteral("studio_runs_tab.png"));
     // The studio records the project file the run was trained from.
     auto store = store::RunStore::open(store_.toStdString());
     QCOMPARE(QString::fromStdString(store.run(parent_).project_path), w.projectPath());

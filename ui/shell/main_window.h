@@ -3,6 +3,7 @@
 // docks (layer palette left, inspector right, problems and model summary below) once one is;
 // the File menu (new from the example gallery, open, recent files, save, autosave recovery), the
 // Edit menu of the editor, and the status bar.
+#include <QByteArray>
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
@@ -179,6 +180,7 @@ class MainWindow : public QMainWindow {
     RunsCompareView* runsCompare_ = nullptr;
     QWidget* runsPage_ = nullptr;
     EvaluatePage* evaluatePage_ = nullptr;
+    QByteArray dockStateBeforeRuns_; // the docks as they were before Runs / Evaluate hid them
     QAction* exportAction_ = nullptr;
     TrainingController* training_ = nullptr;
     TrainingDock* trainingDock_ = nullptr;

@@ -11,6 +11,7 @@
 #include "training/training_controller.h"
 
 #include <QDir>
+#include <QDockWidget>
 #include <QFileInfo>
 #include <QSplitter>
 #include <QStatusBar>
@@ -26,8 +27,10 @@ void MainWindow::createRuns() {
     runsCompare_ = new RunsCompareView(split);
     split->addWidget(runsBrowser_);
     split->addWidget(runsCompare_);
+    // The list gets room for a dozen runs; the plots the rest.
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
+    split->setSizes({380, 520});
     workspaceTabs_->addTab(runsPage_, tr("Runs"));
     evaluatePage_ = new EvaluatePage(workspace_);
     workspaceTabs_->addTab(evaluatePage_, tr("Evaluate"));
@@ -45,6 +48,19 @@ void MainWindow::createRuns() {
 
 void MainWindow::updateRunsViews() {
     QWidget* page = workspaceTabs_->currentWidget();
+    // The Runs and Evaluate tabs take the whole window: the editing docks (and the idle live
+    // view) step aside while they are shown, and come back as they were.
+    const bool wide = document_->isOpen() && (page == runsPage_ || page == evaluatePage_);
+    if (wide && dockStateBeforeRuns_.isEmpty()) {
+        dockStateBeforeRuns_ = saveState();
+        for (QDockWidget* dock : {paletteDock_, inspectorDock_, problemsDock_, summaryDock_})
+            dock->hide();
+        if (!training_->isActive()) trainingDockWidget_->hide();
+    } else if (!wide && !dockStateBeforeRuns_.isEmpty()) {
+        restoreState(dockStateBeforeRuns_);
+        dockStateBeforeRuns_.clear();
+        if (training_->isActive()) trainingDockWidget_->show();
+    }
     if (page == runsPage_) {
         if (runsBrowser_->storePath() != training_->storePath()) {
             runsBrowser_->setStorePath(training_->storePath());
