@@ -142,16 +142,16 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
            "feature maps of its convolutions on Feature Maps, and its health as a badge on the "
            "canvas, at any recorded step. Breakpoints pause a run at a NaN, a gradient spike or "
            "dead units. Every run, from the studio or the headless myelin tool, is recorded in "
-           "the run store with its metrics, per-layer statistics and checkpoints (safetensors "
-           "that load in PyTorch). Plugins add layers, losses, optimizers, schedules, data "
-           "sources, transforms and metrics (Help > Plugins)."),
+           "the run store: the Runs tab lists them as a family tree, compares them, and resumes "
+           "or forks one from any checkpoint; the Evaluate tab shows a checkpoint's confusion "
+           "matrix, its worst examples and one example layer by layer; File > Export writes "
+           "ONNX, PyTorch code or safetensors. Plugins add layers, losses, optimizers, "
+           "schedules, data sources, transforms and metrics (Help > Plugins)."),
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
     auto* statusLine =
-        makeLabel(tr("Not in this build yet: a runs browser to compare runs, resuming and "
-                     "forking from the studio, ONNX export and GPU training. Resuming and "
-                     "forking a run work from the command line (myelin train --resume, "
-                     "--fork RUN@STEP)."),
+        makeLabel(tr("Not in this build yet: training on a GPU, sequence models (RNN, LSTM, "
+                     "attention) and training across several machines."),
                   "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
