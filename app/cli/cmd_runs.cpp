@@ -104,6 +104,14 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
         else if (!r.parent_checkpoint.empty())
             std::printf("resumed from %s\n", r.parent_checkpoint.c_str());
         if (!r.error.empty()) std::printf("error: %s\n", r.error.c_str());
+        if (!r.project_path.empty()) std::printf("project: %s\n", r.project_path.c_str());
+        if (!r.tags.empty()) {
+            std::string tags;
+            for (const auto& t : r.tags)
+                tags += (tags.empty() ? "" : ", ") + t;
+            std::printf("tags: %s\n", tags.c_str());
+        }
+        if (!r.note.empty()) std::printf("note: %s\n", r.note.c_str());
         if (!params.empty()) {
             std::printf("parameters:\n");
             for (const auto& [k, v] : params)

@@ -288,6 +288,17 @@ void TestCli::trainEvalAndRuns() {
     QVERIFY(show.out.contains(QStringLiteral("test_accuracy")));
     QVERIFY(show.out.contains(QStringLiteral("checkpoint step 42:")));
     QVERIFY(!show.out.contains(QStringLiteral("feature maps"))); // an MLP has none
+    QVERIFY2(show.out.contains(QStringLiteral("project: ")), qPrintable(show.out));
+    {
+        // Tags and a note set by the studio's runs browser are shown.
+        auto runs = myelin::store::RunStore::open(store.toStdString());
+        runs.set_run_tags(1, {"baseline", "blobs"});
+        runs.set_run_note(1, "first try");
+    }
+    const Result tagged = runCli({QStringLiteral("runs"), QStringLiteral("show"),
+                                  QStringLiteral("1"), QStringLiteral("--store"), store});
+    QVERIFY2(tagged.out.contains(QStringLiteral("tags: baseline, blobs\nnote: first try")),
+             qPrintable(tagged.out));
     // Per layer, in model order, at the newest step and at a chosen one.
     const Result layers = runCli({QStringLiteral("runs"), QStringLiteral("layers"),
                                   QStringLiteral("1"), QStringLiteral("--store"), store});
