@@ -100,35 +100,15 @@ ForkPoint resolve_fork(const ForkSource& source, store::RunStore& store) {
         throw Error("--fork: " + std::string(e.what()));
     }
     require_not_running(run, "--fork");
-    std::vector<store::Artifact> checkpoints;
-    for (auto& a : store.artifacts(source.run))
-        if (a.kind == "checkpoint") checkpoints.push_back(std::move(a));
+    const std::vector<CheckpointFile> checkpoints = checkpoint_files(store, source.run);
     if (checkpoints.empty()) throw Error("--fork: " + name + " has no checkpoints to fork from");
-    // Newest first. A file is the checkpoint of its step only while it has the recorded hash:
-    // best.safetensors is listed at every step it was written and holds only the last.
-    std::sort(checkpoints.begin(), checkpoints.end(), [](const auto& a, const auto& b) {
-        return a.step != b.step ? a.step > b.step : a.created_at > b.created_at;
-    });
-    std::map<std::string, std::string> hashes; // path -> current hash ("" when gone)
-    auto state = [&](const store::Artifact& a) -> std::string {
-        auto it = hashes.find(a.path.string());
-        if (it == hashes.end()) {
-            std::error_code ec;
-            std::string hash;
-            if (std::filesystem::is_regular_file(a.path, ec)) hash = store::sha256_file(a.path);
-            it = hashes.emplace(a.path.string(), hash).first;
-        }
-        if (it->second.empty()) return "deleted";
-        if (!a.sha256.empty() && it->second != a.sha256) return "overwritten since";
-        return "";
-    };
-    for (const auto& a : checkpoints)
-        if ((!source.step || a.step == *source.step) && state(a).empty())
-            return {source.run, a.step, a.path};
+    for (const auto& c : checkpoints)
+        if ((!source.step || c.artifact.step == *source.step) && c.problem.empty())
+            return {source.run, c.artifact.step, c.artifact.path};
     std::set<int64_t> steps, usable;
-    for (const auto& a : checkpoints) {
-        steps.insert(a.step);
-        if (state(a).empty()) usable.insert(a.step);
+    for (const auto& c : checkpoints) {
+        steps.insert(c.artifact.step);
+        if (c.problem.empty()) usable.insert(c.artifact.step);
     }
     const std::string available = usable.empty()
                                       ? "none of its checkpoint files is left as it was written"
@@ -137,13 +117,39 @@ ForkPoint resolve_fork(const ForkSource& source, store::RunStore& store) {
         throw Error("--fork: " + name + " wrote no checkpoint at step " +
                     std::to_string(*source.step) + "; " + available);
     std::string gone;
-    for (const auto& a : checkpoints)
-        if (!source.step || a.step == *source.step)
-            gone +=
-                "\n  " + a.path.string() + " (step " + std::to_string(a.step) + "): " + state(a);
+    for (const auto& c : checkpoints)
+        if (!source.step || c.artifact.step == *source.step)
+            gone += "\n  " + c.artifact.path.string() + " (step " +
+                    std::to_string(c.artifact.step) + "): " + c.problem;
     throw Error("--fork: " + name + "'s checkpoint files " +
                 (source.step ? "at step " + std::to_string(*source.step) + " " : "") +
                 "are gone:" + gone + (source.step ? "\n" + available : ""));
+}
+
+std::vector<CheckpointFile> checkpoint_files(const store::RunStore& store, int64_t run) {
+    std::vector<CheckpointFile> files;
+    for (auto& a : store.artifacts(run))
+        if (a.kind == "checkpoint") files.push_back({std::move(a), {}});
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+        return a.artifact.step != b.artifact.step ? a.artifact.step > b.artifact.step
+                                                  : a.artifact.created_at > b.artifact.created_at;
+    });
+    std::map<std::string, std::string> hashes; // path -> current hash ("" when gone)
+    for (auto& f : files) {
+        const store::Artifact& a = f.artifact;
+        auto it = hashes.find(a.path.string());
+        if (it == hashes.end()) {
+            std::error_code ec;
+            std::string hash;
+            if (std::filesystem::is_regular_file(a.path, ec)) hash = store::sha256_file(a.path);
+            it = hashes.emplace(a.path.string(), hash).first;
+        }
+        if (it->second.empty())
+            f.problem = "deleted";
+        else if (!a.sha256.empty() && it->second != a.sha256)
+            f.problem = "overwritten since";
+    }
+    return files;
 }
 
 RecordedRun::RecordedRun(const io::Project& project, TrainerOptions options, RecordedRunOptions run)

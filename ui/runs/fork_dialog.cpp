@@ -30,8 +30,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <map>
 
 namespace myelin::ui {
 
@@ -183,44 +181,28 @@ void ForkDialog::load(const QString& storePath) {
         } catch (const Error& e) {
             if (problem_.isEmpty()) problem_ = QString::fromUtf8(e.what());
         }
-        // One row per step: a step can have several files (the epoch's checkpoint and
-        // best.safetensors, which is listed at every step it was written and holds only the
-        // last). A file stands for its step while it still has the hash recorded for it.
-        std::map<int64_t, std::vector<store::Artifact>> byStep;
-        for (auto& a : store->artifacts(run_))
-            if (a.kind == "checkpoint") byStep[a.step].push_back(std::move(a));
-        std::map<std::string, std::string> hashes; // path -> hash now ("" when gone)
-        const auto fileState = [&](const store::Artifact& a) -> QString {
-            auto it = hashes.find(a.path.string());
-            if (it == hashes.end()) {
-                std::error_code ec;
-                it = hashes
-                         .emplace(a.path.string(), std::filesystem::is_regular_file(a.path, ec)
-                                                       ? store::sha256_file(a.path)
-                                                       : std::string())
-                         .first;
+        // One row per step (a step can have several files: the epoch's checkpoint and
+        // best.safetensors), standing on the newest of them that still holds what the run wrote
+        // — the file a fork from that step branches from (train::checkpoint_files, newest
+        // first).
+        for (const auto& file : train::checkpoint_files(*store, run_)) {
+            const store::Artifact& a = file.artifact;
+            if (checkpoints_.empty() || checkpoints_.front().step != a.step) {
+                checkpoints_.insert(checkpoints_.begin(), Checkpoint{});
+                checkpoints_.front().step = a.step;
             }
-            if (it->second.empty()) return tr("file deleted");
-            if (!a.sha256.empty() && it->second != a.sha256)
-                return tr("file overwritten since the run wrote it");
-            return {};
-        };
-        for (const auto& [step, files] : byStep) {
-            Checkpoint c;
-            c.step = step;
-            for (const auto& a : files) {
-                c.epoch = std::max(c.epoch, metadataInteger(a.metadata_json, "epoch", -1));
-                c.best = c.best || metadataTrue(a.metadata_json, "best");
-                const QString why = fileState(a);
-                if (why.isEmpty() && (c.path.isEmpty() || !c.missing.isEmpty())) {
-                    c.path = QString::fromStdString(a.path.string());
-                    c.missing.clear();
-                } else if (c.path.isEmpty()) {
-                    c.path = QString::fromStdString(a.path.string());
-                    c.missing = why;
-                }
+            Checkpoint& c = checkpoints_.front();
+            c.epoch = std::max(c.epoch, metadataInteger(a.metadata_json, "epoch", -1));
+            c.best = c.best || metadataTrue(a.metadata_json, "best");
+            if (file.problem.empty() && (c.path.isEmpty() || !c.missing.isEmpty())) {
+                c.path = QString::fromStdString(a.path.string());
+                c.missing.clear();
+            } else if (c.path.isEmpty()) {
+                c.path = QString::fromStdString(a.path.string());
+                c.missing = file.problem == "deleted"
+                                ? tr("file deleted")
+                                : tr("file overwritten since the run wrote it");
             }
-            checkpoints_.push_back(std::move(c));
         }
         for (const auto& b : store->metric_series_downsampled(run_, "loss", {}, kLossBuckets)) {
             lossSteps_.push_back(double(b.last_step));

@@ -53,6 +53,17 @@ struct RecordedRunOptions {
 std::filesystem::path resolve_resume(const std::string& what, store::RunStore& store,
                                      std::optional<int64_t>& parent_run);
 
+// A checkpoint artifact of a run and whether its file still holds what the run wrote there:
+// `problem` is empty when it does, else "deleted" or "overwritten since" (best.safetensors is
+// listed at every step it was written and holds only the last).
+struct CheckpointFile {
+    store::Artifact artifact;
+    std::string problem;
+};
+// The run's checkpoint artifacts, newest first (by step, then by when they were listed); each
+// file is hashed once. What a fork (and the studio's fork dialog) may branch from.
+std::vector<CheckpointFile> checkpoint_files(const store::RunStore& store, int64_t run);
+
 // A fork's branch point: the checkpoint file of `source` that still exists (the newest of
 // that step). Throws Error for an unknown run, a run still running, a step no checkpoint was
 // written at (listing the steps there are) and checkpoint files that were deleted.
