@@ -240,6 +240,10 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     }
     std::signal(SIGINT, previous);
     printer.end_line();
+    if (result.train_seconds > 0)
+        std::printf("training loop: %lld examples in %.3f s (%.0f examples/s)\n",
+                    (long long)result.train_samples, result.train_seconds,
+                    double(result.train_samples) / result.train_seconds);
     switch (result.status) {
     case train::RunStatus::Finished:
         std::printf("finished run %lld after %lld steps\n", (long long)run_id,

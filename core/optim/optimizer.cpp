@@ -63,8 +63,21 @@ double Optimizer::get(const Options& options, const char* key) {
 
 void Optimizer::step() {
     autograd::NoGradGuard guard;
+    stats_.clear();
     for (size_t g = 0; g < groups_.size(); ++g)
         step_group(groups_[g], state_[g]);
+}
+
+StepStats* Optimizer::stats_slot(const Tensor& param) {
+    if (!collect_stats_) return nullptr;
+    StepStats& slot = stats_[param.impl()];
+    slot = StepStats();
+    return &slot;
+}
+
+const StepStats* Optimizer::step_stats(const Tensor& param) const {
+    auto it = stats_.find(param.impl());
+    return it == stats_.end() ? nullptr : &it->second;
 }
 
 void Optimizer::zero_grad() {

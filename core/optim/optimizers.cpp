@@ -5,6 +5,7 @@
 #include <myelin/error.h>
 #include <myelin/optim/optim.h>
 
+#include "optim/step_update.h"
 #include "tensor/tensor_impl.h"
 
 #include <algorithm>
@@ -120,8 +121,12 @@ template <typename F> void run_kernel(const F& f) {
 }
 #endif
 
-// Below this many elements a thread team costs more than it saves.
-constexpr int64_t kParallelElements = 1 << 16;
+using step_update::run_update;
+
+// `p + offset`, or null for an absent state tensor.
+template <typename T> T* offset(T* p, int64_t by) {
+    return p ? p + by : nullptr;
+}
 
 template <typename T> struct SgdArgs {
     T lr, momentum, dampening_c, weight_decay;
@@ -131,8 +136,6 @@ template <typename T>
 void sgd_kernel(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n,
                 const SgdArgs<T>& a) {
     const T neg_lr = -a.lr;
-    // Element-wise and independent: split across threads when large (same result).
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T d = a.maximize ? -g[i] : g[i];
         if (a.weight_decay != T(0)) d = add_alpha(d, a.weight_decay, p[i]);
@@ -160,7 +163,6 @@ template <typename T> struct AdamArgs {
 template <typename T, bool kDecoupled>
 void adam_fast(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t n,
                const AdamArgs<T>& a) {
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T grad = g[i];
         if constexpr (kDecoupled) p[i] = p[i] * a.decay_factor;
@@ -181,8 +183,6 @@ void adam_kernel(T* __restrict p, const T* __restrict g, T* __restrict m, T* __r
             adam_fast<T, false>(p, g, m, v, n, a);
         return;
     }
-    // Element-wise and independent: split across threads when large (same result).
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T grad = a.maximize ? -g[i] : g[i];
         if (a.decoupled)
@@ -210,8 +210,6 @@ template <typename T> struct RmsArgs {
 template <typename T>
 void rmsprop_kernel(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict ga,
                     T* __restrict buf, int64_t n, const RmsArgs<T>& a) {
-    // Element-wise and independent: split across threads when large (same result).
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T grad = a.maximize ? -g[i] : g[i];
         if (a.weight_decay != T(0)) grad = add_alpha(grad, a.weight_decay, p[i]);
@@ -243,8 +241,6 @@ template <typename T> struct AdagradArgs {
 template <typename T>
 void adagrad_kernel(T* __restrict p, const T* __restrict g, T* __restrict sum, int64_t n,
                     const AdagradArgs<T>& a) {
-    // Element-wise and independent: split across threads when large (same result).
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
         T grad = a.maximize ? -g[i] : g[i];
         if (a.weight_decay != T(0)) grad = add_alpha(grad, a.weight_decay, p[i]);
@@ -310,9 +306,12 @@ void SGD::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         const int64_t n = s.work.numel();
         if (s.work.dtype() == DType::Float64) {
             SgdArgs<double> a{lr, momentum, 1.0 - dampening, wd, nesterov, maximize, first};
+            double *w = s.work.data<double>(), *b = ptr<double>(buf);
+            const double* g = s.grad.data<double>();
             run_kernel([&] {
-                sgd_kernel<double>(s.work.data<double>(), s.grad.data<double>(), ptr<double>(buf),
-                                   n, a);
+                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
+                    sgd_kernel<double>(w + i, g + i, offset(b, i), len, a);
+                });
             });
         } else {
             SgdArgs<float> a{static_cast<float>(lr),
@@ -322,9 +321,12 @@ void SGD::step_group(ParamGroup& group, std::vector<ParamState>& state) {
                              nesterov,
                              maximize,
                              first};
+            float *w = s.work.data<float>(), *b = ptr<float>(buf);
+            const float* g = s.grad.data<float>();
             run_kernel([&] {
-                sgd_kernel<float>(s.work.data<float>(), s.grad.data<float>(), ptr<float>(buf), n,
-                                  a);
+                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
+                    sgd_kernel<float>(w + i, g + i, offset(b, i), len, a);
+                });
             });
         }
         s.commit();
@@ -397,9 +399,13 @@ void Adam::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         if (s.work.dtype() == DType::Float64) {
             AdamArgs<double> a{beta1, 1.0 - beta1, beta2,      1.0 - beta2, eps,     wd,
                                decay, bc2_sqrt,    -step_size, decoupled_,  amsgrad, maximize};
+            double *w = s.work.data<double>(), *mp = m.data<double>(), *vp = v.data<double>();
+            double* vm = ptr<double>(vmax);
+            const double* g = s.grad.data<double>();
             run_kernel([&] {
-                adam_kernel<double>(s.work.data<double>(), s.grad.data<double>(), m.data<double>(),
-                                    v.data<double>(), ptr<double>(vmax), n, a);
+                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
+                    adam_kernel<double>(w + i, g + i, mp + i, vp + i, offset(vm, i), len, a);
+                });
             });
         } else {
             AdamArgs<float> a{static_cast<float>(beta1),
@@ -414,9 +420,13 @@ void Adam::step_group(ParamGroup& group, std::vector<ParamState>& state) {
                               decoupled_,
                               amsgrad,
                               maximize};
+            float *w = s.work.data<float>(), *mp = m.data<float>(), *vp = v.data<float>();
+            float* vm = ptr<float>(vmax);
+            const float* g = s.grad.data<float>();
             run_kernel([&] {
-                adam_kernel<float>(s.work.data<float>(), s.grad.data<float>(), m.data<float>(),
-                                   v.data<float>(), ptr<float>(vmax), n, a);
+                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
+                    adam_kernel<float>(w + i, g + i, mp + i, vp + i, offset(vm, i), len, a);
+                });
             });
         }
         s.commit();
@@ -473,9 +483,14 @@ void RMSprop::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         const int64_t n = s.work.numel();
         if (s.work.dtype() == DType::Float64) {
             RmsArgs<double> a{alpha, 1.0 - alpha, eps, wd, momentum, -lr, centered, maximize};
+            double *w = s.work.data<double>(), *sp = sq.data<double>();
+            double *gap = ptr<double>(ga), *b = ptr<double>(buf);
+            const double* g = s.grad.data<double>();
             run_kernel([&] {
-                rmsprop_kernel<double>(s.work.data<double>(), s.grad.data<double>(),
-                                       sq.data<double>(), ptr<double>(ga), ptr<double>(buf), n, a);
+                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
+                    rmsprop_kernel<double>(w + i, g + i, sp + i, offset(gap, i), offset(b, i), len,
+                                           a);
+                });
             });
         } else {
             RmsArgs<float> a{static_cast<float>(alpha),
@@ -486,9 +501,14 @@ void RMSprop::step_group(ParamGroup& group, std::vector<ParamState>& state) {
                              static_cast<float>(-lr),
                              centered,
                              maximize};
+            float *w = s.work.data<float>(), *sp = sq.data<float>();
+            float *gap = ptr<float>(ga), *b = ptr<float>(buf);
+            const float* g = s.grad.data<float>();
             run_kernel([&] {
-                rmsprop_kernel<float>(s.work.data<float>(), s.grad.data<float>(), sq.data<float>(),
-                                      ptr<float>(ga), ptr<float>(buf), n, a);
+                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
+                    rmsprop_kernel<float>(w + i, g + i, sp + i, offset(gap, i), offset(b, i), len,
+                                          a);
+                });
             });
         }
         s.commit();
@@ -543,16 +563,22 @@ void Adagrad::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         const int64_t n = s.work.numel();
         if (s.work.dtype() == DType::Float64) {
             AdagradArgs<double> a{wd, eps, -clr, maximize};
+            double *w = s.work.data<double>(), *sp = sum.data<double>();
+            const double* g = s.grad.data<double>();
             run_kernel([&] {
-                adagrad_kernel<double>(s.work.data<double>(), s.grad.data<double>(),
-                                       sum.data<double>(), n, a);
+                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
+                    adagrad_kernel<double>(w + i, g + i, sp + i, len, a);
+                });
             });
         } else {
             AdagradArgs<float> a{static_cast<float>(wd), static_cast<float>(eps),
                                  static_cast<float>(-clr), maximize};
+            float *w = s.work.data<float>(), *sp = sum.data<float>();
+            const float* g = s.grad.data<float>();
             run_kernel([&] {
-                adagrad_kernel<float>(s.work.data<float>(), s.grad.data<float>(), sum.data<float>(),
-                                      n, a);
+                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
+                    adagrad_kernel<float>(w + i, g + i, sp + i, len, a);
+                });
             });
         }
         s.commit();

@@ -392,7 +392,9 @@ TrainResult Trainer::run() {
         for (auto& callback : callbacks_)
             callback->on_run_start(*this);
         for (bool ended = false; epoch_ < spec_.epochs && !ended; ++epoch_) {
+            const double epoch_start = ProgressTracker::steady_seconds();
             const int64_t micro = train_epoch();
+            result_.train_seconds += ProgressTracker::steady_seconds() - epoch_start;
             if (micro < micro_batches_per_epoch_) {
                 stop_mid_epoch(micro);
                 break;
@@ -477,6 +479,7 @@ int64_t Trainer::train_step(int64_t micro, int64_t last) {
     const double lr = optimizer_->param_groups()[0].options.at("lr");
     if (schedule_ && schedules_per_step(spec_)) schedule_->step();
     tracker_->step_done(group_samples);
+    result_.train_samples += group_samples;
     StepMetrics metrics{
         epoch_, step_, group_loss / double(group_samples), lr, tracker_->samples_per_second(), {}};
     for (auto& callback : callbacks_)

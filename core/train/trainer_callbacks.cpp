@@ -6,6 +6,7 @@
 #include <myelin/data/dataset.h>
 #include <myelin/generator.h>
 #include <myelin/nn/module.h>
+#include <myelin/optim/optimizer.h>
 #include <myelin/train/capture.h>
 #include <myelin/train/early_stopping.h>
 #include <myelin/train/trainer.h>
@@ -95,8 +96,65 @@ void NonFiniteLossGuard::after_forward(Trainer& trainer, const ForwardPass& pass
 
 // --- GradientMonitor ---
 
+namespace {
+TrainingFailure nonfinite_gradient(int64_t step, const std::optional<std::string>& layer) {
+    return TrainingFailure("a gradient became non-finite at step " + std::to_string(step) +
+                               (layer ? " in " + *layer : std::string()) +
+                               " (try a lower learning rate or gradient clipping)",
+                           layer);
+}
+} // namespace
+
 void GradientMonitor::after_backward(Trainer& trainer) {
-    const bool norms = norms_every_ > 0 && (trainer.step() + 1) % norms_every_ == 0;
+    norms_now_ = norms_every_ > 0 && (trainer.step() + 1) % norms_every_ == 0;
+    const spec::TrainSpec& spec = trainer.spec();
+    fused_ =
+        trainer.optimizer().supports_step_stats() && !spec.clip_grad_norm && !spec.clip_grad_value;
+    trainer.optimizer().collect_step_stats(fused_);
+    if (!fused_) measure_before_step(trainer);
+}
+
+void GradientMonitor::after_optimizer_step(Trainer& trainer, StepMetrics& metrics) {
+    if (fused_) {
+        trainer.optimizer().collect_step_stats(false);
+        after_fused_step(trainer, metrics);
+    } else {
+        measure_after_step(trainer, metrics);
+    }
+}
+
+void GradientMonitor::after_fused_step(Trainer& trainer, StepMetrics& metrics) {
+    const optim::Optimizer& optimizer = trainer.optimizer();
+    std::vector<LayerStats> layers;
+    double grad_squares = 0;
+    std::optional<std::string> bad_layer;
+    for (const auto& [name, layer] : trainer.captured_layers()) {
+        auto params = layer->parameters();
+        if (params.empty()) continue;
+        MagnitudeStats g;
+        UpdateSquares u;
+        for (const auto& p : params) {
+            if (const optim::StepStats* s = optimizer.step_stats(p)) {
+                g += MagnitudeStats{s->grad_squares, s->grad_abs, s->grad_max_abs, s->count};
+                u += UpdateSquares{s->update_squares, s->weight_squares};
+            } else { // not updated (frozen, or no gradient this step): unchanged weights
+                if (p.grad().defined()) g += magnitude_stats(p.grad());
+                if (norms_now_) u.weight += sum_of_squares(p);
+            }
+        }
+        if (!std::isfinite(g.sum_squares)) bad_layer = name; // the last: nearest the output
+        grad_squares += g.sum_squares;
+        if (norms_now_)
+            layers.push_back({name, std::sqrt(g.sum_squares), std::sqrt(u.weight), u.ratio(),
+                              g.mean_abs(), g.max_abs});
+    }
+    // The step has been taken with the non-finite gradient; the run fails now, before anything
+    // (checkpoint, validation) uses the weights.
+    if (!std::isfinite(grad_squares)) throw nonfinite_gradient(trainer.step(), bad_layer);
+    if (norms_now_) metrics.layers = std::move(layers);
+}
+
+void GradientMonitor::measure_before_step(Trainer& trainer) {
     stats_.clear();
     before_.clear();
     double grad_squares = 0;
@@ -108,17 +166,17 @@ void GradientMonitor::after_backward(Trainer& trainer) {
         MagnitudeStats g; // on norm steps: Σg², mean and max |g| in one pass
         for (const auto& p : params) {
             if (p.grad().defined()) {
-                if (norms)
+                if (norms_now_)
                     g += magnitude_stats(p.grad());
                 else
                     g2 += sum_of_squares(p.grad());
             }
-            if (norms) w2 += sum_of_squares(p);
+            if (norms_now_) w2 += sum_of_squares(p);
         }
-        if (norms) g2 = g.sum_squares;
+        if (norms_now_) g2 = g.sum_squares;
         if (!std::isfinite(g2)) bad_layer = name; // the last in forward order: nearest the output
         grad_squares += g2;
-        if (norms) {
+        if (norms_now_) {
             stats_.push_back({name, std::sqrt(g2), std::sqrt(w2), 0.0, g.mean_abs(), g.max_abs});
             std::vector<Tensor> copies;
             for (const auto& p : params)
@@ -126,15 +184,10 @@ void GradientMonitor::after_backward(Trainer& trainer) {
             before_.push_back(std::move(copies));
         }
     }
-    if (!std::isfinite(grad_squares))
-        throw TrainingFailure("a gradient became non-finite at step " +
-                                  std::to_string(trainer.step() + 1) +
-                                  (bad_layer ? " in " + *bad_layer : std::string()) +
-                                  " (try a lower learning rate or gradient clipping)",
-                              bad_layer);
+    if (!std::isfinite(grad_squares)) throw nonfinite_gradient(trainer.step() + 1, bad_layer);
 }
 
-void GradientMonitor::after_optimizer_step(Trainer& trainer, StepMetrics& metrics) {
+void GradientMonitor::measure_after_step(Trainer& trainer, StepMetrics& metrics) {
     if (stats_.empty()) return;
     size_t i = 0;
     for (const auto& [name, layer] : trainer.captured_layers()) {

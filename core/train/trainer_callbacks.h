@@ -59,7 +59,16 @@ class GradientMonitor final : public TrainerCallback {
     void after_optimizer_step(Trainer& trainer, StepMetrics& metrics) override;
 
   private:
+    // The optimizer's update pass gathers the statistics (optim::StepStats): no pass of our own.
+    void after_fused_step(Trainer& trainer, StepMetrics& metrics);
+    // Gradient clipping changes the gradients before the step, and an optimizer from a plugin
+    // may gather nothing: then the gradients are read here and the weights copied before the step.
+    void measure_before_step(Trainer& trainer);
+    void measure_after_step(Trainer& trainer, StepMetrics& metrics);
+
     int64_t norms_every_;
+    bool norms_now_ = false; // this step reports per-layer statistics
+    bool fused_ = false;     // this step's statistics come from the optimizer
     std::vector<LayerStats> stats_;
     std::vector<std::vector<Tensor>> before_; // parameters before the step, per layer
 };

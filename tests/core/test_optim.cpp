@@ -116,6 +116,66 @@ void run_steps(Optimizer& opt, Problem& p, int steps) {
 class TestOptim : public QObject {
     Q_OBJECT
   private slots:
+    // The statistics the trainer's capture reads come from the update pass itself: they must
+    // equal sums taken directly, and gathering them must not change a single bit of the update
+    // (large parameters run on several threads and in chunks; odd sizes test the tails).
+    void step_stats_exact_and_without_effect() {
+        for (const char* kind : {"sgd", "adam", "adamw", "rmsprop", "adagrad"}) {
+            for (DType dtype : {DType::Float32, DType::Float64}) {
+                Generator gen(7);
+                const TensorOptions o(dtype);
+                std::vector<Tensor> plain{randn({300001}, o, &gen), randn({37}, o, &gen)};
+                std::vector<Tensor> with_stats{plain[0].clone(), plain[1].clone()};
+                const std::vector<Tensor> grads{randn({300001}, o, &gen), randn({37}, o, &gen)};
+                auto make = [&](std::vector<Tensor> params) -> std::unique_ptr<Optimizer> {
+                    const std::string k = kind;
+                    if (k == "sgd")
+                        return std::make_unique<SGD>(params,
+                                                     SGDOptions{.lr = 0.1, .momentum = 0.9});
+                    if (k == "adam") return std::make_unique<Adam>(params, AdamOptions{});
+                    if (k == "adamw") return std::make_unique<AdamW>(params, AdamOptions{});
+                    if (k == "rmsprop") return std::make_unique<RMSprop>(params, RMSpropOptions{});
+                    return std::make_unique<Adagrad>(params, AdagradOptions{});
+                };
+                auto a = make(plain), b = make(with_stats);
+                QVERIFY(b->supports_step_stats());
+                b->collect_step_stats(true);
+                for (int step = 0; step < 3; ++step) {
+                    std::vector<Tensor> before;
+                    for (size_t i = 0; i < 2; ++i) {
+                        plain[i].set_grad(grads[i].clone());
+                        with_stats[i].set_grad(grads[i].clone());
+                        before.push_back(with_stats[i].clone());
+                    }
+                    a->step();
+                    b->step();
+                    QVERIFY(a->step_stats(plain[0]) == nullptr);
+                    for (size_t i = 0; i < 2; ++i) {
+                        QVERIFY2(equal(plain[i], with_stats[i]),
+                                 qPrintable(QString("%1 %2: gathering statistics changed the "
+                                                    "update of parameter %3")
+                                                .arg(kind, dtype_name(dtype))
+                                                .arg(i)));
+                        const StepStats* s = b->step_stats(with_stats[i]);
+                        QVERIFY(s != nullptr);
+                        const Tensor g = grads[i].to(DType::Float64);
+                        const Tensor w = before[i].to(DType::Float64);
+                        const Tensor d = with_stats[i].to(DType::Float64) - w;
+                        auto close = [](double x, double y) {
+                            return std::abs(x - y) <= 1e-5 * std::abs(y) + 1e-12;
+                        };
+                        QVERIFY(close(s->grad_squares, (g * g).sum().item<double>()));
+                        QVERIFY(close(s->grad_abs, g.abs().sum().item<double>()));
+                        QVERIFY(close(s->grad_max_abs, max(g.abs()).item<double>()));
+                        QVERIFY(close(s->weight_squares, (w * w).sum().item<double>()));
+                        QVERIFY(close(s->update_squares, (d * d).sum().item<double>()));
+                        QCOMPARE(s->count, g.numel());
+                    }
+                }
+            }
+        }
+    }
+
     void golden_trajectories() {
         const auto cases = golden::load("optim");
         QVERIFY2(cases.size() >= 20, "optim.txt holds too few optimizer cases");

@@ -22,6 +22,7 @@ class SGD final : public Optimizer {
     SGD(std::vector<Tensor> params, const SGDOptions& options);
     SGD(std::vector<ParamGroup> groups, const SGDOptions& options);
     const char* name() const override { return "SGD"; }
+    bool supports_step_stats() const override { return true; }
 
   protected:
     void step_group(ParamGroup& group, std::vector<ParamState>& state) override;
@@ -44,6 +45,7 @@ class Adam : public Optimizer {
     Adam(std::vector<Tensor> params, const AdamOptions& options = {});
     Adam(std::vector<ParamGroup> groups, const AdamOptions& options = {});
     const char* name() const override { return "Adam"; }
+    bool supports_step_stats() const override { return true; }
 
   protected:
     Adam(std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled);
@@ -84,6 +86,7 @@ class RMSprop final : public Optimizer {
     RMSprop(std::vector<Tensor> params, const RMSpropOptions& options = {});
     RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& options = {});
     const char* name() const override { return "RMSprop"; }
+    bool supports_step_stats() const override { return true; }
 
   protected:
     void step_group(ParamGroup& group, std::vector<ParamState>& state) override;
@@ -105,6 +108,7 @@ class Adagrad final : public Optimizer {
     Adagrad(std::vector<Tensor> params, const AdagradOptions& options = {});
     Adagrad(std::vector<ParamGroup> groups, const AdagradOptions& options = {});
     const char* name() const override { return "Adagrad"; }
+    bool supports_step_stats() const override { return true; }
 
   protected:
     void step_group(ParamGroup& group, std::vector<ParamState>& state) override;

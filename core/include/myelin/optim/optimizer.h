@@ -13,12 +13,25 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace myelin::optim {
 
 using Options = std::map<std::string, double>;
 using ParamState = std::map<std::string, Tensor>; // "step" is a 0-dim float32 tensor
+
+// What one step did to one parameter, gathered by the update pass itself (it reads the gradient
+// and the weights anyway): the trainer's per-layer capture costs no extra pass over memory and
+// no copy of the weights. Sums in double; Inf/NaN in the gradient propagate into grad_squares.
+struct StepStats {
+    double grad_squares = 0.0;   // Σg²
+    double grad_abs = 0.0;       // Σ|g|
+    double grad_max_abs = 0.0;   // max |g|
+    double weight_squares = 0.0; // Σw² before the step
+    double update_squares = 0.0; // Σ(w_after − w_before)²
+    int64_t count = 0;
+};
 
 struct ParamGroup {
     std::vector<Tensor> params;
@@ -50,6 +63,16 @@ class Optimizer {
     // Sets every parameter's .grad to undefined (PyTorch's set_to_none=True).
     void zero_grad();
 
+    // Whether this optimizer's update pass can gather StepStats (the built-in ones can; an
+    // optimizer from a plugin may not, and the trainer then measures the step itself).
+    virtual bool supports_step_stats() const { return false; }
+    // Gather StepStats during the following step() calls (off by default). Numerics of the
+    // update are the same either way.
+    void collect_step_stats(bool on) { collect_stats_ = on; }
+    // The last step()'s statistics of `param` (null when none were gathered for it: not
+    // collecting, no gradient, or not one of this optimizer's parameters).
+    const StepStats* step_stats(const Tensor& param) const;
+
     std::vector<ParamGroup>& param_groups() { return groups_; }
     const std::vector<ParamGroup>& param_groups() const { return groups_; }
     const Options& defaults() const { return defaults_; }
@@ -78,11 +101,15 @@ class Optimizer {
     void finish_construction();
 
     static double get(const Options& options, const char* key);
+    // Where step_group records the statistics of `param` this step; null when not collecting.
+    StepStats* stats_slot(const Tensor& param);
 
   private:
     std::vector<ParamGroup> groups_;
     std::vector<std::vector<ParamState>> state_;
     Options defaults_;
+    bool collect_stats_ = false;
+    std::unordered_map<const void*, StepStats> stats_; // by parameter impl, the last step's
 };
 
 } // namespace myelin::optim

@@ -86,6 +86,11 @@ struct TrainResult {
     std::filesystem::path last_checkpoint;
     std::filesystem::path best_checkpoint;
     bool early_stopped = false;
+    // Wall time of the training loops (every epoch's batches, steps, callbacks and events; not
+    // validation, test or checkpoints at epoch ends) and the examples they trained on: what a
+    // PyTorch loop timed around its `for batch in loader` measures.
+    double train_seconds = 0;
+    int64_t train_samples = 0;
 };
 
 // The project as a Trainer with these options trains it: the overrides (epochs, seed, lr,
@@ -134,6 +139,7 @@ class Trainer {
     Progress progress() const;
 
     graph::GraphModule& model() { return *model_; }
+    optim::Optimizer& optimizer() { return *optimizer_; }
     const io::Project& project() const { return project_; }
     const DataSplits& data() const { return data_; }
     const spec::TrainSpec& spec() const { return spec_; }

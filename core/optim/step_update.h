@@ -1,0 +1,132 @@
+#pragma once
+// The threading of the optimizers' element-wise updates, and the StepStats they gather on the way.
+// An update kernel is a serial loop over a range, `update(begin, count)`; run_update splits
+// [0, n) into one contiguous range per thread (as `omp parallel for schedule(static)` did), so
+// every element gets the same arithmetic whether or not statistics are gathered, and on any
+// thread count.
+//
+// With statistics, each thread walks its range in chunks small enough to stay in the L1/L2 cache:
+// it sums the chunk's gradient and weights, keeps a copy of the weights on the stack, runs the
+// update on the chunk and sums the change. The sums read data the update is about to touch or
+// has just touched, so the trainer's per-layer norms and update ratios cost no pass over memory
+// and no copy of the model.
+#include <myelin/optim/optimizer.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace myelin::optim::step_update {
+
+// Below this many elements a thread team costs more than it saves.
+constexpr int64_t kParallelElements = 1 << 16;
+
+// Per-lane partial sums of one chunk: independent lanes, so the loops vectorise without
+// reassociating a single accumulator (this file is compiled without -ffast-math).
+template <typename T> struct LaneSums {
+    static constexpr int kLanes = 64 / int(sizeof(T));
+    T grad_squares[kLanes] = {};
+    T grad_abs[kLanes] = {};
+    T grad_max[kLanes] = {};
+    T weight_squares[kLanes] = {};
+    T update_squares[kLanes] = {};
+
+    void add_before(const T* __restrict g, const T* __restrict w, int64_t count) {
+        int64_t i = 0;
+        for (; i + kLanes <= count; i += kLanes)
+            for (int j = 0; j < kLanes; ++j) {
+                const T gv = g[i + j], wv = w[i + j], ga = std::abs(gv);
+                grad_squares[j] += gv * gv;
+                grad_abs[j] += ga;
+                grad_max[j] = grad_max[j] > ga ? grad_max[j] : ga;
+                weight_squares[j] += wv * wv;
+            }
+        for (int j = 0; i < count; ++i, ++j) {
+            const T gv = g[i], wv = w[i], ga = std::abs(gv);
+            grad_squares[j] += gv * gv;
+            grad_abs[j] += ga;
+            grad_max[j] = grad_max[j] > ga ? grad_max[j] : ga;
+            weight_squares[j] += wv * wv;
+        }
+    }
+    void add_change(const T* __restrict before, const T* __restrict after, int64_t count) {
+        int64_t i = 0;
+        for (; i + kLanes <= count; i += kLanes)
+            for (int j = 0; j < kLanes; ++j) {
+                const T d = after[i + j] - before[i + j];
+                update_squares[j] += d * d;
+            }
+        for (int j = 0; i < count; ++i, ++j) {
+            const T d = after[i] - before[i];
+            update_squares[j] += d * d;
+        }
+    }
+    // Adds the lanes into `out` (double) and clears them.
+    void flush(StepStats& out) {
+        for (int j = 0; j < kLanes; ++j) {
+            out.grad_squares += double(grad_squares[j]);
+            out.grad_abs += double(grad_abs[j]);
+            out.grad_max_abs = std::max(out.grad_max_abs, double(grad_max[j]));
+            out.weight_squares += double(weight_squares[j]);
+            out.update_squares += double(update_squares[j]);
+        }
+        *this = LaneSums();
+    }
+};
+
+// [begin, begin + count) of thread `t` of `threads` over n elements.
+inline void thread_range(int64_t n, int t, int threads, int64_t& begin, int64_t& count) {
+    const int64_t base = n / threads, extra = n % threads;
+    begin = int64_t(t) * base + std::min<int64_t>(t, extra);
+    count = base + (t < extra ? 1 : 0);
+}
+
+// Runs `update(begin, count)` over [0, n) of the weights `w` with gradient `g`; fills `*stats`
+// when it is not null (a non-finite gradient shows in grad_squares; the per-thread sums are
+// added in thread order, so the statistics are deterministic too).
+template <typename T, typename Update>
+void run_update(T* w, const T* g, int64_t n, StepStats* stats, const Update& update) {
+    if (!stats) {
+#pragma omp parallel if (n >= kParallelElements)
+        {
+            int64_t begin = 0, count = 0;
+            thread_range(n, omp_get_thread_num(), omp_get_num_threads(), begin, count);
+            if (count > 0) update(begin, count);
+        }
+        return;
+    }
+    constexpr int64_t kChunk = 2048;
+    const bool parallel = n >= kParallelElements;
+    std::vector<StepStats> parts(size_t(parallel ? omp_get_max_threads() : 1));
+#pragma omp parallel if (parallel)
+    {
+        int64_t begin = 0, count = 0;
+        const int t = omp_get_thread_num();
+        thread_range(n, t, omp_get_num_threads(), begin, count);
+        LaneSums<T> lanes;
+        alignas(64) T saved[kChunk];
+        for (int64_t c = begin; c < begin + count; c += kChunk) {
+            const int64_t len = std::min(kChunk, begin + count - c);
+            lanes.add_before(g + c, w + c, len);
+            std::copy(w + c, w + c + len, saved);
+            update(c, len);
+            lanes.add_change(saved, w + c, len);
+            lanes.flush(parts[size_t(t)]);
+        }
+    }
+    StepStats total;
+    total.count = n;
+    for (const StepStats& part : parts) {
+        total.grad_squares += part.grad_squares;
+        total.grad_abs += part.grad_abs;
+        total.grad_max_abs = std::max(total.grad_max_abs, part.grad_max_abs);
+        total.weight_squares += part.weight_squares;
+        total.update_squares += part.update_squares;
+    }
+    *stats = total;
+}
+
+} // namespace myelin::optim::step_update
