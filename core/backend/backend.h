@@ -122,6 +122,11 @@ class Backend {
 
     virtual void* allocate(size_t nbytes) = 0;
     virtual void deallocate(void* p, size_t nbytes) = 0;
+    // The device allocator's bytes in use / reserved and peaks (caching_allocator.h).
+    virtual MemoryStats memory_stats() const { return {}; }
+    // Returns the allocator's cached, unused blocks to the system.
+    virtual void empty_cache() {}
+    virtual void reset_peak_memory_stats() {}
     // Copies host memory to/from this device (plain bytes).
     virtual void copy_from_host(void* dst, const void* src, size_t nbytes) = 0;
     virtual void copy_to_host(void* dst, const void* src, size_t nbytes) = 0;

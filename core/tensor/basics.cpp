@@ -211,6 +211,19 @@ bool is_available(DeviceType t) {
     return backend::find(t) != nullptr;
 }
 
+MemoryStats memory_stats(DeviceType t) {
+    backend::Backend* b = backend::find(t);
+    return b ? b->memory_stats() : MemoryStats{};
+}
+
+void reset_peak_memory_stats(DeviceType t) {
+    if (backend::Backend* b = backend::find(t)) b->reset_peak_memory_stats();
+}
+
+void empty_cache(DeviceType t) {
+    if (backend::Backend* b = backend::find(t)) b->empty_cache();
+}
+
 void set_num_threads(int n) {
     if (n < 1)
         throw Error("set_num_threads(): expected a positive thread count, got " +

@@ -1,11 +1,14 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include "backend/caching_allocator.h"
+
 #include <cblas.h>
 #include <omp.h>
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,74 +32,72 @@ BackendInfo CpuBackend::info() const {
 
 namespace {
 
-// Freed large blocks kept for reuse. A training step allocates the same activation sizes every
-// step; a fresh multi-megabyte block from the OS costs a page fault per 4 KiB on first touch,
-// which costs as much as the element-wise op that fills it (measured: ReLU on [128,32,28,28]
-// 3.6 ms with fresh pages). Exact-size reuse, bounded so memory stays close to the peak.
-class LargeBlockCache {
-  public:
-    static constexpr size_t kMinBytes = size_t(1) << 20;
-    static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
-
-    void* take(size_t bytes) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (size_t i = 0; i < blocks_.size(); ++i)
-            if (blocks_[i].bytes == bytes) {
-                void* p = blocks_[i].ptr;
-                cached_ -= bytes;
-                blocks_[i] = blocks_.back();
-                blocks_.pop_back();
-                return p;
-            }
-        return nullptr;
-    }
-    // False when the cache is full: the caller returns the block to the OS.
-    bool keep(void* p, size_t bytes) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (cached_ + bytes > kMaxCachedBytes) return false;
-        blocks_.push_back({p, bytes});
-        cached_ += bytes;
-        return true;
-    }
-
-  private:
-    struct Block {
-        void* ptr;
-        size_t bytes;
-    };
-    std::mutex mutex_;
-    std::vector<Block> blocks_;
-    size_t cached_ = 0;
-};
-
-// Never destroyed: tensors with static storage duration may free their blocks during exit,
-// after function-local statics are gone; the OS reclaims the cached blocks.
-LargeBlockCache& large_blocks() {
-    static auto* cache = new LargeBlockCache;
-    return *cache;
+size_t aligned_size(size_t nbytes, size_t alignment) {
+    return (nbytes + alignment - 1) & ~(alignment - 1);
 }
 
-size_t aligned_size(size_t nbytes) {
-    return (nbytes + 63) & ~size_t(63);
+// Host memory for the caching allocator. Blocks of 2 MiB and more are 2 MiB-aligned and asked to
+// be backed by transparent huge pages (as PyTorch's CPU allocator does): one page fault per 2 MiB
+// on first touch instead of 512, and fewer TLB misses while a kernel streams through them.
+class HostMemory final : public BlockProvider {
+  public:
+    static constexpr size_t kHugePage = size_t(2) << 20;
+
+    void* allocate(size_t bytes) override {
+        const bool huge = bytes >= kHugePage;
+        const size_t alignment = huge ? kHugePage : 64;
+        void* p = std::aligned_alloc(alignment, aligned_size(bytes, alignment));
+        if (p && huge) ::madvise(p, aligned_size(bytes, kHugePage), MADV_HUGEPAGE);
+        return p;
+    }
+    void release(void* p, size_t) override { std::free(p); }
+};
+
+// A training step allocates the same activation sizes every step; without the cache every one
+// of them would come fresh from the OS (measured: ReLU on [128,32,28,28] 3.6 ms with fresh pages,
+// as long as the op itself). 256 MiB of unused blocks at most.
+CachingAllocator& host_allocator() {
+    // Never destroyed: tensors with static storage duration may free their blocks during exit,
+    // after function-local statics are gone; the OS reclaims the cached blocks.
+    static auto* memory = new HostMemory;
+    static auto* allocator = new CachingAllocator(*memory, size_t(256) << 20);
+    return *allocator;
 }
 
 } // namespace
 
 void* CpuBackend::allocate(size_t nbytes) {
     if (nbytes == 0) return nullptr;
-    if (nbytes >= LargeBlockCache::kMinBytes)
-        if (void* p = large_blocks().take(aligned_size(nbytes))) return p;
     // Small blocks: plain malloc (16-byte aligned, the cheapest path: per-op overhead matters).
-    // Larger blocks: 64-byte alignment for full cache lines and aligned AVX-512 loads.
-    void* p = nbytes <= 1024 ? std::malloc(nbytes) : std::aligned_alloc(64, aligned_size(nbytes));
+    // Medium ones: 64-byte alignment for full cache lines and aligned AVX-512 loads.
+    if (nbytes < CachingAllocator::kMinCachedBytes) {
+        void* p =
+            nbytes <= 1024 ? std::malloc(nbytes) : std::aligned_alloc(64, aligned_size(nbytes, 64));
+        if (!p) throw std::bad_alloc();
+        return p;
+    }
+    void* p = host_allocator().allocate(nbytes);
     if (!p) throw std::bad_alloc();
     return p;
 }
 
 void CpuBackend::deallocate(void* p, size_t nbytes) {
-    if (nbytes >= LargeBlockCache::kMinBytes && large_blocks().keep(p, aligned_size(nbytes)))
-        return;
-    std::free(p);
+    if (nbytes < CachingAllocator::kMinCachedBytes)
+        std::free(p);
+    else
+        host_allocator().deallocate(p, nbytes);
+}
+
+MemoryStats CpuBackend::memory_stats() const {
+    return host_allocator().stats();
+}
+
+void CpuBackend::empty_cache() {
+    host_allocator().empty_cache();
+}
+
+void CpuBackend::reset_peak_memory_stats() {
+    host_allocator().reset_peaks();
 }
 
 void CpuBackend::copy_from_host(void* dst, const void* src, size_t nbytes) {

@@ -14,6 +14,9 @@ class CpuBackend final : public Backend {
     void deallocate(void* p, size_t nbytes) override;
     void copy_from_host(void* dst, const void* src, size_t nbytes) override;
     void copy_to_host(void* dst, const void* src, size_t nbytes) override;
+    MemoryStats memory_stats() const override;
+    void empty_cache() override;
+    void reset_peak_memory_stats() override;
 
     // cpu_elementwise.cpp
     void copy(const View& src, const View& dst) override;

@@ -38,6 +38,23 @@ std::vector<BackendInfo> available_backends();
 std::string backends_summary();
 bool is_available(DeviceType t);
 
+// A device allocator's state (the CPU's caching allocator for blocks of 64 KiB and more; smaller
+// ones come from malloc and are not counted). Bytes are size-class bytes.
+struct MemoryStats {
+    int64_t allocated_bytes = 0;      // in use by tensors
+    int64_t reserved_bytes = 0;       // taken from the system: in use + cached for reuse
+    int64_t peak_allocated_bytes = 0; // since the start or reset_peak_memory_stats()
+    int64_t peak_reserved_bytes = 0;
+    int64_t cached_blocks = 0;
+    int64_t requests = 0;             // allocations through the cache
+    int64_t cache_hits = 0;           // of those, served from it
+    int64_t provider_allocations = 0; // of those, taken from the system
+};
+MemoryStats memory_stats(DeviceType t = DeviceType::CPU);
+void reset_peak_memory_stats(DeviceType t = DeviceType::CPU);
+// Returns cached, unused blocks to the system (PyTorch's torch.cuda.empty_cache()).
+void empty_cache(DeviceType t = DeviceType::CPU);
+
 // Threads used by our loops, OpenBLAS and oneDNN (all share one OpenMP runtime).
 void set_num_threads(int n);
 int get_num_threads();
