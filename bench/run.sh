@@ -20,9 +20,23 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# PyTorch at its best, as its CPU tuning guide configures it: tcmalloc preloaded when Debian's
+# libtcmalloc-minimal4 is installed, else glibc told to keep freed memory (its default mmaps and
+# unmaps every activation above 128 KiB: a page fault per 4 KiB every step). Myelin runs with
+# glibc's defaults (it caches its own blocks). glibc-default PyTorch figures are printed beside.
+tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+if [ -e "$tcmalloc" ]; then
+  torch_config=tcmalloc
+  torch_best=(env LD_PRELOAD="$tcmalloc")
+else
+  torch_config=glibc-keep
+  torch_best=(env MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=67108864)
+fi
+echo "{\"pytorch_config\": \"$torch_config\"}"
 OMP_NUM_THREADS=$threads MYELIN_NUM_THREADS=$threads build/bench/myelin_bench_ops \
   --benchmark_format=json --benchmark_min_time=1 >"$tmp/myelin.json" 2>/dev/null
-OMP_NUM_THREADS=$threads /usr/bin/python3 bench/torch_ops.py --threads "$threads" >"$tmp/torch.json"
+OMP_NUM_THREADS=$threads "${torch_best[@]}" /usr/bin/python3 bench/torch_ops.py \
+  --threads "$threads" >"$tmp/torch.json"
 # Training steps (batch 128, Adam), each framework and model in its own process so peak RSS is
 # the workload's own.
 steps_mlp=${MYELIN_BENCH_STEPS_MLP:-400}
@@ -31,15 +45,18 @@ for model in mlp cnn; do
   steps=$([ "$model" = mlp ] && echo "$steps_mlp" || echo "$steps_cnn")
   OMP_NUM_THREADS=$threads build/bench/myelin_train_fashion --model "$model" --steps "$steps" \
     --threads "$threads" >"$tmp/myelin_$model.json"
+  OMP_NUM_THREADS=$threads "${torch_best[@]}" /usr/bin/python3 bench/torch_train_step.py \
+    --model "$model" --steps "$steps" --threads "$threads" >"$tmp/torch_$model.json"
   OMP_NUM_THREADS=$threads /usr/bin/python3 bench/torch_train_step.py --model "$model" \
-    --steps "$steps" --threads "$threads" >"$tmp/torch_$model.json"
+    --steps "$steps" --threads "$threads" >"$tmp/torch_default_$model.json"
 done
-/usr/bin/python3 - "$tmp" "$threads" <<'PY'
+/usr/bin/python3 - "$tmp" "$threads" "$torch_config" <<'PY'
 import json, sys
 tmp = sys.argv[1]
 m = {b["name"].split("/")[0]: b for b in json.load(open(tmp + "/myelin.json"))["benchmarks"]}
 t = json.load(open(tmp + "/torch.json"))
 threads = int(sys.argv[2])
+config = sys.argv[3]
 def secs(name):
     b = m[name]
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
@@ -47,7 +64,7 @@ def secs(name):
 def line(workload, ours, theirs, unit, higher_is_better, **extra):
     ratio = ours / theirs if higher_is_better else theirs / ours
     d = {"workload": workload, "myelin": round(ours, 3), "pytorch": round(theirs, 3), "unit": unit,
-         "ratio": round(ratio, 2), "threads": threads}
+         "ratio": round(ratio, 2), "threads": threads, "pytorch_config": config}
     d.update(extra)
     print(json.dumps(d))
 peak = m["BM_fma_peak"]["flops"] / 1e9
@@ -63,10 +80,19 @@ line("small_add_fwd_bwd", secs("BM_small_add_fwd_bwd") * 1e6, t["small_add_fwd_b
 for model in ("mlp", "cnn"):
     ours = json.load(open(f"{tmp}/myelin_{model}.json"))
     theirs = json.load(open(f"{tmp}/torch_{model}.json"))
+    default = json.load(open(f"{tmp}/torch_default_{model}.json"))
     line("train_step_" + model, ours["train_samples_per_s"], theirs["train_samples_per_s"], "samples/s",
          True, myelin_peak_rss_mb=round(ours["peak_rss_mb"], 1),
-         pytorch_peak_rss_mb=round(theirs["peak_rss_mb"], 1))
+         pytorch_peak_rss_mb=round(theirs["peak_rss_mb"], 1),
+         pytorch_glibc_default=round(default["train_samples_per_s"], 1))
 PY
+# What a user meets: `myelin train` on the shipped examples against torch_baseline.py's loop
+# (PyTorch at its best, named in the output), alternated, median of 3, peak RSS.
+/usr/bin/python3 bench/train_cli.py --threads "$threads" --rounds 3
+# The studio's Train against the CLI on the same project (offscreen; built with the UI only).
+if [ -x build/bench/myelin_bench_studio_train ]; then
+  /usr/bin/python3 bench/train_studio.py --threads "$threads" --rounds 3
+fi
 # Run store (no PyTorch counterpart): ingest points/s, list_runs over 100 runs, a 1M-point series
 # downsampled to 2000 buckets; one JSON line each with its goal. The store file lives in $tmp.
 build/bench/myelin_bench_store --dir "$tmp/store" 2>/dev/null
