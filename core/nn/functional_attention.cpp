@@ -13,6 +13,7 @@
 #include "tensor/tensor_impl.h"
 
 #include <myelin/autograd.h>
+#include <myelin/generator.h>
 #include <myelin/nn/attention.h>
 #include <myelin/nn/functional.h>
 
@@ -106,6 +107,20 @@ void merge_heads(const Tensor& heads, Tensor& dst, bool batch_first, int64_t off
     else
         merge_loop(heads.data<float>(), s, off, H, Dh, static_cast<float>(scale),
                    dst.data<float>());
+}
+
+// Dropout of the attention weights: keep = 1 / (1 - p) with probability 1 - p, else 0, from one
+// 32-bit draw of the default generator per weight (its state is what checkpoints save); writes
+// the mask and p * keep in the same pass (bernoulli + divide + multiply took three).
+template <typename T> void dropout_loop(const T* p, int64_t n, double drop, T* keep, T* out) {
+    Generator& g = default_generator();
+    const double threshold = (1.0 - drop) * 4294967296.0; // keep when u32 < threshold
+    const T scale = static_cast<T>(1.0 / (1.0 - drop));
+    for (int64_t i = 0; i < n; ++i) {
+        const T k = static_cast<double>(g.next_u32()) < threshold ? scale : T(0);
+        keep[i] = k;
+        out[i] = p[i] * k;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -282,9 +297,14 @@ Tensor attention_node(const Projection& proj, const Dims3& d, bool batch_first, 
         backend_for(P).softmax(view_of(scores), 2, false, view_of(P));
         Tensor attn = P;
         if (training && dropout_p > 0.0) {
-            keep = bernoulli({N, L, S}, 1.0 - dropout_p, TensorOptions(dt).with_device(dev));
-            keep.div_(1.0 - dropout_p);
-            attn = P * keep;
+            keep = make_tensor({N, L, S}, dt, dev);
+            attn = make_tensor({N, L, S}, dt, dev);
+            if (dt == DType::Float64)
+                dropout_loop(P.data<double>(), P.numel(), dropout_p, keep.data<double>(),
+                             attn.data<double>());
+            else
+                dropout_loop(P.data<float>(), P.numel(), dropout_p, keep.data<float>(),
+                             attn.data<float>());
         }
         const Tensor heads = bmm(attn, V);
         Dims out_shape = batch_first ? Dims{d.B, L, d.E} : Dims{L, d.B, d.E};

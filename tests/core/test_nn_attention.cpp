@@ -185,6 +185,25 @@ class TestNnAttention : public QObject {
         QVERIFY(amax(w).item() <= 2.0 + 1e-6);
     }
 
+    // Reseeded before every call, training-mode dropout draws the same mask: a fixed function
+    // whose gradient (through the kept weights only) gradcheck can verify.
+    void gradcheckAttentionDropout() {
+        auto mha = f64(std::make_shared<nn::MultiheadAttention>(
+                           4, 2, nn::MultiheadAttentionOptions{.dropout = 0.4}),
+                       22);
+        mha->train();
+        const Tensor x = rnd({3, 2, 4}, 23);
+        auto fn = [&](const TensorList& in) {
+            manual_seed(7);
+            return TensorList{mha->forward(in[0], in[0], in[0])};
+        };
+        GRADCHECK(fn, x, mha->in_proj_weight);
+        manual_seed(7);
+        const Tensor a = mha->forward(x, x, x);
+        manual_seed(8);
+        QVERIFY(max_abs_diff(a, mha->forward(x, x, x)) > 1e-6); // another draw, another mask
+    }
+
     void causalAndLengthMasks() {
         const Tensor c = F::causal_mask(3);
         const float inf = std::numeric_limits<float>::infinity();
