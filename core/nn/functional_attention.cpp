@@ -179,7 +179,7 @@ Tensor combined_mask(const AttentionMasks& masks, int64_t B, int64_t H, int64_t 
                                  "] (batch * heads, target, source), got " + shape_of(am));
         result = result.defined() ? m + result : m;
     }
-    return result.defined() ? result.contiguous() : result;
+    return result.defined() ? result.contiguous().detach() : result; // masks are constants
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -364,6 +364,12 @@ Batched batch_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const At
     return r;
 }
 
+// batch_first does not apply to unbatched inputs (PyTorch ignores it too).
+MultiheadAttentionParams sequence_first(MultiheadAttentionParams p) {
+    p.batch_first = false;
+    return p;
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -394,8 +400,9 @@ Tensor padding_mask_from_lengths(const Tensor& lengths, int64_t max_len) {
 }
 
 Tensor multi_head_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                            const MultiheadAttentionParams& params, const AttentionMasks& masks) {
+                            const MultiheadAttentionParams& given, const AttentionMasks& masks) {
     const Batched in = batch_inputs(query, key, value, masks);
+    const MultiheadAttentionParams params = in.unbatched ? sequence_first(given) : given;
     const Dims3 d = check_inputs(in.q, in.k, in.v, params);
     const Tensor mask = combined_mask(in.masks, d.B, d.H, d.L, d.S, in.q.dtype());
     const Projection proj = project(in.q, in.k, in.v, params, d.E);
@@ -407,10 +414,11 @@ Tensor multi_head_attention(const Tensor& query, const Tensor& key, const Tensor
 
 AttentionResult multi_head_attention_with_weights(const Tensor& query, const Tensor& key,
                                                   const Tensor& value,
-                                                  const MultiheadAttentionParams& params,
+                                                  const MultiheadAttentionParams& given,
                                                   const AttentionMasks& masks,
                                                   bool average_attn_weights) {
     const Batched in = batch_inputs(query, key, value, masks);
+    const MultiheadAttentionParams params = in.unbatched ? sequence_first(given) : given;
     const Dims3 d = check_inputs(in.q, in.k, in.v, params);
     const Tensor mask = combined_mask(in.masks, d.B, d.H, d.L, d.S, in.q.dtype());
     const Projection proj = project(in.q, in.k, in.v, params, d.E);

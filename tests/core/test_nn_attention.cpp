@@ -157,6 +157,25 @@ class TestNnAttention : public QObject {
         QVERIFY(max_abs_diff(a, (*mha)(x)) == 0.0);
     }
 
+    // Unbatched [L, E] inputs are one sequence whatever batch_first says (as PyTorch).
+    void unbatchedIgnoresBatchFirst() {
+        for (bool batch_first : {false, true}) {
+            auto mha = f64(std::make_shared<nn::MultiheadAttention>(
+                               4, 2, nn::MultiheadAttentionOptions{.batch_first = batch_first}),
+                           24);
+            const Tensor x = rnd({5, 4}, 25, DType::Float64, false);
+            const Tensor batched =
+                mha->forward(x.unsqueeze(batch_first ? 0 : 1), x.unsqueeze(batch_first ? 0 : 1),
+                             x.unsqueeze(batch_first ? 0 : 1));
+            const Tensor one = (*mha)(x);
+            QVERIFY(one.shape() == (Dims{5, 4}));
+            QVERIFY(max_abs_diff(one, batched.squeeze(batch_first ? 0 : 1)) < 1e-13);
+            const auto r = mha->forward_with_weights(x, x, x);
+            QVERIFY(r.weights.shape() == (Dims{5, 5}));
+            QVERIFY(max_abs_diff(r.output, one) < 1e-13);
+        }
+    }
+
     // A padded key changes nothing and gets weight 0; the masked causal part too.
     void maskedKeysHaveNoInfluence() {
         auto mha = f64(std::make_shared<nn::MultiheadAttention>(
