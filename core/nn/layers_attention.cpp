@@ -188,6 +188,7 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderLayer& proto, int
         auto layer =
             std::make_shared<TransformerEncoderLayer>(proto.d_model, proto.nhead, proto.options);
         layer->to(proto.self_attn->in_proj_weight.dtype());
+        layer->to(proto.self_attn->in_proj_weight.device());
         layer->load_state_dict(initial); // PyTorch deep-copies the prototype: equal initial values
         layer->train(proto.is_training());
         layers->push_back(layer);
