@@ -3,8 +3,11 @@
 // the steps, a linear head to 10 classes, cross-entropy, Adam. Random inputs and labels (fixed
 // seed), timed over --steps steps after 3 warm-up steps, median of --rounds rounds. The same
 // step in PyTorch: bench/torch_transformer_step.py. Prints one JSON line.
+// --workload mha times only the self-attention of one layer (MultiheadAttention forward and
+// backward on the same [32, 64, 128] input): the part nn/attention.h computes itself.
 //
-//   myelin_bench_transformer [--steps N] [--rounds N] [--threads N] [--dropout P]
+//   myelin_bench_transformer [--workload step|mha] [--steps N] [--rounds N] [--threads N]
+//                            [--dropout P]
 #include <myelin/autograd.h>
 #include <myelin/device.h>
 #include <myelin/generator.h>
@@ -24,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 using namespace myelin;
@@ -31,7 +35,9 @@ using namespace myelin;
 int main(int argc, char** argv) {
     int steps = 20, rounds = 3, threads = 0;
     double dropout = 0.1;
+    std::string workload = "step";
     for (int i = 1; i + 1 < argc; i += 2) {
+        if (!std::strcmp(argv[i], "--workload")) workload = argv[i + 1];
         if (!std::strcmp(argv[i], "--steps")) steps = std::max(1, std::atoi(argv[i + 1]));
         if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(argv[i + 1]));
         if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
@@ -54,7 +60,14 @@ int main(int argc, char** argv) {
     Generator g(1);
     const Tensor x = randn({batch, seq, d_model}, {}, &g);
     const Tensor y = randint(0, classes, {batch}, DType::Int64, &g);
+    nn::MultiheadAttention mha(d_model, 4, {.dropout = dropout, .batch_first = true});
+    const Tensor grad_out = randn({batch, seq, d_model}, {}, &g);
     auto step = [&] {
+        if (workload == "mha") {
+            mha.zero_grad();
+            mha(x).backward(grad_out);
+            return;
+        }
         adam.zero_grad();
         const Tensor h = encoder(x).mean({1});
         Tensor loss = loss_fn((*head)(h), y);
@@ -85,10 +98,11 @@ int main(int argc, char** argv) {
     const double cpu_med = cpu_per_step[cpu_per_step.size() / 2];
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
-    std::printf("{\"workload\": \"train_step_transformer\", \"ms_per_step\": %.3f, "
+    std::printf("{\"workload\": \"%s\", \"ms_per_step\": %.3f, "
                 "\"train_samples_per_s\": %.1f, \"min_ms\": %.3f, \"max_ms\": %.3f, "
                 "\"cpu_ms_per_step\": %.3f, \"dropout\": %g, \"threads\": %d, "
                 "\"peak_rss_mb\": %.1f}\n",
-                1000.0 * med, batch / med, 1000.0 * per_step.front(), 1000.0 * per_step.back(),
-                1000.0 * cpu_med, dropout, threads, static_cast<double>(u.ru_maxrss) / 1024.0);
+                workload == "mha" ? "mha_fwd_bwd" : "train_step_transformer", 1000.0 * med,
+                batch / med, 1000.0 * per_step.front(), 1000.0 * per_step.back(), 1000.0 * cpu_med,
+                dropout, threads, static_cast<double>(u.ru_maxrss) / 1024.0);
 }

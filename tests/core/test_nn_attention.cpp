@@ -157,6 +157,18 @@ class TestNnAttention : public QObject {
         QVERIFY(max_abs_diff(a, (*mha)(x)) == 0.0);
     }
 
+    // A 3-D attention mask [B * H, L, S] holding the same 2-D mask per head gives its result.
+    void attentionMask3dEquals2d() {
+        auto mha = f64(std::make_shared<nn::MultiheadAttention>(4, 2), 26);
+        const Tensor x = rnd({3, 2, 4}, 27, DType::Float64, false);
+        const Tensor am = F::causal_mask(3, DType::Float64);
+        const Tensor am3 = am.unsqueeze(0).expand({4, 3, 3}).contiguous();
+        QVERIFY(max_abs_diff(mha->forward(x, x, x, {{}, am}), mha->forward(x, x, x, {{}, am3})) <
+                1e-14);
+        CHECK_ERROR(ShapeError, mha->forward(x, x, x, {{}, am3.narrow(0, 0, 3)}), "[4, 3, 3]",
+                    "[3, 3, 3]");
+    }
+
     // Unbatched [L, E] inputs are one sequence whatever batch_first says (as PyTorch).
     void unbatchedIgnoresBatchFirst() {
         for (bool batch_first : {false, true}) {
