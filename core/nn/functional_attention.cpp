@@ -294,7 +294,7 @@ Tensor attention_node(const Projection& proj, const Dims3& d, bool batch_first, 
         const Tensor kt = make_view(K, {N, Dh, S}, {S * Dh, 1, Dh}, 0);
         backend_for(scores).batched_gemm(view_of(Q), view_of(kt), view_of(scores), mask.defined());
         P = make_tensor({N, L, S}, dt, dev);
-        backend_for(P).softmax(view_of(scores), 2, false, view_of(P));
+        if (P.numel() > 0) backend_for(P).softmax(view_of(scores), 2, false, view_of(P));
         Tensor attn = P;
         if (training && dropout_p > 0.0) {
             keep = make_tensor({N, L, S}, dt, dev);
@@ -327,8 +327,9 @@ Tensor attention_node(const Projection& proj, const Dims3& d, bool batch_first, 
             const Tensor dV = bmm(attn.transpose(1, 2), dO);
             if (keep.defined()) dattn = dattn * keep;
             Tensor dS = make_tensor(P.shape(), P.dtype(), P.device());
-            backend_for(P).softmax_backward(view_of(P), view_of(dattn.contiguous()), 2, false,
-                                            view_of(dS));
+            if (P.numel() > 0) // empty batches or sequences: nothing to differentiate
+                backend_for(P).softmax_backward(view_of(P), view_of(dattn.contiguous()), 2, false,
+                                                view_of(dS));
             const Tensor dQ = bmm(dS, K);                 // times scale on merge
             const Tensor dK = bmm(dS.transpose(1, 2), Q); // Q is already scaled
             TensorList grads(source_shapes.size());
@@ -436,14 +437,18 @@ AttentionResult multi_head_attention_with_weights(const Tensor& query, const Ten
     Tensor scores = bmm(q, k.transpose(1, 2));
     if (mask.defined())
         scores = (scores.view({d.B, d.H, d.L, d.S}) + mask).view({d.B * d.H, d.L, d.S});
-    Tensor attn = softmax(scores, -1);
+    // (core's softmax refuses empty tensors: an empty batch or sequence has nothing to normalise)
+    Tensor attn = scores.numel() > 0 ? softmax(scores, -1) : scores;
     attn = dropout(attn, params.dropout, params.training);
     const Tensor o = bmm(attn, v).view({d.B, d.H, d.L, d.Dh});
     const Tensor merged = (bf ? o.permute({0, 2, 1, 3}) : o.permute({2, 0, 1, 3}))
                               .reshape(bf ? Dims{d.B, d.L, d.E} : Dims{d.L, d.B, d.E});
     Tensor out = linear(merged, params.out_proj_weight, params.out_proj_bias);
     Tensor w = attn.view({d.B, d.H, d.L, d.S});
-    if (average_attn_weights) w = w.sum({1}) / static_cast<double>(d.H);
+    if (average_attn_weights)
+        w = w.numel() > 0
+                ? w.sum({1}) / static_cast<double>(d.H)
+                : zeros({d.B, d.L, d.S}, TensorOptions(w.dtype()).with_device(w.device()));
     if (in.unbatched) {
         out = out.squeeze(1);
         w = w.squeeze(0);

@@ -349,6 +349,23 @@ class TestNnAttention : public QObject {
         QVERIFY(sd[0].second.shape() == (Dims{6, 4}));
     }
 
+    // Empty batches and sequences give empty outputs (no crash), forward and backward.
+    void emptyShapes() {
+        nn::MultiheadAttention mha(4, 2);
+        for (const Dims& shape : {Dims{0, 2, 4}, Dims{3, 0, 4}}) {
+            const Tensor x = zeros(shape).requires_grad_();
+            const Tensor y = mha(x);
+            QVERIFY(y.shape() == shape);
+            y.sum().backward();
+            QVERIFY(x.grad().shape() == shape);
+            const auto r = mha.forward_with_weights(x, x, x);
+            QVERIFY(r.output.shape() == shape);
+            (r.output.sum() + r.weights.sum()).backward();
+        }
+        const Tensor none = mha.forward(zeros({2, 1, 4}), zeros({0, 1, 4}), zeros({0, 1, 4}));
+        QVERIFY(none.shape() == (Dims{2, 1, 4}));
+    }
+
     void badInput() {
         CHECK_ERROR(Error, nn::MultiheadAttention(10, 3), "embed_dim 10", "num_heads 3");
         nn::MultiheadAttention mha(4, 2, {.batch_first = true});
