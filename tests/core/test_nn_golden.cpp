@@ -6,6 +6,7 @@
 // running statistics after the forward are compared with PyTorch's. Fixtures:
 // tests/golden/nn_f32.txt and nn_f64.txt, written by tests/golden/gen_golden_nn.py (format in its
 // docstring and in tests/golden/README.md).
+#include "golden_attention_factories.h"
 #include "golden_support.h"
 
 #include <QtTest>
@@ -52,7 +53,8 @@ namespace {
 // A truncated or missing fixture must fail, not pass vacuously.
 constexpr int kMinCasesF32 = 130;
 constexpr int kMinCasesF64 = 130;
-const char* const kFixtureFiles[] = {"nn_f32.txt", "nn_f64.txt"};
+const char* const kFixtureFiles[] = {"nn_f32.txt", "nn_f64.txt", "attention_f32.txt",
+                                     "attention_f64.txt"};
 
 // ---------------------------------------------------------------------------------------------
 // Fixture model and parser
@@ -61,6 +63,7 @@ DType parseDType(const std::string& tag) {
     if (tag == "f32") return DType::Float32;
     if (tag == "f64") return DType::Float64;
     if (tag == "i64") return DType::Int64;
+    if (tag == "bool") return DType::Bool; // masks
     throw FixtureError("unknown dtype tag '" + tag + "'");
 }
 
@@ -438,6 +441,7 @@ std::map<std::string, Factory> buildFactories() {
     t["MLP"] = [](const Opts&) -> nn::ModulePtr { return makeMlp(); };
     t["CNN"] = [](const Opts&) -> nn::ModulePtr { return makeCnn(); };
     t["ResBlock"] = [](const Opts&) -> nn::ModulePtr { return make_shared<ResBlock>(4); };
+    golden_attention::addFactories(t);
     return t;
 }
 
@@ -468,7 +472,7 @@ bool isAccumulatingKind(const std::string& kind) {
         "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm",
         "GroupNorm", "Softmax",           "LogSoftmax",  "MLP",         "CNN",
         "ResBlock"};
-    return kinds.count(kind) != 0;
+    return kinds.count(kind) != 0 || golden_attention::isAttentionKind(kind);
 }
 
 Tolerance tolerance(DType dtype, bool accumulates) {
@@ -736,9 +740,20 @@ void TestNnGolden::fixturesLoaded() {
         if (!c.isLayout()) kindsPerFile[c.file].insert(c.kind);
     }
     for (const auto& kind : requiredKinds())
-        for (const char* file : kFixtureFiles)
+        for (const char* file : {"nn_f32.txt", "nn_f64.txt"})
             QVERIFY2(kindsPerFile[file].count(kind),
                      qPrintable(QString::fromStdString(kind + " has no case in " + file)));
+    for (const char* file : golden_attention::kFiles) {
+        QVERIFY2(fx.count(file) >= golden_attention::kMinCases,
+                 qPrintable(QStringLiteral("%1 has %2 cases, expected >= %3 (run "
+                                           "gen_golden_attention.py)")
+                                .arg(file)
+                                .arg(fx.count(file))
+                                .arg(golden_attention::kMinCases)));
+        for (const auto& kind : golden_attention::requiredKinds())
+            QVERIFY2(kindsPerFile[file].count(kind),
+                     qPrintable(QString::fromStdString(kind + " has no case in " + file)));
+    }
 }
 
 void TestNnGolden::layer_data() {

@@ -57,7 +57,7 @@ import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 F32, F64, I64 = torch.float32, torch.float64, torch.int64
-TAG = {F32: "f32", F64: "f64", I64: "i64"}
+TAG = {F32: "f32", F64: "f64", I64: "i64", torch.bool: "bool"}
 MAX_FULL = 1200  # tensors with more elements are written as `gen` (inputs) or `every` (results)
 
 
@@ -305,7 +305,7 @@ def emit_case(base, kind, opts, mode, make_module, make_inputs, dtypes=(F32, F64
             tr = entry[2] if len(entry) > 2 else None
             if isinstance(x, Gen):
                 inputs.append((x.tensor(dt), rg, x, tr))
-            elif x.dtype == I64:
+            elif x.dtype in (I64, torch.bool):  # indices, lengths and masks keep their dtype
                 inputs.append((x, rg, None, tr))
             else:
                 inputs.append((x.to(dt), rg, None, tr))
