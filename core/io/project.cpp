@@ -165,8 +165,11 @@ graph::AttrValue read_value(const Reader& r, const graph::AttrDesc* desc) {
         }
         return out;
     }
-    if (v.is_array() && (table || std::any_of(v.begin(), v.end(),
-                                              [](const json& x) { return x.is_number_float(); }))) {
+    // Numbers by position; an unknown kind's list with fractions is kept as one too.
+    const bool fractions = v.is_array() && std::any_of(v.begin(), v.end(), [](const json& x) {
+                               return x.is_number_float();
+                           });
+    if (v.is_array() && (table || (!desc && fractions))) {
         graph::NumberTable out;
         for (size_t i = 0; i < v.size(); ++i)
             out.by_position.push_back(r.at(i).number());
