@@ -3,6 +3,8 @@
 #include <myelin/io/json_limits.h>
 #include <myelin/io/safetensors.h>
 
+#include "table_json.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -103,11 +105,7 @@ json attr_json(const graph::AttrValue& value) {
             if constexpr (std::is_same_v<T, std::monostate>) {
                 return nullptr;
             } else if constexpr (std::is_same_v<T, graph::NumberTable>) {
-                if (!v.by_position.empty()) return json(v.by_position);
-                json out = json::object();
-                for (const auto& [name, x] : v.by_name)
-                    out[name] = x;
-                return out;
+                return table_json<json>(v);
             } else {
                 return v;
             }

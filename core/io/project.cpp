@@ -6,6 +6,8 @@
 #include <myelin/io/project.h>
 #include <myelin/spec/components.h>
 
+#include "table_json.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -159,10 +161,8 @@ graph::AttrValue read_value(const Reader& r, const graph::AttrDesc* desc) {
             r.fail(std::string("expected a number, boolean, string, null or list of integers, "
                                "got an object"));
         graph::NumberTable out;
-        for (auto it = v.begin(); it != v.end(); ++it) {
-            Reader entry = r.at(it.key());
-            out.by_name.emplace_back(it.key(), entry.number());
-        }
+        for (auto it = v.begin(); it != v.end(); ++it)
+            out.by_name.emplace_back(it.key(), r.at(it.key()).number());
         return out;
     }
     // Numbers by position; an unknown kind's list with fractions is kept as one too.
@@ -200,23 +200,9 @@ json write_value(const graph::AttrValue& value, const graph::AttrDesc* desc) {
         json operator()(double x) const { return x; }
         json operator()(const std::string& s) const { return s; }
         json operator()(const std::vector<int64_t>& list) const { return json(list); }
-        json operator()(const graph::NumberTable& table) const {
-            if (!table.by_position.empty()) return json(table.by_position);
-            json out = json::object();
-            for (const auto& [name, v] : table.by_name)
-                out[name] = v;
-            return out;
-        }
+        json operator()(const graph::NumberTable& t) const { return table_json<json>(t); }
     };
     return std::visit(Visitor{}, value);
-}
-
-// A table's problem names its owner and option ("CrossEntropyLoss weight: 'Coat': must be a
-// finite number >= 0, got -1"): the path alone does not say which loss it is.
-std::string table_problem(const graph::AttrDesc& desc, const std::string& owner,
-                          const std::string& why) {
-    if (desc.type != graph::AttrType::NumberTable) return why;
-    return owner + " " + desc.name + ": " + why;
 }
 
 // Reads `r`'s keys except `skip` as options described by `descs` (unknown names and wrong types
