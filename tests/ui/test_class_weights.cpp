@@ -13,6 +13,7 @@
 
 #include <QComboBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -191,6 +192,20 @@ void TestClassWeights::editBalanceSaveReload() {
     QVERIFY(page2.classWeightsEditor() == nullptr);
     kind->setCurrentIndex(kind->findData(QStringLiteral("NLLLoss")));
     QVERIFY(page2.classWeightsEditor() != nullptr);
+
+    // BCEWithLogitsLoss: pos_weight and weight, one number per output, in a line each.
+    kind->setCurrentIndex(kind->findData(QStringLiteral("BCEWithLogitsLoss")));
+    QVERIFY(page2.classWeightsEditor() == nullptr);
+    auto* posWeight = page2.findChild<QWidget*>(QStringLiteral("lossOptions"))
+                          ->findChild<QLineEdit*>(QStringLiteral("attr_pos_weight"));
+    QVERIFY(posWeight != nullptr);
+    posWeight->setText(QStringLiteral("2, 0.5"));
+    emit posWeight->editingFinished();
+    graph::NumberTable listed;
+    listed.by_position = {2.0, 0.5};
+    QVERIFY(doc2.project().train.loss.options.get_table("pos_weight") == listed);
+    doc2.undoStack()->undo();
+    QVERIFY(doc2.project().train.loss.options.get_table("pos_weight").empty());
 }
 
 QTEST_MAIN(TestClassWeights)
