@@ -16,8 +16,12 @@ namespace {
 
 std::string options_text(const graph::Attrs& options) {
     std::string text;
-    for (const auto& [name, value] : options.items())
+    for (const auto& [name, value] : options.items()) {
+        // No class weights (an empty table) is not worth a line item.
+        if (auto* table = std::get_if<graph::NumberTable>(&value); table && table->empty())
+            continue;
         text += (text.empty() ? "" : ", ") + name + "=" + graph::format_value(value);
+    }
     return text;
 }
 

@@ -4,6 +4,7 @@
 #include <myelin/error.h>
 #include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
+#include <myelin/train/class_weights.h>
 #include <myelin/train/evaluation.h>
 #include <myelin/train/recorded_run.h>
 #include <myelin/train/trainer.h>
@@ -225,6 +226,9 @@ int cmd_train(const std::vector<std::string_view>& raw) {
                 (long long)(trainer->data().validation ? trainer->data().validation->size() : 0),
                 (long long)(trainer->data().test ? trainer->data().test->size() : 0),
                 (long long)trainer->steps_per_epoch());
+    for (const std::string& line :
+         train::describe_loss_weights(trainer->spec().loss, trainer->loss_context()))
+        std::printf("loss %s %s\n", trainer->spec().loss.kind.c_str(), line.c_str());
 
     ProgressPrinter printer(*trainer, ::isatty(STDOUT_FILENO) == 1);
     g_interrupted = false;

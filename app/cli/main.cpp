@@ -5,6 +5,8 @@
 #include <myelin/graph/analysis.h>
 #include <myelin/io/project.h>
 #include <myelin/plugin/loader.h>
+#include <myelin/train/class_weights.h>
+#include <myelin/train/components.h>
 #include <myelin/version.h>
 
 #include "cli_common.h"
@@ -148,6 +150,19 @@ int cmd_check(const std::vector<std::string_view>& raw) {
     if (!analysis.ok()) {
         std::fprintf(stderr, "myelin: %s is invalid (%zu error(s))\n", path.c_str(),
                      analysis.error_count());
+        return kExitError;
+    }
+    // Class weights by name must name the data's classes: checked (reading the data) now,
+    // not when training starts.
+    try {
+        const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+        const spec::LossContext context = train::loss_context_for(
+            project.train, project.data, project.model, dir.empty() ? "." : dir);
+        for (const std::string& line : train::describe_loss_weights(project.train.loss, context))
+            std::printf("\nloss %s %s", project.train.loss.kind.c_str(), line.c_str());
+        train::make_loss(project.train.loss, context);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "myelin: error: %s\n", e.what());
         return kExitError;
     }
     std::printf("\nOK\n");

@@ -20,21 +20,33 @@ const char* to_string(AttrType type) {
         return "enum";
     case AttrType::IntList:
         return "int list";
+    case AttrType::NumberTable:
+        return "number table";
     }
     return "?";
 }
+
+const double* NumberTable::find(std::string_view name) const {
+    for (const auto& [n, v] : by_name)
+        if (n == name) return &v;
+    return nullptr;
+}
+
+namespace {
+std::string format_number(double v) {
+    std::ostringstream out;
+    out.precision(10);
+    out << v;
+    return out.str();
+}
+} // namespace
 
 std::string format_value(const AttrValue& value) {
     struct Visitor {
         std::string operator()(std::monostate) const { return "None"; }
         std::string operator()(bool b) const { return b ? "true" : "false"; }
         std::string operator()(int64_t v) const { return std::to_string(v); }
-        std::string operator()(double v) const {
-            std::ostringstream out;
-            out.precision(10);
-            out << v;
-            return out.str();
-        }
+        std::string operator()(double v) const { return format_number(v); }
         std::string operator()(const std::string& s) const { return '"' + s + '"'; }
         std::string operator()(const std::vector<int64_t>& list) const {
             if (list.size() == 1) return std::to_string(list[0]);
@@ -42,6 +54,18 @@ std::string format_value(const AttrValue& value) {
             for (size_t i = 0; i < list.size(); ++i)
                 out += (i ? ", " : "") + std::to_string(list[i]);
             return out + "]";
+        }
+        std::string operator()(const NumberTable& table) const {
+            std::string out;
+            if (!table.by_position.empty()) {
+                for (size_t i = 0; i < table.by_position.size(); ++i)
+                    out += (i ? ", " : "") + format_number(table.by_position[i]);
+                return "[" + out + "]";
+            }
+            for (size_t i = 0; i < table.by_name.size(); ++i)
+                out += (i ? ", \"" : "\"") + table.by_name[i].first +
+                       "\": " + format_number(table.by_name[i].second);
+            return "{" + out + "}";
         }
     };
     return std::visit(Visitor{}, value);
@@ -129,6 +153,30 @@ std::string AttrDesc::check(const AttrValue& value) const {
                 return "must be " + what + range_text(*this) + ", got " + format_value(value);
         return {};
     }
+    case AttrType::NumberTable: {
+        auto* table = std::get_if<NumberTable>(&value);
+        if (!table)
+            return std::string("must be an object of numbers by name ({\"name\": 2.0})") +
+                   (table_by_position ? " or a list of numbers" : "") + ", got " +
+                   format_value(value);
+        if (!table->by_position.empty() && !table_by_position)
+            return "must give numbers by name ({\"name\": 2.0}), not by position, got " +
+                   format_value(value);
+        const std::string bound = "must be a finite number" + range_text(*this);
+        for (size_t i = 0; i < table->by_name.size(); ++i) {
+            const auto& [name, v] = table->by_name[i];
+            if (name.empty()) return "a name is empty";
+            for (size_t j = 0; j < i; ++j)
+                if (table->by_name[j].first == name) return "'" + name + "' is given twice";
+            if (!in_range(*this, v))
+                return "'" + name + "': " + bound + ", got " + format_number(v);
+        }
+        for (size_t i = 0; i < table->by_position.size(); ++i)
+            if (!in_range(*this, table->by_position[i]))
+                return "[" + std::to_string(i) + "]: " + bound + ", got " +
+                       format_number(table->by_position[i]);
+        return {};
+    }
     }
     return {};
 }
@@ -175,6 +223,9 @@ const std::string& Attrs::get_string(std::string_view name) const {
 }
 const std::vector<int64_t>& Attrs::get_ints(std::string_view name) const {
     return typed<std::vector<int64_t>>(*this, name, "a list of integers");
+}
+const NumberTable& Attrs::get_table(std::string_view name) const {
+    return typed<NumberTable>(*this, name, "a table of numbers");
 }
 std::optional<int64_t> Attrs::get_optional_int(std::string_view name) const {
     if (is_none(name)) return std::nullopt;
@@ -300,6 +351,13 @@ AttrDesc int_list(std::string name, std::vector<int64_t> def, std::string doc, i
     d.min = min;
     d.list_min_size = min_size;
     d.list_max_size = max_size;
+    return d;
+}
+AttrDesc number_table(std::string name, std::string doc, bool by_position_too,
+                      std::optional<double> min) {
+    AttrDesc d = described(std::move(name), AttrType::NumberTable, NumberTable{}, std::move(doc));
+    d.table_by_position = by_position_too;
+    d.min = min;
     return d;
 }
 AttrDesc nullable(AttrDesc desc) {

@@ -3,7 +3,11 @@
 #include <myelin/io/json_limits.h>
 #include <myelin/io/safetensors.h>
 
+#include "table_json.h"
+
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 #include <cmath>
 #include <limits>
@@ -98,10 +102,13 @@ json attr_json(const graph::AttrValue& value) {
     return std::visit(
         [](const auto& v) -> json {
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, std::monostate>)
+            if constexpr (std::is_same_v<T, std::monostate>) {
                 return nullptr;
-            else
+            } else if constexpr (std::is_same_v<T, graph::NumberTable>) {
+                return table_json<json>(v);
+            } else {
                 return v;
+            }
         },
         value);
 }
@@ -113,14 +120,27 @@ graph::AttrValue attr_from(const json& v, const std::string& where) {
     if (v.is_number()) return v.get<double>();
     if (v.is_string()) return v.get<std::string>();
     if (v.is_array()) {
-        std::vector<int64_t> out;
-        for (const auto& x : v) {
-            if (!x.is_number_integer()) throw Error(where + ": expected a list of integers");
-            out.push_back(x.get<int64_t>());
+        const bool all_integers =
+            std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); });
+        if (!all_integers) {
+            graph::NumberTable table;
+            for (const auto& x : v) {
+                if (!x.is_number()) throw Error(where + ": expected a list of numbers");
+                table.by_position.push_back(x.get<double>());
+            }
+            return table;
         }
+        std::vector<int64_t> out;
+        for (const auto& x : v)
+            out.push_back(x.get<int64_t>());
         return out;
     }
-    throw Error(where + ": expected a value, not an object");
+    graph::NumberTable table;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!it.value().is_number()) throw Error(where + "." + it.key() + ": expected a number");
+        table.by_name.emplace_back(it.key(), it.value().get<double>());
+    }
+    return table;
 }
 
 void describe(StringPairs& metadata, const Checkpoint& c) {

@@ -6,6 +6,8 @@
 #include <myelin/io/project.h>
 #include <myelin/spec/components.h>
 
+#include "table_json.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -152,6 +154,27 @@ graph::AttrValue read_value(const Reader& r, const graph::AttrDesc* desc) {
     }
     if (v.is_number_float()) return v.get<double>();
     if (v.is_string()) return v.get<std::string>();
+    const bool table = desc && desc->type == graph::AttrType::NumberTable;
+    if (v.is_object()) {
+        // A number per name: class weights. Only tables are objects.
+        if (desc && !table)
+            r.fail(std::string("expected a number, boolean, string, null or list of integers, "
+                               "got an object"));
+        graph::NumberTable out;
+        for (auto it = v.begin(); it != v.end(); ++it)
+            out.by_name.emplace_back(it.key(), r.at(it.key()).number());
+        return out;
+    }
+    // Numbers by position; an unknown kind's list with fractions is kept as one too.
+    const bool fractions = v.is_array() && std::any_of(v.begin(), v.end(), [](const json& x) {
+                               return x.is_number_float();
+                           });
+    if (v.is_array() && (table || (!desc && fractions))) {
+        graph::NumberTable out;
+        for (size_t i = 0; i < v.size(); ++i)
+            out.by_position.push_back(r.at(i).number());
+        return out;
+    }
     if (v.is_array()) {
         std::vector<int64_t> list;
         for (size_t i = 0; i < v.size(); ++i) {
@@ -177,6 +200,7 @@ json write_value(const graph::AttrValue& value, const graph::AttrDesc* desc) {
         json operator()(double x) const { return x; }
         json operator()(const std::string& s) const { return s; }
         json operator()(const std::vector<int64_t>& list) const { return json(list); }
+        json operator()(const graph::NumberTable& t) const { return table_json<json>(t); }
     };
     return std::visit(Visitor{}, value);
 }
@@ -216,7 +240,7 @@ graph::Attrs read_options(const Reader& r, const std::vector<graph::AttrDesc>& d
             loose.list_max_size = 1 << 20;
             return !loose.check(value).empty();
         }();
-        if (type_error) field.fail(why);
+        if (type_error) field.fail(table_problem(*desc, owner, why));
         given.set(it.key(), std::move(value));
     }
     return graph::with_defaults(descs, given);
@@ -244,7 +268,7 @@ Choice read_choice(const Reader& r, spec::Family family) {
     // Options must also be in range here: there is no node to show them on.
     for (const auto& d : k->options)
         if (std::string why = d.check(c.options.at(d.name)); !why.empty())
-            (r.has(d.name) ? r.at(d.name) : r).fail(why);
+            (r.has(d.name) ? r.at(d.name) : r).fail(table_problem(d, kind, why));
     return c;
 }
 
@@ -260,8 +284,13 @@ json write_choice(const Choice& c, spec::Family family) {
     json out = json::object();
     out["kind"] = c.kind;
     const spec::ComponentKind* kind = spec::find_component(family, c.kind);
-    for (const auto& [name, value] : c.options.items())
+    for (const auto& [name, value] : c.options.items()) {
+        // An empty table (no class weights: the default) is left out, so files written before
+        // tables existed stay byte-stable.
+        if (auto* table = std::get_if<graph::NumberTable>(&value); table && table->empty())
+            continue;
         out[name] = write_value(value, find_desc(kind ? &kind->options : nullptr, name));
+    }
     return out;
 }
 

@@ -23,6 +23,30 @@ nn::Reduction reduction_of(const Attrs& o) {
     return nn::parse_reduction(o.get_string("reduction"));
 }
 
+AttrDesc class_weights() {
+    return number_table("weight",
+                        "Class weights by class name, e.g. {\"Coat\": 2.0}; classes not named "
+                        "weigh 1. Weighted mean: divided by the weights of the targets.",
+                        false, 0.0);
+}
+AttrDesc output_weights() {
+    return number_table("weight",
+                        "Rescales each output's loss, one number per output (by class name where "
+                        "the data has class names, else a list).",
+                        true, 0.0);
+}
+
+// A table option as a [C] tensor in class order (unnamed classes weigh 1), in the model's
+// dtype; undefined when the table is empty (no weights, as PyTorch's None).
+Tensor weights(const Attrs& o, const char* option, const LossContext& c, const char* loss,
+               bool by_position) {
+    std::vector<double> values = table_in_order(o.get_table(option), c.class_names,
+                                                by_position ? c.outputs : 0, 1.0, loss, option);
+    if (values.empty()) return Tensor();
+    const int64_t n = int64_t(values.size());
+    return from_vector(values, {n}).to(c.dtype);
+}
+
 LossKind loss(std::string name, std::string doc, std::vector<AttrDesc> options, LossFactory build,
               bool takes_class_indices = false) {
     LossKind k =
@@ -39,57 +63,72 @@ std::vector<LossKind> losses() {
         "CrossEntropyLoss", "Classification from logits [N, C] with int64 class targets [N].",
         {number("label_smoothing", 0.0, "Mixes the target with the uniform distribution.", 0.0,
                 1.0),
-         ignore_index(), reduction()},
-        [](const Attrs& o) {
+         ignore_index(), reduction(), class_weights()},
+        [](const Attrs& o, const LossContext& c) {
             nn::functional::CrossEntropyOptions options;
             options.ignore_index = o.get_int("ignore_index");
             options.label_smoothing = o.get_float("label_smoothing");
             options.reduction = reduction_of(o);
+            options.weight = weights(o, "weight", c, "CrossEntropyLoss", false);
             return std::make_shared<nn::CrossEntropyLoss>(options);
         },
         true));
     kinds.push_back(loss(
         "NLLLoss", "Classification from log-probabilities (after LogSoftmax).",
-        {ignore_index(), reduction()},
-        [](const Attrs& o) {
+        {ignore_index(), reduction(), class_weights()},
+        [](const Attrs& o, const LossContext& c) {
             nn::functional::NllLossOptions options;
             options.ignore_index = o.get_int("ignore_index");
             options.reduction = reduction_of(o);
+            options.weight = weights(o, "weight", c, "NLLLoss", false);
             return std::make_shared<nn::NLLLoss>(options);
         },
         true));
-    kinds.push_back(loss("BCEWithLogitsLoss", "Binary / multi-label classification from logits.",
-                         {reduction()}, [](const Attrs& o) {
-                             nn::functional::BCEWithLogitsOptions options;
-                             options.reduction = reduction_of(o);
-                             return std::make_shared<nn::BCEWithLogitsLoss>(options);
-                         }));
     kinds.push_back(loss(
-        "BCELoss", "Binary classification from probabilities (after Sigmoid).", {reduction()},
-        [](const Attrs& o) { return std::make_shared<nn::BCELoss>(Tensor(), reduction_of(o)); }));
-    kinds.push_back(
-        loss("MSELoss", "Regression: mean squared error.", {reduction()},
-             [](const Attrs& o) { return std::make_shared<nn::MSELoss>(reduction_of(o)); }));
-    kinds.push_back(
-        loss("L1Loss", "Regression: mean absolute error.", {reduction()},
-             [](const Attrs& o) { return std::make_shared<nn::L1Loss>(reduction_of(o)); }));
+        "BCEWithLogitsLoss", "Binary / multi-label classification from logits.",
+        {reduction(),
+         number_table("pos_weight",
+                      "Weight of the positive examples, one per output (by class name where the "
+                      "data has class names, else a list): above 1 raises recall.",
+                      true, 0.0),
+         output_weights()},
+        [](const Attrs& o, const LossContext& c) {
+            nn::functional::BCEWithLogitsOptions options;
+            options.reduction = reduction_of(o);
+            options.pos_weight = weights(o, "pos_weight", c, "BCEWithLogitsLoss", true);
+            options.weight = weights(o, "weight", c, "BCEWithLogitsLoss", true);
+            return std::make_shared<nn::BCEWithLogitsLoss>(options);
+        }));
+    kinds.push_back(loss("BCELoss", "Binary classification from probabilities (after Sigmoid).",
+                         {reduction(), output_weights()}, [](const Attrs& o, const LossContext& c) {
+                             return std::make_shared<nn::BCELoss>(
+                                 weights(o, "weight", c, "BCELoss", true), reduction_of(o));
+                         }));
+    kinds.push_back(loss("MSELoss", "Regression: mean squared error.", {reduction()},
+                         [](const Attrs& o, const LossContext&) {
+                             return std::make_shared<nn::MSELoss>(reduction_of(o));
+                         }));
+    kinds.push_back(loss("L1Loss", "Regression: mean absolute error.", {reduction()},
+                         [](const Attrs& o, const LossContext&) {
+                             return std::make_shared<nn::L1Loss>(reduction_of(o));
+                         }));
     kinds.push_back(loss(
         "SmoothL1Loss", "Regression: squared near zero, absolute beyond beta.",
         {number("beta", 1.0, "Where the loss turns from squared to absolute.", 0.0), reduction()},
-        [](const Attrs& o) {
+        [](const Attrs& o, const LossContext&) {
             return std::make_shared<nn::SmoothL1Loss>(reduction_of(o), o.get_float("beta"));
         }));
     kinds.push_back(
         loss("HuberLoss", "Regression: squared near zero, linear beyond delta.",
              {exclusive(number("delta", 1.0, "Where the loss turns linear.", 0.0)), reduction()},
-             [](const Attrs& o) {
+             [](const Attrs& o, const LossContext&) {
                  return std::make_shared<nn::HuberLoss>(reduction_of(o), o.get_float("delta"));
              }));
     kinds.push_back(loss(
         "KLDivLoss", "Distribution matching: input log-probabilities against target probabilities.",
         {flag("log_target", false, "The target is given as log-probabilities."),
          reduction({"batchmean", "mean", "sum"})},
-        [](const Attrs& o) {
+        [](const Attrs& o, const LossContext&) {
             return std::make_shared<nn::KLDivLoss>(reduction_of(o), o.get_bool("log_target"));
         }));
     return kinds;

@@ -5,6 +5,8 @@
 #include <myelin/error.h>
 #include <myelin/spec/components.h>
 
+#include <algorithm>
+
 namespace myelin::spec {
 
 using graph::Attrs;
@@ -237,6 +239,40 @@ Attrs checked_options(const ComponentKind& kind, const Choice& c) {
     auto problems = graph::check_attrs(kind.options, c.options);
     if (!problems.empty()) throw Error(c.kind + ": " + problems.front());
     return graph::with_defaults(kind.options, c.options);
+}
+
+std::vector<double> table_in_order(const graph::NumberTable& table,
+                                   const std::vector<std::string>& names, int64_t count,
+                                   double fill, const std::string& owner,
+                                   const std::string& option) {
+    const std::string who = owner + " " + option + ": ";
+    if (!table.by_position.empty()) {
+        if (count > 0 && int64_t(table.by_position.size()) != count)
+            throw Error(who + std::to_string(table.by_position.size()) +
+                        " numbers given, but the model has " + std::to_string(count) + " output" +
+                        (count == 1 ? "" : "s") + " (one number each)");
+        return table.by_position;
+    }
+    if (table.by_name.empty()) return {};
+    if (names.empty())
+        throw Error(who + "given by name ('" + table.by_name.front().first +
+                    "'), but the data has no class names (its targets are numbers): give one "
+                    "number per output as a list, [w0, w1, ...]");
+    std::vector<double> out(names.size(), fill);
+    for (const auto& [name, value] : table.by_name) {
+        auto it = std::find(names.begin(), names.end(), name);
+        if (it == names.end()) {
+            std::string known;
+            const size_t shown = std::min<size_t>(names.size(), 20);
+            for (size_t i = 0; i < shown; ++i)
+                known += (i ? ", " : "") + names[i];
+            if (shown < names.size())
+                known += ", ... (" + std::to_string(names.size()) + " in all)";
+            throw Error(who + "the data has no class '" + name + "' (its classes: " + known + ")");
+        }
+        out[size_t(it - names.begin())] = value;
+    }
+    return out;
 }
 
 bool loss_takes_class_indices(std::string_view loss_kind) {

@@ -13,9 +13,9 @@ namespace myelin::train {
 using graph::Attrs;
 using spec::checked_options;
 
-std::shared_ptr<nn::Loss> make_loss(const spec::Choice& c) {
+std::shared_ptr<nn::Loss> make_loss(const spec::Choice& c, const spec::LossContext& context) {
     const spec::LossKind& kind = spec::kind_of(spec::loss_kinds(), c, "loss");
-    return kind.build(checked_options(kind, c));
+    return kind.build(checked_options(kind, c), context);
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const spec::Choice& c,

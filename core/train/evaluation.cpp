@@ -35,11 +35,12 @@ data::DataLoaderOptions eval_loader_options(const Trainer& trainer) {
 
 // The project's loss with reduction "none" when its kind offers that (the built-in ones but
 // KLDivLoss): one call then gives every example's loss. Null otherwise.
-std::shared_ptr<nn::Loss> per_example_loss(const spec::Choice& loss) {
+std::shared_ptr<nn::Loss> per_example_loss(const spec::Choice& loss,
+                                           const spec::LossContext& context) {
     spec::Choice none = loss;
     none.options.set("reduction", std::string("none"));
     try {
-        return make_loss(none);
+        return make_loss(none, context);
     } catch (const Error&) {
         return nullptr; // no "reduction" option, or "none" is not one of its values
     }
@@ -190,8 +191,8 @@ Evaluation evaluate_examples(Trainer& trainer, const data::DatasetPtr& dataset,
     if (classification) e.class_names = splits.class_names;
 
     const spec::Choice& loss_choice = trainer.spec().loss;
-    const std::shared_ptr<nn::Loss> loss = make_loss(loss_choice);
-    const std::shared_ptr<nn::Loss> none = per_example_loss(loss_choice);
+    const std::shared_ptr<nn::Loss> loss = make_loss(loss_choice, trainer.loss_context());
+    const std::shared_ptr<nn::Loss> none = per_example_loss(loss_choice, trainer.loss_context());
     const bool sum_reduction = sums_over_batch(loss_choice);
 
     data::DataLoader loader(dataset, eval_loader_options(trainer));

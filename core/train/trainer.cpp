@@ -15,6 +15,7 @@
 #include <myelin/optim/clip_grad.h>
 #include <myelin/optim/optimizer.h>
 #include <myelin/train/capture.h>
+#include <myelin/train/class_weights.h>
 #include <myelin/train/components.h>
 #include <myelin/train/early_stopping.h>
 #include <myelin/train/metrics.h>
@@ -82,14 +83,16 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
         throw Error("the model has " + std::to_string(model_->input_nodes().size()) +
                     " Input nodes; training needs exactly one (the data's input)");
     data_ = make_data(project.data, options_.project_dir, spec_.seed);
-    loss_ = make_loss(spec_.loss);
+    check_data_fits_model();
+    // After the fit check: class weights name the data's classes and count the model's outputs.
+    loss_context_ = make_loss_context();
+    loss_ = make_loss(spec_.loss, loss_context_);
     {
         // A loss without a "reduction" option (a plugin's) is taken as a mean.
         const spec::LossKind& k = spec::kind_of(spec::loss_kinds(), spec_.loss, "loss");
         graph::Attrs o = graph::with_defaults(k.options, spec_.loss.options);
         sum_reduction_ = o.contains("reduction") && o.get_string("reduction") == "sum";
     }
-    check_data_fits_model();
 
     // Parameter groups: one per distinct lr multiplier (frozen layers are left out, as
     // filter(lambda p: p.requires_grad, ...) in PyTorch).
@@ -188,6 +191,18 @@ void Trainer::check_data_fits_model() {
                     (s.size() == 2 && s[1] == 1 && target.size() == 1
                          ? " (add a Flatten with start_dim 0 before the Output)"
                          : ""));
+}
+
+spec::LossContext Trainer::make_loss_context() const {
+    spec::LossContext c;
+    c.class_names = data_.class_names;
+    c.outputs = model_outputs(project_.model);
+    for (const Tensor& p : model_->parameters())
+        if (is_floating(p.dtype())) {
+            c.dtype = p.dtype();
+            break;
+        }
+    return c;
 }
 
 void Trainer::report(Event event) {

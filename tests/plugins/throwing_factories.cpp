@@ -28,7 +28,9 @@ void add_kinds(plugin::Registry& registry) {
     spec::LossKind loss;
     loss.name = "ThrowingLoss";
     loss.doc = "Builds never.";
-    loss.build = [](const graph::Attrs&) -> std::shared_ptr<nn::Loss> { throw 42; };
+    loss.build = [](const graph::Attrs&, const spec::LossContext&) -> std::shared_ptr<nn::Loss> {
+        throw 42;
+    };
     registry.add(std::move(loss));
 }
 

@@ -43,7 +43,9 @@ void registerTestKinds() {
     loss.name = "TestSquaredError";
     loss.doc = "A loss registered by the test.";
     loss.options = {graph::attr::number("scale", 1.0, "Multiplies the loss.", 0.0)};
-    loss.build = [](const graph::Attrs&) { return std::make_shared<nn::MSELoss>(); };
+    loss.build = [](const graph::Attrs&, const spec::LossContext&) {
+        return std::make_shared<nn::MSELoss>();
+    };
     spec::register_kind(std::move(loss));
 
     spec::OptimizerKind optimizer;

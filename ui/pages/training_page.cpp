@@ -4,6 +4,7 @@
 #include "pages/training_page.h"
 
 #include "document/project_document.h"
+#include "pages/class_weights_editor.h"
 #include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
@@ -20,6 +21,7 @@
 #include <QLineEdit>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QShowEvent>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
@@ -71,7 +73,10 @@ TrainingPage::TrainingPage(ProjectDocument* document, QWidget* parent)
     scheduler_.get = [](const spec::TrainSpec& t) { return t.scheduler; };
     scheduler_.set = [](spec::TrainSpec& t, std::optional<spec::Choice> c) { t.scheduler = c; };
 
+    classCounts_ = new ClassCountsLoader(this);
     buildUi();
+    // Once the classes are known, class weights by name are checked against them.
+    connect(classCounts_, &ClassCountsLoader::changed, this, &TrainingPage::updatePreview);
 
     connect(document_, &ProjectDocument::trainSpecChanged, this, &TrainingPage::refresh);
     connect(document_, &ProjectDocument::projectReplaced, this, &TrainingPage::refresh);
@@ -131,6 +136,7 @@ void TrainingPage::refresh() {
         if (!c->built || c->shownKind != kind.toStdString()) rebuildOptions(*c, choice);
         c->rows.show(choice ? choice->options : graph::Attrs{});
     }
+    refreshClassWeights(t);
     const bool plateau = t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind);
     showIndexOfData(interval_, QString::fromStdString(t.scheduler_interval));
     showIndexOfData(precision_, QString::fromStdString(t.precision));
@@ -204,6 +210,23 @@ void TrainingPage::refresh() {
     updateEnabled();
     updatePreview();
     updateOverview();
+}
+
+void TrainingPage::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (document_->isOpen()) refreshClassWeights(document_->project().train);
+}
+
+void TrainingPage::refreshClassWeights(const spec::TrainSpec& t) {
+    if (classWeights_ == nullptr) return;
+    // The classes (and the training split's counts) of the chosen data, read once per data spec
+    // and only while the page is shown: reading Fashion-MNIST takes a moment.
+    if (isVisible())
+        classCounts_->request(document_->project().data, document_->dataDirectory().toStdString(),
+                              t.seed);
+    const graph::AttrValue* value = t.loss.options.find(classWeightsOption_);
+    const auto* table = value != nullptr ? std::get_if<graph::NumberTable>(value) : nullptr;
+    classWeights_->showTable(table != nullptr ? *table : graph::NumberTable{});
 }
 
 QStringList TrainingPage::availableMetrics() const {

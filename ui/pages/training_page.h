@@ -28,11 +28,14 @@ class QLabel;
 class QLineEdit;
 class QMouseEvent;
 class QScrollArea;
+class QShowEvent;
 class QSpinBox;
 class QStackedWidget;
 
 namespace myelin::ui {
 
+class ClassCountsLoader;
+class ClassWeightsEditor;
 class ProjectDocument;
 
 class TrainingPage : public QWidget {
@@ -58,9 +61,14 @@ class TrainingPage : public QWidget {
     // otherwise the value set in the preview's "assume" field.
     int64_t previewStepsPerEpoch() const;
     bool stepsPerEpochKnown() const;
+    // The class-weights table of a loss with weights by class name (CrossEntropyLoss, NLLLoss);
+    // nullptr for other losses. Its classes come from classCounts().
+    ClassWeightsEditor* classWeightsEditor() const { return classWeights_; }
+    ClassCountsLoader* classCounts() const { return classCounts_; }
 
   protected:
     bool eventFilter(QObject* watched, QEvent* event) override; // hides the hover on leave
+    void showEvent(QShowEvent* event) override; // the data's classes are read once shown
 
   private:
     // One of the three component choices (loss, optimizer, scheduler): kind combo, the kind's
@@ -109,6 +117,8 @@ class TrainingPage : public QWidget {
     void commitOption(Component& c, const AttrRow& row, const graph::AttrValue& value);
     void commitSeed();
     void commitCaptureLayers();
+    // Shows the loss's class weights and asks for the data's classes when the loss has them.
+    void refreshClassWeights(const spec::TrainSpec& t);
 
     // The metrics the trainer records for this project (val_* only with a validation split).
     QStringList availableMetrics() const;
@@ -174,6 +184,10 @@ class TrainingPage : public QWidget {
     QWidget* assumeRow_ = nullptr;
     QSpinBox* assumedSteps_ = nullptr;
     QLabel* overview_ = nullptr;
+
+    ClassCountsLoader* classCounts_ = nullptr;
+    ClassWeightsEditor* classWeights_ = nullptr; // in the loss's options form
+    std::string classWeightsOption_;             // the option it edits ("weight")
 
     std::vector<double> previewX_, previewLr_;
     QString refusedError_; // a refused edit's reason, shown until the next document change

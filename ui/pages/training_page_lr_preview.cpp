@@ -4,6 +4,7 @@
 #include "pages/training_page.h"
 
 #include "document/project_document.h"
+#include "pages/class_weights_editor.h"
 #include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
@@ -175,7 +176,14 @@ int64_t TrainingPage::previewSteps(const spec::TrainSpec& t) const {
 
 QString TrainingPage::buildError(const spec::TrainSpec& t) const {
     try {
-        train::make_loss(t.loss);
+        // Class weights by name are checked against the data's classes once they are read.
+        spec::LossContext context;
+        if (classCounts_->known()) context.class_names = classCounts_->names();
+        const spec::LossKind& loss = spec::kind_of(spec::loss_kinds(), t.loss, "loss");
+        if (classCounts_->known() || !spec::loss_takes_class_indices(t.loss.kind))
+            train::make_loss(t.loss, context);
+        else
+            spec::checked_options(loss, t.loss);
         auto optimizer = train::make_preview_optimizer(t.optimizer);
         if (t.scheduler) train::Schedule schedule(*t.scheduler, *optimizer, previewSteps(t));
     } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 // component choices, and the form helpers the page's files share (training_page_form.h).
 #include "pages/training_page.h"
 
+#include "pages/class_weights_editor.h"
 #include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
@@ -509,6 +510,10 @@ void TrainingPage::rebuildOptions(Component& c, const std::optional<spec::Choice
         c.form = nullptr;
     }
     c.rows.clear();
+    if (&c == &loss_) {
+        classWeights_ = nullptr;
+        classWeightsOption_.clear();
+    }
     c.built = true;
     c.shownKind = choice ? choice->kind : std::string();
     const spec::ComponentKind* kind =
@@ -517,11 +522,33 @@ void TrainingPage::rebuildOptions(Component& c, const std::optional<spec::Choice
     QFormLayout* form = makeForm(c.form);
     form->setContentsMargins(0, 0, 0, 0);
     if (kind != nullptr && !kind->options.empty()) {
+        // Weights by class name get the class table below instead of a row.
+        std::vector<graph::AttrDesc> rowOptions;
+        for (const graph::AttrDesc& d : kind->options) {
+            if (&c == &loss_ && d.type == graph::AttrType::NumberTable && !d.table_by_position &&
+                classWeightsOption_.empty()) {
+                classWeightsOption_ = d.name;
+                continue;
+            }
+            rowOptions.push_back(d);
+        }
         Component* component = &c;
-        c.rows.build(kind->options, form, c.form, this,
+        c.rows.build(rowOptions, form, c.form, this,
                      [this, component](const AttrRow& row, const graph::AttrValue& value) {
                          commitOption(*component, row, value);
                      });
+        if (&c == &loss_ && !classWeightsOption_.empty()) {
+            // The whole width of the column: class names need the room.
+            classWeights_ = new ClassWeightsEditor(classCounts_, c.form);
+            form->addRow(new QLabel(tr("Class weights"), c.form));
+            form->addRow(classWeights_);
+            const std::string option = classWeightsOption_;
+            connect(classWeights_, &ClassWeightsEditor::edited, this,
+                    [this, option](const graph::NumberTable& table, const QString& text) {
+                        commit([&](spec::TrainSpec& t) { t.loss.options.set(option, table); },
+                               text);
+                    });
+        }
     }
     alignLabels(form);
     c.container->layout()->addWidget(c.form);

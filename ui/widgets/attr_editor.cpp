@@ -82,6 +82,40 @@ std::optional<std::vector<int64_t>> parseIntList(const QString& text) {
     return values;
 }
 
+// "Coat: 2, Bag: 0.5" (by name) or "2, 0.5" (by position); empty for an empty table.
+QString tableText(const graph::AttrValue& value) {
+    QStringList parts;
+    if (const auto* table = std::get_if<graph::NumberTable>(&value)) {
+        for (const auto& [name, v] : table->by_name)
+            parts << QString::fromStdString(name) + QStringLiteral(": ") +
+                         QString::number(v, 'g', QLocale::FloatingPointShortest);
+        for (double v : table->by_position)
+            parts << QString::number(v, 'g', QLocale::FloatingPointShortest);
+    }
+    return parts.join(QStringLiteral(", "));
+}
+
+// The inverse of tableText; nullopt when a part is not "name: number" or a number, or the two
+// forms are mixed.
+std::optional<graph::NumberTable> parseTable(const QString& text) {
+    graph::NumberTable table;
+    QString t = text.trimmed();
+    if (t.startsWith(QLatin1Char('[')) && t.endsWith(QLatin1Char(']'))) t = t.mid(1, t.size() - 2);
+    for (const QString& raw : t.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        const QString part = raw.trimmed();
+        const qsizetype colon = part.lastIndexOf(QLatin1Char(':'));
+        bool ok = false;
+        const double v = (colon < 0 ? part : part.mid(colon + 1)).trimmed().toDouble(&ok);
+        if (!ok) return std::nullopt;
+        if (colon < 0)
+            table.by_position.push_back(v);
+        else
+            table.by_name.emplace_back(part.left(colon).trimmed().toStdString(), v);
+    }
+    if (!table.by_name.empty() && !table.by_position.empty()) return std::nullopt;
+    return table;
+}
+
 int intBound(std::optional<double> bound, bool exclusive, bool lower) {
     if (!bound) return lower ? INT_MIN : INT_MAX;
     double v = lower ? std::ceil(*bound) : std::floor(*bound);
@@ -94,6 +128,7 @@ int intBound(std::optional<double> bound, bool exclusive, bool lower) {
 QString attrValueText(const graph::AttrValue& value) {
     if (const auto* s = std::get_if<std::string>(&value)) return QString::fromStdString(*s);
     if (std::holds_alternative<std::vector<int64_t>>(value)) return intListText(value);
+    if (std::holds_alternative<graph::NumberTable>(value)) return tableText(value);
     return QString::fromStdString(graph::format_value(value));
 }
 
@@ -186,6 +221,24 @@ std::unique_ptr<AttrRow> makeAttrRow(const graph::AttrDesc& desc, QWidget* paren
                 return std::nullopt;
             }
             return *values;
+        };
+        break;
+    }
+    case graph::AttrType::NumberTable: {
+        auto* edit = new QLineEdit(parent);
+        edit->setPlaceholderText(desc.table_by_position
+                                     ? QObject::tr("Coat: 2, Bag: 0.5  or  2, 0.5")
+                                     : QObject::tr("Coat: 2, Bag: 0.5"));
+        row->editor = edit;
+        row->show = [edit](const graph::AttrValue& v) { edit->setText(tableText(v)); };
+        row->read = [edit](QString& why) -> std::optional<graph::AttrValue> {
+            auto table = parseTable(edit->text());
+            if (!table) {
+                why = QObject::tr("expected name: number pairs separated by commas, like "
+                                  "Coat: 2, Bag: 0.5 (or numbers alone, one per output)");
+                return std::nullopt;
+            }
+            return *table;
         };
         break;
     }

@@ -17,17 +17,30 @@ enum class AttrType {
     Bool,
     Int,
     Float,
-    String,  // free text
-    Enum,    // one of AttrDesc::choices
-    IntList, // e.g. kernel_size: 3 or [3, 5]; a one-element list is written as a plain int
+    String,      // free text
+    Enum,        // one of AttrDesc::choices
+    IntList,     // e.g. kernel_size: 3 or [3, 5]; a one-element list is written as a plain int
+    NumberTable, // a number per name {"cat": 2.0} (or per position [2.0, 0.5]): class weights
 };
 const char* to_string(AttrType type);
 
-// std::monostate is "None" (only for attributes with AttrDesc::nullable, e.g. padding_idx).
-using AttrValue =
-    std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>>;
+// Numbers given by name ({"Coat": 2.0, "Bag": 0.5}, in the order written) or by position
+// ([2.0, 0.5]); at most one of the two is filled. Empty: nothing given (e.g. no class weights).
+// What the names are (classes, outputs) is the owner's business: the table only holds them.
+struct NumberTable {
+    std::vector<std::pair<std::string, double>> by_name;
+    std::vector<double> by_position;
+    bool empty() const { return by_name.empty() && by_position.empty(); }
+    const double* find(std::string_view name) const; // nullptr: not named
+    bool operator==(const NumberTable& other) const = default;
+};
 
-// "3", "[3, 5]", "0.5", "true", "\"same\"", "None": how values appear in messages and summaries.
+// std::monostate is "None" (only for attributes with AttrDesc::nullable, e.g. padding_idx).
+using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::string,
+                               std::vector<int64_t>, NumberTable>;
+
+// "3", "[3, 5]", "0.5", "true", "\"same\"", "None", "{\"Coat\": 2}": how values appear in
+// messages and summaries.
 std::string format_value(const AttrValue& value);
 
 struct AttrDesc {
@@ -42,6 +55,7 @@ struct AttrDesc {
     std::vector<std::string> choices; // Enum
     int list_min_size = 1;            // IntList
     int list_max_size = 2;
+    bool table_by_position = false; // NumberTable: a list by position is accepted too
     bool nullable = false;
     // A String option that names a file or a folder (relative to the project's folder): the
     // studio offers a Browse button for it.
@@ -71,6 +85,10 @@ AttrDesc folder(std::string name, std::string def, std::string doc); // a path t
 AttrDesc int_or_pair(std::string name, int64_t def, std::string doc, double min = 1); // 3 or [3, 5]
 AttrDesc int_list(std::string name, std::vector<int64_t> def, std::string doc, int min_size,
                   int max_size, std::optional<double> min = std::nullopt);
+// A number per name, {"Coat": 2.0} (with `by_position_too`, also a list [2.0, 0.5]); empty by
+// default. `min` bounds every number (every number must be finite).
+AttrDesc number_table(std::string name, std::string doc, bool by_position_too = false,
+                      std::optional<double> min = std::nullopt);
 AttrDesc nullable(AttrDesc desc); // None allowed, and the default
 AttrDesc exclusive(AttrDesc desc, bool min = true, bool max = false);
 } // namespace attr
@@ -90,6 +108,7 @@ class Attrs {
     double get_float(std::string_view name) const; // Int values convert
     const std::string& get_string(std::string_view name) const;
     const std::vector<int64_t>& get_ints(std::string_view name) const;
+    const NumberTable& get_table(std::string_view name) const;
     // Nullable int: nullopt for None.
     std::optional<int64_t> get_optional_int(std::string_view name) const;
     bool is_none(std::string_view name) const;

@@ -7,6 +7,7 @@
 // nothing else in core, the CLI or the studio names it.
 #include <myelin/data/dataset.h>
 #include <myelin/data/transforms.h>
+#include <myelin/dtype.h>
 #include <myelin/graph/attributes.h>
 #include <myelin/spec/training.h>
 
@@ -45,7 +46,15 @@ struct ComponentKind {
 };
 
 // --- losses ---
-using LossFactory = std::function<std::shared_ptr<nn::Loss>(const graph::Attrs& options)>;
+// What a loss's factory may look at besides its options: the data and the model it will run on.
+// Class weights are written by class name; the context turns them into a tensor in class order.
+struct LossContext {
+    std::vector<std::string> class_names; // the data's classes in index order; empty: regression
+    int64_t outputs = 0;                  // the model's outputs per example; 0: not known
+    DType dtype = DType::Float32;         // the model's floating dtype: weights are made in it
+};
+using LossFactory = std::function<std::shared_ptr<nn::Loss>(const graph::Attrs& options,
+                                                            const LossContext& context)>;
 struct LossKind : ComponentKind {
     LossFactory build;
     // Targets are int64 class indices (classification) rather than float values.
@@ -207,6 +216,16 @@ const Kind& kind_of(const KindList<Kind>& kinds, const Choice& choice, const cha
         known.push_back(k.name);
     throw_unknown_kind(what, choice.kind, known);
 }
+
+// The numbers of a NumberTable option in order: by name against `names` (the data's classes;
+// names not given are `fill`), or by position (exactly `count` numbers where `count` > 0). With
+// no names in the context, names are refused (and a list is the way to give the numbers).
+// Throws myelin::Error "<owner> <option>: ..." naming an unknown name with the known ones, or
+// the count wanted. Empty when the table is.
+std::vector<double> table_in_order(const graph::NumberTable& table,
+                                   const std::vector<std::string>& names, int64_t count,
+                                   double fill, const std::string& owner,
+                                   const std::string& option);
 
 // Whether the loss wants int64 class indices (classification) rather than float targets; false
 // for an unknown loss.

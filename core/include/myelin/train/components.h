@@ -26,8 +26,10 @@ struct SchedulerState;
 namespace myelin::train {
 
 // Options missing from `choice` take their defaults. Throws myelin::Error for unknown kinds or
-// invalid options (messages name the option).
-std::shared_ptr<nn::Loss> make_loss(const spec::Choice& choice);
+// invalid options (messages name the option). `context` is the data and model the loss runs on:
+// class weights by name need the data's class names (Trainer::loss_context()).
+std::shared_ptr<nn::Loss> make_loss(const spec::Choice& choice,
+                                    const spec::LossContext& context = {});
 std::unique_ptr<optim::Optimizer> make_optimizer(const spec::Choice& choice,
                                                  std::vector<optim::ParamGroup> groups);
 

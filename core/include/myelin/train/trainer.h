@@ -12,6 +12,7 @@
 // before run() returns. progress() may be called from any thread.
 #include <myelin/graph/build.h>
 #include <myelin/io/project.h>
+#include <myelin/spec/components.h>
 #include <myelin/train/breakpoints.h>
 #include <myelin/train/callbacks.h>
 #include <myelin/train/data_setup.h>
@@ -144,6 +145,10 @@ class Trainer {
     const DataSplits& data() const { return data_; }
     const spec::TrainSpec& spec() const { return spec_; }
     const TrainerOptions& options() const { return options_; }
+    // What the loss was built with: the data's class names, the model's outputs per example and
+    // floating dtype (class weights by name become a tensor in class order from it).
+    const spec::LossContext& loss_context() const { return loss_context_; }
+    const nn::Loss& loss() const { return *loss_; }
     int64_t steps_per_epoch() const { return steps_per_epoch_; }
     // Loss and metrics of the model on `dataset` (eval mode, no grad, eval transforms); fills
     // `confusion` for classification when given.
@@ -186,6 +191,7 @@ class Trainer {
 
   private:
     void check_data_fits_model();
+    spec::LossContext make_loss_context() const;
     void load_resume_checkpoint();
     // After the checkpoint's optimizer state is loaded: applies (fork) or adopts (resume) the
     // options the checkpoint's project sets differently; may scale `checkpoint.scheduler`.
@@ -212,6 +218,7 @@ class Trainer {
     std::shared_ptr<RunControl> control_;
     std::shared_ptr<graph::GraphModule> model_;
     DataSplits data_;
+    spec::LossContext loss_context_;
     std::shared_ptr<nn::Loss> loss_;
     std::unique_ptr<optim::Optimizer> optimizer_;
     std::unique_ptr<Schedule> schedule_;
