@@ -91,8 +91,66 @@ struct RowMap {
 
 // --- forward ---------------------------------------------------------------------------------
 
-// One step's fused gate pass for row `b` of the batch; h and c are the running state (updated
-// in place), a the step's gate row (pre-activations in, activations out).
+// The fused gate pass of one step for one sequence of the batch. Every pointer addresses its own
+// H (or gate) values, so they are marked __restrict: the loops vectorise.
+#define R __restrict
+template <typename T> void rnn_step(bool relu, int64_t H, T* R a, T* R h, T* R o) {
+    if (relu) {
+        for (int64_t j = 0; j < H; ++j) {
+            const T v = relu_act(a[j]);
+            a[j] = v;
+            h[j] = v;
+            o[j] = v;
+        }
+    } else {
+        for (int64_t j = 0; j < H; ++j) {
+            const T v = tanh_act(a[j]);
+            a[j] = v;
+            h[j] = v;
+            o[j] = v;
+        }
+    }
+}
+
+template <typename T>
+void lstm_step(int64_t H, T* R ai, T* R af, T* R ag, T* R ao, T* R h, T* R c, T* R o, T* R tc) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T i = sigmoid(ai[j]);
+        const T f = sigmoid(af[j]);
+        const T g = tanh_act(ag[j]);
+        const T og = sigmoid(ao[j]);
+        const T cy = f * c[j] + i * g;
+        const T t = tanh_act(cy);
+        const T hy = og * t;
+        ai[j] = i;
+        af[j] = f;
+        ag[j] = g;
+        ao[j] = og;
+        tc[j] = t;
+        c[j] = cy;
+        h[j] = hy;
+        o[j] = hy;
+    }
+}
+
+template <typename T>
+void gru_step(int64_t H, T* R ar, T* R az, T* R an, const T* R ghr, const T* R ghz,
+              const T* R ghn_in, const T* R b_hn, T* R h, T* R o, T* R ghn) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T r = sigmoid(ar[j] + ghr[j]);
+        const T z = sigmoid(az[j] + ghz[j]);
+        const T hl = ghn_in[j] + (b_hn ? b_hn[j] : T(0));
+        const T n = tanh_act(an[j] + r * hl);
+        const T hy = n + z * (h[j] - n); // PyTorch's form
+        ar[j] = r;
+        az[j] = z;
+        an[j] = n;
+        ghn[j] = hl;
+        h[j] = hy;
+        o[j] = hy;
+    }
+}
+
 template <typename T> struct StepForward {
     RecurrentMode mode;
     int64_t H;
@@ -101,54 +159,14 @@ template <typename T> struct StepForward {
     void operator()(T* a, const T* gh, T* h, T* c, T* o, T* tc, T* ghn) const {
         switch (mode) {
         case RecurrentMode::RnnTanh:
-            for (int64_t j = 0; j < H; ++j) {
-                const T v = tanh_act(a[j]);
-                a[j] = v;
-                h[j] = v;
-                o[j] = v;
-            }
-            break;
         case RecurrentMode::RnnRelu:
-            for (int64_t j = 0; j < H; ++j) {
-                const T v = relu_act(a[j]);
-                a[j] = v;
-                h[j] = v;
-                o[j] = v;
-            }
+            rnn_step(mode == RecurrentMode::RnnRelu, H, a, h, o);
             break;
         case RecurrentMode::Lstm:
-            for (int64_t j = 0; j < H; ++j) {
-                const T i = sigmoid(a[j]);
-                const T f = sigmoid(a[H + j]);
-                const T g = tanh_act(a[2 * H + j]);
-                const T og = sigmoid(a[3 * H + j]);
-                const T cy = f * c[j] + i * g;
-                const T t = tanh_act(cy);
-                const T hy = og * t;
-                a[j] = i;
-                a[H + j] = f;
-                a[2 * H + j] = g;
-                a[3 * H + j] = og;
-                tc[j] = t;
-                c[j] = cy;
-                h[j] = hy;
-                o[j] = hy;
-            }
+            lstm_step(H, a, a + H, a + 2 * H, a + 3 * H, h, c, o, tc);
             break;
         case RecurrentMode::Gru:
-            for (int64_t j = 0; j < H; ++j) {
-                const T r = sigmoid(a[j] + gh[j]);
-                const T z = sigmoid(a[H + j] + gh[H + j]);
-                const T hl = b_hn ? gh[2 * H + j] + b_hn[j] : gh[2 * H + j];
-                const T n = tanh_act(a[2 * H + j] + r * hl);
-                const T hy = n + z * (h[j] - n); // PyTorch's form
-                a[j] = r;
-                a[H + j] = z;
-                a[2 * H + j] = n;
-                ghn[j] = hl;
-                h[j] = hy;
-                o[j] = hy;
-            }
+            gru_step(H, a, a + H, a + 2 * H, gh, gh + H, gh + 2 * H, b_hn, h, o, ghn);
             break;
         }
     }
@@ -226,10 +244,59 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
 
 // --- backward --------------------------------------------------------------------------------
 
-// One step's gate gradients for row `b`: dh the gradient reaching the new state (from later
-// steps), dy the output's; writes the pre-activation gradients gx (input side) and gh (hidden
-// side; GRU only, else gx serves both), the cell gradient carried back (LSTM, in place) and the
-// part of the previous state's gradient that bypasses W_hh (GRU: dh * z; else 0).
+// One step's gate gradients for one sequence: dh the gradient reaching the new state (from later
+// steps), dy the output's (may be null); writes the pre-activation gradients gx (input side) and
+// gh (hidden side; GRU only, else gx serves both), the cell gradient carried back (LSTM, in
+// place) and the part of the previous state's gradient that bypasses W_hh (GRU: dh * z; else 0).
+template <typename T>
+void rnn_step_back(bool relu, int64_t H, const T* R a, const T* R dh, const T* R dy, T* R gx,
+                   T* R dh_prev) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T g = dy ? dh[j] + dy[j] : dh[j];
+        gx[j] = relu ? (a[j] > T(0) ? g : T(0)) : g * (T(1) - a[j] * a[j]);
+        dh_prev[j] = T(0);
+    }
+}
+
+template <typename T>
+void lstm_step_back(int64_t H, const T* R ai, const T* R af, const T* R ag, const T* R ao,
+                    const T* R dh, const T* R dy, const T* R cp, const T* R tc, T* R dc, T* R gi,
+                    T* R gf, T* R gg, T* R go, T* R dh_prev) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T g = dy ? dh[j] + dy[j] : dh[j];
+        const T i = ai[j], f = af[j], gv = ag[j], o = ao[j];
+        const T t = tc[j];
+        const T dcy = dc[j] + g * o * (T(1) - t * t);
+        gi[j] = dcy * gv * i * (T(1) - i);
+        gf[j] = dcy * cp[j] * f * (T(1) - f);
+        gg[j] = dcy * i * (T(1) - gv * gv);
+        go[j] = g * t * o * (T(1) - o);
+        dc[j] = dcy * f;
+        dh_prev[j] = T(0);
+    }
+}
+
+template <typename T>
+void gru_step_back(int64_t H, const T* R ar, const T* R az, const T* R an, const T* R dh,
+                   const T* R dy, const T* R hp, const T* R ghn, T* R gxr, T* R gxz, T* R gxn,
+                   T* R ghr, T* R ghz, T* R ghnn, T* R dh_prev) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T g = dy ? dh[j] + dy[j] : dh[j];
+        const T r = ar[j], z = az[j], n = an[j];
+        const T dnp = g * (T(1) - z) * (T(1) - n * n);
+        const T drp = dnp * ghn[j] * r * (T(1) - r);
+        const T dzp = g * (hp[j] - n) * z * (T(1) - z);
+        gxr[j] = drp;
+        gxz[j] = dzp;
+        gxn[j] = dnp;
+        ghr[j] = drp;
+        ghz[j] = dzp;
+        ghnn[j] = dnp * r;
+        dh_prev[j] = g * z;
+    }
+}
+#undef R
+
 template <typename T> struct StepBackward {
     RecurrentMode mode;
     int64_t H;
@@ -238,48 +305,16 @@ template <typename T> struct StepBackward {
                     const T* ghn, T* dc, T* gx, T* gh, T* dh_prev) const {
         switch (mode) {
         case RecurrentMode::RnnTanh:
-            for (int64_t j = 0; j < H; ++j) {
-                const T g = dy ? dh[j] + dy[j] : dh[j];
-                gx[j] = g * (T(1) - a[j] * a[j]);
-                dh_prev[j] = T(0);
-            }
-            break;
         case RecurrentMode::RnnRelu:
-            for (int64_t j = 0; j < H; ++j) {
-                const T g = dy ? dh[j] + dy[j] : dh[j];
-                gx[j] = a[j] > T(0) ? g : T(0);
-                dh_prev[j] = T(0);
-            }
+            rnn_step_back(mode == RecurrentMode::RnnRelu, H, a, dh, dy, gx, dh_prev);
             break;
         case RecurrentMode::Lstm:
-            for (int64_t j = 0; j < H; ++j) {
-                const T g = dy ? dh[j] + dy[j] : dh[j];
-                const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];
-                const T t = tc[j];
-                const T dcy = dc[j] + g * o * (T(1) - t * t);
-                gx[j] = dcy * gg * i * (T(1) - i);
-                gx[H + j] = dcy * cp[j] * f * (T(1) - f);
-                gx[2 * H + j] = dcy * i * (T(1) - gg * gg);
-                gx[3 * H + j] = g * t * o * (T(1) - o);
-                dc[j] = dcy * f;
-                dh_prev[j] = T(0);
-            }
+            lstm_step_back(H, a, a + H, a + 2 * H, a + 3 * H, dh, dy, cp, tc, dc, gx, gx + H,
+                           gx + 2 * H, gx + 3 * H, dh_prev);
             break;
         case RecurrentMode::Gru:
-            for (int64_t j = 0; j < H; ++j) {
-                const T g = dy ? dh[j] + dy[j] : dh[j];
-                const T r = a[j], z = a[H + j], n = a[2 * H + j];
-                const T dnp = g * (T(1) - z) * (T(1) - n * n);
-                const T drp = dnp * ghn[j] * r * (T(1) - r);
-                const T dzp = g * (hp[j] - n) * z * (T(1) - z);
-                gx[j] = drp;
-                gx[H + j] = dzp;
-                gx[2 * H + j] = dnp;
-                gh[j] = drp;
-                gh[H + j] = dzp;
-                gh[2 * H + j] = dnp * r;
-                dh_prev[j] = g * z;
-            }
+            gru_step_back(H, a, a + H, a + 2 * H, dh, dy, hp, ghn, gx, gx + H, gx + 2 * H, gh,
+                          gh + H, gh + 2 * H, dh_prev);
             break;
         }
     }
