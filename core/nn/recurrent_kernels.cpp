@@ -6,14 +6,17 @@
 // dW_ih, dW_hh and dx over all steps, and one GEMV each for the bias gradients.
 #include "nn/recurrent_kernels.h"
 
+#include "nn/recurrent_step_gemm.h"
+
 #include "backend/kernels/elementwise.h"
+#include "tensor/tensor_impl.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace myelin::nn::detail {
@@ -77,8 +80,16 @@ template <typename T> inline T relu_act(T x) {
 // Per-step work is parallel over the batch once it is big enough to pay for the fork.
 constexpr int64_t kParallelStep = 8192;
 
-template <typename T> std::unique_ptr<T[]> scratch(int64_t n) {
-    return std::unique_ptr<T[]>(new T[static_cast<size_t>(std::max<int64_t>(n, 1))]);
+// Work buffers come from the tensor allocator, which keeps large blocks: a fresh 8 MB gate buffer
+// per call would page-fault all of its pages in again.
+template <typename T> struct Scratch {
+    Tensor t;
+    T* get() const { return t.data<T>(); }
+    T& operator[](int64_t i) const { return get()[i]; }
+};
+template <typename T> Scratch<T> scratch(int64_t n) {
+    constexpr DType dt = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+    return {::myelin::detail::make_tensor({std::max<int64_t>(n, 1)}, dt, kCPU)};
 }
 
 // The row of (t, b) and the row distance between consecutive b of one step.
@@ -214,14 +225,13 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
     }
     const StepForward<T> step{s.mode, H, gru && bh ? bh + 2 * H : nullptr};
     const int64_t rs = rm.stride();
+    // h W_hh^T: GRU into its own buffer, the others added into the step's gate rows.
+    const StepGemm<T> hh(B, G, H, H, gru ? G : rs * G, w.w_hh[d], true, !gru);
     for (int64_t k = 0; k < s.T; ++k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
         T* a_t = act + r0 * G;
-        if (gru)
-            gemm(false, true, B, G, H, h.get(), H, w.w_hh[d], H, T(0), gh.get(), G);
-        else
-            gemm(false, true, B, G, H, h.get(), H, w.w_hh[d], H, T(1), a_t, rs * G);
+        hh.run(h.get(), gru ? gh.get() : a_t);
 #pragma omp parallel for if (B * H * (G / H) >= kParallelStep)
         for (int64_t b = 0; b < B; ++b) {
             const int64_t row = r0 + b * rs;
@@ -352,6 +362,7 @@ void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
     }
     const StepBackward<T> step{s.mode, H};
     const int64_t rs = rm.stride();
+    const StepGemm<T> hh(B, H, G, rs * G, H, w.w_hh[d], false, true); // dh_prev += dG_t W_hh
     for (int64_t k = s.T - 1; k >= 0; --k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
@@ -373,7 +384,7 @@ void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
                  gru ? ghns + row * H : nullptr, lstm ? dc.get() + b * H : nullptr, gx, gh, nb);
         }
         // d(previous state) += dG_t W_hh
-        gemm(false, false, B, H, G, dgh + r0 * G, rs * G, w.w_hh[d], H, T(1), dh_next.get(), H);
+        hh.run(dgh + r0 * G, dh_next.get());
         std::swap(dh, dh_next);
     }
     if (grads.dh0) std::copy_n(dh.get(), B * H, grads.dh0 + d * B * H);
