@@ -164,8 +164,8 @@ void TestPlugins::wrongInterfaceVersionIsRefused() {
     QString e = refusal(path);
     QVERIFY2(e.startsWith(QString::fromStdString("plugin " + path +
                                                  ": was built for plugin "
-                                                 "interface version 2; this "
-                                                 "Myelin needs version 1")),
+                                                 "interface version 3; this "
+                                                 "Myelin needs version 2")),
              qPrintable(e));
 }
 
