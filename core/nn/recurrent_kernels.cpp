@@ -383,8 +383,8 @@ void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
                  lstm ? cprev + row * H : nullptr, lstm ? tcs + row * H : nullptr,
                  gru ? ghns + row * H : nullptr, lstm ? dc.get() + b * H : nullptr, gx, gh, nb);
         }
-        // d(previous state) += dG_t W_hh
-        hh.run(dgh + r0 * G, dh_next.get());
+        // d(previous state) += dG_t W_hh; past the first step only when h0 wants a gradient.
+        if (k > 0 || grads.dh0) hh.run(dgh + r0 * G, dh_next.get());
         std::swap(dh, dh_next);
     }
     if (grads.dh0) std::copy_n(dh.get(), B * H, grads.dh0 + d * B * H);
