@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
 benches=(myelin_bench_ops myelin_train_fashion myelin_bench_store myelin_bench_graph
-  myelin_bench_data myelin_bench_capture myelin_bench_amp)
+  myelin_bench_data myelin_bench_capture myelin_bench_amp myelin_bench_lstm)
 for b in "${benches[@]}"; do
   if [ ! -x "build/bench/$b" ]; then
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_BUILD_BENCH=ON >/dev/null
@@ -109,3 +109,18 @@ OMP_NUM_THREADS=$threads build/bench/myelin_bench_amp --threads "$threads"
 if [ -x build/bench/myelin_bench_editor ]; then
   build/bench/myelin_bench_editor 2>/dev/null
 fi
+# LSTM training step (batch 64, seq 32, input 64, hidden 256, last step -> Linear -> cross-entropy,
+# Adam) against the same in PyTorch: ratio of ms per step (wall), with each side's CPU ms.
+OMP_NUM_THREADS=$threads build/bench/myelin_bench_lstm --threads "$threads" >"$tmp/myelin_lstm.json"
+OMP_NUM_THREADS=$threads /usr/bin/python3 bench/torch_lstm_step.py --threads "$threads" \
+  >"$tmp/torch_lstm.json"
+/usr/bin/python3 - "$tmp" "$threads" <<'PY'
+import json, sys
+ours = json.load(open(sys.argv[1] + "/myelin_lstm.json"))
+theirs = json.load(open(sys.argv[1] + "/torch_lstm.json"))
+print(json.dumps({"workload": "train_step_lstm", "myelin": ours["ms_per_step"],
+                  "pytorch": theirs["ms_per_step"], "unit": "ms/step",
+                  "ratio": round(theirs["ms_per_step"] / ours["ms_per_step"], 2),
+                  "threads": int(sys.argv[2]), "myelin_cpu_ms": ours["cpu_ms_per_step"],
+                  "pytorch_cpu_ms": theirs["cpu_ms_per_step"]}))
+PY

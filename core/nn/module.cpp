@@ -36,9 +36,10 @@ struct BackwardHookState {
     std::shared_ptr<Module> keep_alive; // the graph may outlive the caller's handle
     std::vector<BackwardHook> hooks;
     TensorList grad_inputs;         // one per forward input
-    TensorList grad_outputs;        // the output's gradient
+    TensorList grad_outputs;        // one per output (Module::outputs() may give several)
     std::vector<int> wrapped_index; // forward input index of each input identity node
     size_t pending = 0;             // input identity nodes still to run in this backward pass
+    uint64_t round_epoch = 0;       // the backward pass whose gradients are being collected
 
     void fire() {
         for (const auto& hook : hooks)
@@ -56,11 +57,16 @@ class BackwardHookNode final : public autograd::Node {
     TensorList apply(Tensor&& grad) override {
         BackwardHookState& s = *state_;
         if (input_slot_ < 0) {
-            // Output side: runs first in backward; starts a new round of input gradients.
-            s.grad_outputs = {grad};
-            std::fill(s.grad_inputs.begin(), s.grad_inputs.end(), Tensor());
-            s.pending = s.wrapped_index.size();
-            if (s.pending == 0) s.fire(); // no input needs a gradient: report now, as PyTorch
+            // Output side: runs first in backward; the first output node of a backward pass
+            // starts a new round of gradients (several outputs each have a node).
+            if (s.round_epoch != engine_epoch) {
+                s.round_epoch = engine_epoch;
+                std::fill(s.grad_outputs.begin(), s.grad_outputs.end(), Tensor());
+                std::fill(s.grad_inputs.begin(), s.grad_inputs.end(), Tensor());
+                s.pending = s.wrapped_index.size();
+            }
+            s.grad_outputs[static_cast<size_t>(-1 - input_slot_)] = grad;
+            if (s.wrapped_index.empty()) s.fire(); // no input needs a gradient: report now
         } else {
             s.grad_inputs[static_cast<size_t>(s.wrapped_index[static_cast<size_t>(input_slot_)])] =
                 grad;
@@ -71,7 +77,7 @@ class BackwardHookNode final : public autograd::Node {
 
   private:
     std::shared_ptr<BackwardHookState> state_;
-    int input_slot_; // -1: the output
+    int input_slot_; // -1 - k: output k
 };
 
 // A new handle aliasing `t`'s data whose history is an identity node leading to `t`.
@@ -96,17 +102,32 @@ Tensor Module::operator()(const Tensor& x) {
     return (*this)(TensorList{x});
 }
 
-Tensor Module::operator()(const TensorList& inputs) {
+void Module::check_input_count(const TensorList& inputs) const {
     const int n = num_inputs();
     if (n >= 0 && static_cast<int>(inputs.size()) != n)
         throw Error(type_name_ + "(" + extra_repr() + "): expected " + std::to_string(n) +
                     " input" + (n == 1 ? "" : "s") + ", got " + std::to_string(inputs.size()));
+}
+
+Tensor Module::operator()(const TensorList& inputs) {
+    check_input_count(inputs);
     if (forward_pre_hooks_.empty() && forward_hooks_.empty() && backward_hooks_.empty()) [[likely]]
         return forward(inputs);
     return run_forward(inputs);
 }
 
-Tensor Module::run_forward(const TensorList& given) {
+TensorList Module::outputs(const TensorList& inputs) {
+    check_input_count(inputs);
+    if (forward_pre_hooks_.empty() && forward_hooks_.empty() && backward_hooks_.empty())
+        return forward_outputs(inputs);
+    return run_hooked(inputs, true);
+}
+
+Tensor Module::run_forward(const TensorList& inputs) {
+    return run_hooked(inputs, false).at(0);
+}
+
+TensorList Module::run_hooked(const TensorList& given, bool all_outputs) {
     TensorList inputs = given;
     if (!forward_pre_hooks_.empty()) {
         const auto hooks = forward_pre_hooks_; // a hook may remove itself
@@ -130,17 +151,22 @@ Tensor Module::run_forward(const TensorList& given) {
             inputs[i] = wrap_identity(inputs[i], state, slot);
         }
     }
-    Tensor output = forward(inputs);
+    TensorList outs = all_outputs ? forward_outputs(inputs) : TensorList{forward(inputs)};
+    if (outs.empty()) throw Error(type_name_ + "(" + extra_repr() + "): forward gave no output");
     if (!forward_hooks_.empty()) {
         const auto hooks = forward_hooks_;
         for (const auto& h : hooks) {
-            Tensor replaced = h.fn(*this, inputs, output);
-            if (replaced.defined()) output = std::move(replaced);
+            Tensor replaced = h.fn(*this, inputs, outs[0]);
+            if (replaced.defined()) outs[0] = std::move(replaced);
         }
     }
-    if (state && output.defined() && output.requires_grad())
-        output = wrap_identity(output, state, -1);
-    return output;
+    if (state) {
+        state->grad_outputs.resize(outs.size());
+        for (size_t k = 0; k < outs.size(); ++k)
+            if (outs[k].defined() && outs[k].requires_grad())
+                outs[k] = wrap_identity(outs[k], state, -1 - static_cast<int>(k));
+    }
+    return outs;
 }
 
 // --- registration ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <myelin/autograd.h>
 #include <myelin/nn/layers.h>
 #include <myelin/nn/module.h>
+#include <myelin/nn/recurrent.h>
 #include <myelin/tensor.h>
 
 #include <cmath>
@@ -55,6 +56,10 @@ constexpr int kMinCasesF32 = 130;
 constexpr int kMinCasesF64 = 130;
 const char* const kFixtureFiles[] = {"nn_f32.txt", "nn_f64.txt", "attention_f32.txt",
                                      "attention_f64.txt"};
+// Recurrent layers (gen_golden_recurrent.py): several outputs, a lengths input.
+constexpr int kMinRecurrentCasesF32 = 20;
+constexpr int kMinRecurrentCasesF64 = 20;
+const char* const kRecurrentFixtureFiles[] = {"recurrent_f32.txt", "recurrent_f64.txt"};
 
 // ---------------------------------------------------------------------------------------------
 // Fixture model and parser
@@ -188,6 +193,8 @@ struct Case {
     std::vector<std::pair<std::string, TensorData>> pgrads;
     std::vector<std::pair<std::string, TensorData>> after;
     std::vector<KeySpec> keys; // state-dict layout cases
+    // Layers with several outputs ("out <k>", "gout <k>"); out / gout then hold output 0.
+    std::map<int, TensorData> outs, gouts;
     bool isLayout() const { return !keys.empty(); }
     // The floating dtype the module runs in (what Module::to converts to).
     DType dtype() const { return out ? out->dtype : DType::Float32; }
@@ -202,6 +209,7 @@ void validate(const Case& c) {
         return;
     }
     if (!c.out || !c.gout || c.inputs.empty()) throw FixtureError("case needs in, out and gout");
+    if (c.outs.size() != c.gouts.size()) throw FixtureError("one 'gout <k>' per 'out <k>'");
     for (size_t k = 0; k < c.inputs.size(); ++k)
         if ((c.inputs[k].rg != 0) != (c.grads.count(static_cast<int>(k)) != 0))
             throw FixtureError("input " + std::to_string(k) +
@@ -229,6 +237,14 @@ bool parseCaseLine(Case& c, const std::vector<std::string>& tok, const std::stri
             throw FixtureError("'view' needs one 'in' line before it");
         c.inputs.back().transpose = {static_cast<int>(parseNumber<int64_t>(tok[2])),
                                      static_cast<int>(parseNumber<int64_t>(tok[3]))};
+    } else if ((kw == "out" || kw == "gout") && tok.size() >= 5 && tok[1] != "f32" &&
+               tok[1] != "f64" && tok[1] != "i64") {
+        const int k = static_cast<int>(parseNumber<int64_t>(tok[1]));
+        auto& slot = kw == "out" ? c.outs : c.gouts;
+        if (k != static_cast<int>(slot.size()))
+            throw FixtureError("outputs must be numbered 0, 1, ...");
+        slot[k] = parseTensor(tok, 2);
+        if (k == 0) (kw == "out" ? c.out : c.gout) = slot[k];
     } else if (kw == "out" && tok.size() >= 3) {
         c.out = parseTensor(tok, 1);
     } else if (kw == "gout" && tok.size() >= 3) {
@@ -254,7 +270,15 @@ std::vector<Case> parseFile(const std::string& path, const std::string& label) {
 using Fixtures = golden::Fixtures<Case>;
 
 const Fixtures& fixtures() {
-    static const Fixtures fx = golden::loadFixtures<Case>(kFixtureFiles, parseFile);
+    static const Fixtures fx = [] {
+        Fixtures all = golden::loadFixtures<Case>(kFixtureFiles, parseFile);
+        Fixtures rec = golden::loadFixtures<Case>(kRecurrentFixtureFiles, parseFile);
+        for (auto& c : rec.cases)
+            all.cases.push_back(std::move(c));
+        all.perFile.insert(rec.perFile.begin(), rec.perFile.end());
+        all.errors.insert(all.errors.end(), rec.errors.begin(), rec.errors.end());
+        return all;
+    }();
     return fx;
 }
 
@@ -438,6 +462,25 @@ std::map<std::string, Factory> buildFactories() {
     t["Add"] = [](const Opts&) { return make_shared<nn::Add>(); };
     t["Multiply"] = [](const Opts&) { return make_shared<nn::Multiply>(); };
     t["Concat"] = [](const Opts& o) { return make_shared<nn::Concat>(o.dim("dim", 1)); };
+    auto recurrentOptions = [](const Opts& o) {
+        nn::RecurrentOptions r;
+        r.num_layers = o.i("num_layers", 1);
+        r.bias = o.b("bias", true);
+        r.batch_first = o.b("batch_first", false);
+        r.dropout = o.d("dropout", 0.0);
+        r.bidirectional = o.b("bidirectional", false);
+        return r;
+    };
+    t["RNN"] = [recurrentOptions](const Opts& o) {
+        return make_shared<nn::RNN>(o.i("input_size"), o.i("hidden_size"), recurrentOptions(o),
+                                    o.has("nonlinearity") ? o.str("nonlinearity") : "tanh");
+    };
+    t["LSTM"] = [recurrentOptions](const Opts& o) {
+        return make_shared<nn::LSTM>(o.i("input_size"), o.i("hidden_size"), recurrentOptions(o));
+    };
+    t["GRU"] = [recurrentOptions](const Opts& o) {
+        return make_shared<nn::GRU>(o.i("input_size"), o.i("hidden_size"), recurrentOptions(o));
+    };
     t["MLP"] = [](const Opts&) -> nn::ModulePtr { return makeMlp(); };
     t["CNN"] = [](const Opts&) -> nn::ModulePtr { return makeCnn(); };
     t["ResBlock"] = [](const Opts&) -> nn::ModulePtr { return make_shared<ResBlock>(4); };
@@ -473,6 +516,11 @@ bool isAccumulatingKind(const std::string& kind) {
         "GroupNorm", "Softmax",           "LogSoftmax",  "MLP",         "CNN",
         "ResBlock"};
     return kinds.count(kind) != 0 || golden_attention::isAttentionKind(kind);
+}
+
+// The recurrent layers accumulate over the input, the hidden state and the time steps.
+bool isRecurrentKind(const std::string& kind) {
+    return kind == "RNN" || kind == "LSTM" || kind == "GRU";
 }
 
 Tolerance tolerance(DType dtype, bool accumulates) {
@@ -580,10 +628,25 @@ std::string runCase(const Case& c, const std::string& mode) {
             inputs.push_back(x);
             leaves.push_back(spec.rg ? x : Tensor());
         }
-        Tensor out = inputs.size() == 1 ? (*m)(inputs[0]) : (*m)(inputs);
-        const bool acc = isAccumulatingKind(c.kind);
+        // Several outputs: all of them are compared, and backward runs over all at once.
+        TensorList outs;
+        if (!c.outs.empty()) {
+            outs = m->outputs(inputs);
+            if (outs.size() != c.outs.size())
+                problems += "\n  " + std::to_string(outs.size()) + " outputs, PyTorch has " +
+                            std::to_string(c.outs.size());
+        }
+        Tensor out = !c.outs.empty()      ? outs.at(0)
+                     : inputs.size() == 1 ? (*m)(inputs[0])
+                                          : (*m)(inputs);
+        const bool acc = isAccumulatingKind(c.kind) || isRecurrentKind(c.kind);
         std::string msg = compareTensor("output", out, *c.out, tolerance(c.out->dtype, acc));
         if (!msg.empty()) problems += "\n  " + msg;
+        for (size_t k = 1; k < c.outs.size() && k < outs.size(); ++k) {
+            msg = compareTensor("output " + std::to_string(k), outs[k], c.outs.at(int(k)),
+                                tolerance(c.outs.at(int(k)).dtype, acc));
+            if (!msg.empty()) problems += "\n  " + msg;
+        }
         if (out.defined() && !out.requires_grad()) problems += "\n  output does not require grad";
 
         stage = "buffers after the forward";
@@ -614,7 +677,15 @@ std::string runCase(const Case& c, const std::string& mode) {
 
         // Backward even when the forward differs: the gradients help locate the bug.
         stage = "backward";
-        out.backward(makeTensor(*c.gout));
+        if (!c.outs.empty()) {
+            TensorList gouts;
+            for (size_t k = 0; k < outs.size() && k < c.gouts.size(); ++k)
+                gouts.push_back(makeTensor(c.gouts.at(int(k))));
+            outs.resize(gouts.size());
+            myelin::autograd::backward(outs, gouts);
+        } else {
+            out.backward(makeTensor(*c.gout));
+        }
 
         stage = "comparing gradients";
         int64_t outNumel = c.out->shape.numel();
@@ -730,6 +801,15 @@ void TestNnGolden::fixturesLoaded() {
                                                             ">= %2")
                                                  .arg(f64)
                                                  .arg(kMinCasesF64)));
+    for (const auto& [file, minimum] :
+         {std::pair{kRecurrentFixtureFiles[0], kMinRecurrentCasesF32},
+          std::pair{kRecurrentFixtureFiles[1], kMinRecurrentCasesF64}})
+        QVERIFY2(fx.count(file) >= minimum,
+                 qPrintable(QStringLiteral("%1 has %2 cases, expected >= %3 (run "
+                                           "gen_golden_recurrent.py)")
+                                .arg(file)
+                                .arg(fx.count(file))
+                                .arg(minimum)));
     std::set<std::string> names;
     std::map<std::string, std::set<std::string>> kindsPerFile;
     for (const auto& c : fx.cases) {
@@ -754,6 +834,10 @@ void TestNnGolden::fixturesLoaded() {
             QVERIFY2(kindsPerFile[file].count(kind),
                      qPrintable(QString::fromStdString(kind + " has no case in " + file)));
     }
+    for (const std::string kind : {"RNN", "LSTM", "GRU"})
+        for (const char* file : kRecurrentFixtureFiles)
+            QVERIFY2(kindsPerFile[file].count(kind),
+                     qPrintable(QString::fromStdString(kind + " has no case in " + file)));
 }
 
 void TestNnGolden::layer_data() {

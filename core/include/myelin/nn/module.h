@@ -23,7 +23,7 @@ using ForwardPreHook = std::function<TensorList(Module& module, const TensorList
 using ForwardHook =
     std::function<Tensor(Module& module, const TensorList& inputs, const Tensor& output)>;
 // grad_input: one gradient per forward input (undefined where the input needs none);
-// grad_output: the gradient of the output. Observes only.
+// grad_output: the gradient of the output (one per output of Module::outputs()). Observes only.
 using BackwardHook = std::function<void(Module& module, const TensorList& grad_input,
                                         const TensorList& grad_output)>;
 
@@ -54,6 +54,13 @@ class Module : public std::enable_shared_from_this<Module> {
     virtual Tensor forward(const TensorList& inputs) = 0;
     // How many inputs forward() takes (-1: any number, e.g. Add, Concat).
     virtual int num_inputs() const { return 1; }
+
+    // Modules with several outputs (RNN: the sequence and the final states) override these two;
+    // forward() then returns output 0. outputs() runs the hooks like operator(): forward hooks
+    // see (and may replace) output 0, backward hooks get one grad_output per output.
+    virtual int num_outputs() const { return 1; }
+    virtual TensorList forward_outputs(const TensorList& inputs) { return {forward(inputs)}; }
+    TensorList outputs(const TensorList& inputs);
 
     // --- registration (names must be unique within this module and contain no '.') ---
     Tensor& register_parameter(const std::string& name, Tensor value, bool requires_grad = true);
@@ -123,6 +130,9 @@ class Module : public std::enable_shared_from_this<Module> {
         H fn;
     };
     Tensor run_forward(const TensorList& inputs);
+    // The hooks around forward() (all_outputs false) or forward_outputs() (true).
+    TensorList run_hooked(const TensorList& inputs, bool all_outputs);
+    void check_input_count(const TensorList& inputs) const;
     void collect_parameters(const std::string& prefix,
                             std::vector<std::pair<std::string, Tensor>>& out, bool recurse) const;
     void collect_buffers(const std::string& prefix,

@@ -1,0 +1,338 @@
+// functional::recurrent: checks the inputs, then runs the layers one after the other, each as one
+// autograd node over the whole sequence (recurrent_kernels.cpp has the loops), with dropout
+// between them. A layer's node produces one flat tensor holding its output, h_n and c_n; the
+// three are views of it, so one node serves every output the caller uses.
+#include "autograd/function.h"
+#include "nn/functional_common.h"
+#include "nn/recurrent_kernels.h"
+#include "tensor/tensor_impl.h"
+
+#include <myelin/autograd.h>
+#include <myelin/nn/functional.h>
+#include <myelin/nn/recurrent.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace myelin::nn {
+
+const char* recurrent_mode_name(RecurrentMode mode) {
+    switch (mode) {
+    case RecurrentMode::RnnTanh:
+        return "RNN_TANH";
+    case RecurrentMode::RnnRelu:
+        return "RNN_RELU";
+    case RecurrentMode::Lstm:
+        return "LSTM";
+    case RecurrentMode::Gru:
+        return "GRU";
+    }
+    return "?";
+}
+
+int64_t recurrent_gate_count(RecurrentMode mode) {
+    switch (mode) {
+    case RecurrentMode::Lstm:
+        return 4;
+    case RecurrentMode::Gru:
+        return 3;
+    default:
+        return 1;
+    }
+}
+
+namespace functional {
+
+using autograd::Node;
+using autograd::SavedTensor;
+using detail::RecurrentLayerShape;
+using detail::shape_error;
+
+namespace {
+
+std::string op_name(RecurrentMode mode) {
+    switch (mode) {
+    case RecurrentMode::Lstm:
+        return "LSTM";
+    case RecurrentMode::Gru:
+        return "GRU";
+    default:
+        return "RNN";
+    }
+}
+
+struct LayerOutputs {
+    Tensor out; // [rows, D*H]
+    Tensor hn;  // [D, B, H]
+    Tensor cn;  // LSTM
+};
+
+// The buffers a layer's forward keeps for its backward (see RecurrentSaved).
+struct SavedBuffers {
+    Tensor act, hprev, cprev, tc, ghn;
+    template <typename T> detail::RecurrentSaved<T> raw() const {
+        auto p = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+        return {p(act), p(hprev), p(cprev), p(tc), p(ghn)};
+    }
+};
+
+template <typename T>
+detail::RecurrentLayerWeights<T> raw_weights(const TensorList& params, int D, bool bias) {
+    detail::RecurrentLayerWeights<T> w;
+    const size_t per = bias ? 4 : 2;
+    for (int d = 0; d < D; ++d) {
+        const size_t k = static_cast<size_t>(d) * per;
+        w.w_ih[d] = params[k].data<T>();
+        w.w_hh[d] = params[k + 1].data<T>();
+        if (bias) {
+            w.b_ih[d] = params[k + 2].data<T>();
+            w.b_hh[d] = params[k + 3].data<T>();
+        }
+    }
+    return w;
+}
+
+template <typename T> const T* ptr_or_null(const Tensor& t) {
+    return t.defined() ? t.data<T>() : nullptr;
+}
+
+template <typename T>
+TensorList layer_backward(const RecurrentLayerShape& s, const Tensor& grad, const Tensor& x,
+                          const TensorList& params, bool bias, const SavedBuffers& saved,
+                          const Node& node) {
+    const int D = s.D;
+    const int64_t rows = s.rows(), state = D * s.B * s.H;
+    const bool lstm = s.mode == RecurrentMode::Lstm;
+    const Tensor g = grad.contiguous();
+    const T* gp = g.data<T>();
+    const TensorOptions opts = x.options();
+    TensorList result(3 + params.size());
+    detail::RecurrentLayerGrads<T> out;
+    if (node.needs_input_grad(0)) {
+        result[0] = empty({rows, s.I}, opts);
+        out.dx = result[0].data<T>();
+    }
+    if (node.needs_input_grad(1)) {
+        result[1] = empty({D, s.B, s.H}, opts);
+        out.dh0 = result[1].data<T>();
+    }
+    if (lstm && node.needs_input_grad(2)) {
+        result[2] = empty({D, s.B, s.H}, opts);
+        out.dc0 = result[2].data<T>();
+    }
+    const size_t per = bias ? 4 : 2;
+    for (int d = 0; d < D; ++d) {
+        T** slots[4] = {&out.dw_ih[d], &out.dw_hh[d], &out.db_ih[d], &out.db_hh[d]};
+        for (size_t j = 0; j < per; ++j) {
+            const size_t k = static_cast<size_t>(d) * per + j;
+            if (!node.needs_input_grad(3 + k)) continue;
+            result[3 + k] = empty(params[k].shape(), opts);
+            *slots[j] = result[3 + k].data<T>();
+        }
+    }
+    detail::recurrent_layer_backward<T>(s, x.data<T>(), raw_weights<T>(params, D, bias),
+                                        saved.raw<T>(), gp, gp + rows * D * s.H,
+                                        lstm ? gp + rows * D * s.H + state : nullptr, out);
+    return result;
+}
+
+// One layer, all directions: x [rows, I] contiguous, h0 / c0 [D, B, H] or undefined, params the
+// layer's weights in _flat_weights order.
+LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tensor& h0,
+                       const Tensor& c0, const TensorList& params, bool bias,
+                       const std::shared_ptr<std::vector<int64_t>>& lengths) {
+    const int D = s.D;
+    const int64_t rows = s.rows(), H = s.H, G = s.gates(), state = D * s.B * H;
+    const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
+    const TensorOptions opts = x.options();
+    Tensor flat = empty({rows * D * H + state * (lstm ? 2 : 1)}, opts);
+    SavedBuffers saved;
+    saved.act = empty({D * rows * G}, opts);
+    saved.hprev = empty({D * rows * H}, opts);
+    if (lstm) {
+        saved.cprev = empty({D * rows * H}, opts);
+        saved.tc = empty({D * rows * H}, opts);
+    }
+    if (gru) saved.ghn = empty({D * rows * H}, opts);
+
+    const Tensor xv = x.detach();
+    const Tensor h0v = h0.defined() ? h0.detach().contiguous() : Tensor();
+    const Tensor c0v = c0.defined() ? c0.detach().contiguous() : Tensor();
+    TensorList pv;
+    for (const Tensor& p : params)
+        pv.push_back(p.detach().contiguous());
+    RecurrentLayerShape shape = s;
+    shape.lengths = lengths ? lengths->data() : nullptr;
+    auto forward = [&]<typename T>(T*) {
+        T* f = flat.data<T>();
+        detail::recurrent_layer_forward<T>(
+            shape, xv.data<T>(), raw_weights<T>(pv, D, bias), ptr_or_null<T>(h0v),
+            ptr_or_null<T>(c0v), f, f + rows * D * H, lstm ? f + rows * D * H + state : nullptr,
+            saved.raw<T>());
+    };
+    if (x.dtype() == DType::Float64)
+        forward(static_cast<double*>(nullptr));
+    else
+        forward(static_cast<float*>(nullptr));
+
+    TensorList inputs{x, h0, c0};
+    inputs.insert(inputs.end(), params.begin(), params.end());
+    if (autograd::any_requires_grad(inputs) && autograd::is_grad_enabled()) {
+        std::vector<SavedTensor> saved_params;
+        for (const Tensor& p : pv)
+            saved_params.emplace_back(p);
+        autograd::record_list("RecurrentLayerBackward0", inputs, flat,
+                              [s, bias, saved, lengths, sx = SavedTensor(xv),
+                               saved_params](const Tensor& grad, const Node& node) {
+                                  RecurrentLayerShape sh = s;
+                                  sh.lengths = lengths ? lengths->data() : nullptr;
+                                  const Tensor xs = sx.unpack(node);
+                                  TensorList ps;
+                                  for (const SavedTensor& p : saved_params)
+                                      ps.push_back(p.unpack(node));
+                                  if (xs.dtype() == DType::Float64)
+                                      return layer_backward<double>(sh, grad, xs, ps, bias, saved,
+                                                                    node);
+                                  return layer_backward<float>(sh, grad, xs, ps, bias, saved, node);
+                              });
+    }
+    LayerOutputs r;
+    r.out = flat.narrow(0, 0, rows * D * H).view({rows, D * H});
+    r.hn = flat.narrow(0, rows * D * H, state).view({D, s.B, H});
+    if (lstm) r.cn = flat.narrow(0, rows * D * H + state, state).view({D, s.B, H});
+    return r;
+}
+
+void check_state(const std::string& op, const char* name, const Tensor& t, const Tensor& x,
+                 int64_t LD, int64_t B, int64_t H, bool batched) {
+    if (!t.defined()) return;
+    detail::require_same_dtype(op.c_str(), name, t, x);
+    const Dims want = batched ? Dims{LD, B, H} : Dims{LD, H};
+    if (t.shape() != want)
+        shape_error(op.c_str(), std::string("expected ") + name + " of shape " + want.str() +
+                                    " ([num_layers * num_directions, " +
+                                    (batched ? "batch, " : "") + "hidden_size]), got " +
+                                    t.shape().str());
+}
+
+} // namespace
+
+RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor& c0_in,
+                          const Tensor& lengths, const std::vector<Tensor>& weights,
+                          const RecurrentConfig& cfg) {
+    const std::string op = op_name(cfg.mode);
+    const char* opc = op.c_str();
+    const bool lstm = cfg.mode == RecurrentMode::Lstm;
+    const int D = cfg.bidirectional ? 2 : 1;
+    const int64_t L = cfg.num_layers, H = cfg.hidden_size, G = recurrent_gate_count(cfg.mode) * H;
+    if (!x_in.defined()) throw Error(op + ": the input is undefined");
+    detail::require_f32_f64(opc, "input", x_in);
+    if (x_in.dim() != 2 && x_in.dim() != 3)
+        shape_error(
+            opc, std::string("expected input ") +
+                     (cfg.batch_first ? "[batch, seq, input_size]" : "[seq, batch, input_size]") +
+                     " (3-D) or unbatched [seq, input_size] (2-D), got " + x_in.shape().str());
+    if (L < 1 || H < 1) throw Error(op + ": num_layers and hidden_size must be positive");
+    if (!x_in.device().is_cpu()) throw DeviceError(op + ": runs on the CPU only");
+    const bool batched = x_in.dim() == 3;
+    const int batch_dim = cfg.batch_first ? 0 : 1;
+    const Tensor x = batched ? x_in : x_in.unsqueeze(batch_dim);
+    const int64_t T = x.size(cfg.batch_first ? 1 : 0), B = x.size(batch_dim), I = x.size(2);
+    if (T == 0 || B == 0 || I == 0)
+        shape_error(opc, "expected a non-empty input (sequence length, batch and input_size > "
+                         "0), got " +
+                             x_in.shape().str());
+
+    // Weights: PyTorch's _flat_weights order and shapes.
+    const size_t per = cfg.bias ? 4 : 2;
+    if (weights.size() != static_cast<size_t>(L * D) * per)
+        throw Error(op + ": expected " + std::to_string(L * D * static_cast<int64_t>(per)) +
+                    " weight tensors, got " + std::to_string(weights.size()));
+    for (int64_t l = 0; l < L; ++l)
+        for (int d = 0; d < D; ++d)
+            for (size_t j = 0; j < per; ++j) {
+                const Tensor& w = weights[static_cast<size_t>(l * D + d) * per + j];
+                static const char* const names[] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+                const std::string name =
+                    std::string(names[j]) + "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
+                const int64_t in = j == 0 ? (l == 0 ? I : D * H) : H;
+                const Dims want = j < 2 ? Dims{G, in} : Dims{G};
+                if (!w.defined() || w.shape() != want)
+                    shape_error(opc, "expected " + name + " of shape " + want.str() + ", got " +
+                                         (w.defined() ? w.shape().str() : "none") +
+                                         (j == 0 && l == 0
+                                              ? " (input_size " + std::to_string(I) +
+                                                    " from the input " + x_in.shape().str() + ")"
+                                              : ""));
+                detail::require_same_dtype(opc, name.c_str(), w, x);
+            }
+
+    // Initial states.
+    if (!lstm && c0_in.defined()) throw Error(op + ": takes no c0 (only LSTM has a cell state)");
+    if (lstm && h0_in.defined() != c0_in.defined())
+        throw Error(op + ": expected both h0 and c0, or neither");
+    check_state(op, "h0", h0_in, x, L * D, B, H, batched);
+    check_state(op, "c0", c0_in, x, L * D, B, H, batched);
+    const Tensor h0 = h0_in.defined() && !batched ? h0_in.unsqueeze(1) : h0_in;
+    const Tensor c0 = c0_in.defined() && !batched ? c0_in.unsqueeze(1) : c0_in;
+
+    // Lengths.
+    std::shared_ptr<std::vector<int64_t>> lens;
+    if (lengths.defined()) {
+        if (lengths.dtype() != DType::Int64)
+            throw DTypeError(op + ": expected lengths of dtype int64, got " +
+                             dtype_name(lengths.dtype()));
+        if (lengths.dim() != 1 || lengths.size(0) != B)
+            shape_error(opc, "expected lengths of shape [" + std::to_string(B) +
+                                 "] (one per sequence of the batch), got " + lengths.shape().str());
+        const Tensor lc = lengths.detach().contiguous();
+        lens = std::make_shared<std::vector<int64_t>>(lc.data<int64_t>(), lc.data<int64_t>() + B);
+        for (int64_t b = 0; b < B; ++b) {
+            const int64_t n = (*lens)[static_cast<size_t>(b)];
+            if (n < 1 || n > T)
+                throw Error(op + ": lengths[" + std::to_string(b) + "] is " + std::to_string(n) +
+                            ", expected 1 to the sequence length " + std::to_string(T));
+        }
+    }
+
+    RecurrentLayerShape s;
+    s.mode = cfg.mode;
+    s.T = T;
+    s.B = B;
+    s.H = H;
+    s.D = D;
+    s.batch_first = cfg.batch_first;
+    const int64_t rows = T * B;
+    Tensor layer_in = x.contiguous().view({rows, I});
+    TensorList hns, cns;
+    Tensor out;
+    for (int64_t l = 0; l < L; ++l) {
+        s.I = l == 0 ? I : D * H;
+        const TensorList params(weights.begin() + static_cast<std::ptrdiff_t>(l * D * per),
+                                weights.begin() + static_cast<std::ptrdiff_t>((l + 1) * D * per));
+        LayerOutputs r =
+            run_layer(s, layer_in, h0.defined() ? h0.narrow(0, l * D, D) : Tensor(),
+                      c0.defined() ? c0.narrow(0, l * D, D) : Tensor(), params, cfg.bias, lens);
+        hns.push_back(r.hn);
+        if (lstm) cns.push_back(r.cn);
+        out = r.out;
+        if (l + 1 < L && cfg.training && cfg.dropout > 0.0)
+            layer_in = dropout(r.out, cfg.dropout, true, cfg.generator);
+        else
+            layer_in = r.out;
+    }
+    RecurrentResult result;
+    result.output = out.view(cfg.batch_first ? Dims{B, T, D * H} : Dims{T, B, D * H});
+    result.h_n = L == 1 ? hns[0] : cat(hns, 0);
+    if (lstm) result.c_n = L == 1 ? cns[0] : cat(cns, 0);
+    if (!batched) {
+        result.output = result.output.squeeze(batch_dim);
+        result.h_n = result.h_n.squeeze(1);
+        if (lstm) result.c_n = result.c_n.squeeze(1);
+    }
+    return result;
+}
+
+} // namespace functional
+} // namespace myelin::nn

@@ -1,0 +1,444 @@
+// The raw recurrent layer loops (see recurrent_kernels.h). Per direction the forward is one GEMM
+// for the input projection of all steps (bias rows first, then x W_ih^T added), then per step one
+// GEMM h W_hh^T added into the step's gate rows (GRU: into its own buffer, since b_hn sits inside
+// r * (...)) and one fused pass over the gates. The backward walks the steps in reverse with one
+// GEMM per step (dG W_hh into the previous state's gradient) and finishes with one GEMM each for
+// dW_ih, dW_hh and dx over all steps, and one GEMV each for the bias gradients.
+#include "nn/recurrent_kernels.h"
+
+#include "nn/recurrent_step_gemm.h"
+
+#include "backend/kernels/elementwise.h"
+#include "tensor/tensor_impl.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+namespace myelin::nn::detail {
+namespace {
+
+// --- BLAS (row-major) ----------------------------------------------------------------------------
+
+inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                blasint(m), blasint(n), blasint(k), 1.0f, a, blasint(lda), b, blasint(ldb), beta, c,
+                blasint(ldc));
+}
+inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                 const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                blasint(m), blasint(n), blasint(k), 1.0, a, blasint(lda), b, blasint(ldb), beta, c,
+                blasint(ldc));
+}
+// y = a^T 1: the column sums of a [m, n].
+inline void column_sums(int64_t m, int64_t n, const float* a, const float* ones, float* y) {
+    cblas_sgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0f, a, blasint(n), ones, 1,
+                0.0f, y, 1);
+}
+inline void column_sums(int64_t m, int64_t n, const double* a, const double* ones, double* y) {
+    cblas_dgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0, a, blasint(n), ones, 1, 0.0,
+                y, 1);
+}
+
+// --- activations -----------------------------------------------------------------------------
+
+inline float sigmoid(float x) {
+    return 1.0f / (1.0f + kernels::fast_expf(-x));
+}
+inline double sigmoid(double x) {
+    return 1.0 / (1.0 + std::exp(-x));
+}
+
+// tanh in branch-free, vectorisable form (std::tanh does not vectorise): Cephes' tanhf, an odd
+// polynomial below |x| = 0.625 and 1 - 2 / (exp(2|x|) + 1) above; about 2 ulp.
+inline float tanh_act(float x) {
+    const float ax = std::fabs(x);
+    const float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    const float small = p * z * x + x;
+    const float big = std::copysign(1.0f - 2.0f / (kernels::fast_expf(2.0f * ax) + 1.0f), x);
+    return kernels::bit_select(ax < 0.625f, small, big);
+}
+inline double tanh_act(double x) {
+    return std::tanh(x);
+}
+
+template <typename T> inline T relu_act(T x) {
+    return x > T(0) ? x : T(0);
+}
+
+// Per-step work is parallel over the batch once it is big enough to pay for the fork.
+constexpr int64_t kParallelStep = 8192;
+
+// Work buffers come from the tensor allocator, which keeps large blocks: a fresh 8 MB gate buffer
+// per call would page-fault all of its pages in again.
+template <typename T> struct Scratch {
+    Tensor t;
+    T* get() const { return t.data<T>(); }
+    T& operator[](int64_t i) const { return get()[i]; }
+};
+template <typename T> Scratch<T> scratch(int64_t n) {
+    constexpr DType dt = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+    return {::myelin::detail::make_tensor({std::max<int64_t>(n, 1)}, dt, kCPU)};
+}
+
+// The row of (t, b) and the row distance between consecutive b of one step.
+struct RowMap {
+    int64_t T, B;
+    bool batch_first;
+    int64_t first(int64_t t) const { return batch_first ? t : t * B; }
+    int64_t stride() const { return batch_first ? T : 1; }
+};
+
+// --- forward ---------------------------------------------------------------------------------
+
+// The fused gate pass of one step for one sequence of the batch. Every pointer addresses its own
+// H (or gate) values, so they are marked __restrict: the loops vectorise.
+#define R __restrict
+template <typename T> void rnn_step(bool relu, int64_t H, T* R a, T* R h, T* R o) {
+    if (relu) {
+        for (int64_t j = 0; j < H; ++j) {
+            const T v = relu_act(a[j]);
+            a[j] = v;
+            h[j] = v;
+            o[j] = v;
+        }
+    } else {
+        for (int64_t j = 0; j < H; ++j) {
+            const T v = tanh_act(a[j]);
+            a[j] = v;
+            h[j] = v;
+            o[j] = v;
+        }
+    }
+}
+
+template <typename T>
+void lstm_step(int64_t H, T* R ai, T* R af, T* R ag, T* R ao, T* R h, T* R c, T* R o, T* R tc) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T i = sigmoid(ai[j]);
+        const T f = sigmoid(af[j]);
+        const T g = tanh_act(ag[j]);
+        const T og = sigmoid(ao[j]);
+        const T cy = f * c[j] + i * g;
+        const T t = tanh_act(cy);
+        const T hy = og * t;
+        ai[j] = i;
+        af[j] = f;
+        ag[j] = g;
+        ao[j] = og;
+        tc[j] = t;
+        c[j] = cy;
+        h[j] = hy;
+        o[j] = hy;
+    }
+}
+
+template <typename T>
+void gru_step(int64_t H, T* R ar, T* R az, T* R an, const T* R ghr, const T* R ghz,
+              const T* R ghn_in, const T* R b_hn, T* R h, T* R o, T* R ghn) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T r = sigmoid(ar[j] + ghr[j]);
+        const T z = sigmoid(az[j] + ghz[j]);
+        const T hl = ghn_in[j] + (b_hn ? b_hn[j] : T(0));
+        const T n = tanh_act(an[j] + r * hl);
+        const T hy = n + z * (h[j] - n); // PyTorch's form
+        ar[j] = r;
+        az[j] = z;
+        an[j] = n;
+        ghn[j] = hl;
+        h[j] = hy;
+        o[j] = hy;
+    }
+}
+
+template <typename T> struct StepForward {
+    RecurrentMode mode;
+    int64_t H;
+    const T* b_hn; // GRU
+
+    void operator()(T* a, const T* gh, T* h, T* c, T* o, T* tc, T* ghn) const {
+        switch (mode) {
+        case RecurrentMode::RnnTanh:
+        case RecurrentMode::RnnRelu:
+            rnn_step(mode == RecurrentMode::RnnRelu, H, a, h, o);
+            break;
+        case RecurrentMode::Lstm:
+            lstm_step(H, a, a + H, a + 2 * H, a + 3 * H, h, c, o, tc);
+            break;
+        case RecurrentMode::Gru:
+            gru_step(H, a, a + H, a + 2 * H, gh, gh + H, gh + 2 * H, b_hn, h, o, ghn);
+            break;
+        }
+    }
+};
+
+template <typename T>
+void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
+                       const RecurrentLayerWeights<T>& w, const T* h0, const T* c0, T* out, T* hn,
+                       T* cn, const RecurrentSaved<T>& saved) {
+    const int64_t H = s.H, G = s.gates(), rows = s.rows(), B = s.B, DH = s.D * H;
+    const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
+    const RowMap rm{s.T, s.B, s.batch_first};
+    T* act = saved.act + d * rows * G;
+    T* hprev = saved.hprev + d * rows * H;
+    T* cprev = lstm ? saved.cprev + d * rows * H : nullptr;
+    T* tcs = lstm ? saved.tc + d * rows * H : nullptr;
+    T* ghns = gru ? saved.ghn + d * rows * H : nullptr;
+
+    // Input projection of every step: bias rows (b_ih + b_hh, GRU without b_hn), then x W_ih^T.
+    const T* bi = w.b_ih[d];
+    const T* bh = w.b_hh[d];
+    if (bi) {
+        auto bias = scratch<T>(G);
+        for (int64_t j = 0; j < G; ++j)
+            bias[j] = bi[j] + (gru && j >= 2 * H ? T(0) : bh[j]);
+#pragma omp parallel for if (rows * G >= (1 << 16))
+        for (int64_t r = 0; r < rows; ++r)
+            std::memcpy(act + r * G, bias.get(), static_cast<size_t>(G) * sizeof(T));
+    }
+    gemm(false, true, rows, G, s.I, x, s.I, w.w_ih[d], s.I, bi ? T(1) : T(0), act, G);
+
+    auto h = scratch<T>(B * H);
+    auto c = scratch<T>(lstm ? B * H : 0);
+    auto gh = scratch<T>(gru ? B * G : 0);
+    const int64_t state_bytes = B * H * static_cast<int64_t>(sizeof(T));
+    if (h0)
+        std::memcpy(h.get(), h0 + d * B * H, static_cast<size_t>(state_bytes));
+    else
+        std::fill_n(h.get(), B * H, T(0));
+    if (lstm) {
+        if (c0)
+            std::memcpy(c.get(), c0 + d * B * H, static_cast<size_t>(state_bytes));
+        else
+            std::fill_n(c.get(), B * H, T(0));
+    }
+    const StepForward<T> step{s.mode, H, gru && bh ? bh + 2 * H : nullptr};
+    const int64_t rs = rm.stride();
+    // h W_hh^T: GRU into its own buffer, the others added into the step's gate rows.
+    const StepGemm<T> hh(B, G, H, H, gru ? G : rs * G, w.w_hh[d], true, !gru);
+    for (int64_t k = 0; k < s.T; ++k) {
+        const int64_t t = d == 0 ? k : s.T - 1 - k;
+        const int64_t r0 = rm.first(t);
+        T* a_t = act + r0 * G;
+        hh.run(h.get(), gru ? gh.get() : a_t);
+#pragma omp parallel for if (B * H * (G / H) >= kParallelStep)
+        for (int64_t b = 0; b < B; ++b) {
+            const int64_t row = r0 + b * rs;
+            T* hb = h.get() + b * H;
+            std::memcpy(hprev + row * H, hb, static_cast<size_t>(H) * sizeof(T));
+            if (lstm) std::memcpy(cprev + row * H, c.get() + b * H, sizeof(T) * size_t(H));
+            T* o = out + row * DH + d * H;
+            if (s.lengths && t >= s.lengths[b]) { // padded: the state carries over
+                std::fill_n(o, H, T(0));
+                continue;
+            }
+            step(a_t + b * rs * G, gru ? gh.get() + b * G : nullptr, hb,
+                 lstm ? c.get() + b * H : nullptr, o, lstm ? tcs + row * H : nullptr,
+                 gru ? ghns + row * H : nullptr);
+        }
+    }
+    std::memcpy(hn + d * B * H, h.get(), static_cast<size_t>(state_bytes));
+    if (lstm) std::memcpy(cn + d * B * H, c.get(), static_cast<size_t>(state_bytes));
+}
+
+// --- backward --------------------------------------------------------------------------------
+
+// One step's gate gradients for one sequence: dh the gradient reaching the new state (from later
+// steps), dy the output's (may be null); writes the pre-activation gradients gx (input side) and
+// gh (hidden side; GRU only, else gx serves both), the cell gradient carried back (LSTM, in
+// place) and the part of the previous state's gradient that bypasses W_hh (GRU: dh * z; else 0).
+template <typename T>
+void rnn_step_back(bool relu, int64_t H, const T* R a, const T* R dh, const T* R dy, T* R gx,
+                   T* R dh_prev) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T g = dy ? dh[j] + dy[j] : dh[j];
+        gx[j] = relu ? (a[j] > T(0) ? g : T(0)) : g * (T(1) - a[j] * a[j]);
+        dh_prev[j] = T(0);
+    }
+}
+
+template <typename T>
+void lstm_step_back(int64_t H, const T* R ai, const T* R af, const T* R ag, const T* R ao,
+                    const T* R dh, const T* R dy, const T* R cp, const T* R tc, T* R dc, T* R gi,
+                    T* R gf, T* R gg, T* R go, T* R dh_prev) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T g = dy ? dh[j] + dy[j] : dh[j];
+        const T i = ai[j], f = af[j], gv = ag[j], o = ao[j];
+        const T t = tc[j];
+        const T dcy = dc[j] + g * o * (T(1) - t * t);
+        gi[j] = dcy * gv * i * (T(1) - i);
+        gf[j] = dcy * cp[j] * f * (T(1) - f);
+        gg[j] = dcy * i * (T(1) - gv * gv);
+        go[j] = g * t * o * (T(1) - o);
+        dc[j] = dcy * f;
+        dh_prev[j] = T(0);
+    }
+}
+
+template <typename T>
+void gru_step_back(int64_t H, const T* R ar, const T* R az, const T* R an, const T* R dh,
+                   const T* R dy, const T* R hp, const T* R ghn, T* R gxr, T* R gxz, T* R gxn,
+                   T* R ghr, T* R ghz, T* R ghnn, T* R dh_prev) {
+    for (int64_t j = 0; j < H; ++j) {
+        const T g = dy ? dh[j] + dy[j] : dh[j];
+        const T r = ar[j], z = az[j], n = an[j];
+        const T dnp = g * (T(1) - z) * (T(1) - n * n);
+        const T drp = dnp * ghn[j] * r * (T(1) - r);
+        const T dzp = g * (hp[j] - n) * z * (T(1) - z);
+        gxr[j] = drp;
+        gxz[j] = dzp;
+        gxn[j] = dnp;
+        ghr[j] = drp;
+        ghz[j] = dzp;
+        ghnn[j] = dnp * r;
+        dh_prev[j] = g * z;
+    }
+}
+#undef R
+
+template <typename T> struct StepBackward {
+    RecurrentMode mode;
+    int64_t H;
+
+    void operator()(const T* a, const T* dh, const T* dy, const T* hp, const T* cp, const T* tc,
+                    const T* ghn, T* dc, T* gx, T* gh, T* dh_prev) const {
+        switch (mode) {
+        case RecurrentMode::RnnTanh:
+        case RecurrentMode::RnnRelu:
+            rnn_step_back(mode == RecurrentMode::RnnRelu, H, a, dh, dy, gx, dh_prev);
+            break;
+        case RecurrentMode::Lstm:
+            lstm_step_back(H, a, a + H, a + 2 * H, a + 3 * H, dh, dy, cp, tc, dc, gx, gx + H,
+                           gx + 2 * H, gx + 3 * H, dh_prev);
+            break;
+        case RecurrentMode::Gru:
+            gru_step_back(H, a, a + H, a + 2 * H, dh, dy, hp, ghn, gx, gx + H, gx + 2 * H, gh,
+                          gh + H, gh + 2 * H, dh_prev);
+            break;
+        }
+    }
+};
+
+template <typename T>
+void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
+                        const RecurrentLayerWeights<T>& w, const RecurrentSaved<T>& saved,
+                        const T* dout, const T* dhn, const T* dcn,
+                        const RecurrentLayerGrads<T>& grads) {
+    const int64_t H = s.H, G = s.gates(), rows = s.rows(), B = s.B, DH = s.D * H;
+    const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
+    const RowMap rm{s.T, s.B, s.batch_first};
+    const T* act = saved.act + d * rows * G;
+    const T* hprev = saved.hprev + d * rows * H;
+    const T* cprev = lstm ? saved.cprev + d * rows * H : nullptr;
+    const T* tcs = lstm ? saved.tc + d * rows * H : nullptr;
+    const T* ghns = gru ? saved.ghn + d * rows * H : nullptr;
+
+    auto dgx = scratch<T>(rows * G);
+    auto dgh_buf = scratch<T>(gru ? rows * G : 0);
+    T* dgh = gru ? dgh_buf.get() : dgx.get();
+    auto dh = scratch<T>(B * H);
+    auto dh_next = scratch<T>(B * H);
+    auto dc = scratch<T>(lstm ? B * H : 0);
+    if (dhn)
+        std::copy_n(dhn + d * B * H, B * H, dh.get());
+    else
+        std::fill_n(dh.get(), B * H, T(0));
+    if (lstm) {
+        if (dcn)
+            std::copy_n(dcn + d * B * H, B * H, dc.get());
+        else
+            std::fill_n(dc.get(), B * H, T(0));
+    }
+    const StepBackward<T> step{s.mode, H};
+    const int64_t rs = rm.stride();
+    const StepGemm<T> hh(B, H, G, rs * G, H, w.w_hh[d], false, true); // dh_prev += dG_t W_hh
+    for (int64_t k = s.T - 1; k >= 0; --k) {
+        const int64_t t = d == 0 ? k : s.T - 1 - k;
+        const int64_t r0 = rm.first(t);
+#pragma omp parallel for if (B * H * (G / H) >= kParallelStep)
+        for (int64_t b = 0; b < B; ++b) {
+            const int64_t row = r0 + b * rs;
+            T* gx = dgx.get() + row * G;
+            T* gh = dgh + row * G;
+            T* dhb = dh.get() + b * H;
+            T* nb = dh_next.get() + b * H;
+            if (s.lengths && t >= s.lengths[b]) { // padded: gradients pass by unchanged
+                std::fill_n(gx, G, T(0));
+                if (gru) std::fill_n(gh, G, T(0));
+                std::copy_n(dhb, H, nb);
+                continue;
+            }
+            step(act + row * G, dhb, dout ? dout + row * DH + d * H : nullptr, hprev + row * H,
+                 lstm ? cprev + row * H : nullptr, lstm ? tcs + row * H : nullptr,
+                 gru ? ghns + row * H : nullptr, lstm ? dc.get() + b * H : nullptr, gx, gh, nb);
+        }
+        // d(previous state) += dG_t W_hh; past the first step only when h0 wants a gradient.
+        if (k > 0 || grads.dh0) hh.run(dgh + r0 * G, dh_next.get());
+        std::swap(dh, dh_next);
+    }
+    if (grads.dh0) std::copy_n(dh.get(), B * H, grads.dh0 + d * B * H);
+    if (lstm && grads.dc0) std::copy_n(dc.get(), B * H, grads.dc0 + d * B * H);
+    if (grads.dw_hh[d]) gemm(true, false, G, H, rows, dgh, G, hprev, H, T(0), grads.dw_hh[d], H);
+    if (grads.dw_ih[d])
+        gemm(true, false, G, s.I, rows, dgx.get(), G, x, s.I, T(0), grads.dw_ih[d], s.I);
+    if (grads.db_ih[d] || grads.db_hh[d]) {
+        auto ones = scratch<T>(rows);
+        std::fill_n(ones.get(), rows, T(1));
+        if (grads.db_ih[d]) column_sums(rows, G, dgx.get(), ones.get(), grads.db_ih[d]);
+        if (grads.db_hh[d]) column_sums(rows, G, dgh, ones.get(), grads.db_hh[d]);
+    }
+    if (grads.dx)
+        gemm(false, false, rows, s.I, G, dgx.get(), G, w.w_ih[d], s.I, d == 0 ? T(0) : T(1),
+             grads.dx, s.I);
+}
+
+} // namespace
+
+template <typename T>
+void recurrent_layer_forward(const RecurrentLayerShape& s, const T* x,
+                             const RecurrentLayerWeights<T>& w, const T* h0, const T* c0, T* out,
+                             T* hn, T* cn, const RecurrentSaved<T>& saved) {
+    for (int d = 0; d < s.D; ++d)
+        forward_direction(s, d, x, w, h0, c0, out, hn, cn, saved);
+}
+
+template <typename T>
+void recurrent_layer_backward(const RecurrentLayerShape& s, const T* x,
+                              const RecurrentLayerWeights<T>& w, const RecurrentSaved<T>& saved,
+                              const T* dout, const T* dhn, const T* dcn,
+                              const RecurrentLayerGrads<T>& grads) {
+    for (int d = 0; d < s.D; ++d)
+        backward_direction(s, d, x, w, saved, dout, dhn, dcn, grads);
+}
+
+template void recurrent_layer_forward<float>(const RecurrentLayerShape&, const float*,
+                                             const RecurrentLayerWeights<float>&, const float*,
+                                             const float*, float*, float*, float*,
+                                             const RecurrentSaved<float>&);
+template void recurrent_layer_forward<double>(const RecurrentLayerShape&, const double*,
+                                              const RecurrentLayerWeights<double>&, const double*,
+                                              const double*, double*, double*, double*,
+                                              const RecurrentSaved<double>&);
+template void recurrent_layer_backward<float>(const RecurrentLayerShape&, const float*,
+                                              const RecurrentLayerWeights<float>&,
+                                              const RecurrentSaved<float>&, const float*,
+                                              const float*, const float*,
+                                              const RecurrentLayerGrads<float>&);
+template void recurrent_layer_backward<double>(const RecurrentLayerShape&, const double*,
+                                               const RecurrentLayerWeights<double>&,
+                                               const RecurrentSaved<double>&, const double*,
+                                               const double*, const double*,
+                                               const RecurrentLayerGrads<double>&);
+
+} // namespace myelin::nn::detail

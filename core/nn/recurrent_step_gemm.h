@@ -1,0 +1,30 @@
+#pragma once
+// Internal: the GEMM a recurrent layer runs at every time step with the same weights,
+// y [M, N] (= or +=) a [M, K] @ op(w). OpenBLAS packs the weights again at every call; for
+// float32 this runs oneDNN's matmul on weights reordered once into its blocked layout (about 1.3x
+// faster per step at batch 64, hidden 256); float64 (no oneDNN matmul) calls BLAS.
+#include <cstdint>
+#include <memory>
+
+namespace myelin::nn::detail {
+
+template <typename T> class StepGemm {
+  public:
+    // w_nk: w is stored [N, K] row-major (op(w) = w^T), else [K, N]. lda / ldy: the row strides
+    // of a and y. w must stay valid while the object lives.
+    StepGemm(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldy, const T* w, bool w_nk,
+             bool accumulate);
+    ~StepGemm();
+    StepGemm(const StepGemm&) = delete;
+    StepGemm& operator=(const StepGemm&) = delete;
+    void run(const T* a, T* y) const;
+
+  private:
+    struct Packed;
+    int64_t M_, N_, K_, lda_, ldy_;
+    const T* w_;
+    bool w_nk_, accumulate_;
+    std::unique_ptr<Packed> packed_; // float32 on oneDNN; null: BLAS
+};
+
+} // namespace myelin::nn::detail
