@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 namespace myelin::train {
 
@@ -120,8 +121,23 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     parameters_ = model_->parameters();
     optimizer_ = make_optimizer(spec_.optimizer, std::move(groups));
 
-    train_loader_ = std::make_unique<data::DataLoader>(
-        data_.train, loader_options(project.data, spec_.seed, true, data_.train_transform));
+    // Loader workers only on cores the compute threads leave free: where the OpenMP team holds
+    // every core a worker just takes turns with it (fashion_mlp on 2 cores, 2 threads: 4% faster
+    // with the batches loaded between steps). The batches are the same whatever the count.
+    data::DataLoaderOptions train_options =
+        loader_options(project.data, spec_.seed, true, data_.train_transform);
+    const int cores = int(std::thread::hardware_concurrency());
+    const int compute_threads = spec_.threads > 0 ? spec_.threads : get_num_threads();
+    const int free_cores = std::max(0, cores - compute_threads);
+    if (cores > 0 && train_options.num_workers > free_cores) {
+        init_messages_.push_back(
+            {LogLevel::Info, "data loader: " + std::to_string(free_cores) + " of the " +
+                                 std::to_string(train_options.num_workers) +
+                                 " workers asked for (" + std::to_string(cores) + " cores, " +
+                                 std::to_string(compute_threads) + " compute threads)"});
+        train_options.num_workers = free_cores;
+    }
+    train_loader_ = std::make_unique<data::DataLoader>(data_.train, train_options);
     micro_batches_per_epoch_ = train_loader_->size();
     if (micro_batches_per_epoch_ == 0)
         throw Error("the training split has fewer examples (" +

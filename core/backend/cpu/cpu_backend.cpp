@@ -46,8 +46,9 @@ class HostMemory final : public BlockProvider {
     void* allocate(size_t bytes) override {
         const bool huge = bytes >= kHugePage;
         const size_t alignment = huge ? kHugePage : 64;
-        void* p = std::aligned_alloc(alignment, aligned_size(bytes, alignment));
-        if (p && huge) ::madvise(p, aligned_size(bytes, kHugePage), MADV_HUGEPAGE);
+        void* p = std::aligned_alloc(alignment, aligned_size(bytes, 64));
+        // Only the whole huge pages: a partly used tail page would be resident in full.
+        if (p && huge) ::madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
         return p;
     }
     void release(void* p, size_t) override { std::free(p); }
