@@ -81,7 +81,8 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     if (model_->input_nodes().size() != 1)
         throw Error("the model has " + std::to_string(model_->input_nodes().size()) +
                     " Input nodes; training needs exactly one (the data's input)");
-    data_ = make_data(project.data, options_.project_dir, spec_.seed);
+    data_ = make_data(project.data, options_.project_dir, spec_.seed,
+                      options_.text_encoding ? &*options_.text_encoding : nullptr);
     loss_ = make_loss(spec_.loss);
     {
         // A loss without a "reduction" option (a plugin's) is taken as a mean.
@@ -370,6 +371,7 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
     d.class_names = data_.class_names;
     d.input_shape.assign(data_.input_shape.begin(), data_.input_shape.end());
     d.preprocessing = data_.preprocessing;
+    if (data_.text_encoder) d.text_encoding = data_.text_encoder->encoding();
     for (const auto& [k, v] : result_.train)
         d.metrics.emplace_back("train_" + k, v);
     for (const auto& [k, v] : result_.validation)
