@@ -84,6 +84,12 @@ std::string model_card(const ExportSource& source, const train::Evaluation* eval
     md << "\n\n";
     for (const auto& t : d.preprocessing)
         md << "- " << choice_text(t) << "\n";
+    if (const auto& t = d.text_encoding)
+        md << "\nText: " << data::to_string(t->level) << " tokens"
+           << (t->lowercase ? " of the lower-cased text" : "") << ", a vocabulary of "
+           << t->vocabulary.size() << " (`<pad>` 0, `<unk>` 1; in the weights file's "
+           << "`text_encoding` metadata), " << t->max_length
+           << " token ids per example, padded with 0.\n";
     if (!d.class_names.empty()) {
         md << "\nClasses (output index: name):\n\n";
         for (size_t i = 0; i < d.class_names.size(); ++i)

@@ -246,6 +246,72 @@ if __name__ == "__main__":
 
 } // namespace
 
+namespace {
+
+// A token as a Python string literal: quotes, backslashes and control characters escaped.
+std::string py_token(const std::string& token) {
+    std::string out = "\"";
+    for (char c : token) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (u < 0x20 || u == 0x7F) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\x%02x", u);
+            out += escaped;
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+// A text model's vocabulary and Myelin's tokenisation (data/text.h), so the exported code turns
+// text into the ids the model was trained on.
+void write_text_encoding(std::ostream& py, const data::TextEncoding& e) {
+    py << "\n# Text: the tokens and vocabulary the model was trained with (ids: <pad> 0, <unk> "
+          "1).\nTOKEN_LEVEL = "
+       << py_string(data::to_string(e.level)) << "\nLOWERCASE = " << py_bool(e.lowercase)
+       << "\nMAX_LENGTH = " << e.max_length << "\nVOCABULARY = [";
+    for (size_t i = 0; i < e.vocabulary.size(); ++i)
+        py << (i ? ", " : "") << py_token(e.vocabulary[i]);
+    py << "]\n_TOKEN_IDS = {t: i for i, t in enumerate(VOCABULARY)}\n\n\n"
+          "def _is_punctuation(c):\n"
+          "    o = ord(c)\n"
+          "    if o < 0x80:\n"
+          "        return 0x21 <= o <= 0x2F or 0x3A <= o <= 0x40 or 0x5B <= o <= 0x60 or "
+          "0x7B <= o <= 0x7E\n"
+          "    return ((0xA1 <= o <= 0xBF and o not in (0xAA, 0xB2, 0xB3, 0xB5, 0xB9, 0xBA)\n"
+          "             and not 0xBC <= o <= 0xBE) or o in (0xD7, 0xF7)\n"
+          "            or 0x2010 <= o <= 0x205E or 0x3001 <= o <= 0x3003)\n\n\n"
+          "def tokenize(text):\n"
+          "    \"\"\"Myelin's tokens: characters, or words (runs of letters and digits; each "
+          "punctuation\n    mark is a token). Python's lower() equals Myelin's lower-casing on "
+          "Latin, Greek and\n    Cyrillic letters.\"\"\"\n"
+          "    if LOWERCASE:\n        text = text.lower()\n"
+          "    if TOKEN_LEVEL == \"char\":\n        return list(text)\n"
+          "    tokens, word = [], \"\"\n"
+          "    for c in text:\n"
+          "        if c.isspace() or _is_punctuation(c):\n"
+          "            if word:\n                tokens.append(word)\n"
+          "            word = \"\"\n"
+          "            if not c.isspace():\n                tokens.append(c)\n"
+          "        else:\n            word += c\n"
+          "    if word:\n        tokens.append(word)\n"
+          "    return tokens\n\n\n"
+          "def encode(texts):\n"
+          "    \"\"\"The model's input for a list of strings: int64 ids [len(texts), MAX_LENGTH], "
+          "cut to\n    MAX_LENGTH tokens and padded with 0; unknown tokens are 1.\"\"\"\n"
+          "    x = torch.zeros(len(texts), MAX_LENGTH, dtype=torch.int64)\n"
+          "    for row, text in enumerate(texts):\n"
+          "        for k, token in enumerate(tokenize(text)[:MAX_LENGTH]):\n"
+          "            x[row, k] = _TOKEN_IDS.get(token, 1)\n"
+          "    return x\n";
+}
+
+} // namespace
+
 std::string pytorch_code(const ExportSource& source) {
     const graph::ModelSpec& spec = source.project.model;
     const graph::Analysis analysis = valid_analysis(source);
@@ -313,6 +379,7 @@ std::string pytorch_code(const ExportSource& source) {
             py << (i ? ", " : "") << py_string(d.class_names[i]);
         py << "]\n";
     }
+    if (d.text_encoding) write_text_encoding(py, *d.text_encoding);
     py << "\n\ndef preprocess(x):\n    \"\"\"What the examples went through before the model "
           "(the project's deterministic transforms).\"\"\"\n";
     // The checkpoint's record of what ran; an older checkpoint has none: the project's transforms

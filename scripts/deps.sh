@@ -26,6 +26,8 @@ MYELIN_DEBIAN_PACKAGES=(
     libonnx-dev       # myelin_export: ONNX's protobuf classes, checker and shape inference
     libprotobuf-dev   # the headers ONNX's generated classes include (libonnx-dev lacks the dependency)
     libopencv-dnn-dev # tests/export run the exported ONNX models with OpenCV's DNN module
+    # Word lists under /usr/share/dict: the word-language example (resources/examples)
+    wamerican wngerman wfrench witalian wspanish wportuguese wdutch wswedish
 )
 
 # Prints the packages from MYELIN_DEBIAN_PACKAGES that dpkg does not report as installed.

@@ -226,6 +226,12 @@ int cmd_train(const std::vector<std::string_view>& raw) {
                 (long long)(trainer->data().validation ? trainer->data().validation->size() : 0),
                 (long long)(trainer->data().test ? trainer->data().test->size() : 0),
                 (long long)trainer->steps_per_epoch());
+    if (const auto& text = trainer->data().text_encoder)
+        std::printf("text: %s tokens, vocabulary of %lld, %lld per example\n",
+                    data::to_string(text->encoding().level), (long long)text->vocabulary_size(),
+                    (long long)text->max_length());
+    for (const std::string& note : trainer->data().notes)
+        std::printf("data: %s\n", note.c_str());
     for (const std::string& line :
          train::describe_loss_weights(trainer->spec().loss, trainer->loss_context()))
         std::printf("loss %s %s\n", trainer->spec().loss.kind.c_str(), line.c_str());

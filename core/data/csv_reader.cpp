@@ -25,10 +25,7 @@ namespace {
 constexpr size_t kMaxColumns = 100'000;
 constexpr size_t kMaxLineBytes = size_t(16) << 20;
 
-struct Record {
-    int64_t line = 0; // 1-based line number where the record starts
-    std::vector<std::string> fields;
-};
+using Record = CsvRecord;
 
 // Splits the whole text into records. A quote opens a quoted field only at the start of a field;
 // inside it "" is a quote and delimiters and line breaks are data. Blank lines are skipped.
@@ -296,6 +293,13 @@ int64_t CsvDataset::label(int64_t index) const {
     check_index(index, "CsvDataset::label");
     if (labels_.empty()) throw Error("CsvDataset::label: the dataset has no categorical target");
     return labels_[static_cast<size_t>(index)];
+}
+
+std::vector<CsvRecord> read_csv_records(const std::string& path, char delimiter) {
+    check_delimiter(delimiter);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(path, "cannot open the file");
+    return parse_records(path, read_all(in, path), delimiter);
 }
 
 std::shared_ptr<CsvDataset> read_csv(const std::string& path, const CsvOptions& options) {

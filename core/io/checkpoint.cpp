@@ -165,6 +165,39 @@ void describe(StringPairs& metadata, const Checkpoint& c) {
         metadata.emplace_back("metrics", metrics.dump());
         metadata.emplace_back("metrics_step", std::to_string(d.metrics_step));
     }
+    if (const auto& t = d.text_encoding)
+        metadata.emplace_back("text_encoding", json{{"level", data::to_string(t->level)},
+                                                    {"lowercase", t->lowercase},
+                                                    {"max_length", t->max_length},
+                                                    {"vocabulary", t->vocabulary}}
+                                                   .dump());
+}
+
+data::TextEncoding text_encoding_from(const json& v, const std::string& where) {
+    const std::string w = where + ": metadata 'text_encoding'";
+    if (!v.is_object()) throw Error(w + ": expected an object");
+    const json& level = field(v, "level", w);
+    const json& lowercase = field(v, "lowercase", w);
+    const json& max_length = field(v, "max_length", w);
+    const json& vocabulary = field(v, "vocabulary", w);
+    if (!level.is_string() || !lowercase.is_boolean() || !max_length.is_number_integer() ||
+        !vocabulary.is_array())
+        throw Error(w + ": expected level (text), lowercase (bool), max_length (integer), "
+                        "vocabulary (list)");
+    data::TextEncoding e;
+    try {
+        e.level = data::token_level_from_string(level.get<std::string>());
+        e.lowercase = lowercase.get<bool>();
+        e.max_length = max_length.get<int64_t>();
+        for (const auto& t : vocabulary) {
+            if (!t.is_string()) throw Error("vocabulary: expected strings");
+            e.vocabulary.push_back(t.get<std::string>());
+        }
+        data::TextEncoder check(e); // refuses a vocabulary the encoder could not use
+    } catch (const Error& error) {
+        throw Error(w + ": " + error.what());
+    }
+    return e;
 }
 
 template <typename MetaJson>
@@ -215,6 +248,7 @@ CheckpointDescription description_from(const SafetensorsFile& file, MetaJson&& m
         for (auto it = metrics->begin(); it != metrics->end(); ++it)
             d.metrics.emplace_back(it.key(), number_of(*it, where + ": metrics." + it.key()));
     }
+    if (auto text = meta_json("text_encoding")) d.text_encoding = text_encoding_from(*text, where);
     return d;
 }
 

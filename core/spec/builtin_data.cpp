@@ -171,6 +171,8 @@ std::vector<DataSourceKind> data_sources() {
          choice("color", "rgb", {"rgb", "grey"}, "Channels."),
          test_fraction("Images held out for the final test.")},
         load_image_folder));
+    for (auto& k : text_data_sources())
+        kinds.push_back(std::move(k));
     return kinds;
 }
 

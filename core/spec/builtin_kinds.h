@@ -12,6 +12,7 @@ std::vector<LossKind> losses();
 std::vector<OptimizerKind> optimizers();
 std::vector<SchedulerKind> schedulers();
 std::vector<DataSourceKind> data_sources();
+std::vector<DataSourceKind> text_data_sources(); // text-lines, csv-text (in data_sources())
 std::vector<TransformKind> transforms();
 
 // A record of the family `Kind`: its description, options and factory (`load` for data

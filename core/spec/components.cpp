@@ -289,7 +289,10 @@ SourceContext::SourceContext(std::string source_kind, std::filesystem::path proj
     : kind_(std::move(source_kind)), dir_(std::move(project_dir)) {}
 
 std::string SourceContext::path(const Attrs& options, const char* option) const {
-    const std::string& value = options.get_string(option);
+    return resolve(options.get_string(option));
+}
+
+std::string SourceContext::resolve(const std::string& value) const {
     if (value.empty()) return value;
     std::filesystem::path p(value);
     return (p.is_absolute() ? p : dir_ / p).lexically_normal().string();

@@ -65,6 +65,42 @@ spec::Choice described(const spec::Choice& choice, const data::Transform& built)
     return out;
 }
 
+// `split` with the dataset `from` under its Subsets replaced by `to`.
+data::DatasetPtr rebased(const data::DatasetPtr& split, const data::DatasetPtr& from,
+                         const data::DatasetPtr& to) {
+    if (!split) return split;
+    if (split == from) return to;
+    if (const auto* subset = dynamic_cast<const data::Subset*>(split.get()))
+        return std::make_shared<data::Subset>(rebased(subset->dataset(), from, to),
+                                              subset->indices());
+    return split;
+}
+
+// The indices of `split`'s examples in the dataset under its Subsets.
+std::vector<int64_t> base_indices(const data::Dataset& split) {
+    std::vector<int64_t> out(size_t(split.size()));
+    for (int64_t i = 0; i < split.size(); ++i) {
+        out[size_t(i)] = i;
+        data::find_text_dataset(split, &out[size_t(i)]);
+    }
+    return out;
+}
+
+// A text source: the encoder (fitted on the training split unless one is given) on every split.
+void encode_text(DataSplits& out, const data::DatasetPtr& raw,
+                 const data::TextEncoding* text_encoding) {
+    const auto& text = static_cast<const data::TextDataset&>(*raw);
+    const data::TextEncoding encoding =
+        text_encoding
+            ? *text_encoding
+            : data::fit_text_encoding(text.corpus(), base_indices(*out.train), text.options());
+    out.text_encoder = std::make_shared<const data::TextEncoder>(encoding);
+    const data::DatasetPtr encoded = text.with_encoder(out.text_encoder);
+    out.train = rebased(out.train, raw, encoded);
+    out.validation = rebased(out.validation, raw, encoded);
+    out.test = rebased(out.test, raw, encoded);
+}
+
 class ComposeOrSingle {
   public:
     void add(data::TransformPtr t) { list_.push_back(std::move(t)); }
@@ -81,7 +117,7 @@ class ComposeOrSingle {
 } // namespace
 
 DataSplits make_data(const spec::DataSpec& spec, const std::filesystem::path& project_dir,
-                     uint64_t seed) {
+                     uint64_t seed, const data::TextEncoding* text_encoding) {
     const spec::DataSourceKind& kind =
         spec::kind_of(spec::data_source_kinds(), spec.source, "data source");
     const std::string& source = spec.source.kind;
@@ -89,6 +125,7 @@ DataSplits make_data(const spec::DataSpec& spec, const std::filesystem::path& pr
                                         spec::SourceContext(source, project_dir));
     if (!loaded.train) throw Error("data source " + source + " loaded no training examples");
     data::DatasetPtr all_train = std::move(loaded.train), test = std::move(loaded.test);
+    const data::DatasetPtr all_train_source = all_train;
     const double test_fraction = loaded.test_fraction;
 
     DataSplits out;
@@ -100,6 +137,9 @@ DataSplits make_data(const spec::DataSpec& spec, const std::filesystem::path& pr
     std::tie(out.train, out.validation) =
         hold_out(all_train, spec.validation_fraction, seed ^ 0x5a1d, "validation");
     out.test = test;
+    const auto* raw_text = dynamic_cast<const data::TextDataset*>(all_train_source.get());
+    if (raw_text && !raw_text->encoder()) encode_text(out, all_train_source, text_encoding);
+    if (raw_text) out.notes = raw_text->corpus().notes;
 
     // Transforms: deterministic ones apply everywhere; random augmentation only to training.
     ComposeOrSingle train_t, eval_t;

@@ -170,11 +170,13 @@ std::unique_ptr<Trainer> trainer_for_checkpoint(const io::Project& project,
         const std::string& state;
         ~Restore() { default_generator().set_state(state); }
     } restore{generator};
+    const io::Checkpoint saved = io::load_checkpoint(checkpoint);
+    // A text model reads its examples through the vocabulary it was trained with.
+    options.text_encoding = saved.description.text_encoding;
     auto trainer = std::make_unique<Trainer>(project, options);
     // Only the model's tensors: an evaluation needs no optimizer state, so a checkpoint whose
     // optimizer no longer fits the project (other frozen layers, another optimizer) still
     // evaluates. The message is the one a resume gives.
-    const io::Checkpoint saved = io::load_checkpoint(checkpoint);
     const nn::LoadStateDictResult r = trainer->model().load_state_dict(saved.model, false);
     if (!r.ok())
         throw Error(checkpoint.string() + ": the checkpoint does not fit this model:" + r.text());

@@ -83,7 +83,8 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     if (model_->input_nodes().size() != 1)
         throw Error("the model has " + std::to_string(model_->input_nodes().size()) +
                     " Input nodes; training needs exactly one (the data's input)");
-    data_ = make_data(project.data, options_.project_dir, spec_.seed);
+    data_ = make_data(project.data, options_.project_dir, spec_.seed,
+                      options_.text_encoding ? &*options_.text_encoding : nullptr);
     check_data_fits_model();
     // After the fit check: class weights name the data's classes and count the model's outputs.
     loss_context_ = make_loss_context();
@@ -401,6 +402,7 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
     d.class_names = data_.class_names;
     d.input_shape.assign(data_.input_shape.begin(), data_.input_shape.end());
     d.preprocessing = data_.preprocessing;
+    if (data_.text_encoder) d.text_encoding = data_.text_encoder->encoding();
     for (const auto& [k, v] : result_.train)
         d.metrics.emplace_back("train_" + k, v);
     for (const auto& [k, v] : result_.validation)

@@ -154,6 +154,43 @@ def tabular_regression():
                    g.json(), data, training)
 
 
+# Debian's word lists (packages wamerican, wngerman, wfrench, witalian, wspanish, wportuguese,
+# wdutch, wswedish): "which language is this word?". swedish is ISO-8859-1, the others UTF-8,
+# hence encoding "auto".
+WORD_LISTS = [("English", "american-english"), ("German", "ngerman"), ("French", "french"),
+              ("Italian", "italian"), ("Spanish", "spanish"), ("Portuguese", "portuguese"),
+              ("Dutch", "dutch"), ("Swedish", "swedish")]
+WORD_LENGTH = 24
+VOCABULARY = 128
+EMBEDDING = 32
+
+
+def word_language():
+    g = Graph()
+    g.chain(("Input", {"shape": [WORD_LENGTH], "dtype": "int64"}),
+            ("Embedding", {"num_embeddings": VOCABULARY, "embedding_dim": EMBEDDING,
+                           "padding_idx": 0}),
+            ("Flatten", {}),
+            ("Linear", {"in_features": WORD_LENGTH * EMBEDDING, "out_features": 256}),
+            ("ReLU", {}), ("Dropout", {"p": 0.2}),
+            ("Linear", {"in_features": 256, "out_features": len(WORD_LISTS)}), ("Output", {}))
+    classes = ", ".join(f"{name}=/usr/share/dict/{file}" for name, file in WORD_LISTS)
+    data = {"source": {"kind": "text-lines", "classes": classes, "encoding": "auto",
+                       "lowercase": True, "duplicates": "drop", "max_per_class": 6000,
+                       "sample_seed": 0, "level": "char", "max_length": WORD_LENGTH,
+                       "min_frequency": 1, "max_vocabulary": VOCABULARY, "test_fraction": 0.1},
+            "validation_fraction": 0.1, "transforms": [], "batch_size": 64, "num_workers": 0,
+            "shuffle": True}
+    training = {"loss": {"kind": "CrossEntropyLoss"}, "optimizer": {"kind": "Adam", "lr": 0.001},
+                "epochs": 10, "seed": 1}
+    return project("Word language",
+                   "Which language is this word? Eight of Debian's word lists under "
+                   "/usr/share/dict (packages wamerican, wngerman, wfrench, witalian, wspanish, "
+                   "wportuguese, wdutch, wswedish), 6,000 words each, read as characters: "
+                   "embedding, then a two-layer MLP over the padded word.",
+                   g.json(), data, training)
+
+
 def write_csv(path, rows=1000, seed=20261122):
     rng = random.Random(seed)
     with open(path, "w", newline="") as f:
@@ -174,7 +211,8 @@ def write_csv(path, rows=1000, seed=20261122):
 def main():
     for name, builder in [("fashion_mlp", fashion_mlp), ("fashion_cnn", fashion_cnn),
                           ("fashion_resnet", fashion_resnet),
-                          ("tabular_regression", tabular_regression)]:
+                          ("tabular_regression", tabular_regression),
+                          ("word_language", word_language)]:
         with open(os.path.join(HERE, name + ".myelin"), "w") as f:
             json.dump(builder(), f, indent=2)
             f.write("\n")

@@ -147,6 +147,52 @@ class TestExportCode : public QObject {
         compare_with_torch(source, rand({4, 1, 28, 28}), example);
     }
 
+    // The word-language example: its int64 ids through the exported model, and the exported
+    // encode() giving Myelin's ids for char and word tokens (non-ASCII, punctuation, quotes).
+    void textModelEncodesLikeMyelin() {
+        auto source = fresh_source(io::load_project(example_path("word_language")));
+        data::TextEncoding e;
+        e.lowercase = true;
+        e.max_length = 24;
+        e.vocabulary = {"<pad>", "<unk>", "a", "\"", "\\", "ä", "é", "å", "s", "t", "e", "r"};
+        source.description.text_encoding = e;
+        const QString code = QString::fromStdString(exporters::pytorch_code(source));
+        QVERIFY(code.contains("MAX_LENGTH = 24"));
+        QVERIFY(code.contains("def encode(texts):"));
+        const Tensor ids =
+            from_vector(data::TextEncoder(e).encode("Straße \"é\\Å"), {1, 24}, DType::Int64);
+        compare_with_torch(source, ids.expand({2, 24}).contiguous(), "word_language");
+
+        const std::vector<std::string> texts = {"Straße \"é\\Å", "tärta, rast!", "", "x"};
+        for (data::TokenLevel level : {data::TokenLevel::Char, data::TokenLevel::Word}) {
+            e.level = level;
+            e.max_length = 5;
+            e.vocabulary = {"<pad>", "<unk>", "a", "\"", "ä", "é", "å", ",", "!", "rast", "s"};
+            source.description.text_encoding = e;
+            const QString py = dir_.filePath("text.py");
+            exporters::export_pytorch(source, py.toStdString());
+            QString expected;
+            for (const auto& text : texts) {
+                QStringList row;
+                for (int64_t id : data::TextEncoder(e).encode(text))
+                    row << QString::number(id);
+                expected += "[" + row.join(", ") + "]";
+            }
+            QProcess p;
+            p.start(kPython, {"-c",
+                              "import importlib.util, sys\n"
+                              "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+                              "m = importlib.util.module_from_spec(spec)\n"
+                              "spec.loader.exec_module(m)\n"
+                              "texts = ['Straße \"é\\\\Å', 'tärta, rast!', '', 'x']\n"
+                              "print(''.join(str(r) for r in m.encode(texts).tolist()))",
+                              py});
+            QVERIFY(p.waitForFinished(120000));
+            QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+            QCOMPARE(QString::fromUtf8(p.readAllStandardOutput()).trimmed(), expected);
+        }
+    }
+
     void everyLayerRunsInPyTorch() {
         default_generator().manual_seed(4);
         compare_with_torch(fresh_source(project_of(image_layers_model(), "image")),

@@ -111,7 +111,7 @@ void TestDataPage::fashionMnistPreview() {
 
     // Settings show the project's spec.
     QCOMPARE(f.find<QComboBox>("dataSource")->currentText(), QStringLiteral("fashion-mnist"));
-    QCOMPARE(f.find<QComboBox>("dataSource")->count(), 5);
+    QCOMPARE(f.find<QComboBox>("dataSource")->count(), 7);
     QCOMPARE(f.find<QDoubleSpinBox>("dataValidationFraction")->value(), 0.1);
     QCOMPARE(f.find<QSpinBox>("dataBatchSize")->value(), 128);
     QCOMPARE(f.find<QSpinBox>("dataWorkers")->value(), 2);

@@ -972,7 +972,7 @@ void TestModelEditor::screenshots() {
         QVERIFY(dialog != nullptr);
         QVERIFY(QTest::qWaitForWindowExposed(dialog));
         auto* list = dialog->findChild<QListWidget*>(QStringLiteral("exampleList"));
-        QCOMPARE(list->count(), 5); // empty + the four examples
+        QCOMPARE(list->count(), 6); // empty + the five examples
         saveScreenshot(*dialog, QStringLiteral("new_project_dialog.png"));
         list->setCurrentRow(2);
         dialog->accept();

@@ -4,7 +4,8 @@
 // transforms applied to them, each change one undoable edit of the project's spec::DataSpec. The
 // right side previews what training will get: the split sizes and input shape, the first
 // training examples as the model sees them (after transforms) as pictures or a table, and the
-// class balance of the training split (or the target's distribution for regression). The
+// class balance of the training split (or the target's distribution for regression); for a
+// text source the tokenised examples, the vocabulary and a histogram of example lengths. The
 // preview runs train::make_data on a worker thread (QtConcurrent), debounced after each change,
 // so a slow source never blocks the window; a source that cannot be loaded shows its error in
 // place.
@@ -107,6 +108,9 @@ class DataPage : public QWidget {
     void showPreview(const DataPreview& preview);
     void showPreviewError(const QString& message);
     void clearPreview(const QString& note);
+    // A text source's examples, vocabulary facts and length histogram
+    // (data_page_text_preview.cpp).
+    void showTextPreview(const DataPreview& preview);
 
     ProjectDocument* document_;
 
@@ -149,6 +153,10 @@ class DataPage : public QWidget {
     QWidget* previewSections_ = nullptr; // examples and chart, hidden while there is no preview
     QLabel* targetStats_ = nullptr;
     QCustomPlot* chart_ = nullptr;
+    QLabel* textStats_ = nullptr;      // text sources: vocabulary, <unk> rate, notes
+    QWidget* lengthSection_ = nullptr; // text sources: the tokens-per-example histogram
+    QLabel* lengthCaption_ = nullptr;
+    QCustomPlot* lengthChart_ = nullptr;
 
     // Preview state. generation_ counts requests; a result of an older one is stale.
     QTimer* debounce_ = nullptr;

@@ -137,6 +137,8 @@ DataPreview computePreview(const spec::DataSpec& spec, const std::filesystem::pa
             out.images.push_back(std::move(img));
             out.captions << labels.value(int(n));
         }
+    } else if (splits.text_encoder) {
+        computeTextPreview(splits, out);
     } else if (first.defined() && first.dim() == 1) {
         const int64_t features = first.size(0);
         const int64_t columns = std::min<int64_t>(features, kMaxTableColumns);

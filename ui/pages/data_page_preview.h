@@ -9,7 +9,16 @@
 #include <string>
 #include <vector>
 
+namespace myelin::train {
+struct DataSplits;
+}
+
 namespace myelin::ui {
+
+// A text example as the preview lists it: its class, the text, its tokens and their ids.
+struct TextPreviewRow {
+    QString className, text, tokens, ids;
+};
 
 // What one run of make_data gives the page; filled on the worker thread (QImage is safe there).
 struct DataPreview {
@@ -37,6 +46,20 @@ struct DataPreview {
     double targetMin = 0, targetMean = 0, targetMax = 0;
     std::vector<double> histogramCenters, histogramCounts;
     double histogramWidth = 0;
+    // Text sources: tokenised examples (the first few of each class), the vocabulary, the share
+    // of validation tokens that are <unk>, and tokens per training example before truncation.
+    bool isText = false;
+    std::vector<TextPreviewRow> textRows;
+    QString tokenLevel;
+    int64_t vocabularySize = 0, maxLength = 0;
+    double unknownRate = -1; // -1: no validation split
+    int64_t lengthsCounted = 0, truncated = 0;
+    std::vector<double> lengthCenters, lengthCounts;
+    double lengthWidth = 1;
+    QStringList notes; // what the source skipped or dropped
 };
+
+// Fills the text part of `out` from a text source's splits (on the worker thread).
+void computeTextPreview(const train::DataSplits& splits, DataPreview& out);
 
 } // namespace myelin::ui

@@ -114,7 +114,13 @@ QWidget* DataPage::buildPreview() {
     error_->setWordWrap(true);
     error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     error_->hide();
+    textStats_ = new QLabel(panel);
+    textStats_->setObjectName(QStringLiteral("dataTextStats"));
+    textStats_->setTextFormat(Qt::RichText);
+    textStats_->setWordWrap(true);
+    textStats_->hide();
     column->addWidget(summary_);
+    column->addWidget(textStats_);
     column->addWidget(loaderFacts_);
     column->addWidget(error_);
 
@@ -145,13 +151,20 @@ QWidget* DataPage::buildPreview() {
     examples_->addWidget(examplesNote_);
     sections->addWidget(examples_, 3);
 
+    // The class chart, and beside it a text source's length histogram.
+    auto* charts = new QHBoxLayout;
+    charts->setSpacing(14);
+    auto* classColumn = new QVBoxLayout;
+    classColumn->setSpacing(6);
+    charts->addLayout(classColumn, 1);
+    sections->addLayout(charts, 2);
     chartCaption_ = sectionHeading(tr("Class balance (training split)"), panel);
-    sections->addWidget(chartCaption_);
+    classColumn->addWidget(chartCaption_);
     targetStats_ = new QLabel(panel);
     targetStats_->setObjectName(QStringLiteral("dataTargetStats"));
     targetStats_->setTextFormat(Qt::RichText);
     targetStats_->hide();
-    sections->addWidget(targetStats_);
+    classColumn->addWidget(targetStats_);
     chart_ = new QCustomPlot(panel);
     chart_->setObjectName(QStringLiteral("dataClassChart"));
     chart_->setMinimumHeight(200);
@@ -165,7 +178,29 @@ QWidget* DataPage::buildPreview() {
     }
     chart_->xAxis->grid()->setVisible(false);
     chart_->yAxis->setLabel(tr("examples"));
-    sections->addWidget(chart_, 2);
+    classColumn->addWidget(chart_, 1);
+
+    lengthSection_ = new QWidget(panel);
+    auto* lengthColumn = new QVBoxLayout(lengthSection_);
+    lengthColumn->setContentsMargins(0, 0, 0, 0);
+    lengthColumn->setSpacing(6);
+    lengthCaption_ = sectionHeading(tr("Tokens per example"), lengthSection_);
+    lengthColumn->addWidget(lengthCaption_);
+    lengthChart_ = new QCustomPlot(lengthSection_);
+    lengthChart_->setObjectName(QStringLiteral("dataLengthChart"));
+    lengthChart_->setMinimumHeight(200);
+    stylePlot(lengthChart_, {lengthChart_->xAxis, lengthChart_->yAxis});
+    for (QCPAxis* axis : {lengthChart_->xAxis, lengthChart_->yAxis}) {
+        axis->setSubTickPen(Qt::NoPen);
+        axis->setTickLabelFont(tickFont);
+        axis->setLabelFont(tickFont);
+    }
+    lengthChart_->xAxis->grid()->setVisible(false);
+    lengthChart_->xAxis->setLabel(tr("tokens"));
+    lengthChart_->yAxis->setLabel(tr("examples"));
+    lengthColumn->addWidget(lengthChart_, 1);
+    lengthSection_->hide();
+    charts->addWidget(lengthSection_, 1);
     return panel;
 }
 
@@ -186,6 +221,8 @@ void DataPage::clearPreview(const QString& note) {
     chart_->replot();
     previewSections_->hide();
     error_->hide();
+    textStats_->hide();
+    lengthSection_->hide();
 }
 
 void DataPage::showPreviewError(const QString& message) {
@@ -224,7 +261,12 @@ void DataPage::showPreview(const DataPreview& p) {
     table_->clear();
     table_->setRowCount(0);
     table_->setColumnCount(0);
-    if (!p.images.empty()) {
+    textStats_->hide();
+    lengthSection_->hide();
+    table_->horizontalHeader()->setDefaultAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    if (p.isText) {
+        showTextPreview(p);
+    } else if (!p.images.empty()) {
         examplesCaption_->setText(
             tr("First %1 training examples, as the model sees them (after transforms)")
                 .arg(int(p.images.size()))
@@ -280,7 +322,15 @@ void DataPage::showPreview(const DataPreview& p) {
         bars->setWidth(0.7);
         bars->setData(keys, values, true);
         chart_->xAxis->setTicker(ticker);
-        chart_->xAxis->setTickLabelRotation(p.classNames.size() > 12 ? 45 : 0);
+        // Slanted names when they would not fit side by side (many classes, or a narrow
+        // chart beside a text source's length histogram).
+        const QFontMetrics metrics(chart_->xAxis->tickLabelFont());
+        int namesWidth = 0;
+        for (const std::string& name : p.classNames)
+            namesWidth += metrics.horizontalAdvance(QString::fromStdString(name)) + 8;
+        const int chartWidth = p.isText ? previewSections_->width() / 2 : previewSections_->width();
+        chart_->xAxis->setTickLabelRotation(
+            p.classNames.size() > 12 || namesWidth > chartWidth - 60 ? 35 : 0);
         chart_->xAxis->setLabel(QString());
         chart_->xAxis->setRange(-0.6, double(p.classNames.size()) - 0.4);
         // Counts above the bars while they fit.

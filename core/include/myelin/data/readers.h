@@ -84,6 +84,14 @@ class CsvDataset : public Dataset {
 };
 
 std::shared_ptr<CsvDataset> read_csv(const std::string& path, const CsvOptions& options = {});
+
+// The records of a CSV file as text fields, parsed as above (quotes, CRLF, byte order mark,
+// blank lines skipped); for readers that want the fields as written (text columns).
+struct CsvRecord {
+    int64_t line = 0; // 1-based line number where the record starts
+    std::vector<std::string> fields;
+};
+std::vector<CsvRecord> read_csv_records(const std::string& path, char delimiter = ',');
 std::shared_ptr<CsvDataset> read_csv(std::istream& in, const std::string& source_name,
                                      const CsvOptions& options = {});
 

@@ -7,6 +7,7 @@
 // self-describing (CheckpointDescription: each under its own __metadata__ key, as JSON text).
 // Written atomically (temporary file, fsync, rename); reading validates the file (safetensors.h)
 // and every metadata field.
+#include <myelin/data/text.h>
 #include <myelin/nn/module.h>
 #include <myelin/optim/optimizer.h>
 #include <myelin/optim/scheduler.h>
@@ -32,7 +33,7 @@ struct TrainingPosition {
 // What a checkpoint says about the model so `myelin eval`, the exporters and the studio can use
 // it without the project file. Every field is optional (older checkpoints have none of them).
 // Metadata keys: project_dir, run_id, step, class_names, input_shape, preprocessing, metrics,
-// metrics_step.
+// metrics_step, text_encoding.
 struct CheckpointDescription {
     std::string project_dir;              // absolute folder the project's data paths resolve in
     int64_t run_id = 0;                   // the run in the store; 0: not recorded
@@ -44,6 +45,9 @@ struct CheckpointDescription {
     // step they were measured at (the checkpoint's step unless it was written mid-epoch).
     std::vector<std::pair<std::string, double>> metrics;
     int64_t metrics_step = -1;
+    // Text sources: the tokenisation and vocabulary the model was trained with, as JSON
+    // {"level": "char"|"word", "lowercase": bool, "max_length": n, "vocabulary": [tokens]}.
+    std::optional<data::TextEncoding> text_encoding;
     bool operator==(const CheckpointDescription& o) const = default;
 };
 

@@ -90,6 +90,8 @@ struct SourceData {
     data::DatasetPtr test;
     double test_fraction = 0;
 };
+// A text source's train is a data::TextDataset without an encoder: make_data fits the
+// vocabulary on the training split and encodes every split with it (data/text.h).
 // What a loader needs besides its options: paths in options are relative to the project's folder.
 class SourceContext {
   public:
@@ -98,6 +100,8 @@ class SourceContext {
     std::string path(const graph::Attrs& options, const char* option) const;
     // Like path, but throws "data source <kind>: option '<option>' is required" when empty.
     std::string required_path(const graph::Attrs& options, const char* option) const;
+    // A path written in an option's text (a list of files) resolved the same way.
+    std::string resolve(const std::string& path) const;
     const std::string& source_kind() const { return kind_; }
 
   private:

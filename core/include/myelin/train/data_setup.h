@@ -3,6 +3,7 @@
 // folder), the seeded test / validation splits, and the transforms (random augmentation on the
 // training set only; Normalize without values computes them from the training split).
 #include <myelin/data/dataset.h>
+#include <myelin/data/text.h>
 #include <myelin/data/transforms.h>
 #include <myelin/dims.h>
 #include <myelin/io/project.h>
@@ -27,6 +28,11 @@ struct DataSplits {
     // written in even where the spec leaves them to be computed.
     std::vector<spec::Choice> preprocessing;
     DType input_dtype = DType::Float32;
+    // Text sources: the encoder every split uses (vocabulary from the training split, or the
+    // one a checkpoint saved); null for other sources.
+    std::shared_ptr<const data::TextEncoder> text_encoder;
+    // What the source says for people: lines skipped, duplicates dropped, how a file was read.
+    std::vector<std::string> notes;
     bool classification() const { return !class_names.empty(); }
 };
 
@@ -45,8 +51,9 @@ std::optional<int64_t> known_steps_per_epoch(const spec::DataSpec& data,
                                              int64_t accumulation_steps);
 
 // Paths in the spec are relative to `project_dir`. Throws myelin::Error naming the source,
-// the option and the file on any problem.
+// the option and the file on any problem. A text source encodes with `text_encoding` when
+// given (a checkpoint's), else with a vocabulary built from the training split.
 DataSplits make_data(const spec::DataSpec& spec, const std::filesystem::path& project_dir,
-                     uint64_t seed);
+                     uint64_t seed, const data::TextEncoding* text_encoding = nullptr);
 
 } // namespace myelin::train

@@ -73,6 +73,9 @@ struct TrainerOptions {
     // resumed; Stop gives the step up and stops with a checkpoint before it.
     std::shared_ptr<BreakpointSet> breakpoints;
     BreakAction on_break = BreakAction::Stop;
+    // Text sources: encode with this (a checkpoint's) instead of a vocabulary built from the
+    // training split (evaluation of a checkpoint uses the vocabulary it was trained with).
+    std::optional<data::TextEncoding> text_encoding;
 };
 
 struct TrainResult {
