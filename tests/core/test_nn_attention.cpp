@@ -29,20 +29,6 @@ Tensor rnd(const Dims& shape, uint64_t seed, DType t = DType::Float64, bool grad
     return x;
 }
 
-#define CHECK_ERROR(Type, expr, ...)                                                               \
-    do {                                                                                           \
-        const QString msg_ = error_of<Type>([&] { (void)(expr); });                                \
-        for (const char* part_ : {__VA_ARGS__})                                                    \
-            QVERIFY2(msg_.contains(QLatin1String(part_)),                                          \
-                     qPrintable(msg_ + " | wants: " + part_));                                     \
-    } while (0)
-
-#define GRADCHECK(fn, ...)                                                                         \
-    do {                                                                                           \
-        const auto r_ = autograd::gradcheck(fn, TensorList{__VA_ARGS__});                          \
-        QVERIFY2(r_.ok, r_.message.c_str());                                                       \
-    } while (0)
-
 // A float64 module whose zero-initialised biases get random values (so their gradients matter).
 template <typename M> std::shared_ptr<M> f64(std::shared_ptr<M> m, uint64_t seed) {
     m->to(DType::Float64);

@@ -31,14 +31,6 @@ Tensor rnd(const Dims& shape, uint64_t seed, DType t = DType::Float64, bool grad
     return x;
 }
 
-#define CHECK_ERROR(Type, expr, ...)                                                               \
-    do {                                                                                           \
-        const QString msg_ = error_of<Type>([&] { (void)(expr); });                                \
-        for (const char* part_ : {__VA_ARGS__})                                                    \
-            QVERIFY2(msg_.contains(QLatin1String(part_)),                                          \
-                     qPrintable(msg_ + " | wants: " + part_));                                     \
-    } while (0)
-
 // Layer weights in _flat_weights order for `cfg`, float64 leaves requiring grad.
 TensorList makeWeights(const F::RecurrentConfig& cfg, int64_t input, uint64_t seed) {
     TensorList w;
