@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
 benches=(myelin_bench_ops myelin_train_fashion myelin_bench_store myelin_bench_graph
-  myelin_bench_data myelin_bench_capture myelin_bench_amp myelin_bench_lstm)
+  myelin_bench_data myelin_bench_capture myelin_bench_amp myelin_bench_lstm
+  myelin_bench_transformer)
 for b in "${benches[@]}"; do
   if [ ! -x "build/bench/$b" ]; then
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_BUILD_BENCH=ON >/dev/null
@@ -109,18 +110,25 @@ OMP_NUM_THREADS=$threads build/bench/myelin_bench_amp --threads "$threads"
 if [ -x build/bench/myelin_bench_editor ]; then
   build/bench/myelin_bench_editor 2>/dev/null
 fi
-# LSTM training step (batch 64, seq 32, input 64, hidden 256, last step -> Linear -> cross-entropy,
-# Adam) against the same in PyTorch: ratio of ms per step (wall), with each side's CPU ms.
-OMP_NUM_THREADS=$threads build/bench/myelin_bench_lstm --threads "$threads" >"$tmp/myelin_lstm.json"
-OMP_NUM_THREADS=$threads /usr/bin/python3 bench/torch_lstm_step.py --threads "$threads" \
-  >"$tmp/torch_lstm.json"
-/usr/bin/python3 - "$tmp" "$threads" <<'PY'
+# Sequence models against the same in PyTorch (at its best, as above): an LSTM training step
+# (batch 64, seq 32, input 64, hidden 256, last step -> Linear -> cross-entropy, Adam) and a
+# Transformer-encoder step (2 layers, d_model 128, 4 heads, seq 64, batch 32, dropout 0.1):
+# ratio of ms per step (wall), with each side's CPU ms.
+for model in lstm transformer; do
+  OMP_NUM_THREADS=$threads "build/bench/myelin_bench_$model" --threads "$threads" \
+    >"$tmp/myelin_$model.json"
+  OMP_NUM_THREADS=$threads "${torch_best[@]}" /usr/bin/python3 "bench/torch_${model}_step.py" \
+    --threads "$threads" >"$tmp/torch_$model.json"
+done
+/usr/bin/python3 - "$tmp" "$threads" "$torch_config" <<'PY'
 import json, sys
-ours = json.load(open(sys.argv[1] + "/myelin_lstm.json"))
-theirs = json.load(open(sys.argv[1] + "/torch_lstm.json"))
-print(json.dumps({"workload": "train_step_lstm", "myelin": ours["ms_per_step"],
-                  "pytorch": theirs["ms_per_step"], "unit": "ms/step",
-                  "ratio": round(theirs["ms_per_step"] / ours["ms_per_step"], 2),
-                  "threads": int(sys.argv[2]), "myelin_cpu_ms": ours["cpu_ms_per_step"],
-                  "pytorch_cpu_ms": theirs["cpu_ms_per_step"]}))
+for model in ("lstm", "transformer"):
+    ours = json.load(open(f"{sys.argv[1]}/myelin_{model}.json"))
+    theirs = json.load(open(f"{sys.argv[1]}/torch_{model}.json"))
+    print(json.dumps({"workload": "train_step_" + model, "myelin": ours["ms_per_step"],
+                      "pytorch": theirs["ms_per_step"], "unit": "ms/step",
+                      "ratio": round(theirs["ms_per_step"] / ours["ms_per_step"], 2),
+                      "threads": int(sys.argv[2]), "pytorch_config": sys.argv[3],
+                      "myelin_cpu_ms": ours["cpu_ms_per_step"],
+                      "pytorch_cpu_ms": theirs["cpu_ms_per_step"]}))
 PY
