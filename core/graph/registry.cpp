@@ -170,6 +170,7 @@ std::vector<LayerKind> make_kinds() {
     add_merge_kinds(kinds);
     add_reshape_kinds(kinds);
     add_embedding_kinds(kinds);
+    add_sequence_kinds(kinds);
     return kinds;
 }
 
