@@ -41,7 +41,7 @@ const char* to_string(Category category) {
     case Category::Reshape:
         return "Reshape";
     case Category::Embedding:
-        return "Embedding";
+        return "Embedding & Sequence";
     }
     return "?";
 }
