@@ -238,10 +238,11 @@ void add_sequence_kinds(std::vector<LayerKind>& kinds) {
         kinds.push_back(std::move(k));
     }
     {
-        LayerKind k = sequence_kind("TransformerEncoderLayer",
-                                    "Self-attention then a feed-forward block, each with a "
-                                    "residual and LayerNorm (PyTorch's nn.TransformerEncoderLayer, "
-                                    "batch first). With lengths, padded steps are not attended.");
+        LayerKind k =
+            sequence_kind("TransformerEncoderLayer",
+                          "Self-attention then a feed-forward block, each with a "
+                          "skip connection and LayerNorm (PyTorch's nn.TransformerEncoderLayer, "
+                          "batch first). With lengths, padded steps are not attended.");
         k.attrs = {
             attr::integer("d_model", 32, "Features per step.", 1),
             attr::integer("nhead", 4, "Attention heads; must divide d_model.", 1),
