@@ -28,8 +28,11 @@ class EditorRecurrent : public nn::RNNBase {
                     int64_t hidden_size, const nn::RecurrentOptions& options, bool last_only)
         : RNNBase(type_name, mode, input_size, hidden_size, options), last_only_(last_only) {}
 
+    // One output: what the graph's shape rule promises (h_n and c_n are not ports).
+    int num_outputs() const override { return 1; }
+    TensorList forward_outputs(const TensorList& inputs) override { return {forward(inputs)}; }
     Tensor forward(const TensorList& inputs) override {
-        TensorList outs = forward_outputs(inputs);
+        TensorList outs = RNNBase::forward_outputs(inputs);
         if (!last_only_) return outs[0];
         const Tensor& h_n = outs[1]; // [L * D, N, H]
         const int64_t directions = bidirectional ? 2 : 1;
