@@ -91,7 +91,11 @@ int input_port_count(const Node& node) {
     if (k->variadic) {
         const AttrValue* v = node.attrs.find("num_inputs");
         const int64_t* n = v ? std::get_if<int64_t>(v) : nullptr;
-        return n ? int(std::clamp<int64_t>(*n, 0, 64)) : 2;
+        if (n) return int(std::clamp<int64_t>(*n, 0, 64));
+        // Unset: the kind's default (2 where the kind does not describe the attribute).
+        const AttrDesc* desc = k->attr("num_inputs");
+        const int64_t* def = desc ? std::get_if<int64_t>(&desc->default_value) : nullptr;
+        return def ? int(std::clamp<int64_t>(*def, 0, 64)) : 2;
     }
     return int(k->inputs.size());
 }

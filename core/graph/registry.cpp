@@ -41,7 +41,7 @@ const char* to_string(Category category) {
     case Category::Reshape:
         return "Reshape";
     case Category::Embedding:
-        return "Embedding";
+        return "Embedding & Sequence";
     }
     return "?";
 }
@@ -170,6 +170,7 @@ std::vector<LayerKind> make_kinds() {
     add_merge_kinds(kinds);
     add_reshape_kinds(kinds);
     add_embedding_kinds(kinds);
+    add_sequence_kinds(kinds);
     return kinds;
 }
 

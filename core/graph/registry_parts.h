@@ -56,5 +56,6 @@ void add_regularization_kinds(std::vector<LayerKind>& kinds); // registry_norm.c
 void add_merge_kinds(std::vector<LayerKind>& kinds);          // registry_structure.cpp
 void add_reshape_kinds(std::vector<LayerKind>& kinds);        // registry_structure.cpp
 void add_embedding_kinds(std::vector<LayerKind>& kinds);      // registry_structure.cpp
+void add_sequence_kinds(std::vector<LayerKind>& kinds);       // registry_sequence.cpp
 
 } // namespace myelin::graph::detail

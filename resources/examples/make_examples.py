@@ -174,21 +174,56 @@ def word_language():
             ("Linear", {"in_features": WORD_LENGTH * EMBEDDING, "out_features": 256}),
             ("ReLU", {}), ("Dropout", {"p": 0.2}),
             ("Linear", {"in_features": 256, "out_features": len(WORD_LISTS)}), ("Output", {}))
-    classes = ", ".join(f"{name}=/usr/share/dict/{file}" for name, file in WORD_LISTS)
-    data = {"source": {"kind": "text-lines", "classes": classes, "encoding": "auto",
-                       "lowercase": True, "duplicates": "drop", "max_per_class": 6000,
-                       "sample_seed": 0, "level": "char", "max_length": WORD_LENGTH,
-                       "min_frequency": 1, "max_vocabulary": VOCABULARY, "test_fraction": 0.1},
-            "validation_fraction": 0.1, "transforms": [], "batch_size": 64, "num_workers": 0,
-            "shuffle": True}
-    training = {"loss": {"kind": "CrossEntropyLoss"}, "optimizer": {"kind": "Adam", "lr": 0.001},
-                "epochs": 10, "seed": 1}
     return project("Word language",
                    "Which language is this word? Eight of Debian's word lists under "
                    "/usr/share/dict (packages wamerican, wngerman, wfrench, witalian, wspanish, "
                    "wportuguese, wdutch, wswedish), 6,000 words each, read as characters: "
                    "embedding, then a two-layer MLP over the padded word.",
-                   g.json(), data, training)
+                   g.json(), word_data(), word_training())
+
+
+def word_data():
+    classes = ", ".join(f"{name}=/usr/share/dict/{file}" for name, file in WORD_LISTS)
+    return {"source": {"kind": "text-lines", "classes": classes, "encoding": "auto",
+                       "lowercase": True, "duplicates": "drop", "max_per_class": 6000,
+                       "sample_seed": 0, "level": "char", "max_length": WORD_LENGTH,
+                       "min_frequency": 1, "max_vocabulary": VOCABULARY, "test_fraction": 0.1},
+            "validation_fraction": 0.1, "transforms": [], "batch_size": 64, "num_workers": 0,
+            "shuffle": True}
+
+
+def word_training(epochs=10):
+    return {"loss": {"kind": "CrossEntropyLoss"}, "optimizer": {"kind": "Adam", "lr": 0.001},
+            "epochs": epochs, "seed": 1}
+
+
+LSTM_HIDDEN = 64
+
+
+def word_language_lstm():
+    """The word_language data read by a bidirectional LSTM: each word's padding is cut off by
+    its length (PaddingLengths), and the classifier sees both directions' final states."""
+    g = Graph()
+    tokens = g.add("Input", shape=[WORD_LENGTH], dtype="int64")
+    embedded = g.add("Embedding", inputs=(tokens,), num_embeddings=VOCABULARY,
+                     embedding_dim=EMBEDDING, padding_idx=0)
+    lengths = g.add("PaddingLengths", inputs=(tokens,))
+    lstm = g.add("LSTM", inputs=(embedded, lengths), input_size=EMBEDDING,
+                 hidden_size=LSTM_HIDDEN, bidirectional=True, output="last", num_inputs=2)
+    head = g.add("Linear", inputs=(lstm,), in_features=2 * LSTM_HIDDEN,
+                 out_features=len(WORD_LISTS))
+    g.add("Output", inputs=(head,))
+    # PaddingLengths beside the Embedding; the chain below them.
+    positions = {tokens: [0.0, 0.0], embedded: [-110.0, 100.0], lengths: [110.0, 100.0],
+                 lstm: [0.0, 200.0], head: [0.0, 300.0]}
+    for node in g.nodes:
+        node["position"] = positions.get(node["id"], [0.0, 400.0])
+    return project("Word language (LSTM)",
+                   "The Word language data (eight of Debian's word lists, 6,000 words each, read "
+                   "as characters) classified by a bidirectional LSTM over the characters: "
+                   "PaddingLengths stops it at each word's last character, and a Linear layer "
+                   "reads both directions' final states.",
+                   g.json(), word_data(), word_training())
 
 
 def write_csv(path, rows=1000, seed=20261122):
@@ -212,7 +247,8 @@ def main():
     for name, builder in [("fashion_mlp", fashion_mlp), ("fashion_cnn", fashion_cnn),
                           ("fashion_resnet", fashion_resnet),
                           ("tabular_regression", tabular_regression),
-                          ("word_language", word_language)]:
+                          ("word_language", word_language),
+                          ("word_language_lstm", word_language_lstm)]:
         with open(os.path.join(HERE, name + ".myelin"), "w") as f:
             json.dump(builder(), f, indent=2)
             f.write("\n")

@@ -72,6 +72,7 @@ struct KindCase {
 // At least one working configuration of every kind (and the interesting options).
 std::vector<KindCase> kind_cases() {
     using V = std::vector<int64_t>;
+    using I = int64_t;
     return {
         {"Linear", {}, {{128}}},
         {"Linear",
@@ -157,6 +158,34 @@ std::vector<KindCase> kind_cases() {
         {"Multiply", {}, {{4, 5}, {4, 1}}},
         {"Concat", {}, {{2, 5}, {3, 5}}},
         {"Concat", {{"num_inputs", int64_t(3)}, {"dim", int64_t(-1)}}, {{2, 5}, {2, 1}, {2, 2}}},
+        // Sequences [T, features] (lengths ports: test_graph_sequence).
+        {"PaddingLengths", {}, {{6}}, "int64"},
+        {"LSTM", {{"input_size", I(4)}, {"hidden_size", I(3)}}, {{5, 4}}},
+        {"LSTM",
+         {{"input_size", I(4)},
+          {"hidden_size", I(3)},
+          {"num_layers", I(2)},
+          {"bidirectional", true},
+          {"output", std::string("last")}},
+         {{5, 4}}},
+        {"GRU",
+         {{"input_size", I(4)}, {"hidden_size", I(3)}, {"output", std::string("last")}},
+         {{5, 4}}},
+        {"RNN",
+         {{"input_size", I(4)},
+          {"hidden_size", I(3)},
+          {"bias", false},
+          {"nonlinearity", std::string("relu")}},
+         {{5, 4}}},
+        {"PositionalEncoding", {{"d_model", I(4)}}, {{5, 4}}},
+        {"PositionalEncoding",
+         {{"d_model", I(4)}, {"encoding", std::string("learned")}, {"max_len", I(8)}},
+         {{5, 4}}},
+        {"TransformerEncoderLayer",
+         {{"d_model", I(4)}, {"nhead", I(2)}, {"dim_feedforward", I(8)}},
+         {{5, 4}}},
+        {"SequenceLast", {}, {{5, 4}}},
+        {"SequenceMeanPool", {}, {{5, 4}}},
     };
 }
 

@@ -261,6 +261,34 @@ class TestExportCode : public QObject {
         QVERIFY(again.open(QIODevice::ReadOnly));
         QCOMPARE(again.readAll(), QByteArray("previous"));
     }
+
+    // The sequence kinds have no PyTorch-code or ONNX form yet: both exporters name each such
+    // layer and write nothing.
+    void sequenceLayersAreRefusedByName() {
+        auto source = fresh_source(io::load_project(example_path("word_language_lstm")));
+        QTemporaryDir empty;
+        const std::string py = empty.filePath("model.py").toStdString();
+        const std::string onnx = empty.filePath("model.onnx").toStdString();
+        for (int exporter = 0; exporter < 2; ++exporter) {
+            try {
+                if (exporter == 0)
+                    exporters::export_pytorch(source, py);
+                else
+                    exporters::export_onnx(source, onnx);
+                QFAIL("a model with an LSTM was exported");
+            } catch (const Error& e) {
+                const QString message = e.what();
+                QVERIFY2(message.contains("(LSTM)"), e.what());
+                QVERIFY2(message.contains("(PaddingLengths)"), e.what());
+                QVERIFY2(message.contains(exporter == 0 ? "no PyTorch form is known for layer "
+                                                          "kind 'LSTM'"
+                                                        : "no ONNX form is known for layer "
+                                                          "kind 'LSTM'"),
+                         e.what());
+            }
+        }
+        QVERIFY(QDir(empty.path()).isEmpty());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestExportCode)

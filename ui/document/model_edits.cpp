@@ -27,7 +27,7 @@ QString tr(const char* text) {
 
 QString portName(const Node& node, int port) {
     const graph::LayerKind* kind = graph::find_layer_kind(node.kind);
-    if (kind && !kind->variadic && port >= 0 && size_t(port) < kind->inputs.size())
+    if (kind && port >= 0 && size_t(port) < kind->inputs.size())
         return QString::fromStdString(kind->inputs[size_t(port)]);
     return tr("input %1").arg(port);
 }

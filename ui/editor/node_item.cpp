@@ -155,7 +155,7 @@ void NodeItem::setContent(NodeContent content) {
     setToolTip(cardToolTip_);
     portNames_.clear();
     for (int i = 0; i < inputCount_; ++i)
-        portNames_ << (kind != nullptr && !kind->variadic && size_t(i) < kind->inputs.size()
+        portNames_ << (kind != nullptr && size_t(i) < kind->inputs.size()
                            ? QString::fromStdString(kind->inputs[size_t(i)])
                            : QObject::tr("input %1").arg(i));
     problemLines_ = problem_.isEmpty() ? QStringList()

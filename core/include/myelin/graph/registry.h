@@ -56,7 +56,8 @@ struct LayerKind {
     std::string doc;
     std::vector<AttrDesc> attrs;
     std::vector<std::string> summary_attrs; // shown on the node in the editor
-    // Input ports: fixed names, or variadic (port count = the "num_inputs" attribute).
+    // Input ports: fixed names, or variadic (port count = the "num_inputs" attribute; ports
+    // that have an entry here are named by it: LSTM's "input", "lengths").
     std::vector<std::string> inputs = {"input"};
     bool variadic = false;
     bool has_output = true; // false only for Output
