@@ -135,8 +135,8 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     auto* roadmapCard = new QFrame(content);
     roadmapCard->setObjectName(QStringLiteral("roadmapCard"));
     auto* roadmap = makeLabel(
-        tr("Assemble layers in a visual graph editor, pick the data (images, tables or text), a "
-           "loss, an optimizer and "
+        tr("Assemble layers in a visual graph editor — convolutions for images, LSTM, GRU and "
+           "Transformer layers for text — pick the data, a loss, an optimizer and "
            "a learning-rate schedule, press Train, and watch the loss, accuracy and learning "
            "rate live; every layer's gradient norm, update ratio and weight norm on the "
            "Gradient Flow tab, its activation and gradient histograms on Distributions, the "
@@ -151,9 +151,9 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
     auto* statusLine =
-        makeLabel(tr("Not in this build yet: training on a GPU, recurrent and attention layers "
-                     "in the editor (RNN, LSTM, GRU, Transformer) and training across several "
-                     "machines."),
+        makeLabel(tr("Not in this build yet: training on a GPU and training across several "
+                     "machines; recurrent and attention layers do not export to ONNX or "
+                     "PyTorch code yet."),
                   "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
