@@ -13,6 +13,8 @@
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include "cli_process.h"
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -24,33 +26,10 @@ using myelin::test::writeBlobsProject;
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Result = CliResult;
 
-// `env`: variables to set for the child on top of this process's environment.
 Result runCli(const QStringList& args, const QStringList& env = {}) {
-    QProcess process;
-    if (!env.isEmpty()) {
-        QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
-        for (const QString& kv : env)
-            e.insert(kv.section(QLatin1Char('='), 0, 0), kv.section(QLatin1Char('='), 1));
-        process.setProcessEnvironment(e);
-    }
-    process.start(QStringLiteral(MYELIN_CLI_PATH), args);
-    Result r;
-    if (!process.waitForFinished(30000)) {
-        process.kill();
-        process.waitForFinished();
-        r.err = QStringLiteral("did not finish: ") + process.errorString();
-        return r;
-    }
-    r.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    r.out = QString::fromUtf8(process.readAllStandardOutput());
-    r.err = QString::fromUtf8(process.readAllStandardError());
-    return r;
+    return runCliProcess(args, 30000, env);
 }
 
 QString example(const char* name) {

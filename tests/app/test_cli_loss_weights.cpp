@@ -8,28 +8,14 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "cli_process.h"
+
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Result = CliResult;
 
 Result runCli(const QStringList& args) {
-    QProcess process;
-    process.start(QStringLiteral(MYELIN_CLI_PATH), args);
-    Result r;
-    if (!process.waitForFinished(60000)) {
-        process.kill();
-        process.waitForFinished();
-        r.err = QStringLiteral("did not finish: ") + process.errorString();
-        return r;
-    }
-    r.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    r.out = QString::fromUtf8(process.readAllStandardOutput());
-    r.err = QString::fromUtf8(process.readAllStandardError());
-    return r;
+    return runCliProcess(args, 60000);
 }
 
 // The blobs project (classes a, b, c) with `loss` as its loss object.
