@@ -17,33 +17,32 @@ void* CachingAllocator::allocate(size_t bytes) {
     const size_t size = size_class(bytes);
     std::lock_guard lock(mutex_);
     ++stats_.requests;
-    auto it = free_.find(size);
-    if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_bytes_ -= size;
-        --stats_.cached_blocks;
+    void* p = take_cached_locked(size);
+    if (p) {
         ++stats_.cache_hits;
-        stats_.allocated_bytes += int64_t(size);
-        stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
-        return p;
-    }
-    void* p = provider_.allocate(size);
-    if (!p && cached_bytes_ > 0) { // other sizes hold memory the provider may need
-        for (auto& [block_size, blocks] : free_)
-            for (void* q : blocks)
-                release_locked(q, block_size);
-        free_.clear();
-        cached_bytes_ = 0;
-        stats_.cached_blocks = 0;
+    } else {
         p = provider_.allocate(size);
+        if (!p && cached_bytes_ > 0) { // other sizes hold memory the provider may need
+            empty_cache_locked();
+            p = provider_.allocate(size);
+        }
+        if (!p) return nullptr;
+        ++stats_.provider_allocations;
+        stats_.reserved_bytes += int64_t(size);
+        stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
     }
-    if (!p) return nullptr;
-    ++stats_.provider_allocations;
     stats_.allocated_bytes += int64_t(size);
-    stats_.reserved_bytes += int64_t(size);
     stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
-    stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+    return p;
+}
+
+void* CachingAllocator::take_cached_locked(size_t size) {
+    auto it = free_.find(size);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= size;
+    --stats_.cached_blocks;
     return p;
 }
 
@@ -63,6 +62,10 @@ void CachingAllocator::deallocate(void* p, size_t bytes) {
 
 void CachingAllocator::empty_cache() {
     std::lock_guard lock(mutex_);
+    empty_cache_locked();
+}
+
+void CachingAllocator::empty_cache_locked() {
     for (auto& [size, blocks] : free_)
         for (void* p : blocks)
             release_locked(p, size);

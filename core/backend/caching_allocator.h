@@ -57,6 +57,8 @@ class CachingAllocator {
     static size_t size_class(size_t bytes);
 
   private:
+    void* take_cached_locked(size_t size); // null when the class's free list is empty
+    void empty_cache_locked();
     void release_locked(void* p, size_t bytes);
 
     BlockProvider& provider_;
