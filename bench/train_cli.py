@@ -44,15 +44,21 @@ def timed(cmd, env):
         return out.stdout, int(t.read().split()[-1]) / 1024.0
 
 
+def training_loop_rate(stdout):
+    """Examples/s of the training loop `myelin train` printed; None when it printed none."""
+    m = re.search(r"training loop: (\d+) examples in ([0-9.]+) s", stdout)
+    return int(m.group(1)) / float(m.group(2)) if m else None
+
+
 def run_myelin(binary, model, epochs, threads, store):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     project = os.path.join(ROOT, "resources", "examples", f"fashion_{model}.myelin")
     out, rss = timed([binary, "train", project, "--epochs", str(epochs), "--threads",
                       str(threads), "--store", store], env)
-    m = re.search(r"training loop: (\d+) examples in ([0-9.]+) s", out)
-    if not m:
+    rate = training_loop_rate(out)
+    if rate is None:
         sys.exit("train_cli.py: myelin train printed no training-loop time:\n" + out[-2000:])
-    return int(m.group(1)) / float(m.group(2)), rss
+    return rate, rss
 
 
 def run_torch(model, epochs, threads, config):

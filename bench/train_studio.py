@@ -12,11 +12,12 @@ usage: /usr/bin/python3 bench/train_studio.py [--threads T] [--rounds R] [--step
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
+
+from train_cli import training_loop_rate  # the same parse of myelin's output
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,11 +45,11 @@ def main():
                                   "--max-steps", str(a.steps), "--threads", str(a.threads),
                                   "--store", os.path.join(tmp, f"cli-{r}.db")],
                                  env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            m = re.search(r"training loop: (\d+) examples in ([0-9.]+) s", out.stdout)
-            if out.returncode not in (0, 3) or not m:  # 3: stopped at --max-steps
+            rate = training_loop_rate(out.stdout)
+            if out.returncode not in (0, 3) or rate is None:  # 3: stopped at --max-steps
                 sys.exit("train_studio.py: myelin train failed:\n" + out.stdout[-1000:] +
                          out.stderr[-1000:])
-            cli.append(int(m.group(1)) / float(m.group(2)))
+            cli.append(rate)
     s, c = statistics.median(studio), statistics.median(cli)
     print(json.dumps({"workload": f"train_studio_{a.model}", "studio": round(s, 1),
                       "cli": round(c, 1), "unit": "samples/s", "studio_vs_cli": round(s / c, 3),
