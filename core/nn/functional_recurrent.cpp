@@ -5,6 +5,7 @@
 #include "autograd/function.h"
 #include "nn/functional_common.h"
 #include "nn/recurrent_kernels.h"
+#include "nn/recurrent_step_norms.h"
 #include "tensor/tensor_impl.h"
 
 #include <myelin/autograd.h>
@@ -71,6 +72,7 @@ struct LayerOutputs {
 // The buffers a layer's forward keeps for its backward (see RecurrentSaved).
 struct SavedBuffers {
     Tensor act, hprev, cprev, tc, ghn;
+    std::shared_ptr<const detail::StepGradientSink> sink; // per-step gradient norms; null: none
     template <typename T> detail::RecurrentSaved<T> raw() const {
         auto p = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
         return {p(act), p(hprev), p(cprev), p(tc), p(ghn)};
@@ -131,9 +133,12 @@ TensorList layer_backward(const RecurrentLayerShape& s, const Tensor& grad, cons
             *slots[j] = result[3 + k].data<T>();
         }
     }
+    std::vector<double> step_norms(saved.sink ? size_t(D * s.T) : 0);
+    if (saved.sink) out.step_grad_norms = step_norms.data();
     detail::recurrent_layer_backward<T>(s, x.data<T>(), raw_weights<T>(params, D, bias),
                                         saved.raw<T>(), gp, gp + rows * D * s.H,
                                         lstm ? gp + rows * D * s.H + state : nullptr, out);
+    if (saved.sink) detail::report_step_gradients(*saved.sink, s, step_norms);
     return result;
 }
 
@@ -141,13 +146,14 @@ TensorList layer_backward(const RecurrentLayerShape& s, const Tensor& grad, cons
 // layer's weights in _flat_weights order.
 LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tensor& h0,
                        const Tensor& c0, const TensorList& params, bool bias,
-                       const std::shared_ptr<std::vector<int64_t>>& lengths) {
+                       const std::shared_ptr<std::vector<int64_t>>& lengths, int64_t layer) {
     const int D = s.D;
     const int64_t rows = s.rows(), H = s.H, G = s.gates(), state = D * s.B * H;
     const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
     const TensorOptions opts = x.options();
     Tensor flat = empty({rows * D * H + state * (lstm ? 2 : 1)}, opts);
     SavedBuffers saved;
+    saved.sink = detail::step_gradient_sink(layer);
     saved.act = empty({D * rows * G}, opts);
     saved.hprev = empty({D * rows * H}, opts);
     if (lstm) {
@@ -313,7 +319,7 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
                                 weights.begin() + static_cast<std::ptrdiff_t>((l + 1) * D * per));
         LayerOutputs r =
             run_layer(s, layer_in, h0.defined() ? h0.narrow(0, l * D, D) : Tensor(),
-                      c0.defined() ? c0.narrow(0, l * D, D) : Tensor(), params, cfg.bias, lens);
+                      c0.defined() ? c0.narrow(0, l * D, D) : Tensor(), params, cfg.bias, lens, l);
         hns.push_back(r.hn);
         if (lstm) cns.push_back(r.cn);
         out = r.out;

@@ -7,6 +7,7 @@
 #include "nn/recurrent_kernels.h"
 
 #include "nn/recurrent_step_gemm.h"
+#include "nn/recurrent_step_norms.h"
 
 #include "backend/kernels/elementwise.h"
 #include "tensor/tensor_impl.h"
@@ -366,6 +367,8 @@ void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
     for (int64_t k = s.T - 1; k >= 0; --k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
+        if (grads.step_grad_norms) // the gradient reaching h_t, before the step consumes it
+            grads.step_grad_norms[d * s.T + t] = step_gradient_norm(s, d, t, dh.get(), dout);
 #pragma omp parallel for if (B * H * (G / H) >= kParallelStep)
         for (int64_t b = 0; b < B; ++b) {
             const int64_t row = r0 + b * rs;
