@@ -157,9 +157,30 @@ CREATE TABLE run_tags (
             "adding notes, tags and project paths (version 4)");
 }
 
+// Version 5: recurrent layers' gradient through time, one row per (run, layer, step, layer of
+// the stack, direction); a handful of rows per probe step, each a few hundred bytes.
+void migrate_to_v5(Database& db) {
+    db.exec(R"sql(
+CREATE TABLE time_gradients (
+    id          INTEGER PRIMARY KEY,
+    run         INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    layer       TEXT NOT NULL,
+    step        INTEGER NOT NULL,
+    stack_layer INTEGER NOT NULL,
+    direction   INTEGER NOT NULL,
+    wall_time   REAL NOT NULL,
+    norms       BLOB NOT NULL  -- little-endian float64, one per time step
+);
+CREATE UNIQUE INDEX time_gradients_by_layer
+    ON time_gradients (run, layer, step, stack_layer, direction);
+)sql",
+            "creating the time_gradients table (version 5)");
+}
+
 // migrations[i] brings a store from version i to version i + 1.
 using Migration = void (*)(Database&);
-constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2, migrate_to_v3, migrate_to_v4};
+constexpr Migration kMigrations[] = {migrate_to_v1, migrate_to_v2, migrate_to_v3, migrate_to_v4,
+                                     migrate_to_v5};
 static_assert(std::size(kMigrations) == size_t(kSchemaVersion));
 
 struct FileIdentity {

@@ -135,8 +135,9 @@ struct Expected {
 
 // Turns a store of this build back into one of schema version 3 (before notes, tags and
 // project paths): what the migration tests of older versions start from.
-constexpr const char* kBackToVersion3 = "ALTER TABLE runs DROP COLUMN note; ALTER TABLE runs "
-                                        "DROP COLUMN project_path; DROP TABLE run_tags; ";
+constexpr const char* kBackToVersion3 =
+    "DROP TABLE time_gradients; ALTER TABLE runs DROP COLUMN note; ALTER TABLE runs "
+    "DROP COLUMN project_path; DROP TABLE run_tags; ";
 
 bool same(double a, double b) {
     return (std::isnan(a) && std::isnan(b)) || a == b;

@@ -89,7 +89,8 @@ class TestStoreMeta : public QObject {
         {
             // A file written by version 3: no note or project_path column, no run_tags table.
             RawDb raw(path);
-            QCOMPARE(raw.exec("ALTER TABLE runs DROP COLUMN note; ALTER TABLE runs DROP COLUMN "
+            QCOMPARE(raw.exec("DROP TABLE time_gradients; ALTER TABLE runs DROP COLUMN note; ALTER "
+                              "TABLE runs DROP COLUMN "
                               "project_path; DROP TABLE run_tags; PRAGMA user_version = 3"),
                      SQLITE_OK);
         }

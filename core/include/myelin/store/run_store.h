@@ -31,7 +31,7 @@ class StoreError : public Error {
 
 // The schema version this build reads and writes (PRAGMA user_version). A file with a newer
 // version is refused; an older one is migrated at open.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 enum class RunStatus { Running, Finished, Stopped, Failed, Interrupted };
 // "running", "finished", "stopped", "failed", "interrupted" (the text stored in the file).
@@ -169,6 +169,18 @@ struct FeatureMap {
     }
 };
 
+// Gradient through time of a recurrent layer at a step (train::TimeGradientEvent): for layer
+// `stack_layer` of its stack and `direction` (0 forward, 1 reverse), the L2 norm over the probe
+// batch of dL/dh_t for every time step t.
+struct TimeGradientSeries {
+    std::string layer{};
+    int64_t step = 0;
+    int64_t stack_layer = 0;
+    int direction = 0;
+    double wall_time = 0;
+    std::vector<double> norms{}; // [T]
+};
+
 // Something that happened in a run at a step: a breakpoint fired, ... (kind "breakpoint").
 struct RunEvent {
     int64_t step = 0;
@@ -269,6 +281,12 @@ class RunStore {
     // earliest).
     void log_probe_input(int64_t run, int64_t step, std::span<const int64_t> shape,
                          std::span<const float> values, double wall_time = 0);
+    // One series of a recurrent layer's gradient through time (TimeGradientSeries; written at
+    // once: one per recurrent layer and direction every probe step). Logging the same (run,
+    // layer, step, stack_layer, direction) again replaces it. Throws StoreError for an unknown
+    // run, an empty layer name, a negative step or direction outside 0..1, no norms or more than
+    // 1,000,000 of them; nothing is written then.
+    void log_time_gradients(int64_t run, const TimeGradientSeries& series);
     // Blocks until everything queued before the call is committed; throws the writer's error.
     void flush();
     // Records a file (which must exist; its path is stored absolute) and returns its id.
@@ -341,6 +359,15 @@ class RunStore {
     std::optional<FeatureMap> feature_map(int64_t run, std::string_view layer, int64_t step) const;
     // The probe examples (log_probe_input) recorded first; unset when there are none.
     std::optional<FeatureMap> probe_input(int64_t run) const;
+    // The layers with gradient-through-time series, in the order first recorded (forward
+    // order); empty for runs without recurrent layers and for stores older than version 5.
+    std::vector<std::string> time_gradient_layers(int64_t run) const;
+    // The steps at which `layer` has series, ascending.
+    std::vector<int64_t> time_gradient_steps(int64_t run, std::string_view layer) const;
+    // Every series of `layer` (by stack layer, then direction) at its recorded step nearest
+    // `step` (the earlier on a tie); empty when the layer has none.
+    std::vector<TimeGradientSeries> time_gradients(int64_t run, std::string_view layer,
+                                                   int64_t step) const;
     std::vector<Artifact> artifacts(int64_t run) const;
     std::vector<RunEvent> events(int64_t run) const; // by step, then in the order logged
     // The folder for a run's files under the store's folder (<store folder>/runs/<id>; not
