@@ -15,6 +15,11 @@ static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Even
                              Finished>,
               "EventKind must list the payload alternatives in order");
 static_assert(
+    std::is_same_v<
+        std::variant_alternative_t<static_cast<size_t>(EventKind::TimeGradient), EventPayload>,
+        TimeGradientEvent>,
+    "EventKind must list the payload alternatives in order");
+static_assert(
     std::is_same_v<std::variant_alternative_t<static_cast<size_t>(EventKind::Error), EventPayload>,
                    RunError>,
     "EventKind must list the payload alternatives in order");
@@ -71,6 +76,8 @@ const char* event_kind_name(EventKind kind) {
         return "Breakpoint";
     case EventKind::Finished:
         return "Finished";
+    case EventKind::TimeGradient:
+        return "TimeGradient";
     }
     return "unknown";
 }
@@ -80,6 +87,7 @@ bool is_droppable(EventKind kind) {
     case EventKind::StepMetrics:
     case EventKind::TensorSummary:
     case EventKind::FeatureMap:
+    case EventKind::TimeGradient:
     case EventKind::Progress:
         return true;
     default:

@@ -70,6 +70,9 @@ void StoreSink::on_event(const Event& e) {
             store_.log_probe_input(run_, f->step, shape, data, t);
         else
             store_.log_feature_map(run_, f->layer, f->step, shape, data, t);
+    } else if (auto* g = e.get<TimeGradientEvent>()) {
+        store_.log_time_gradients(run_,
+                                  {g->layer, g->step, g->stack_layer, g->direction, t, g->norms});
     } else if (auto* c = e.get<CheckpointSaved>()) {
         store::ArtifactInfo a;
         a.kind = "checkpoint";

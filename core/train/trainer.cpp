@@ -253,6 +253,8 @@ void Trainer::add_builtin_callbacks() {
         spec_.capture.layer_norms ? spec_.capture.layer_norms_every : 0));
     if (spec_.capture.feature_maps_every > 0)
         callbacks_.push_back(std::make_shared<FeatureMapProbe>(spec_.capture.feature_maps_every));
+    if (spec_.capture.feature_maps_every > 0)
+        callbacks_.push_back(std::make_shared<TimeGradientProbe>(spec_.capture.feature_maps_every));
     if (spec_.validate_every_steps > 0 && data_.validation)
         callbacks_.push_back(std::make_shared<PeriodicValidation>(spec_.validate_every_steps));
     callbacks_.push_back(std::make_shared<EarlyStoppingMonitor>());

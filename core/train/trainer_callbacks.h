@@ -3,7 +3,9 @@
 // each on its hook points (callbacks.h). Trainer::add_builtin_callbacks adds them in the order
 // they are declared here.
 #include <myelin/autograd.h>
+#include <myelin/data/dataset.h>
 #include <myelin/io/project.h>
+#include <myelin/nn/module.h>
 #include <myelin/train/breakpoints.h>
 #include <myelin/train/callbacks.h>
 
@@ -87,6 +89,23 @@ class FeatureMapProbe final : public TrainerCallback {
     int64_t every_;
     Tensor probe_; // [examples, ...input shape]
     bool input_reported_ = false;
+};
+
+// Gradient through time, on the same cadence and probe examples as FeatureMapProbe (with their
+// targets): every `every`-th step, when the model has recurrent layers, a forward and backward
+// of the loss on the probe batch in eval mode records the norm of dL/dh_t per time step of each
+// (nn/recurrent_gradients.h) and reports them as TimeGradientEvents. No optimizer step; the
+// parameters' gradients are put aside and back, so the training trajectory is unchanged.
+class TimeGradientProbe final : public TrainerCallback {
+  public:
+    explicit TimeGradientProbe(int64_t every) : every_(every) {}
+    void on_run_start(Trainer& trainer) override;
+    void after_step_reported(Trainer& trainer) override;
+
+  private:
+    int64_t every_;
+    std::vector<std::pair<std::string, nn::ModulePtr>> layers_; // captured, with a recurrent layer
+    data::Example probe_;                                       // undefined input: nothing to probe
 };
 
 // Validation every `every` optimizer steps, reported as EpochMetrics within the epoch.

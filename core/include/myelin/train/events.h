@@ -78,6 +78,19 @@ struct FeatureMapEvent {
     Tensor values; // a detached host copy (train::snapshot), never the live activation
 };
 
+// Gradient through time (nn/recurrent_gradients.h): for one recurrent layer (module name) on the
+// probe examples at `step`, for layer `stack_layer` of its stack and `direction` (0 forward, 1
+// reverse), the L2 norm over the probe batch of dL/dh_t for every time step t (0 at a step padded
+// in every probe example).
+struct TimeGradientEvent {
+    std::string layer;
+    int64_t epoch = 0;
+    int64_t step = 0;
+    int64_t stack_layer = 0;
+    int direction = 0;
+    std::vector<double> norms; // [T]
+};
+
 struct CheckpointSaved {
     std::string path;
     int64_t epoch = 0;
@@ -145,14 +158,16 @@ enum class EventKind : uint8_t {
     Error,
     Breakpoint,
     Finished,
+    TimeGradient,
 };
 const char* event_kind_name(EventKind kind); // "RunStarted", ...
-// StepMetrics, TensorSummary, FeatureMap and Progress: a later event of the kind supersedes it.
+// StepMetrics, TensorSummary, FeatureMap, TimeGradient and Progress: a later event of the kind
+// supersedes it.
 bool is_droppable(EventKind kind);
 
-using EventPayload =
-    std::variant<RunStarted, StepMetrics, EpochMetrics, TensorSummaryEvent, FeatureMapEvent,
-                 CheckpointSaved, Progress, LogMessage, RunError, BreakpointFired, Finished>;
+using EventPayload = std::variant<RunStarted, StepMetrics, EpochMetrics, TensorSummaryEvent,
+                                  FeatureMapEvent, CheckpointSaved, Progress, LogMessage, RunError,
+                                  BreakpointFired, Finished, TimeGradientEvent>;
 
 // Seconds since the Unix epoch (the store's wall_time column).
 double wall_clock_seconds();
