@@ -14,6 +14,7 @@
 #include "inspect/distributions_view.h"
 #include "inspect/feature_maps_view.h"
 #include "inspect/gradient_flow_view.h"
+#include "inspect/time_gradients_view.h"
 #include "pages/data_page.h"
 #include "pages/training_page.h"
 #include "shell/backends_dialog.h"
@@ -80,6 +81,7 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     gradientFlow_ = new GradientFlowView(this);
     distributions_ = new DistributionsView(this);
     featureMaps_ = new FeatureMapsView(this);
+    timeGradients_ = new TimeGradientsView(this);
     // An open project: the lock banner (while training) over the Model / Data / Training tabs.
     workspace_ = new QWidget(this);
     workspace_->setObjectName(QStringLiteral("workspace"));
@@ -95,6 +97,8 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     workspaceTabs_->addTab(gradientFlow_, tr("Gradient Flow"));
     workspaceTabs_->addTab(distributions_, tr("Distributions"));
     workspaceTabs_->addTab(featureMaps_, tr("Feature Maps"));
+    workspaceTabs_->addTab(timeGradients_, tr("Gradient through Time"));
+    workspaceTabs_->setTabVisible(workspaceTabs_->indexOf(timeGradients_), false);
     auto* workspaceLayout = new QVBoxLayout(workspace_);
     workspaceLayout->setContentsMargins(0, 0, 0, 0);
     workspaceLayout->setSpacing(0);

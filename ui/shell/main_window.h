@@ -47,6 +47,7 @@ class TrainingPage;
 class GradientFlowView;
 class DistributionsView;
 class FeatureMapsView;
+class TimeGradientsView;
 class RunsBrowser;
 class RunsCompareView;
 class EvaluatePage;
@@ -77,6 +78,7 @@ class MainWindow : public QMainWindow {
     GradientFlowView* gradientFlowView() const { return gradientFlow_; }
     DistributionsView* distributionsView() const { return distributions_; }
     FeatureMapsView* featureMapsView() const { return featureMaps_; }
+    TimeGradientsView* timeGradientsView() const { return timeGradients_; }
     RunsBrowser* runsBrowser() const { return runsBrowser_; }
     RunsCompareView* runsCompareView() const { return runsCompare_; }
     EvaluatePage* evaluatePage() const { return evaluatePage_; }
@@ -176,6 +178,7 @@ class MainWindow : public QMainWindow {
     QTimer badgeTimer_;
     DistributionsView* distributions_ = nullptr;
     FeatureMapsView* featureMaps_ = nullptr;
+    TimeGradientsView* timeGradients_ = nullptr; // tab shown for runs with recurrent layers
     RunsBrowser* runsBrowser_ = nullptr;
     RunsCompareView* runsCompare_ = nullptr;
     QWidget* runsPage_ = nullptr;

@@ -13,6 +13,7 @@
 #include "inspect/distributions_view.h"
 #include "inspect/feature_maps_view.h"
 #include "inspect/gradient_flow_view.h"
+#include "inspect/time_gradients_view.h"
 #include "pages/data_page.h"
 #include "pages/training_page.h"
 #include "runs/fork_dialog.h"
@@ -103,10 +104,21 @@ void MainWindow::createTraining() {
     connect(gradientFlow_, &GradientFlowView::runShown, this, [this](qint64 run, bool live) {
         distributions_->showRun(gradientFlow_->storePath(), run, live);
         featureMaps_->showRun(gradientFlow_->storePath(), run, live);
+        timeGradients_->showRun(gradientFlow_->storePath(), run, live);
     });
+    // Gradient through Time: its tab only for runs with recurrent layers; the scrubber moves it.
+    connect(timeGradients_, &TimeGradientsView::availabilityChanged, this, [this](bool on) {
+        workspaceTabs_->setTabVisible(workspaceTabs_->indexOf(timeGradients_), on);
+    });
+    connect(training_, &TrainingController::finished, timeGradients_,
+            &TimeGradientsView::runFinished);
+    connect(scrubber, &StepScrubber::stepRequested, timeGradients_,
+            [this](qint64 step) { timeGradients_->selectStep(step); });
     connect(workspaceTabs_, &QTabWidget::currentChanged, this, [this](int index) {
         QWidget* page = workspaceTabs_->widget(index);
-        if (page != gradientFlow_ && page != distributions_ && page != featureMaps_) return;
+        if (page != gradientFlow_ && page != distributions_ && page != featureMaps_ &&
+            page != timeGradients_)
+            return;
         gradientFlow_->setStorePath(training_->storePath()); // a no-op when it is open already
         if (!gradientFlow_->isLive()) gradientFlow_->refreshRuns();
     });
