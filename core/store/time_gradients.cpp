@@ -1,6 +1,7 @@
 // Recurrent layers' gradient through time in the run store (schema version 5): one row per
 // (run, layer, step, layer of the stack, direction), the norms a little-endian float64 blob.
-// Written at once, not queued: a probe step adds a handful of rows of a few hundred bytes.
+// Written at once, not queued (a probe step adds a handful of rows of a few hundred bytes), and
+// without waiting for the queued metric points: nothing orders the two.
 #include "store/run_store_impl.h"
 
 #include <bit>
@@ -42,7 +43,6 @@ void RunStore::log_time_gradients(int64_t run, const TimeGradientSeries& series)
     if (series.norms.empty() || series.norms.size() > kMaxTimeSteps)
         throw StoreError(s.message(what + ": needs 1 to 1,000,000 time steps, got " +
                                    std::to_string(series.norms.size())));
-    s.flush(); // after the points that led to it
     std::lock_guard lock(s.db_mutex);
     s.db->write_transaction("recording a gradient through time", [&] {
         require_time_gradient_table(*s.db);
