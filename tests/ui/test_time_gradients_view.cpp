@@ -182,6 +182,23 @@ class TestTimeGradientsView : public QObject {
         QVERIFY(!w.timeGradientsView()->available());
         QVERIFY(!tabs->isTabVisible(index));
         QVERIFY(!w.timeGradientsView()->message().isEmpty());
+
+        // A live run with nothing recorded yet: the tab appears once its first series is in,
+        // although the view itself is hidden.
+        int64_t live = 0;
+        {
+            store::RunStore s = store::RunStore::open(path);
+            live = s.create_run({.name = "live"});
+        }
+        QSignalSpy available(w.timeGradientsView(), &TimeGradientsView::availabilityChanged);
+        w.gradientFlowView()->showRun(live, true);
+        QVERIFY(!tabs->isTabVisible(index));
+        {
+            store::RunStore s = store::RunStore::open(path);
+            s.log_time_gradients(live, {"2", 1, 0, 0, 0, {0.5, 0.25}});
+        }
+        QVERIFY(available.wait(8000));
+        QVERIFY(tabs->isTabVisible(index));
     }
 
   private:

@@ -133,7 +133,10 @@ TimeGradientsView::TimeGradientsView(QWidget* parent) : QWidget(parent) {
     poll_ = new QTimer(this);
     poll_->setInterval(kLivePollMs);
     connect(poll_, &QTimer::timeout, this, [this] {
-        if (isVisible()) reload();
+        if (isVisible())
+            reload();
+        else if (!available_)
+            refreshAvailability(); // the shell shows the tab once the run has a recurrent layer
     });
     connect(layerBox_, &QComboBox::activated, this, [this] { loadLayer(); });
     connect(logBox_, &QCheckBox::toggled, this, [this](bool on) { setLogScale(on); });
@@ -246,6 +249,18 @@ void TimeGradientsView::setAvailable(bool available) {
     if (available == available_) return;
     available_ = available;
     emit availabilityChanged(available);
+}
+
+void TimeGradientsView::refreshAvailability() {
+    if (!store_ || run_ < 0) return;
+    try {
+        bool recurrent = !store_->time_gradient_layers(run_).empty();
+        for (const auto& l : train::recorded_layers(*store_, run_))
+            recurrent = recurrent || isRecurrentKind(l.kind);
+        setAvailable(recurrent);
+    } catch (const Error&) {
+        // reload() says what is wrong once the view is shown
+    }
 }
 
 void TimeGradientsView::reload() {

@@ -9,7 +9,8 @@
 // It reads the run store only (train::TimeGradientEvent rows, captured every
 // training.capture.feature_maps_every steps) and shows the run the Gradient Flow view shows;
 // live, it re-reads every two seconds while shown. available() says whether the run has
-// recurrent layers at all: the shell shows the view's tab only then (availabilityChanged).
+// recurrent layers at all: the shell shows the view's tab only then (availabilityChanged); a
+// live run's availability is re-checked every two seconds even while the view is hidden.
 #include <myelin/store/run_store.h>
 
 #include <QString>
@@ -83,6 +84,7 @@ class TimeGradientsView : public QWidget {
     void drawShrinkage();
     void updateStepControls();
     void setAvailable(bool available);
+    void refreshAvailability(); // while hidden and live: only whether the tab should show
     void showMessage(const QString& text);
     bool openStore(const QString& path);
 
