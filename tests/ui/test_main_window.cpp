@@ -176,11 +176,14 @@ void TestMainWindow::titleWithProject() {
     QVERIFY(pages != nullptr);
     QCOMPARE(pages->currentWidget()->objectName(), QStringLiteral("workspace"));
     QCOMPARE(w.workspaceTabs()->currentWidget()->objectName(), QStringLiteral("modelEditor"));
-    // Model, Data, Training, Gradient Flow, Distributions, Feature Maps, Runs, Evaluate
-    QCOMPARE(w.workspaceTabs()->count(), 8);
+    // Model, Data, Training, Gradient Flow, Distributions, Feature Maps, Gradient through Time
+    // (hidden until a run with recurrent layers is shown), Runs, Evaluate
+    QCOMPARE(w.workspaceTabs()->count(), 9);
     QCOMPARE(w.workspaceTabs()->tabText(5), QStringLiteral("Feature Maps"));
-    QCOMPARE(w.workspaceTabs()->tabText(6), QStringLiteral("Runs"));
-    QCOMPARE(w.workspaceTabs()->tabText(7), QStringLiteral("Evaluate"));
+    QCOMPARE(w.workspaceTabs()->tabText(6), QStringLiteral("Gradient through Time"));
+    QVERIFY(!w.workspaceTabs()->isTabVisible(6));
+    QCOMPARE(w.workspaceTabs()->tabText(7), QStringLiteral("Runs"));
+    QCOMPARE(w.workspaceTabs()->tabText(8), QStringLiteral("Evaluate"));
 }
 
 void TestMainWindow::malformedProjectAtStartupIsExplained() {
