@@ -142,14 +142,14 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
 
     // --- edges and ports ---
     // Per node, per input port: the source's index, or -1 (not connected), or -2 (from an
-    // output port the source does not have: reported on the source); and the source's port.
+    // output port the source does not have: reported on the source); and the source's port
+    // (empty: all 0).
     std::vector<std::vector<int>> port_sources(n), source_ports(n);
     std::vector<std::vector<size_t>> successors(n);
     std::vector<int> output_counts(n, 0);
     for (size_t i = 0; i < n; ++i)
         if (kinds[i]) {
             port_sources[i].assign(size_t(input_port_count(spec.nodes[i])), -1);
-            source_ports[i].assign(port_sources[i].size(), 0);
             output_counts[i] = kinds[i]->output_names ? int(output_port_names(spec.nodes[i]).size())
                                : kinds[i]->has_output ? int(kinds[i]->outputs.size())
                                                       : 0;
@@ -202,7 +202,10 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
             continue;
         }
         ports[size_t(e.to_port)] = int(f);
-        source_ports[t][size_t(e.to_port)] = e.from_port;
+        if (e.from_port != 0) { // filled only for such edges: most graphs never need it
+            source_ports[t].resize(ports.size(), 0);
+            source_ports[t][size_t(e.to_port)] = e.from_port;
+        }
         successors[f].push_back(t);
     }
     for (size_t i = 0; i < n; ++i)
@@ -285,8 +288,9 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
         if (node.kind == "Input") inputs.push_back({Dims{batch_size}, DType::Float32});
         for (size_t p = 0; p < port_sources[i].size(); ++p) {
             const int s = port_sources[i][p];
-            const TensorType* type =
-                s < 0 ? nullptr : result.nodes[size_t(s)].output_type(source_ports[i][p]);
+            const TensorType* type = s < 0 ? nullptr
+                                           : result.nodes[size_t(s)].output_type(
+                                                 source_ports[i].empty() ? 0 : source_ports[i][p]);
             if (!type) {
                 inputs_known = false;
                 break;
