@@ -141,9 +141,9 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
                     " Output nodes; it must have exactly one");
 
     // --- edges and ports ---
-    // Per node, per input port: the source's index, or -1 (not connected), or -2 (from an
-    // output port the source does not have: reported on the source); and the source's port
-    // (empty: all 0).
+    // Per node, per input port: the source's index, or -1 (not connected), or -2 - the source's
+    // index (from an output port the source does not have: reported on the source); and the
+    // source's output port (empty: all 0).
     std::vector<std::vector<int>> port_sources(n), source_ports(n);
     std::vector<std::vector<size_t>> successors(n);
     std::vector<int> output_counts(n, 0);
@@ -177,11 +177,12 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
                                   : "no such input (it has " + std::to_string(ports.size()) + ")");
             continue;
         }
-        if (ports[size_t(e.to_port)] >= 0 || ports[size_t(e.to_port)] == -2) {
+        if (const int taken = ports[size_t(e.to_port)]; taken != -1) {
+            const size_t earlier = size_t(taken >= 0 ? taken : -2 - taken);
             problem(e.to, e.to_port,
                     "has more than one incoming connection (from " +
-                        spec.display_name(spec.nodes[size_t(ports[size_t(e.to_port)])].id) +
-                        " and " + spec.display_name(e.from) + "); it takes one");
+                        spec.display_name(spec.nodes[earlier].id) + " and " +
+                        spec.display_name(e.from) + "); it takes one");
             continue;
         }
         if (kinds[f] && (e.from_port < 0 || e.from_port >= output_counts[f])) {
@@ -198,7 +199,7 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
                      names + "), but the connection to " + spec.display_name(e.to) +
                      " leaves from it",
                  named ? e.from_port : -1});
-            if (ports[size_t(e.to_port)] == -1) ports[size_t(e.to_port)] = -2;
+            ports[size_t(e.to_port)] = -2 - int(f);
             continue;
         }
         ports[size_t(e.to_port)] = int(f);

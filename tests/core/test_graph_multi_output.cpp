@@ -230,6 +230,13 @@ void TestGraphMultiOutput::badOutputPortIsANamedProblem() {
     QCOMPARE(a.problems[0].node, t.lstm);
     QCOMPARE(a.problems[0].output_port, 3);
     QVERIFY_THROWS_EXCEPTION(Error, build(t.spec));
+    // A second edge into the same input still counts the first one.
+    ModelSpec twice = t.spec;
+    twice.connect(twice.nodes[4].id, t.from_h); // last -> from_h
+    QVERIFY2(problems_of(twice, analyze(twice))
+                 .contains("from_h (Linear), input 0: has more than one incoming connection (from "
+                           "lstm and last)"),
+             qPrintable(problems_of(twice, analyze(twice))));
 
     t.spec.edges[2].from_port = -1;
     QVERIFY2(
