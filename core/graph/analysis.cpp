@@ -45,6 +45,12 @@ std::string describe(const ModelSpec& spec, const Problem& problem) {
         out += spec.display_name(problem.node);
         if (n && !n->name.empty()) out += " (" + n->kind + ")";
         if (problem.port >= 0) out += ", input " + std::to_string(problem.port);
+        if (problem.output_port >= 0) {
+            const auto names = n ? output_port_names(*n) : std::vector<std::string>{};
+            out += ", output " + (size_t(problem.output_port) < names.size()
+                                      ? names[size_t(problem.output_port)]
+                                      : std::to_string(problem.output_port));
+        }
         out += ": ";
     }
     return out + problem.message;
@@ -135,10 +141,19 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
                     " Output nodes; it must have exactly one");
 
     // --- edges and ports ---
-    std::vector<std::vector<int>> port_sources(n); // per node, per port: source index or -1
+    // Per node, per input port: the source's index, or -1 (not connected), or -2 - the source's
+    // index (from an output port the source does not have: reported on the source); and the
+    // source's output port (empty: all 0).
+    std::vector<std::vector<int>> port_sources(n), source_ports(n);
     std::vector<std::vector<size_t>> successors(n);
+    std::vector<int> output_counts(n, 0);
     for (size_t i = 0; i < n; ++i)
-        if (kinds[i]) port_sources[i].assign(size_t(input_port_count(spec.nodes[i])), -1);
+        if (kinds[i]) {
+            port_sources[i].assign(size_t(input_port_count(spec.nodes[i])), -1);
+            output_counts[i] = kinds[i]->output_names ? int(output_port_names(spec.nodes[i]).size())
+                               : kinds[i]->has_output ? int(kinds[i]->outputs.size())
+                                                      : 0;
+        }
     for (const Edge& e : spec.edges) {
         auto from = index.find(e.from), to = index.find(e.to);
         if (to == index.end()) {
@@ -162,19 +177,42 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
                                   : "no such input (it has " + std::to_string(ports.size()) + ")");
             continue;
         }
-        if (ports[size_t(e.to_port)] >= 0) {
+        if (const int taken = ports[size_t(e.to_port)]; taken != -1) {
+            const size_t earlier = size_t(taken >= 0 ? taken : -2 - taken);
             problem(e.to, e.to_port,
                     "has more than one incoming connection (from " +
-                        spec.display_name(spec.nodes[size_t(ports[size_t(e.to_port)])].id) +
-                        " and " + spec.display_name(e.from) + "); it takes one");
+                        spec.display_name(spec.nodes[earlier].id) + " and " +
+                        spec.display_name(e.from) + "); it takes one");
+            continue;
+        }
+        if (kinds[f] && (e.from_port < 0 || e.from_port >= output_counts[f])) {
+            std::string names;
+            for (const auto& name : output_port_names(spec.nodes[f]))
+                names += (names.empty() ? "" : ", ") + name;
+            // Named by describe() ("lstm1 (LSTM), output 3: ..."); a negative port in the text.
+            const bool named = e.from_port >= 0;
+            result.problems.push_back(
+                {Severity::Error, e.from, -1,
+                 (named ? std::string("no such output port")
+                        : "output port " + std::to_string(e.from_port) + " does not exist") +
+                     " (" + spec.nodes[f].kind + " has " + std::to_string(output_counts[f]) + ": " +
+                     names + "), but the connection to " + spec.display_name(e.to) +
+                     " leaves from it",
+                 named ? e.from_port : -1});
+            ports[size_t(e.to_port)] = -2 - int(f);
             continue;
         }
         ports[size_t(e.to_port)] = int(f);
+        if (e.from_port != 0) { // filled only for such edges: most graphs never need it
+            source_ports[t].resize(ports.size(), 0);
+            source_ports[t][size_t(e.to_port)] = e.from_port;
+        }
         successors[f].push_back(t);
     }
     for (size_t i = 0; i < n; ++i)
         for (size_t p = 0; p < port_sources[i].size(); ++p)
-            if (port_sources[i][p] < 0) problem(spec.nodes[i].id, int(p), "input is not connected");
+            if (port_sources[i][p] == -1)
+                problem(spec.nodes[i].id, int(p), "input is not connected");
 
     // --- topological order (stable), cycles ---
     std::vector<int> pending(n, 0);
@@ -249,20 +287,37 @@ Analysis analyze(const ModelSpec& spec, int64_t batch_size) {
         inputs.clear();
         bool inputs_known = true;
         if (node.kind == "Input") inputs.push_back({Dims{batch_size}, DType::Float32});
-        for (int s : port_sources[i]) {
-            if (s < 0 || !result.nodes[size_t(s)].output) {
+        for (size_t p = 0; p < port_sources[i].size(); ++p) {
+            const int s = port_sources[i][p];
+            const TensorType* type = s < 0 ? nullptr
+                                           : result.nodes[size_t(s)].output_type(
+                                                 source_ports[i].empty() ? 0 : source_ports[i][p]);
+            if (!type) {
                 inputs_known = false;
                 break;
             }
-            inputs.push_back(*result.nodes[size_t(s)].output);
+            inputs.push_back(*type);
         }
         if (!inputs_known) continue;
         try {
-            TensorType out = kind->infer(attrs, inputs);
-            info.flops = kind->flops(attrs, inputs, out);
-            info.activation_bytes =
-                kind->has_output ? out.shape.numel() * int64_t(dtype_size(out.dtype)) : 0;
-            info.output = std::move(out);
+            if (!kind->infer_outputs) {
+                TensorType out = kind->infer(attrs, inputs);
+                info.flops = kind->flops(attrs, inputs, out);
+                info.activation_bytes =
+                    kind->has_output ? out.shape.numel() * int64_t(dtype_size(out.dtype)) : 0;
+                info.output = std::move(out);
+                continue;
+            }
+            std::vector<TensorType> outs = kind->infer_outputs(attrs, inputs);
+            if (outs.size() != size_t(output_counts[i]) || outs.empty())
+                throw Error("the shape rule of " + node.kind + " gave " +
+                            std::to_string(outs.size()) + " output type(s) for " +
+                            std::to_string(output_counts[i]) + " output port(s)");
+            info.flops = kind->flops(attrs, inputs, outs[0]);
+            for (const TensorType& out : outs)
+                info.activation_bytes += out.shape.numel() * int64_t(dtype_size(out.dtype));
+            info.output = outs[0];
+            if (outs.size() > 1) info.outputs = std::move(outs);
         } catch (const Error& e) {
             problem(node.id, -1, e.what());
         }

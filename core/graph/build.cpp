@@ -6,6 +6,7 @@
 #include <myelin/graph/build.h>
 #include <myelin/graph/registry.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace myelin::graph {
@@ -37,7 +38,17 @@ Tensor GraphModule::forward(const TensorList& inputs) {
         args.clear();
         for (int s : step.input_slots)
             args.push_back(slots[size_t(s)]);
-        slots[size_t(step.output_slot)] = step.module ? (*step.module)(args) : args[0];
+        if (step.output_count == 1) {
+            slots[size_t(step.output_slot)] = step.module ? (*step.module)(args) : args[0];
+        } else {
+            TensorList outs = step.module->outputs(args);
+            if (outs.size() < size_t(step.output_count))
+                throw Error("GraphModule: layer " + module_name(step.node) + " returned " +
+                            std::to_string(outs.size()) + " outputs; its kind has " +
+                            std::to_string(step.output_count));
+            for (int k = 0; k < step.output_count; ++k)
+                slots[size_t(step.output_slot + k)] = std::move(outs[size_t(k)]);
+        }
         for (int s : step.release_after)
             slots[size_t(s)] = Tensor();
     }
@@ -66,13 +77,18 @@ std::shared_ptr<GraphModule> build(const ModelSpec& spec) {
         throw Error(message);
     }
     std::shared_ptr<GraphModule> module(new GraphModule());
-    std::unordered_map<NodeId, int> slot_of; // node id -> slot of its output
+    std::unordered_map<NodeId, int> slot_of; // node id -> slot of its output port 0
     std::vector<int> last_use;               // per slot: index of the last step reading it
+    std::vector<int> made_by;                // per slot: the step writing it, or -1
     for (size_t i : analysis.order) {
         const Node& node = spec.nodes[i];
         const LayerKind& kind = layer_kind(node.kind);
-        int slot = module->slot_count_++;
-        last_use.push_back(-1);
+        // One slot per output port: port k of the node lives in slot + k.
+        const int output_count = std::max<int>(1, int(analysis.nodes[i].outputs.size()));
+        int slot = module->slot_count_;
+        module->slot_count_ += output_count;
+        last_use.resize(size_t(module->slot_count_), -1);
+        made_by.resize(size_t(module->slot_count_), -1);
         slot_of[node.id] = slot;
         if (node.kind == "Input") {
             module->input_nodes_.push_back(node.id);
@@ -85,9 +101,10 @@ std::shared_ptr<GraphModule> build(const ModelSpec& spec) {
                                .module = nullptr,
                                .input_slots = {},
                                .output_slot = slot,
-                               .release_after = {}};
+                               .release_after = {},
+                               .output_count = output_count};
         for (const Edge& e : spec.inputs_of(node.id))
-            step.input_slots.push_back(slot_of.at(e.from));
+            step.input_slots.push_back(slot_of.at(e.from) + e.from_port);
         if (kind.build) {
             Attrs scratch = with_defaults(kind.attrs, node.attrs);
             nn::ModulePtr layer = kind.build(scratch);
@@ -105,12 +122,17 @@ std::shared_ptr<GraphModule> build(const ModelSpec& spec) {
         int step_index = int(module->steps_.size());
         for (int s : step.input_slots)
             last_use[size_t(s)] = step_index;
+        for (int k = 0; k < output_count; ++k)
+            made_by[size_t(slot + k)] = step_index;
         module->steps_.push_back(std::move(step));
     }
-    // Free each slot after its last reader (never the Output's).
-    for (size_t s = 0; s < last_use.size(); ++s)
-        if (last_use[s] >= 0 && int(s) != module->output_slot_)
-            module->steps_[size_t(last_use[s])].release_after.push_back(int(s));
+    // Free each slot after its last reader (never the Output's); an output port nobody reads
+    // (an LSTM's c_n) right after the step that made it.
+    for (size_t s = 0; s < last_use.size(); ++s) {
+        const int after = last_use[s] >= 0 ? last_use[s] : made_by[s];
+        if (after >= 0 && int(s) != module->output_slot_)
+            module->steps_[size_t(after)].release_after.push_back(int(s));
+    }
     return module;
 }
 

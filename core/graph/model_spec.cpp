@@ -51,12 +51,14 @@ void ModelSpec::remove_node(NodeId id) {
     std::erase_if(edges, [id](const Edge& e) { return e.from == id || e.to == id; });
 }
 
-void ModelSpec::connect(NodeId from, NodeId to, int to_port) {
-    edges.push_back({from, to, to_port});
+void ModelSpec::connect(NodeId from, NodeId to, int to_port, int from_port) {
+    edges.push_back({from, to, to_port, from_port});
 }
 
 bool ModelSpec::disconnect(NodeId from, NodeId to, int to_port) {
-    return std::erase(edges, Edge{from, to, to_port}) > 0;
+    return std::erase_if(edges, [&](const Edge& e) {
+               return e.from == from && e.to == to && e.to_port == to_port;
+           }) > 0;
 }
 
 std::vector<Edge> ModelSpec::inputs_of(NodeId id) const {
@@ -98,6 +100,17 @@ int input_port_count(const Node& node) {
         return def ? int(std::clamp<int64_t>(*def, 0, 64)) : 2;
     }
     return int(k->inputs.size());
+}
+
+std::vector<std::string> output_port_names(const Node& node) {
+    const LayerKind* k = find_layer_kind(node.kind);
+    if (!k) return {};
+    if (!k->output_names) return k->has_output ? k->outputs : std::vector<std::string>{};
+    try {
+        return k->output_ports(with_defaults(k->attrs, node.attrs));
+    } catch (const Error&) { // attributes of the wrong type: analysis reports them
+        return k->outputs;
+    }
 }
 
 } // namespace myelin::graph

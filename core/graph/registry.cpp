@@ -52,6 +52,17 @@ const AttrDesc* LayerKind::attr(std::string_view attr_name) const {
     return nullptr;
 }
 
+std::vector<std::string> LayerKind::output_ports(const Attrs& attrs) const {
+    if (!has_output) return {};
+    return output_names ? output_names(attrs) : outputs;
+}
+
+std::vector<TensorType> LayerKind::infer_all(const Attrs& attrs,
+                                             std::span<const TensorType> inputs) const {
+    if (infer_outputs) return infer_outputs(attrs, inputs);
+    return {infer(attrs, inputs)};
+}
+
 namespace detail {
 
 LayerKind kind(std::string name, Category category, std::string doc) {
@@ -211,6 +222,11 @@ void check_layer_kind(const LayerKind& kind) {
             (taken->origin.empty() ? std::string("(built in)") : "(by " + taken->origin + ")"));
     if (!kind.infer) throw Error(what + " has no shape rule (infer)");
     if (kind.has_output && !kind.build) throw Error(what + " has no module builder (build)");
+    if (kind.has_output && kind.outputs.empty() && !kind.output_names)
+        throw Error(what + " has no output port names (outputs)");
+    if ((kind.outputs.size() > 1 || kind.output_names) && !kind.infer_outputs)
+        throw Error(what +
+                    " has several output ports but no rule for their shapes (infer_outputs)");
     for (const auto& a : kind.attrs) {
         if (a.name.empty()) throw Error(what + ": an attribute has no name");
         if (std::string why = a.check(a.default_value); !why.empty())

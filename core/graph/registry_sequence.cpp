@@ -2,9 +2,9 @@
 // the recurrent layers (RNN, LSTM, GRU), PositionalEncoding, TransformerEncoderLayer and the
 // reductions SequenceLast and SequenceMeanPool. Everything is batch first: [N, T, features].
 //
-// The graph has no optional ports, so the kinds that may take each sequence's length have a
-// "num_inputs" attribute (1 or 2): with 2, port 1 ("lengths") takes int64 [N], e.g. from
-// PaddingLengths.
+// The graph has no optional input ports, so the kinds that may take each sequence's length have
+// a "num_inputs" attribute (1 or 2): with 2, port 1 ("lengths") takes int64 [N], e.g. from
+// PaddingLengths. The recurrent kinds have several output ports: output, h_n (and c_n).
 #include "graph/registry_parts.h"
 
 #include <myelin/error.h>
@@ -19,20 +19,33 @@ namespace myelin::graph::detail {
 
 namespace {
 
-// The recurrent layer of the editor: one output, the whole sequence or each sequence's final
+// The recurrent layer of the editor. Port 0 is the whole sequence or each sequence's final
 // state (h_n of the top layer, both directions concatenated), which with lengths is the state at
-// its last valid step.
+// its last valid step. Ports h_n (and c_n for LSTM) are PyTorch's final states made batch first,
+// [L*D, N, H] -> [N, L*D*H], so a Linear can take them.
 class EditorRecurrent : public nn::RNNBase {
   public:
     EditorRecurrent(const std::string& type_name, nn::RecurrentMode mode, int64_t input_size,
                     int64_t hidden_size, const nn::RecurrentOptions& options, bool last_only)
         : RNNBase(type_name, mode, input_size, hidden_size, options), last_only_(last_only) {}
 
-    // One output: what the graph's shape rule promises (h_n and c_n are not ports).
-    int num_outputs() const override { return 1; }
-    TensorList forward_outputs(const TensorList& inputs) override { return {forward(inputs)}; }
-    Tensor forward(const TensorList& inputs) override {
+    // num_outputs() is RNNBase's: 3 for LSTM (output, h_n, c_n), else 2 (output, h_n).
+    TensorList forward_outputs(const TensorList& inputs) override {
         TensorList outs = RNNBase::forward_outputs(inputs);
+        TensorList ports{port0(outs)};
+        for (size_t k = 1; k < outs.size(); ++k) {
+            const Tensor& state = outs[k]; // [L * D, N, H]
+            ports.push_back(state.permute(Dims{1, 0, 2})
+                                .reshape(Dims{state.size(1), state.size(0) * state.size(2)}));
+        }
+        return ports;
+    }
+    Tensor forward(const TensorList& inputs) override {
+        return port0(RNNBase::forward_outputs(inputs));
+    }
+
+  private:
+    Tensor port0(const TensorList& outs) const {
         if (!last_only_) return outs[0];
         const Tensor& h_n = outs[1]; // [L * D, N, H]
         const int64_t directions = bidirectional ? 2 : 1;
@@ -41,7 +54,6 @@ class EditorRecurrent : public nn::RNNBase {
         return cat({h_n.select(0, top), h_n.select(0, top + 1)}, 1);
     }
 
-  private:
     bool last_only_;
 };
 
@@ -123,6 +135,17 @@ LayerKind recurrent(std::string name, nn::RecurrentMode mode, std::string doc) {
         if (a.get_string("output") == "last") return TensorType{Dims{s[0], features}, in[0].dtype};
         return TensorType{Dims{s[0], s[1], features}, in[0].dtype};
     };
+    // Port 0 as above; h_n (and c_n) batch first: [N, num_layers * directions * hidden_size].
+    k.outputs = mode == nn::RecurrentMode::Lstm ? std::vector<std::string>{"output", "h_n", "c_n"}
+                                                : std::vector<std::string>{"output", "h_n"};
+    k.infer_outputs = [infer = k.infer, states = k.outputs.size() - 1](const Attrs& a, Inputs in) {
+        std::vector<TensorType> types{infer(a, in)};
+        const int64_t width = a.get_int("num_layers") * (a.get_bool("bidirectional") ? 2 : 1) *
+                              a.get_int("hidden_size");
+        for (size_t k = 0; k < states; ++k)
+            types.push_back({Dims{in[0].shape[0], width}, in[0].dtype});
+        return types;
+    };
     const int64_t gates = nn::recurrent_gate_count(mode);
     // Per layer and direction: W_ih [G*H, in], W_hh [G*H, H], and b_ih, b_hh [G*H].
     k.param_count = [gates](const Attrs& a) {
@@ -197,15 +220,25 @@ void add_sequence_kinds(std::vector<LayerKind>& kinds) {
         k.build = simple<PaddingLengths>();
         kinds.push_back(std::move(k));
     }
+    // PyTorch's final states are [L*D, N, H]; the ports are batch first so a Linear takes them.
+    const std::string states_doc =
+        " h_n[n, k*H + j] is PyTorch's h_n[k, n, j] with k = layer * directions + direction "
+        "(h_n.permute(1, 0, 2).reshape(N, -1)).";
     kinds.push_back(recurrent("LSTM", nn::RecurrentMode::Lstm,
                               "Long short-term memory over [N, T, input_size] (PyTorch's "
-                              "nn.LSTM, batch first)."));
+                              "nn.LSTM, batch first). Outputs: output, and the final states h_n "
+                              "and c_n as [N, num_layers * directions * hidden_size];" +
+                                  states_doc + " c_n likewise."));
     kinds.push_back(recurrent("GRU", nn::RecurrentMode::Gru,
                               "Gated recurrent unit over [N, T, input_size] (PyTorch's nn.GRU, "
-                              "batch first)."));
+                              "batch first). Outputs: output, and the final state h_n as [N, "
+                              "num_layers * directions * hidden_size];" +
+                                  states_doc));
     kinds.push_back(recurrent("RNN", nn::RecurrentMode::RnnTanh,
                               "Elman recurrent layer over [N, T, input_size] (PyTorch's nn.RNN, "
-                              "batch first)."));
+                              "batch first). Outputs: output, and the final state h_n as [N, "
+                              "num_layers * directions * hidden_size];" +
+                                  states_doc));
     {
         LayerKind k = kind("PositionalEncoding", Category::Embedding,
                            "Adds each step's position to [N, T, d_model]: a fixed sinusoidal "

@@ -41,6 +41,11 @@ std::string format_summary(const ModelSpec& spec, const Analysis& analysis) {
         const Node& n = spec.nodes[i];
         const NodeInfo& info = analysis.nodes[i];
         std::string shape = info.output ? to_string(*info.output) : "?";
+        if (info.outputs.size() > 1) { // the other output ports by name: "· h_n [1, 64]"
+            const auto names = output_port_names(n);
+            for (size_t p = 1; p < info.outputs.size() && p < names.size(); ++p)
+                shape += " · " + names[p] + " " + to_string(info.outputs[p]);
+        }
         if (!info.reachable) shape += " (unused)";
         std::string name = info.module_name.empty() ? spec.display_name(n.id) : info.module_name;
         rows.push_back({name + (n.frozen ? " (frozen)" : ""), n.kind, shape,

@@ -329,10 +329,20 @@ graph::ModelSpec read_model(const Reader& r) {
     Reader edges = r.at("edges");
     for (size_t i = 0; i < edges.array_size(); ++i) {
         Reader e = edges.at(i);
-        e.only({"from", "to", "port"});
+        e.only({"from", "to", "port", "from_port"});
         graph::Edge edge{e.at("from").integer(), e.at("to").integer(), int(e.int_or("port", 0, 0))};
-        if (!spec.find(edge.from)) e.at("from").fail("no node has id " + std::to_string(edge.from));
+        const graph::Node* from = spec.find(edge.from);
+        if (!from) e.at("from").fail("no node has id " + std::to_string(edge.from));
         if (!spec.find(edge.to)) e.at("to").fail("no node has id " + std::to_string(edge.to));
+        if (e.has("from_port")) { // unknown kinds: the analysis reports them
+            const int64_t port = e.at("from_port").integer(0);
+            const size_t count = graph::output_port_names(*from).size();
+            if (graph::find_layer_kind(from->kind) && port >= int64_t(count))
+                e.at("from_port")
+                    .fail(from->kind + " has " + std::to_string(count) +
+                          " output port(s); there is no port " + std::to_string(port));
+            edge.from_port = int(std::min<int64_t>(port, 1 << 20));
+        }
         spec.edges.push_back(edge);
     }
     return spec;
@@ -361,6 +371,7 @@ json write_model(const graph::ModelSpec& spec) {
         o["from"] = e.from;
         o["to"] = e.to;
         if (e.to_port != 0) o["port"] = e.to_port;
+        if (e.from_port != 0) o["from_port"] = e.from_port;
         edges.push_back(std::move(o));
     }
     json out = json::object();
@@ -627,7 +638,7 @@ Project parse_project(std::string_view text, const std::string& source_name) {
 
 std::string serialize_project(const Project& p) {
     json doc = json::object();
-    doc["format_version"] = kProjectFormatVersion;
+    doc["format_version"] = required_format_version(p.model);
     doc["name"] = p.name;
     if (!p.description.empty()) doc["description"] = p.description;
     doc["model"] = write_model(p.model);

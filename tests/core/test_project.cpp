@@ -220,7 +220,7 @@ void TestProject::fieldErrorsHaveJsonPaths() {
 void TestProject::newerFormatIsRefused() {
     QString e = parse_error(edited("\"format_version\": 1", "\"format_version\": 7"));
     QCOMPARE(e, QStringLiteral("p.myelin:format_version: this project needs format version 7; "
-                               "this build of Myelin reads up to version 1 (update Myelin to "
+                               "this build of Myelin reads up to version 2 (update Myelin to "
                                "open it)"));
     e = parse_error(edited("\"format_version\": 1", "\"format_version\": 0"));
     QVERIFY2(e.contains("format_version: expected an integer >= 1"), qPrintable(e));

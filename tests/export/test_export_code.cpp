@@ -289,6 +289,40 @@ class TestExportCode : public QObject {
         }
         QVERIFY(QDir(empty.path()).isEmpty());
     }
+
+    // An edge from an output port other than 0 (an LSTM's h_n) is refused by name: exporting it
+    // as the layer's first output would be wrong.
+    void otherOutputPortsAreRefused() {
+        io::Project p;
+        p.name = "states";
+        graph::ModelSpec& s = p.model;
+        const auto in =
+            s.add_node("Input", "tokens", {{"shape", L({6})}, {"dtype", std::string("int64")}});
+        const auto emb =
+            s.add_node("Embedding", "emb", {{"num_embeddings", I(10)}, {"embedding_dim", I(4)}});
+        const auto lstm = s.add_node("LSTM", "lstm", {{"input_size", I(4)}, {"hidden_size", I(3)}});
+        const auto fc = s.add_node("Linear", "fc", {{"in_features", I(3)}, {"out_features", I(2)}});
+        const auto out = s.add_node("Output");
+        s.connect(in, emb);
+        s.connect(emb, lstm);
+        s.connect(lstm, fc, 0, 1); // h_n
+        s.connect(fc, out);
+        auto source = fresh_source(p);
+        QTemporaryDir empty;
+        for (int exporter = 0; exporter < 2; ++exporter) {
+            try {
+                if (exporter == 0)
+                    exporters::export_pytorch(source, empty.filePath("m.py").toStdString());
+                else
+                    exporters::export_onnx(source, empty.filePath("m.onnx").toStdString());
+                QFAIL("a model using an LSTM's h_n port was exported");
+            } catch (const Error& e) {
+                QVERIFY2(QString(e.what()).contains("fc takes output h_n of lstm (LSTM)"),
+                         e.what());
+            }
+        }
+        QVERIFY(QDir(empty.path()).isEmpty());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestExportCode)

@@ -61,7 +61,10 @@ std::string derivedName(const Node& anchor, const ModelSpec& spec, const char* s
 std::optional<graph::TensorType> inputType(const ModelSpec& spec, const graph::Analysis& analysis,
                                            const Edge& edge) {
     for (size_t i = 0; i < spec.nodes.size() && i < analysis.nodes.size(); ++i)
-        if (spec.nodes[i].id == edge.from) return analysis.nodes[i].output;
+        if (spec.nodes[i].id == edge.from) {
+            const graph::TensorType* type = analysis.nodes[i].output_type(edge.from_port);
+            return type ? std::optional<graph::TensorType>(*type) : std::nullopt;
+        }
     return std::nullopt;
 }
 
@@ -71,7 +74,7 @@ QString nodeLabel(const ModelSpec& spec, NodeId id) {
     return QString::fromStdString(spec.display_name(id));
 }
 
-QString connectionRefusal(const ModelSpec& spec, NodeId from, NodeId to, int port) {
+QString connectionRefusal(const ModelSpec& spec, NodeId from, NodeId to, int port, int fromPort) {
     const Node* source = spec.find(from);
     const Node* target = spec.find(to);
     if (source == nullptr || target == nullptr) return tr("That node no longer exists");
@@ -80,6 +83,9 @@ QString connectionRefusal(const ModelSpec& spec, NodeId from, NodeId to, int por
     if (sourceKind != nullptr && !sourceKind->has_output)
         return tr("%1 is the model's output: it has no output to connect from")
             .arg(nodeLabel(spec, from));
+    if (const int outputs = int(graph::output_port_names(*source).size());
+        sourceKind != nullptr && (fromPort < 0 || fromPort >= outputs))
+        return tr("%1 has no output %2").arg(nodeLabel(spec, from)).arg(fromPort);
     const int ports = graph::input_port_count(*target);
     if (ports == 0)
         return target->kind == "Input"
@@ -143,7 +149,7 @@ std::vector<NodeId> pasteFragment(ModelSpec& spec, const ModelSpec& fragment, QP
     for (const Edge& e : fragment.edges) {
         auto from = fresh.find(e.from), to = fresh.find(e.to);
         if (from != fresh.end() && to != fresh.end())
-            spec.edges.push_back({from->second, to->second, e.to_port});
+            spec.edges.push_back({from->second, to->second, e.to_port, e.from_port});
     }
     return added;
 }
@@ -188,7 +194,7 @@ NodeId insertOnEdge(ModelSpec& spec, const Edge& edge, const std::string& kind,
     }
     const double x = snap((from.x + to.x) / 2);
     const NodeId id = spec.add_node(kind, name, attrs, x, y);
-    spec.connect(edge.from, id, 0);
+    spec.connect(edge.from, id, 0, edge.from_port);
     spec.connect(id, edge.to, edge.to_port);
     return id;
 }
@@ -203,10 +209,16 @@ void arrangeLayers(ModelSpec& spec) {
     // Stable topological order; nodes on cycles follow in model order.
     std::vector<std::vector<size_t>> preds(n), succs(n);
     std::vector<std::pair<size_t, size_t>> links;
+    // Where along its source's card each link leaves, in slots (-0.4 .. 0.4; 0 for one output
+    // port), so consumers of an LSTM's output, h_n and c_n line up with those ports.
+    std::vector<double> portOffsets;
     for (const Edge& e : spec.edges) {
         auto f = index.find(e.from), t = index.find(e.to);
         if (f == index.end() || t == index.end() || f->second == t->second) continue;
         links.emplace_back(f->second, t->second);
+        const size_t ports =
+            std::max<size_t>(1, graph::output_port_names(spec.nodes[f->second]).size());
+        portOffsets.push_back(0.8 * ((double(e.from_port) + 1) / double(ports + 1) - 0.5));
     }
     std::vector<int> pending(n, 0);
     for (auto [f, t] : links) {
@@ -255,17 +267,20 @@ void arrangeLayers(ModelSpec& spec) {
         double x = 0;
         double key = 0;
         std::vector<size_t> up, down;
+        std::vector<double> upOffsets; // parallel to up: the port offset of each link
     };
     std::vector<Vertex> vs(n);
     for (size_t i = 0; i < n; ++i) {
         vs[i].layer = layer[i];
         vs[i].x = spec.nodes[i].x;
     }
-    auto link = [&vs](size_t a, size_t b) {
+    auto link = [&vs](size_t a, size_t b, double offset) {
         vs[a].down.push_back(b);
         vs[b].up.push_back(a);
+        vs[b].upOffsets.push_back(offset);
     };
-    for (auto [f, t] : links) {
+    for (size_t k = 0; k < links.size(); ++k) {
+        const auto [f, t] = links[k];
         if (layer[t] <= layer[f]) continue;
         size_t previous = f;
         for (int l = layer[f] + 1; l < layer[t]; ++l) {
@@ -274,10 +289,10 @@ void arrangeLayers(ModelSpec& spec) {
             dummy.real = false;
             dummy.x = (spec.nodes[f].x + spec.nodes[t].x) / 2;
             vs.push_back(dummy);
-            link(previous, vs.size() - 1);
+            link(previous, vs.size() - 1, portOffsets[k]);
             previous = vs.size() - 1;
         }
-        link(previous, t);
+        link(previous, t, portOffsets[k]);
     }
     int layerCount = 0;
     for (const Vertex& v : vs)
@@ -306,8 +321,8 @@ void arrangeLayers(ModelSpec& spec) {
                 continue;
             }
             double sum = 0;
-            for (size_t u : neighbours)
-                sum += slot[u];
+            for (size_t k = 0; k < neighbours.size(); ++k)
+                sum += slot[neighbours[k]] + (useUp ? vs[v].upOffsets[k] : 0.0);
             vs[v].key = sum / double(neighbours.size());
         }
         std::stable_sort(row.begin(), row.end(),

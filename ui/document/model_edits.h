@@ -24,9 +24,10 @@ inline constexpr double kColumnPitch = 280; // horizontal distance between nodes
 // The node's name as messages and undo texts show it ("conv1", "Conv2d #2").
 QString nodeLabel(const graph::ModelSpec& spec, graph::NodeId id);
 
-// Why an edge from `from`'s output into input `port` of `to` is refused; empty when allowed.
+// Why an edge from output port `fromPort` of `from` into input `port` of `to` is refused; empty
+// when allowed.
 QString connectionRefusal(const graph::ModelSpec& spec, graph::NodeId from, graph::NodeId to,
-                          int port);
+                          int port, int fromPort = 0);
 
 // `base` if no node uses it, else base_2, base_3, ...; empty stays empty (unnamed node).
 std::string uniqueName(const graph::ModelSpec& spec, const std::string& base);

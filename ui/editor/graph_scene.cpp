@@ -3,6 +3,7 @@
 #include "document/model_edits.h"
 #include "document/project_document.h"
 #include "editor/edge_item.h"
+#include "editor/feedback_item.h"
 #include "editor/node_item.h"
 #include "widgets/theme.h"
 
@@ -23,58 +24,6 @@
 #include <unordered_set>
 
 namespace myelin::ui {
-
-// The bubble beside the cursor that says why a connection or a name was refused. It keeps its
-// size at any zoom.
-class FeedbackItem : public QGraphicsItem {
-  public:
-    FeedbackItem() {
-        setFlag(ItemIgnoresTransformations);
-        setZValue(20);
-        setAcceptedMouseButtons(Qt::NoButton);
-    }
-
-    void setText(const QString& text) {
-        prepareGeometryChange();
-        text_ = text;
-        const QFontMetricsF metrics(font());
-        const QRectF bounds =
-            metrics.boundingRect(QRectF(0, 0, kMaxWidth, 1000), Qt::TextWordWrap, text_);
-        size_ = QSizeF(std::ceil(bounds.width()) + 2 * kPadding,
-                       std::ceil(bounds.height()) + 2 * kPadding);
-    }
-    QString text() const { return text_; }
-
-    QRectF boundingRect() const override {
-        return QRectF(QPointF(0, 0), size_).adjusted(-1, -1, 1, 3);
-    }
-
-    void paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) override {
-        painter->setRenderHint(QPainter::Antialiasing);
-        const QRectF box(QPointF(0, 0), size_);
-        painter->setPen(Qt::NoPen);
-        painter->setBrush(colors::kCalloutShadow);
-        painter->drawRoundedRect(box.translated(0, 2), 6, 6);
-        painter->setPen(QPen(colors::kError, 1));
-        painter->setBrush(colors::kErrorSoft);
-        painter->drawRoundedRect(box, 6, 6);
-        painter->setFont(font());
-        painter->setPen(colors::kText);
-        painter->drawText(box.adjusted(kPadding, kPadding, -kPadding, -kPadding),
-                          Qt::TextWordWrap | Qt::AlignLeft | Qt::AlignVCenter, text_);
-    }
-
-  private:
-    static QFont font() {
-        QFont f;
-        f.setPointSizeF(9);
-        return f;
-    }
-    static constexpr double kMaxWidth = 300;
-    static constexpr double kPadding = 8;
-    QString text_;
-    QSizeF size_;
-};
 
 namespace {
 
@@ -159,10 +108,11 @@ void GraphScene::setBadges(const std::unordered_map<graph::NodeId, NodeBadge>& b
         const auto it = badges.find(id);
         item->setBadge(it == badges.end() ? std::nullopt : std::optional<NodeBadge>(it->second));
     }
-    // An edge carries its source's output: it shows that output's statistics.
+    // An edge carries its source's output: it shows that output's statistics (captured for
+    // output port 0 only: an edge from h_n shows none).
     for (const auto& [key, edge] : edges_) {
         const auto it = badges.find(edge->edge().from);
-        if (it == badges.end())
+        if (it == badges.end() || edge->edge().from_port != 0)
             edge->setStats({}, {});
         else
             edge->setStats(it->second.edgeText, it->second.edgeToolTip);
@@ -175,7 +125,7 @@ NodeItem* GraphScene::nodeItem(graph::NodeId id) const {
 }
 
 EdgeItem* GraphScene::edgeItem(const graph::Edge& edge) const {
-    auto it = edges_.find({edge.from, edge.to, edge.to_port});
+    auto it = edges_.find({edge.from, edge.to, edge.to_port, edge.from_port});
     return it == edges_.end() ? nullptr : it->second;
 }
 
@@ -265,9 +215,13 @@ void GraphScene::syncFromDocument(bool layoutOnly) {
         std::unordered_map<graph::NodeId, const graph::NodeInfo*> infos;
         std::unordered_set<graph::NodeId> present;
         std::unordered_map<graph::NodeId, std::vector<bool>> inputsTaken;
-        std::unordered_set<graph::NodeId> feeding;
+        std::unordered_map<graph::NodeId, std::vector<bool>> outputsTaken;
         for (const graph::Edge& e : spec.edges) {
-            feeding.insert(e.from);
+            if (e.from_port >= 0) {
+                auto& taken = outputsTaken[e.from];
+                if (taken.size() <= size_t(e.from_port)) taken.resize(size_t(e.from_port) + 1);
+                taken[size_t(e.from_port)] = true;
+            }
             if (e.to_port < 0) continue;
             auto& taken = inputsTaken[e.to];
             if (taken.size() <= size_t(e.to_port)) taken.resize(size_t(e.to_port) + 1, false);
@@ -287,6 +241,7 @@ void GraphScene::syncFromDocument(bool layoutOnly) {
             content.node = node;
             if (info != nullptr) {
                 content.output = info->output;
+                content.outputs = info->outputs;
                 content.params = info->params;
             }
             if (auto found = problems.find(node.id); found != problems.end())
@@ -294,7 +249,7 @@ void GraphScene::syncFromDocument(bool layoutOnly) {
             content.inputConnected = inputsTaken[node.id];
             content.inputConnected.resize(size_t(std::max(0, graph::input_port_count(node))),
                                           false);
-            content.outputConnected = feeding.count(node.id) > 0;
+            content.outputConnected = outputsTaken[node.id];
             item->setContent(std::move(content));
         }
         for (auto it = nodes_.begin(); it != nodes_.end();) {
@@ -310,7 +265,7 @@ void GraphScene::syncFromDocument(bool layoutOnly) {
         std::map<EdgeKey, EdgeItem*> next;
         for (const graph::Edge& edge : spec.edges) {
             if (!nodes_.count(edge.from) || !nodes_.count(edge.to)) continue;
-            const EdgeKey key{edge.from, edge.to, edge.to_port};
+            const EdgeKey key{edge.from, edge.to, edge.to_port, edge.from_port};
             if (next.count(key)) continue; // a duplicate edge is reported by the analysis
             EdgeItem* item = nullptr;
             if (auto it = edges_.find(key); it != edges_.end()) {
@@ -322,8 +277,9 @@ void GraphScene::syncFromDocument(bool layoutOnly) {
                 newEdges.insert(item);
             }
             const graph::NodeInfo* source = infos[edge.from];
-            item->setLabel(source != nullptr && source->output ? formatShape(*source->output)
-                                                               : QString());
+            const graph::TensorType* type =
+                source != nullptr ? source->output_type(edge.from_port) : nullptr;
+            item->setLabel(type != nullptr ? formatShape(*type) : QString());
             next[key] = item;
         }
         for (auto& [key, item] : edges_)
@@ -371,7 +327,9 @@ void GraphScene::updateEdgeGeometry(EdgeItem* edge) {
     NodeItem* to = nodeItem(edge->edge().to);
     if (from == nullptr || to == nullptr) return;
     const int port = std::clamp(edge->edge().to_port, 0, std::max(0, to->inputCount() - 1));
-    const QPointF a = from->portScenePos({true, 0});
+    const int fromPort =
+        std::clamp(edge->edge().from_port, 0, std::max(0, from->outputCount() - 1));
+    const QPointF a = from->portScenePos({true, fromPort});
     const QPointF b = to->portScenePos({false, port});
     // A long edge whose direct curve would run through other cards (a residual connection)
     // takes a lane to the right of them.
@@ -443,14 +401,14 @@ void GraphScene::updateConnectDrag(QPointF scenePos) {
     const QPointF end = target && target->node->inputCount() > 0
                             ? target->node->portScenePos({false, target->port})
                             : scenePos;
-    connectPath_->setPath(EdgeItem::curve(from->portScenePos({true, 0}), end));
+    connectPath_->setPath(EdgeItem::curve(from->portScenePos({true, connectFromPort_}), end));
     clearConnectHighlight();
     if (!target) {
         feedback_->hide();
         return;
     }
-    const QString refusal =
-        connectionRefusal(document_->spec(), connectFrom_, target->node->id(), target->port);
+    const QString refusal = connectionRefusal(document_->spec(), connectFrom_, target->node->id(),
+                                              target->port, connectFromPort_);
     if (target->node->inputCount() > 0) {
         target->node->setHighlightedPort(PortRef{false, target->port}, refusal.isEmpty());
         highlightedNode_ = target->node;
@@ -464,6 +422,7 @@ void GraphScene::updateConnectDrag(QPointF scenePos) {
 void GraphScene::finishConnectDrag(QPointF scenePos) {
     const std::optional<ConnectTarget> target = connectTargetAt(scenePos);
     const graph::NodeId from = connectFrom_;
+    const int fromPort = connectFromPort_;
     connectFrom_ = -1;
     delete connectPath_;
     connectPath_ = nullptr;
@@ -473,7 +432,7 @@ void GraphScene::finishConnectDrag(QPointF scenePos) {
         return;
     }
     const graph::NodeId to = target->node->id();
-    const QString refusal = connectionRefusal(document_->spec(), from, to, target->port);
+    const QString refusal = connectionRefusal(document_->spec(), from, to, target->port, fromPort);
     if (!refusal.isEmpty()) {
         showFeedback(refusal, scenePos);
         emit statusMessage(refusal);
@@ -481,8 +440,11 @@ void GraphScene::finishConnectDrag(QPointF scenePos) {
     }
     feedback_->hide();
     graph::ModelSpec spec = document_->spec();
-    spec.connect(from, to, target->port);
-    QString text = tr("Connect %1 → %2").arg(nodeLabel(spec, from), nodeLabel(spec, to));
+    spec.connect(from, to, target->port, fromPort);
+    QString source = nodeLabel(spec, from);
+    if (NodeItem* item = nodeItem(from); item != nullptr && item->outputCount() > 1)
+        source += QStringLiteral(" (%1)").arg(item->outputName(fromPort));
+    QString text = tr("Connect %1 → %2").arg(source, nodeLabel(spec, to));
     if (target->node->inputCount() > 1) text += tr(" (input %1)").arg(target->port);
     document_->applyEdit(spec, text);
 }
@@ -512,6 +474,7 @@ void GraphScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
             const std::optional<PortRef> port = node->portAt(event->scenePos());
             if (port && port->output && node->hasOutput()) {
                 connectFrom_ = node->id();
+                connectFromPort_ = port->index;
                 connectPath_ = addPath(QPainterPath(), QPen(colors::kAccent, 2, Qt::DashLine));
                 connectPath_->setZValue(3);
                 updateConnectDrag(event->scenePos());

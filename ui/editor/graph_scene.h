@@ -2,8 +2,9 @@
 // The canvas's scene: one NodeItem per model node and one EdgeItem per edge, kept in step with
 // the ProjectDocument (the model is the truth; items are rebuilt from it after every change).
 // It turns gestures into document edits: dragging nodes (one merged Move command per drag),
-// dragging from an output port to an input port (Connect, or the reason it is refused beside
-// the cursor), dropping a layer kind from the palette, and renaming a node in place.
+// dragging from an output port (any of a node's) to an input port (Connect with that from_port,
+// or the reason it is refused beside the cursor), dropping a layer kind from the palette, and
+// renaming a node in place.
 #include <myelin/graph/model_spec.h>
 
 #include <QGraphicsScene>
@@ -88,7 +89,7 @@ class GraphScene : public QGraphicsScene {
     void drawBackground(QPainter* painter, const QRectF& rect) override;
 
   private:
-    using EdgeKey = std::tuple<graph::NodeId, graph::NodeId, int>;
+    using EdgeKey = std::tuple<graph::NodeId, graph::NodeId, int, int>; // from, to, ports
     struct ConnectTarget {
         NodeItem* node = nullptr;
         int port = 0;
@@ -118,6 +119,7 @@ class GraphScene : public QGraphicsScene {
 
     // A connection drag in progress.
     graph::NodeId connectFrom_ = -1;
+    int connectFromPort_ = 0;
     QGraphicsPathItem* connectPath_ = nullptr;
     NodeItem* highlightedNode_ = nullptr;
 

@@ -283,7 +283,7 @@ void ModelEditor::removeSelection(const QString& verb) {
                          .arg(nodeLabel(spec, edges[0].from), nodeLabel(spec, edges[0].to))
                    : tr("%1 connections").arg(edges.size());
     for (const graph::Edge& e : edges)
-        spec.disconnect(e.from, e.to, e.to_port);
+        std::erase(spec.edges, e);
     removeNodes(spec, ids);
     document_->applyEdit(spec, QStringLiteral("%1 %2").arg(verb, what));
 }
@@ -312,7 +312,7 @@ void ModelEditor::disconnectSelection() {
         }
     if (edges.empty()) return;
     for (const graph::Edge& e : edges)
-        spec.disconnect(e.from, e.to, e.to_port);
+        std::erase(spec.edges, e);
     document_->applyEdit(
         spec, edges.size() == 1
                   ? tr("Disconnect %1 → %2")
@@ -400,7 +400,7 @@ QMenu* ModelEditor::createContextMenu(QPointF scenePos, QWidget* parent) {
                                                 : tr("To %1").arg(nodeLabel(spec, e.to));
                 disconnect->addAction(text, this, [this, e] {
                     graph::ModelSpec changed = document_->spec();
-                    changed.disconnect(e.from, e.to, e.to_port);
+                    std::erase(changed.edges, e);
                     document_->applyEdit(
                         changed, tr("Disconnect %1 → %2")
                                      .arg(nodeLabel(changed, e.from), nodeLabel(changed, e.to)));

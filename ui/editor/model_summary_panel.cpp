@@ -122,6 +122,12 @@ void ModelSummaryPanel::refresh() {
         table_->setItem(row, kLayer, layer);
         table_->setItem(row, kKind, cell(qs(node.kind), false));
         QString shape = info.output ? qs(graph::to_string(*info.output)) : QStringLiteral("?");
+        if (info.outputs.size() > 1) { // the other output ports by name, as format_summary
+            const auto names = graph::output_port_names(node);
+            for (size_t p = 1; p < info.outputs.size() && p < names.size(); ++p)
+                shape += QStringLiteral(" · %1 %2")
+                             .arg(qs(names[p]), qs(graph::to_string(info.outputs[p])));
+        }
         if (!info.reachable) shape += tr("  (unused)");
         auto* shapeItem = cell(shape, false);
         shapeItem->setFont(mono);

@@ -215,8 +215,18 @@ void NodeInspector::refresh() {
     for (size_t i = 0; i < spec.nodes.size() && i < analysis.nodes.size(); ++i)
         if (spec.nodes[i].id == node->id) info = &analysis.nodes[i];
     QStringList facts;
-    if (info != nullptr && info->output)
+    const std::vector<std::string> outputNames = graph::output_port_names(*node);
+    if (info != nullptr && info->outputs.size() > 1) {
+        // Every output port by name: "Outputs output [N, 8, 64], h_n [N, 64]".
+        QStringList ports;
+        for (size_t p = 0; p < info->outputs.size() && p < outputNames.size(); ++p)
+            ports << tr("%1 <tt>%2</tt>")
+                         .arg(QString::fromStdString(outputNames[p]).toHtmlEscaped(),
+                              formatShape(info->outputs[p]).toHtmlEscaped());
+        facts << tr("Outputs %1").arg(ports.join(QStringLiteral(", ")));
+    } else if (info != nullptr && info->output) {
         facts << tr("Output <tt>%1</tt>").arg(formatShape(*info->output).toHtmlEscaped());
+    }
     if (info != nullptr && info->params > 0)
         facts << tr("%1 parameters").arg(QString::fromStdString(graph::format_count(info->params)));
     if (info != nullptr && !info->module_name.empty() && node->name.empty())
@@ -229,7 +239,14 @@ void NodeInspector::refresh() {
         if (p.node == node->id)
             messages << (p.severity == graph::Severity::Warning ? tr("Warning: %1")
                                                                 : QStringLiteral("%1"))
-                            .arg(QString::fromStdString(p.message));
+                            .arg((p.output_port >= 0
+                                      ? tr("output %1: ")
+                                            .arg(size_t(p.output_port) < outputNames.size()
+                                                     ? QString::fromStdString(
+                                                           outputNames[size_t(p.output_port)])
+                                                     : QString::number(p.output_port))
+                                      : QString()) +
+                                 QString::fromStdString(p.message));
     problems_->setText(messages.join(QLatin1Char('\n')));
     problems_->setVisible(!messages.isEmpty());
 

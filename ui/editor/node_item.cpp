@@ -106,9 +106,13 @@ void NodeItem::setContent(NodeContent content) {
     if (node.lr_multiplier != 1.0) tags << QStringLiteral("lr×%1").arg(node.lr_multiplier);
     tag_ = tags.join(QStringLiteral(" · "));
     color_ = kind != nullptr ? categoryColor(kind->category) : colors::kMutedText;
-    hasOutput_ = kind == nullptr || kind->has_output;
+    outputNames_.clear();
+    for (const std::string& name :
+         kind != nullptr ? graph::output_port_names(node) : std::vector<std::string>{"output"})
+        outputNames_ << QString::fromStdString(name);
     inputCount_ = graph::input_port_count(node);
     content_.inputConnected.resize(size_t(inputCount_), false);
+    content_.outputConnected.resize(size_t(outputNames_.size()), false);
 
     const double textWidth = geometry::kNodeWidth - 2 * kPadding;
     QStringList attrs;
@@ -140,6 +144,10 @@ void NodeItem::setContent(NodeContent content) {
         QString message = QString::fromStdString(p.message);
         if (p.port >= 0 && inputCount_ > 1)
             message = QObject::tr("input %1: %2").arg(p.port).arg(message);
+        if (p.output_port >= 0)
+            message = QObject::tr("output %1: %2")
+                          .arg(outputNames_.value(p.output_port, QString::number(p.output_port)))
+                          .arg(message);
         tooltip << QStringLiteral("<span style='color:%1'>%2</span>")
                        .arg((error ? colors::kError : colors::kWarning).name(),
                             message.toHtmlEscaped());
@@ -167,6 +175,7 @@ void NodeItem::setContent(NodeContent content) {
     const QStringList& body = problemLines_.isEmpty() ? attrLines_ : problemLines_;
     double height = kHeaderHeight + kFooterHeight + 4;
     if (!body.isEmpty()) height += 4 + kLineHeight * double(body.size());
+    if (outputNames_.size() > 1) height += kLineHeight; // the output ports' names
     if (height != height_) {
         prepareGeometryChange();
         height_ = height;
@@ -174,8 +183,14 @@ void NodeItem::setContent(NodeContent content) {
     update();
 }
 
+QString NodeItem::outputShape(int port) const {
+    if (port == 0) return shapeText_;
+    return size_t(port) < content_.outputs.size() ? formatShape(content_.outputs[size_t(port)])
+                                                  : QStringLiteral("?");
+}
+
 QPointF NodeItem::portPos(PortRef port) const {
-    if (port.output) return {width_ / 2, height_};
+    if (port.output) return {width_ * double(port.index + 1) / double(outputCount() + 1), height_};
     return {width_ * double(port.index + 1) / double(inputCount_ + 1), 0};
 }
 
@@ -189,7 +204,8 @@ std::optional<PortRef> NodeItem::portAt(QPointF scenePos) const {
         const QPointF d = portPos(port) - local;
         return d.x() * d.x() + d.y() * d.y() <= kPortReach * kPortReach;
     };
-    if (hasOutput_ && near({true, 0})) return PortRef{true, 0};
+    for (int i = 0; i < outputCount(); ++i)
+        if (near({true, i})) return PortRef{true, i};
     for (int i = 0; i < inputCount_; ++i)
         if (near({false, i})) return PortRef{false, i};
     return std::nullopt;
@@ -310,7 +326,8 @@ QPainterPath NodeItem::shape() const {
     // Ports stick out of the card; they must be hit too.
     for (int i = 0; i < inputCount_; ++i)
         path.addEllipse(portPos({false, i}), kPortReach, kPortReach);
-    if (hasOutput_) path.addEllipse(portPos({true, 0}), kPortReach, kPortReach);
+    for (int i = 0; i < outputCount(); ++i)
+        path.addEllipse(portPos({true, i}), kPortReach, kPortReach);
     return path;
 }
 
@@ -394,6 +411,16 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     painter->setPen(colors::kMutedText);
     painter->drawText(QRectF(kPadding, y, textWidth, kFooterHeight),
                       Qt::AlignVCenter | Qt::AlignRight, paramsText_);
+    // Several outputs: each port's name just above it.
+    if (outputCount() > 1) {
+        const double slot = width_ / double(outputCount() + 1);
+        for (int i = 0; i < outputCount(); ++i) {
+            const QRectF cell(portPos({true, i}).x() - slot / 2, height_ - kLineHeight - 4, slot,
+                              kLineHeight);
+            painter->drawText(cell, Qt::AlignCenter,
+                              bodyMetrics.elidedText(outputNames_[i], Qt::ElideRight, slot - 4));
+        }
+    }
 
     // Outline by severity; the selection is a halo around it, so a selected card with an error
     // still shows red.
@@ -430,7 +457,8 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     };
     for (int i = 0; i < inputCount_; ++i)
         drawPort({false, i}, content_.inputConnected[size_t(i)]);
-    if (hasOutput_) drawPort({true, 0}, content_.outputConnected);
+    for (int i = 0; i < outputCount(); ++i)
+        drawPort({true, i}, content_.outputConnected[size_t(i)]);
 }
 
 QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant& value) {
@@ -450,6 +478,9 @@ void NodeItem::hoverMoveEvent(QGraphicsSceneHoverEvent* event) {
         // Over a port, the tooltip names it (which input of an Add or a Bilinear is which).
         if (!port)
             setToolTip(cardToolTip_);
+        else if (port->output && outputCount() > 1)
+            setToolTip(QObject::tr("Output %1 %2 — drag to an input to connect")
+                           .arg(outputName(port->index), outputShape(port->index)));
         else if (port->output)
             setToolTip(QObject::tr("Output %1 — drag to an input to connect").arg(shapeText_));
         else

@@ -1,7 +1,8 @@
 #pragma once
 // One layer on the canvas: a card with the node's name, kind, key attributes, output shape and
-// parameter count, input ports on its top edge and the output port on its bottom edge. A node
-// with an error turns red and shows the message on the card. Positions are the model's Node::x/y
+// parameter count, input ports on its top edge and the output ports on its bottom edge (named
+// on the card when there are several: LSTM's output, h_n, c_n). A node with an error turns red
+// and shows the message on the card. Positions are the model's Node::x/y
 // (the card's top-left corner).
 #include <myelin/graph/analysis.h>
 #include <myelin/train/layer_inspection.h>
@@ -17,12 +18,13 @@ namespace myelin::ui {
 
 // Everything a card shows; a card whose content did not change is not laid out again.
 struct NodeContent {
-    graph::Node node; // position zeroed: moving does not change the card
-    std::optional<graph::TensorType> output;
+    graph::Node node;                        // position zeroed: moving does not change the card
+    std::optional<graph::TensorType> output; // port 0
+    std::vector<graph::TensorType> outputs;  // every port's, when there are several
     int64_t params = 0;
     std::vector<graph::Problem> problems;
     std::vector<bool> inputConnected;
-    bool outputConnected = false;
+    std::vector<bool> outputConnected; // by output port
     bool operator==(const NodeContent& other) const = default;
 };
 
@@ -42,7 +44,7 @@ NodeBadge nodeBadge(const train::LayerBadge& badge);
 
 struct PortRef {
     bool output = false;
-    int index = 0; // input port index (0 for the output)
+    int index = 0; // input or output port index
     bool operator==(const PortRef& other) const = default;
 };
 
@@ -62,7 +64,11 @@ class NodeItem : public QGraphicsItem {
     const std::optional<NodeBadge>& badge() const { return badge_; }
 
     int inputCount() const { return inputCount_; }
-    bool hasOutput() const { return hasOutput_; }
+    int outputCount() const { return int(outputNames_.size()); }
+    bool hasOutput() const { return !outputNames_.empty(); }
+    // The output port's name ("h_n") and inferred shape ("[N, 128]", "?" when unknown).
+    QString outputName(int port) const { return outputNames_.value(port); }
+    QString outputShape(int port) const;
     QPointF portScenePos(PortRef port) const;
     // The port within reach of `scenePos`, if any.
     std::optional<PortRef> portAt(QPointF scenePos) const;
@@ -93,14 +99,13 @@ class NodeItem : public QGraphicsItem {
 
     graph::NodeId id_;
     QString title_, tag_, shapeText_, paramsText_, problem_, cardToolTip_;
-    QStringList portNames_;
+    QStringList portNames_, outputNames_;
     QStringList attrLines_, problemLines_;
     QColor color_;
     Severity severity_ = Severity::None;
     int inputCount_ = 1;
     NodeContent content_;
     bool hasContent_ = false;
-    bool hasOutput_ = true;
     double width_ = 0, height_ = 0;
     std::optional<PortRef> hovered_, highlighted_;
     bool highlightOk_ = true;

@@ -96,6 +96,13 @@ void ProblemsPanel::refresh() {
                 (severity == graph::Severity::Error ? errors_ : warnings_) += 1;
                 QString layer = p.node >= 0 ? nodeLabel(spec, p.node) : tr("Model");
                 if (p.port >= 0) layer += tr(", input %1").arg(p.port);
+                if (p.output_port >= 0 && p.node >= 0) {
+                    const auto names = graph::output_port_names(spec.node(p.node));
+                    layer += tr(", output %1")
+                                 .arg(size_t(p.output_port) < names.size()
+                                          ? QString::fromStdString(names[size_t(p.output_port)])
+                                          : QString::number(p.output_port));
+                }
                 auto* item = new QTreeWidgetItem(list_, {layer, QString::fromStdString(p.message)});
                 item->setIcon(0, severityIcon(p.severity));
                 item->setData(0, kNodeRole, qlonglong(p.node));

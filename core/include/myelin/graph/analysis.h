@@ -19,17 +19,27 @@ struct Problem {
     NodeId node = -1; // -1: the model as a whole (e.g. "no Output node")
     int port = -1;    // input port, when the problem is about one
     std::string message;
+    int output_port = -1; // output port, when the problem is about one
     bool operator==(const Problem& other) const = default;
 };
-// "conv1 (Conv2d), input 0: expected 4-d [N, C, H, W] input, got [1, 784]"
+// "conv1 (Conv2d), input 0: expected 4-d [N, C, H, W] input, got [1, 784]";
+// "lstm1 (LSTM), output h_n: ..." for a problem about an output port.
 std::string describe(const ModelSpec& spec, const Problem& problem);
 
 struct NodeInfo {
-    std::optional<TensorType> output; // unset when the node or something upstream failed
-    int64_t params = 0;               // all parameters (also when frozen)
-    double flops = 0;                 // for the analysed batch size
-    int64_t activation_bytes = 0;     // size of the output tensor
-    bool reachable = true;            // false: no path to an Output node (not executed)
+    std::optional<TensorType> output; // port 0; unset when the node or something upstream failed
+    // Every output port's type (outputs[0] == *output) for a node with several output ports;
+    // empty otherwise.
+    std::vector<TensorType> outputs;
+    // The type of output port `port`; nullptr when unknown or no such port.
+    const TensorType* output_type(int port) const {
+        if (port == 0) return output ? &*output : nullptr;
+        return port > 0 && size_t(port) < outputs.size() ? &outputs[size_t(port)] : nullptr;
+    }
+    int64_t params = 0;           // all parameters (also when frozen)
+    double flops = 0;             // for the analysed batch size
+    int64_t activation_bytes = 0; // size of the output tensors
+    bool reachable = true;        // false: no path to an Output node (not executed)
     // The child module's name in the built model: the node's name, or its position among the
     // layer nodes in topological order ("0", "1", ...); empty for Input and Output.
     std::string module_name;

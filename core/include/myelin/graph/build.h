@@ -31,10 +31,11 @@ class GraphModule : public nn::Module {
 
     struct Step {
         NodeId node;
-        nn::Module* module;           // null: copies its single input (Output)
-        std::vector<int> input_slots; // value slots of the inputs, by port
-        int output_slot;
+        nn::Module* module;             // null: copies its single input (Output)
+        std::vector<int> input_slots;   // value slots of the inputs, by port
+        int output_slot;                // of output port 0; port k is output_slot + k
         std::vector<int> release_after; // slots whose last use is this step
+        int output_count = 1;           // > 1: runs module->outputs() (LSTM: output, h_n, c_n)
     };
     std::vector<Step> steps_;
     std::vector<NodeId> input_nodes_;

@@ -25,11 +25,13 @@ struct Node {
     bool operator==(const Node& other) const = default;
 };
 
-// Every node has one output; `to_port` indexes the destination's input ports.
+// `from_port` indexes the source's output ports (most kinds have one; LSTM has output, h_n and
+// c_n), `to_port` the destination's input ports.
 struct Edge {
     NodeId from = 0;
     NodeId to = 0;
     int to_port = 0;
+    int from_port = 0;
     bool operator==(const Edge& other) const = default;
 };
 
@@ -48,7 +50,8 @@ struct ModelSpec {
     NodeId add_node(const std::string& kind, const std::string& name = {}, const Attrs& attrs = {},
                     double x = 0, double y = 0);
     void remove_node(NodeId id); // and its edges
-    void connect(NodeId from, NodeId to, int to_port = 0);
+    void connect(NodeId from, NodeId to, int to_port = 0, int from_port = 0);
+    // Removes the edges from `from` (any output port) into input `to_port` of `to`.
     bool disconnect(NodeId from, NodeId to, int to_port);
     // Edges into `id` sorted by port; edges out of `id`.
     std::vector<Edge> inputs_of(NodeId id) const;
@@ -62,5 +65,7 @@ struct ModelSpec {
 // Number of input ports of `node` (fixed by its kind, or num_inputs for merge nodes);
 // 0 for unknown kinds.
 int input_port_count(const Node& node);
+// The names of `node`'s output ports ({"output"} for most kinds, {} for Output and unknown kinds).
+std::vector<std::string> output_port_names(const Node& node);
 
 } // namespace myelin::graph

@@ -49,6 +49,11 @@ using ParamCountFn = std::function<int64_t(const Attrs&)>;
 using FlopsFn = std::function<double(const Attrs&, std::span<const TensorType> inputs,
                                      const TensorType& output)>;
 using BuildFn = std::function<std::shared_ptr<nn::Module>(const Attrs&)>;
+// A kind with several output ports (LSTM: output, h_n, c_n) gives one type per port, port 0
+// first; its module's forward_outputs() returns the tensors in the same order.
+using InferOutputsFn =
+    std::function<std::vector<TensorType>(const Attrs&, std::span<const TensorType> inputs)>;
+using OutputNamesFn = std::function<std::vector<std::string>(const Attrs&)>;
 
 struct LayerKind {
     std::string name; // "Conv2d": also the PyTorch class name where one exists
@@ -61,7 +66,13 @@ struct LayerKind {
     std::vector<std::string> inputs = {"input"};
     bool variadic = false;
     bool has_output = true; // false only for Output
-    InferFn infer;          // throws ShapeError / DTypeError with what was expected
+    // Output ports (when has_output): fixed names, port 0 first, or a function of the
+    // attributes when set. More than one needs infer_outputs.
+    std::vector<std::string> outputs = {"output"};
+    OutputNamesFn output_names;
+    InferFn infer; // port 0's type; throws ShapeError / DTypeError with what was expected
+    // Every port's type, for a kind with several output ports (infer stays port 0's rule).
+    InferOutputsFn infer_outputs;
     ParamCountFn param_count;
     FlopsFn flops;
     BuildFn build; // null for Input and Output
@@ -77,6 +88,10 @@ struct LayerKind {
     std::string origin;
 
     const AttrDesc* attr(std::string_view attr_name) const;
+    // The output port names for these attributes (empty when the kind has no output).
+    std::vector<std::string> output_ports(const Attrs& attrs) const;
+    // Every output port's type: infer_outputs when set, else {infer}.
+    std::vector<TensorType> infer_all(const Attrs& attrs, std::span<const TensorType> inputs) const;
 };
 
 // Every kind: the built-in ones in palette order (by category, then a sensible order within
@@ -84,8 +99,8 @@ struct LayerKind {
 // registered, so pointers to them stay valid.
 const std::deque<LayerKind>& layer_kinds();
 // Throws myelin::Error naming the kind when it could not be registered: the name is empty or
-// taken (saying by whom), it has no shape rule, no builder (unless it has no output), or an
-// attribute's default does not fit its description.
+// taken (saying by whom), it has no shape rule, no builder (unless it has no output), several
+// output ports without infer_outputs, or an attribute's default does not fit its description.
 void check_layer_kind(const LayerKind& kind);
 // Adds a kind (a plugin's) after check_layer_kind; a missing param_count or flops counts 0.
 // Register before editing or training starts: not synchronised with readers on other threads.

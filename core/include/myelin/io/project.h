@@ -18,8 +18,12 @@
 
 namespace myelin::io {
 
-// The version this build writes; files with a larger format_version are refused.
-inline constexpr int kProjectFormatVersion = 1;
+// The newest version this build reads; files with a larger format_version are refused.
+// Version 2 adds edges from an output port other than 0 ("from_port"): a file is written with
+// the lowest version that holds it (required_format_version), so files without such edges stay
+// version 1, byte for byte, and a reader of version 1 refuses a version-2 file by its version
+// instead of meeting an unknown field.
+inline constexpr int kProjectFormatVersion = 2;
 
 struct Project {
     int format_version = kProjectFormatVersion;
@@ -48,6 +52,13 @@ class ProjectError : public Error {
 Project parse_project(std::string_view json_text, const std::string& source_name = "<project>");
 Project load_project(const std::filesystem::path& path);
 std::string serialize_project(const Project& project);
+// The format_version serialize_project writes for `model`: 2 when an edge leaves from an output
+// port other than 0, else 1.
+inline int required_format_version(const graph::ModelSpec& model) {
+    for (const auto& e : model.edges)
+        if (e.from_port != 0) return 2;
+    return 1;
+}
 // Writes to a temporary file in the same folder, then renames it over `path`: a failed save
 // leaves the previous file intact.
 void save_project(const Project& project, const std::filesystem::path& path);
