@@ -9,6 +9,7 @@
 // directly, instead of three zero-filled slices that autograd would sum. The weights path
 // (multi_head_attention_with_weights) composes the same math from differentiable tensor ops.
 #include "autograd/function.h"
+#include "backend/kernels/dropout.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
@@ -107,20 +108,6 @@ void merge_heads(const Tensor& heads, Tensor& dst, bool batch_first, int64_t off
     else
         merge_loop(heads.data<float>(), s, off, H, Dh, static_cast<float>(scale),
                    dst.data<float>());
-}
-
-// Dropout of the attention weights: keep = 1 / (1 - p) with probability 1 - p, else 0, from one
-// 32-bit draw of the default generator per weight (its state is what checkpoints save); writes
-// the mask and p * keep in the same pass (bernoulli + divide + multiply took three).
-template <typename T> void dropout_loop(const T* p, int64_t n, double drop, T* keep, T* out) {
-    Generator& g = default_generator();
-    const double threshold = (1.0 - drop) * 4294967296.0; // keep when u32 < threshold
-    const T scale = static_cast<T>(1.0 / (1.0 - drop));
-    for (int64_t i = 0; i < n; ++i) {
-        const T k = static_cast<double>(g.next_u32()) < threshold ? scale : T(0);
-        keep[i] = k;
-        out[i] = p[i] * k;
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -276,7 +263,8 @@ Tensor attention_node(const Projection& proj, const Dims3& d, bool batch_first, 
     const Tensor& q_src = proj.sources[static_cast<size_t>(proj.which[0])];
     const DType dt = q_src.dtype();
     const Device dev = q_src.device();
-    Tensor Q, K, V, P, keep;
+    Tensor Q, K, V, P, attn, keep; // keep: the dropout mask (bytes), when dropout ran
+    kernels::DropoutStream stream(0, 0.0);
     Tensor out;
     {
         autograd::NoGradGuard no_grad;
@@ -295,16 +283,18 @@ Tensor attention_node(const Projection& proj, const Dims3& d, bool batch_first, 
         backend_for(scores).batched_gemm(view_of(Q), view_of(kt), view_of(scores), mask.defined());
         P = make_tensor({N, L, S}, dt, dev);
         if (P.numel() > 0) backend_for(P).softmax(view_of(scores), 2, false, view_of(P));
-        Tensor attn = P;
+        attn = P;
         if (training && dropout_p > 0.0) {
-            keep = make_tensor({N, L, S}, dt, dev);
+            // The default generator (its state is what checkpoints save) seeds the mask.
+            stream = kernels::DropoutStream(default_generator().next_u64(), dropout_p);
+            keep = make_tensor({N, L, S}, DType::UInt8, dev);
             attn = make_tensor({N, L, S}, dt, dev);
             if (dt == DType::Float64)
-                dropout_loop(P.data<double>(), P.numel(), dropout_p, keep.data<double>(),
-                             attn.data<double>());
+                kernels::dropout_forward(stream, P.data<double>(), P.numel(), attn.data<double>(),
+                                         keep.data<uint8_t>());
             else
-                dropout_loop(P.data<float>(), P.numel(), dropout_p, keep.data<float>(),
-                             attn.data<float>());
+                kernels::dropout_forward(stream, P.data<float>(), P.numel(), attn.data<float>(),
+                                         keep.data<uint8_t>());
         }
         const Tensor heads = bmm(attn, V);
         Dims out_shape = batch_first ? Dims{d.B, L, d.E} : Dims{L, d.B, d.E};
@@ -318,18 +308,23 @@ Tensor attention_node(const Projection& proj, const Dims3& d, bool batch_first, 
         source_shapes.push_back(s.shape());
     autograd::record_list(
         "MultiheadAttentionBackward0", proj.sources, out,
-        [Q, K, V, P, keep, which = std::vector<int>(proj.which, proj.which + 3),
+        [Q, K, V, P, attn, keep, stream, which = std::vector<int>(proj.which, proj.which + 3),
          off = std::vector<int64_t>(proj.off, proj.off + 3), source_shapes, batch_first, H, Dh,
          scale](const Tensor& g, const Node& node) {
             const Tensor dO = split_heads(g, batch_first, 0, H, Dh, 1.0);
-            const Tensor attn = keep.defined() ? P * keep : P;
             Tensor dattn = bmm(dO, V.transpose(1, 2));
             const Tensor dV = bmm(attn.transpose(1, 2), dO);
-            if (keep.defined()) dattn = dattn * keep;
+            if (keep.defined()) { // through the dropout mask, in place (dattn is ours)
+                if (dattn.dtype() == DType::Float64)
+                    kernels::dropout_backward(stream, dattn.data<double>(), keep.data<uint8_t>(),
+                                              dattn.numel(), dattn.data<double>());
+                else
+                    kernels::dropout_backward(stream, dattn.data<float>(), keep.data<uint8_t>(),
+                                              dattn.numel(), dattn.data<float>());
+            }
             Tensor dS = make_tensor(P.shape(), P.dtype(), P.device());
             if (P.numel() > 0) // empty batches or sequences: nothing to differentiate
-                backend_for(P).softmax_backward(view_of(P), view_of(dattn.contiguous()), 2, false,
-                                                view_of(dS));
+                backend_for(P).softmax_backward(view_of(P), view_of(dattn), 2, false, view_of(dS));
             const Tensor dQ = bmm(dS, K);                 // times scale on merge
             const Tensor dK = bmm(dS.transpose(1, 2), Q); // Q is already scaled
             TensorList grads(source_shapes.size());
