@@ -4,6 +4,8 @@
 // heads of a projection [B, L, 3E] (or [L, B, 3E]) are addressed where the projection wrote
 // them, and an output or gradient is written straight into the merged [.., E] / [.., 3E] layout:
 // no split or merge copies.
+#include "backend/kernels/dropout.h"
+
 #include <cstdint>
 
 namespace myelin::nn::detail {
@@ -25,5 +27,19 @@ template <typename T> struct HeadResult {
 template <typename T>
 void head_gemm(int64_t B, int64_t H, int64_t M, int64_t N, int64_t K, T alpha,
                const HeadOperand<T>& a, const HeadOperand<T>& b, T beta, const HeadResult<T>& c);
+
+// Softmax over each row of scores [rows, S] into P; with a dropout stream (else null) also the
+// dropped weights attn = P * keep / (1 - p) and the byte mask keep, in the same pass over the row
+// while it sits in cache. A row holding NaN or only -inf comes out NaN, as the backend's softmax.
+// The mask's element index is the flat index into [rows, S], as F::dropout's on that tensor.
+template <typename T>
+void attention_softmax(const T* scores, int64_t rows, int64_t S, T* P,
+                       const kernels::DropoutStream* drop, T* attn, uint8_t* keep);
+
+// The gradient of the scores from the gradient of the (dropped) weights: dA through the mask
+// (when drop is not null), then the softmax's backward, dS = P * (dA - sum(P * dA)) per row.
+template <typename T>
+void attention_softmax_backward(const T* P, const T* dattn, int64_t rows, int64_t S,
+                                const kernels::DropoutStream* drop, const uint8_t* keep, T* dS);
 
 } // namespace myelin::nn::detail

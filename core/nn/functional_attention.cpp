@@ -4,7 +4,7 @@
 // The hot path (multi_head_attention) records the attention between the in- and out-projections
 // as ONE autograd node. Its GEMMs run per head on the projections' own memory (attention_heads.h):
 // the scores are scale * Q K^T accumulated onto the additive mask (PyTorch's baddbmm), softmax is
-// the backend's kernel, dropout one fused pass, and each head's output is written into its
+// fused with dropout in one pass over each row, and each head's output is written into its
 // columns of the merged [.., E] output, so the heads are never split or merged by copies. Its
 // backward writes the gradient of the packed [.., 3E] projection directly, instead of three
 // zero-filled slices that autograd would sum. The weights path
@@ -224,13 +224,9 @@ template <typename T> HeadResult<T> stacked_into(Tensor& t, int64_t H) {
     return {t.data<T>(), H * m, m, t.size(2)};
 }
 
-template <typename T>
-void dropout_backward_in_place(const kernels::DropoutStream& s, Tensor& g, const Tensor& keep) {
-    kernels::dropout_backward(s, g.data<T>(), keep.data<uint8_t>(), g.numel(), g.data<T>());
-}
-
 // The forward: scores = mask + scale * Q K^T per head (Q, K, V read in place from the
-// projections), softmax, dropout, then each head's A V written into its columns of the output.
+// projections), softmax and dropout in one pass, then each head's A V written into its columns
+// of the output.
 template <typename T>
 Tensor attention_forward(const TensorList& src, const int* which, const int64_t* off,
                          const Dims3& d, bool batch_first, const Tensor& mask, double scale,
@@ -249,17 +245,20 @@ Tensor attention_forward(const TensorList& src, const int* which, const int64_t*
             view_of(make_view(scores, {d.B, H, L, S}, contiguous_strides({d.B, H, L, S}), 0)));
     head_gemm<T>(d.B, H, L, S, Dh, T(scale), in(0), in(1, true), mask.defined() ? T(1) : T(0),
                  stacked_into<T>(scores, H));
+    // softmax (and dropout) in one pass per row
     P = make_tensor({N, L, S}, dt, dev);
-    if (P.numel() > 0) backend_for(P).softmax(view_of(scores), 2, false, view_of(P));
     attn = P;
-    if (training && dropout_p > 0.0) {
+    const bool drop = training && dropout_p > 0.0;
+    if (drop) {
         // The default generator (its state is what checkpoints save) seeds the mask.
         stream = kernels::DropoutStream(default_generator().next_u64(), dropout_p);
         keep = make_tensor({N, L, S}, DType::UInt8, dev);
         attn = make_tensor({N, L, S}, dt, dev);
-        kernels::dropout_forward(stream, P.data<T>(), P.numel(), attn.data<T>(),
-                                 keep.data<uint8_t>());
     }
+    if (S > 0)
+        nn::detail::attention_softmax<T>(scores.data<T>(), N * L, S, P.data<T>(),
+                                         drop ? &stream : nullptr, drop ? attn.data<T>() : nullptr,
+                                         drop ? keep.data<uint8_t>() : nullptr);
     Tensor out = make_tensor(batch_first ? Dims{d.B, L, d.E} : Dims{L, d.B, d.E}, dt, dev);
     head_gemm<T>(d.B, H, L, Dh, S, T(1), stacked<T>(attn, H), in(2), T(0),
                  heads_into<T>(out, batch_first, 0, Dh));
@@ -299,15 +298,16 @@ TensorList attention_backward(const AttentionSaved& a, const Tensor& grad, const
         if (!grads[s].defined()) grads[s] = make_tensor(a.shapes[s], g.dtype(), g.device());
         return heads_into<T>(grads[s], a.batch_first, a.off[i], Dh);
     };
-    // dV = A^T dO; dA = dO V^T, through the dropout mask, then the softmax.
+    // dV = A^T dO; dA = dO V^T.
     if (auto dv = out(2))
         head_gemm<T>(B, H, S, Dh, L, T(1), stacked<T>(a.attn, H, true), dO, T(0), *dv);
     Tensor dattn = make_tensor(a.P.shape(), g.dtype(), g.device());
     head_gemm<T>(B, H, L, S, Dh, T(1), dO, in(2, true), T(0), stacked_into<T>(dattn, H));
-    if (a.keep.defined()) dropout_backward_in_place<T>(a.stream, dattn, a.keep);
     Tensor dS = make_tensor(a.P.shape(), g.dtype(), g.device());
-    if (dS.numel() > 0) // empty batches or sequences: nothing to differentiate
-        backend_for(dS).softmax_backward(view_of(a.P), view_of(dattn), 2, false, view_of(dS));
+    if (S > 0) // through the dropout mask, then the softmax
+        nn::detail::attention_softmax_backward<T>(
+            a.P.data<T>(), dattn.data<T>(), B * H * L, S, a.keep.defined() ? &a.stream : nullptr,
+            a.keep.defined() ? a.keep.data<uint8_t>() : nullptr, dS.data<T>());
     // scores = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
     if (auto dq = out(0))
         head_gemm<T>(B, H, L, Dh, S, T(a.scale), stacked<T>(dS, H), in(1), T(0), *dq);
