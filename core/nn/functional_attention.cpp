@@ -2,13 +2,16 @@
 // attention and separate projection weights), its masks, and the sequence utilities.
 //
 // The hot path (multi_head_attention) records the attention between the in- and out-projections
-// as ONE autograd node: heads are split straight from the projections' memory into [B*H, L, Dh]
-// buffers, the scores are one batched GEMM over all B*H heads that accumulates onto the additive
-// mask (PyTorch's baddbmm), softmax is the backend's kernel, and the merged output is written in
-// the query's layout. Its backward writes the gradient of the packed [.., 3E] projection
-// directly, instead of three zero-filled slices that autograd would sum. The weights path
+// as ONE autograd node. Its GEMMs run per head on the projections' own memory (attention_heads.h):
+// the scores are scale * Q K^T accumulated onto the additive mask (PyTorch's baddbmm), softmax is
+// fused with dropout in one pass over each row, and each head's output is written into its
+// columns of the merged [.., E] output, so the heads are never split or merged by copies. Its
+// backward writes the gradient of the packed [.., 3E] projection directly, instead of three
+// zero-filled slices that autograd would sum. The weights path
 // (multi_head_attention_with_weights) composes the same math from differentiable tensor ops.
 #include "autograd/function.h"
+#include "backend/kernels/dropout.h"
+#include "nn/attention_heads.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
@@ -17,8 +20,11 @@
 #include <myelin/nn/attention.h>
 #include <myelin/nn/functional.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +32,9 @@ namespace myelin::nn::functional {
 
 using autograd::Node;
 using namespace myelin::detail;
+using nn::detail::head_gemm;
+using nn::detail::HeadOperand;
+using nn::detail::HeadResult;
 using nn::detail::shape_error;
 
 namespace {
@@ -34,9 +43,8 @@ constexpr const char* kOp = "multi_head_attention";
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // ---------------------------------------------------------------------------------------------
-// Head split / merge. A "sequence tensor" is [B, L, C] (batch first) or [L, B, C] with a unit
-// stride in C; a head tensor is contiguous [B*H, L, Dh], head h of a row being the columns
-// off + h*Dh ... off + h*Dh + Dh - 1.
+// Heads. A "sequence tensor" is [B, L, C] (batch first) or [L, B, C] with a unit stride in C;
+// head h of a row is the columns off + h*Dh ... off + h*Dh + Dh - 1.
 
 struct SeqLayout {
     int64_t batch = 0, len = 0;
@@ -46,81 +54,6 @@ struct SeqLayout {
 SeqLayout seq_layout(const Tensor& t, bool batch_first) {
     const int b = batch_first ? 0 : 1, l = batch_first ? 1 : 0;
     return {t.size(b), t.size(l), t.stride(b), t.stride(l)};
-}
-
-// Parallel over (b, h) when the copy is large enough to pay for the OpenMP team.
-constexpr int64_t kParallelElements = 32768;
-
-template <typename T>
-void split_loop(const T* src, SeqLayout s, int64_t off, int64_t H, int64_t Dh, T scale, T* dst) {
-    const int64_t B = s.batch, L = s.len;
-#pragma omp parallel for collapse(2) if (B * H * L * Dh >= kParallelElements)
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < H; ++h) {
-            T* out = dst + (b * H + h) * L * Dh;
-            const T* in = src + b * s.stride_b + off + h * Dh;
-            for (int64_t l = 0; l < L; ++l) {
-                const T* row = in + l * s.stride_l;
-#pragma omp simd
-                for (int64_t d = 0; d < Dh; ++d)
-                    out[l * Dh + d] = row[d] * scale;
-            }
-        }
-}
-
-template <typename T>
-void merge_loop(const T* src, SeqLayout s, int64_t off, int64_t H, int64_t Dh, T scale, T* dst) {
-    const int64_t B = s.batch, L = s.len;
-#pragma omp parallel for collapse(2) if (B * H * L * Dh >= kParallelElements)
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < H; ++h) {
-            const T* in = src + (b * H + h) * L * Dh;
-            T* out = dst + b * s.stride_b + off + h * Dh;
-            for (int64_t l = 0; l < L; ++l) {
-                T* row = out + l * s.stride_l;
-#pragma omp simd
-                for (int64_t d = 0; d < Dh; ++d)
-                    row[d] = in[l * Dh + d] * scale;
-            }
-        }
-}
-
-// Columns [off, off + H*Dh) of `src` as heads [B*H, L, Dh], multiplied by scale.
-Tensor split_heads(Tensor src, bool batch_first, int64_t off, int64_t H, int64_t Dh, double scale) {
-    if (src.stride(2) != 1) src = src.contiguous();
-    const SeqLayout s = seq_layout(src, batch_first);
-    Tensor out = make_tensor({s.batch * H, s.len, Dh}, src.dtype(), src.device());
-    if (src.dtype() == DType::Float64)
-        split_loop(src.data<double>(), s, off, H, Dh, scale, out.data<double>());
-    else
-        split_loop(src.data<float>(), s, off, H, Dh, static_cast<float>(scale), out.data<float>());
-    return out;
-}
-
-// Writes heads [B*H, L, Dh] (times scale) into columns [off, off + H*Dh) of `dst`, a contiguous
-// sequence tensor.
-void merge_heads(const Tensor& heads, Tensor& dst, bool batch_first, int64_t off, int64_t H,
-                 int64_t Dh, double scale) {
-    const SeqLayout s = seq_layout(dst, batch_first);
-    if (dst.dtype() == DType::Float64)
-        merge_loop(heads.data<double>(), s, off, H, Dh, scale, dst.data<double>());
-    else
-        merge_loop(heads.data<float>(), s, off, H, Dh, static_cast<float>(scale),
-                   dst.data<float>());
-}
-
-// Dropout of the attention weights: keep = 1 / (1 - p) with probability 1 - p, else 0, from one
-// 32-bit draw of the default generator per weight (its state is what checkpoints save); writes
-// the mask and p * keep in the same pass (bernoulli + divide + multiply took three).
-template <typename T> void dropout_loop(const T* p, int64_t n, double drop, T* keep, T* out) {
-    Generator& g = default_generator();
-    const double threshold = (1.0 - drop) * 4294967296.0; // keep when u32 < threshold
-    const T scale = static_cast<T>(1.0 / (1.0 - drop));
-    for (int64_t i = 0; i < n; ++i) {
-        const T k = static_cast<double>(g.next_u32()) < threshold ? scale : T(0);
-        keep[i] = k;
-        out[i] = p[i] * k;
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,81 +202,159 @@ Projection project(const Tensor& q, const Tensor& k, const Tensor& v,
 // ---------------------------------------------------------------------------------------------
 // The attention node: projections -> merged attention output [.., E] in the query's layout.
 
+// Where the heads of one operand live: columns off + h*Dh of a contiguous sequence tensor.
+template <typename T>
+HeadOperand<T> heads_of(const Tensor& t, bool batch_first, int64_t off, int64_t Dh,
+                        bool trans = false) {
+    const SeqLayout s = seq_layout(t, batch_first);
+    return {t.data<T>() + off, s.stride_b, Dh, s.stride_l, trans};
+}
+template <typename T>
+HeadResult<T> heads_into(Tensor& t, bool batch_first, int64_t off, int64_t Dh) {
+    const SeqLayout s = seq_layout(t, batch_first);
+    return {t.data<T>() + off, s.stride_b, Dh, s.stride_l};
+}
+// A contiguous [B*H, rows, cols] buffer as head matrices.
+template <typename T> HeadOperand<T> stacked(const Tensor& t, int64_t H, bool trans = false) {
+    const int64_t m = t.size(1) * t.size(2);
+    return {t.data<T>(), H * m, m, t.size(2), trans};
+}
+template <typename T> HeadResult<T> stacked_into(Tensor& t, int64_t H) {
+    const int64_t m = t.size(1) * t.size(2);
+    return {t.data<T>(), H * m, m, t.size(2)};
+}
+
+// The forward: scores = mask + scale * Q K^T per head (Q, K, V read in place from the
+// projections), softmax and dropout in one pass, then each head's A V written into its columns
+// of the output.
+template <typename T>
+Tensor attention_forward(const TensorList& src, const int* which, const int64_t* off,
+                         const Dims3& d, bool batch_first, const Tensor& mask, double scale,
+                         Tensor& P, Tensor& attn, Tensor& keep, kernels::DropoutStream& stream,
+                         double dropout_p, bool training) {
+    const int64_t N = d.B * d.H, L = d.L, S = d.S, H = d.H, Dh = d.Dh;
+    const DType dt = src[0].dtype();
+    const Device dev = src[0].device();
+    auto in = [&](int i, bool trans = false) {
+        return heads_of<T>(src[static_cast<size_t>(which[i])], batch_first, off[i], Dh, trans);
+    };
+    Tensor scores = make_tensor({N, L, S}, dt, dev);
+    if (mask.defined())
+        backend_for(scores).copy(
+            broadcast_view(mask, {d.B, H, L, S}),
+            view_of(make_view(scores, {d.B, H, L, S}, contiguous_strides({d.B, H, L, S}), 0)));
+    head_gemm<T>(d.B, H, L, S, Dh, T(scale), in(0), in(1, true), mask.defined() ? T(1) : T(0),
+                 stacked_into<T>(scores, H));
+    // softmax (and dropout) in one pass per row
+    P = make_tensor({N, L, S}, dt, dev);
+    attn = P;
+    const bool drop = training && dropout_p > 0.0;
+    if (drop) {
+        // The default generator (its state is what checkpoints save) seeds the mask.
+        stream = kernels::DropoutStream(default_generator().next_u64(), dropout_p);
+        keep = make_tensor({N, L, S}, DType::UInt8, dev);
+        attn = make_tensor({N, L, S}, dt, dev);
+    }
+    if (S > 0)
+        nn::detail::attention_softmax<T>(scores.data<T>(), N * L, S, P.data<T>(),
+                                         drop ? &stream : nullptr, drop ? attn.data<T>() : nullptr,
+                                         drop ? keep.data<uint8_t>() : nullptr);
+    Tensor out = make_tensor(batch_first ? Dims{d.B, L, d.E} : Dims{L, d.B, d.E}, dt, dev);
+    head_gemm<T>(d.B, H, L, Dh, S, T(1), stacked<T>(attn, H), in(2), T(0),
+                 heads_into<T>(out, batch_first, 0, Dh));
+    return out;
+}
+
+// The backward, gradients written straight into the projections' layout. Every column of a
+// source that needs a gradient belongs to one of q, k, v, so no buffer is zero-filled first.
+struct AttentionSaved {
+    std::vector<autograd::SavedTensor> src;
+    std::vector<Dims> shapes;
+    int which[3];
+    int64_t off[3];
+    Dims3 d;
+    bool batch_first;
+    double scale;
+    Tensor P, attn, keep;
+    kernels::DropoutStream stream{0, 0.0};
+};
+
+template <typename T>
+TensorList attention_backward(const AttentionSaved& a, const Tensor& grad, const Node& node) {
+    const int64_t L = a.d.L, S = a.d.S, H = a.d.H, Dh = a.d.Dh, B = a.d.B;
+    TensorList src;
+    for (const autograd::SavedTensor& t : a.src)
+        src.push_back(t.unpack(node));
+    const Tensor g = grad.contiguous();
+    auto in = [&](int i, bool trans = false) {
+        return heads_of<T>(src[static_cast<size_t>(a.which[i])], a.batch_first, a.off[i], Dh,
+                           trans);
+    };
+    const HeadOperand<T> dO = heads_of<T>(g, a.batch_first, 0, Dh);
+    TensorList grads(src.size());
+    auto out = [&](int i) -> std::optional<HeadResult<T>> {
+        const size_t s = static_cast<size_t>(a.which[i]);
+        if (!node.needs_input_grad(s)) return std::nullopt;
+        if (!grads[s].defined()) grads[s] = make_tensor(a.shapes[s], g.dtype(), g.device());
+        return heads_into<T>(grads[s], a.batch_first, a.off[i], Dh);
+    };
+    // dV = A^T dO; dA = dO V^T.
+    if (auto dv = out(2))
+        head_gemm<T>(B, H, S, Dh, L, T(1), stacked<T>(a.attn, H, true), dO, T(0), *dv);
+    Tensor dattn = make_tensor(a.P.shape(), g.dtype(), g.device());
+    head_gemm<T>(B, H, L, S, Dh, T(1), dO, in(2, true), T(0), stacked_into<T>(dattn, H));
+    Tensor dS = make_tensor(a.P.shape(), g.dtype(), g.device());
+    if (S > 0) // through the dropout mask, then the softmax
+        nn::detail::attention_softmax_backward<T>(
+            a.P.data<T>(), dattn.data<T>(), B * H * L, S, a.keep.defined() ? &a.stream : nullptr,
+            a.keep.defined() ? a.keep.data<uint8_t>() : nullptr, dS.data<T>());
+    // scores = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
+    if (auto dq = out(0))
+        head_gemm<T>(B, H, L, Dh, S, T(a.scale), stacked<T>(dS, H), in(1), T(0), *dq);
+    if (auto dk = out(1))
+        head_gemm<T>(B, H, S, Dh, L, T(a.scale), stacked<T>(dS, H, true), in(0), T(0), *dk);
+    return grads;
+}
+
+// The attention node: projections -> merged attention output [.., E] in the query's layout.
 Tensor attention_node(const Projection& proj, const Dims3& d, bool batch_first, const Tensor& mask,
                       double dropout_p, bool training) {
-    const int64_t N = d.B * d.H, L = d.L, S = d.S, H = d.H, Dh = d.Dh;
-    const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-    const Tensor& q_src = proj.sources[static_cast<size_t>(proj.which[0])];
-    const DType dt = q_src.dtype();
-    const Device dev = q_src.device();
-    Tensor Q, K, V, P, keep;
+    auto saved = std::make_shared<AttentionSaved>();
+    TensorList src;
+    {
+        autograd::NoGradGuard no_grad;
+        for (const Tensor& s : proj.sources) // read in place (linear's outputs are contiguous)
+            src.push_back(s.contiguous().detach());
+    }
+    std::copy_n(proj.which, 3, saved->which);
+    std::copy_n(proj.off, 3, saved->off);
+    saved->d = d;
+    saved->batch_first = batch_first;
+    saved->scale = 1.0 / std::sqrt(static_cast<double>(d.Dh));
     Tensor out;
     {
         autograd::NoGradGuard no_grad;
-        Q = split_heads(q_src, batch_first, proj.off[0], H, Dh, scale);
-        K = split_heads(proj.sources[static_cast<size_t>(proj.which[1])], batch_first, proj.off[1],
-                        H, Dh, 1.0);
-        V = split_heads(proj.sources[static_cast<size_t>(proj.which[2])], batch_first, proj.off[2],
-                        H, Dh, 1.0);
-        // scores = mask + Q K^T (one batched GEMM accumulating onto the broadcast mask)
-        Tensor scores = make_tensor({N, L, S}, dt, dev);
-        if (mask.defined())
-            backend_for(scores).copy(
-                broadcast_view(mask, {d.B, H, L, S}),
-                view_of(make_view(scores, {d.B, H, L, S}, contiguous_strides({d.B, H, L, S}), 0)));
-        const Tensor kt = make_view(K, {N, Dh, S}, {S * Dh, 1, Dh}, 0);
-        backend_for(scores).batched_gemm(view_of(Q), view_of(kt), view_of(scores), mask.defined());
-        P = make_tensor({N, L, S}, dt, dev);
-        if (P.numel() > 0) backend_for(P).softmax(view_of(scores), 2, false, view_of(P));
-        Tensor attn = P;
-        if (training && dropout_p > 0.0) {
-            keep = make_tensor({N, L, S}, dt, dev);
-            attn = make_tensor({N, L, S}, dt, dev);
-            if (dt == DType::Float64)
-                dropout_loop(P.data<double>(), P.numel(), dropout_p, keep.data<double>(),
-                             attn.data<double>());
-            else
-                dropout_loop(P.data<float>(), P.numel(), dropout_p, keep.data<float>(),
-                             attn.data<float>());
-        }
-        const Tensor heads = bmm(attn, V);
-        Dims out_shape = batch_first ? Dims{d.B, L, d.E} : Dims{L, d.B, d.E};
-        out = make_tensor(out_shape, dt, dev);
-        merge_heads(heads, out, batch_first, 0, H, Dh, 1.0);
+        auto run = [&]<typename T>(T*) {
+            out = attention_forward<T>(src, proj.which, proj.off, d, batch_first, mask,
+                                       saved->scale, saved->P, saved->attn, saved->keep,
+                                       saved->stream, dropout_p, training);
+        };
+        if (src[0].dtype() == DType::Float64)
+            run(static_cast<double*>(nullptr));
+        else
+            run(static_cast<float*>(nullptr));
     }
     if (!autograd::is_grad_enabled() || !autograd::any_requires_grad(proj.sources)) return out;
-
-    std::vector<Dims> source_shapes;
-    for (const Tensor& s : proj.sources)
-        source_shapes.push_back(s.shape());
-    autograd::record_list(
-        "MultiheadAttentionBackward0", proj.sources, out,
-        [Q, K, V, P, keep, which = std::vector<int>(proj.which, proj.which + 3),
-         off = std::vector<int64_t>(proj.off, proj.off + 3), source_shapes, batch_first, H, Dh,
-         scale](const Tensor& g, const Node& node) {
-            const Tensor dO = split_heads(g, batch_first, 0, H, Dh, 1.0);
-            const Tensor attn = keep.defined() ? P * keep : P;
-            Tensor dattn = bmm(dO, V.transpose(1, 2));
-            const Tensor dV = bmm(attn.transpose(1, 2), dO);
-            if (keep.defined()) dattn = dattn * keep;
-            Tensor dS = make_tensor(P.shape(), P.dtype(), P.device());
-            if (P.numel() > 0) // empty batches or sequences: nothing to differentiate
-                backend_for(P).softmax_backward(view_of(P), view_of(dattn.contiguous()), 2, false,
-                                                view_of(dS));
-            const Tensor dQ = bmm(dS, K);                 // times scale on merge
-            const Tensor dK = bmm(dS.transpose(1, 2), Q); // Q is already scaled
-            TensorList grads(source_shapes.size());
-            const Tensor* parts[3] = {&dQ, &dK, &dV};
-            for (int i = 0; i < 3; ++i) {
-                const size_t s = static_cast<size_t>(which[static_cast<size_t>(i)]);
-                if (!node.needs_input_grad(s)) continue;
-                if (!grads[s].defined())
-                    grads[s] = make_tensor(source_shapes[s], P.dtype(), P.device());
-                merge_heads(*parts[i], grads[s], batch_first, off[static_cast<size_t>(i)], H, Dh,
-                            i == 0 ? scale : 1.0);
-            }
-            return grads;
-        });
+    for (const Tensor& s : src) {
+        saved->src.emplace_back(s);
+        saved->shapes.push_back(s.shape());
+    }
+    autograd::record_list("MultiheadAttentionBackward0", proj.sources, out,
+                          [saved](const Tensor& g, const Node& node) {
+                              if (g.dtype() == DType::Float64)
+                                  return attention_backward<double>(*saved, g, node);
+                              return attention_backward<float>(*saved, g, node);
+                          });
     return out;
 }
 
