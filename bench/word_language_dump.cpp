@@ -3,11 +3,16 @@
 // PyTorch). The model, vocabulary and split are what `myelin eval` uses
 // (train::trainer_for_checkpoint, train::evaluation_dataset); the model runs in eval mode.
 // One CSV row per example: target, the token ids t0..t{T-1}, then logit0..logit{C-1} (%.9g).
+// With --gradients, also the gradient of the mean cross-entropy over the first
+// --gradient-examples rows (train mode) for every parameter, as safetensors under its name.
 //
 //   myelin_word_language_dump --checkpoint FILE --project P [--limit N] [--threads N] -o CSV
+//                             [--gradients FILE --gradient-examples N]
 #include <myelin/autograd.h>
 #include <myelin/graph/build.h>
 #include <myelin/io/project.h>
+#include <myelin/io/safetensors.h>
+#include <myelin/nn/loss.h>
 #include <myelin/tensor.h>
 #include <myelin/train/evaluation.h>
 #include <myelin/train/trainer.h>
@@ -25,13 +30,34 @@ namespace {
 
 int usage() {
     std::fprintf(stderr, "usage: myelin_word_language_dump --checkpoint FILE --project P "
-                         "[--limit N] [--threads N] -o CSV\n");
+                         "[--limit N] [--threads N] -o CSV [--gradients FILE "
+                         "--gradient-examples N]\n");
     return 2;
 }
 
+// The gradient of the mean cross-entropy over the first `count` examples, in train mode.
+void write_gradients(graph::GraphModule& model, const data::Dataset& dataset, int64_t count,
+                     const std::string& path) {
+    TensorList inputs;
+    std::vector<int64_t> targets;
+    for (int64_t i = 0; i < count; ++i) {
+        data::Example e = dataset.get(i);
+        inputs.push_back(e.input);
+        targets.push_back(e.target.to_vector<int64_t>().at(0));
+    }
+    model.train();
+    model.zero_grad();
+    const Tensor target = from_vector(targets, Dims{count});
+    nn::functional::cross_entropy(model(TensorList{stack(inputs, 0)}), target).backward();
+    io::NamedTensors grads;
+    for (const auto& [name, p] : model.named_parameters())
+        if (p.grad().defined()) grads.emplace_back(name, p.grad());
+    io::save_safetensors(path, grads);
+}
+
 int run(int argc, char** argv) {
-    std::string checkpoint, project_path, out_path;
-    int64_t limit = 0;
+    std::string checkpoint, project_path, out_path, gradients_path;
+    int64_t limit = 0, gradient_examples = 64;
     int threads = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char* flag = argv[i];
@@ -46,6 +72,10 @@ int run(int argc, char** argv) {
             threads = std::atoi(value);
         else if (!std::strcmp(flag, "-o"))
             out_path = value;
+        else if (!std::strcmp(flag, "--gradients"))
+            gradients_path = value;
+        else if (!std::strcmp(flag, "--gradient-examples"))
+            gradient_examples = std::atoll(value);
         else
             return usage();
     }
@@ -59,6 +89,8 @@ int run(int argc, char** argv) {
     const int64_t n = limit > 0 ? std::min(limit, dataset->size()) : dataset->size();
 
     graph::GraphModule& model = trainer->model();
+    if (!gradients_path.empty())
+        write_gradients(model, *dataset, std::min(gradient_examples, n), gradients_path);
     model.eval();
     autograd::NoGradGuard no_grad;
     std::FILE* f = std::fopen(out_path.c_str(), "w");

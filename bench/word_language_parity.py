@@ -11,11 +11,16 @@ word_language_transformer.myelin):
   3. the model is rebuilt in PyTorch with Myelin's module names (word_language_graph.py), the
      checkpoint's model tensors are loaded with load_state_dict(strict=True), and the same ids
      run through it in eval mode.
-Prints the prediction agreement and the largest |logit difference| per project and exits 1 when
-a prediction differs (beyond a near-tie) or a logit differs by more than --tolerance.
+  4. the gradient of the mean cross-entropy over the first --gradient-examples examples (train
+     mode) is computed on both sides and compared parameter by parameter.
+Prints the prediction agreement, the largest |logit difference| and the largest gradient
+difference (relative to the parameter's largest gradient) per project and exits 1 when a
+prediction differs (beyond a near-tie), a logit by more than --tolerance or a gradient by more
+than --grad-tolerance.
 
 usage: python3 bench/word_language_parity.py [PROJECT...] [--build DIR] [--steps N]
                                              [--examples N] [--tolerance T] [--threads N]
+                                             [--gradient-examples N] [--grad-tolerance T]
 """
 import argparse
 import csv
@@ -28,6 +33,7 @@ import sys
 import tempfile
 
 import torch
+from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -75,8 +81,11 @@ def check(project_path, args, workdir):
         sys.exit(f"{name}: myelin train failed (exit {code}):\n{out}")
     checkpoint = checkpoints[-1].strip()
     table = os.path.join(workdir, name + ".csv")
+    gradients = os.path.join(workdir, name + "_gradients.safetensors")
     code, out = run([dump, "--checkpoint", checkpoint, "--project", project_path, "--limit",
-                     str(args.examples), "--threads", str(args.threads), "-o", table])
+                     str(args.examples), "--threads", str(args.threads), "-o", table,
+                     "--gradients", gradients, "--gradient-examples",
+                     str(args.gradient_examples)])
     if code != 0:
         sys.exit(f"{name}: myelin_word_language_dump failed (exit {code}):\n{out}")
 
@@ -84,6 +93,7 @@ def check(project_path, args, workdir):
     steps = project["data"]["source"]["max_length"]
     rows = [[float(v) for v in row] for row in csv.reader(open(table))]
     ids = torch.tensor([[int(v) for v in row[1:1 + steps]] for row in rows], dtype=torch.int64)
+    targets = torch.tensor([int(row[0]) for row in rows], dtype=torch.int64)
     myelin_logits = torch.tensor([row[1 + steps:] for row in rows], dtype=torch.float64)
 
     tensors, _ = read_safetensors(checkpoint)
@@ -94,6 +104,21 @@ def check(project_path, args, workdir):
     with torch.no_grad():
         torch_logits = model(ids).double()
 
+    # The gradients of one training step's loss (mean cross-entropy over the first examples, in
+    # train mode: the example projects have no dropout, so it is deterministic).
+    model.train()
+    model.zero_grad()
+    count = min(args.gradient_examples, len(rows))
+    nn.functional.cross_entropy(model(ids[:count]), targets[:count]).backward()
+    myelin_grads, _ = read_safetensors(gradients)
+    worst, worst_name = 0.0, ""
+    for param_name, p in model.named_parameters():
+        g = myelin_grads[param_name].double()
+        scale = max(g.abs().max().item(), 1e-12)
+        rel = (p.grad.double() - g).abs().max().item() / scale
+        if rel > worst:
+            worst, worst_name = rel, param_name
+
     diff = (torch_logits - myelin_logits).abs().max().item()
     mine, theirs = myelin_logits.argmax(1), torch_logits.argmax(1)
     agree = (mine == theirs).float().mean().item()
@@ -101,10 +126,11 @@ def check(project_path, args, workdir):
     top2 = myelin_logits.topk(2, dim=1).values
     near_tie = (top2[:, 0] - top2[:, 1]) <= 2 * args.tolerance
     real_disagreements = int(((mine != theirs) & ~near_tie).sum().item())
-    ok = real_disagreements == 0 and diff <= args.tolerance
+    ok = real_disagreements == 0 and diff <= args.tolerance and worst <= args.grad_tolerance
     print(f"{name}: {len(state)} tensors loaded by name (strict); {len(rows)} test examples; "
-          f"predictions agree {100 * agree:.2f}%; max |logit difference| {diff:.3g}"
-          f" -> {'OK' if ok else 'MISMATCH'}")
+          f"predictions agree {100 * agree:.2f}%; max |logit difference| {diff:.3g}; "
+          f"gradients on {count} examples: max |difference| / max |gradient| {worst:.3g} "
+          f"({worst_name}) -> {'OK' if ok else 'MISMATCH'}")
     return ok
 
 
@@ -118,6 +144,9 @@ def main():
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--tolerance", type=float, default=1e-4)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--gradient-examples", type=int, default=64)
+    parser.add_argument("--grad-tolerance", type=float, default=1e-4,
+                        help="largest |difference| / max |gradient| per parameter")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as workdir:
