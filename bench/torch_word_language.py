@@ -8,11 +8,15 @@ from all; then a seeded sample of max_per_class per list (the words with the sma
 of "<seed>\\n<word>", kept in file order). Splits: test_fraction held out, then
 validation_fraction of the rest (torch.randperm, so not the very examples Myelin picks; the same
 sizes). Characters -> vocabulary from the training split (count, then byte order; <pad> 0,
-<unk> 1) -> ids padded / cut to max_length. The model is the project's: Embedding (padding_idx
-0) -> Flatten -> Linear -> ReLU -> Dropout -> Linear, trained with Adam and cross-entropy for the
-project's epochs and batch size. Prints the accuracy per epoch and on the test split.
+<unk> 1) -> ids padded / cut to max_length. The model is the project's graph, rebuilt in PyTorch
+by build_model() with Myelin's module names (the node's name, else its position among the
+layers in Myelin's topological order), so a Myelin checkpoint loads into it by name
+(bench/word_language_parity.py): the MLP (word_language.myelin), the bidirectional LSTM
+(word_language_lstm.myelin) and the Transformer encoder (word_language_transformer.myelin).
+Trained with the project's optimizer (Adam or AdamW), gradient clipping, epochs and batch size,
+and cross-entropy. Prints the accuracy per epoch and on the test split.
 
-usage: python3 bench/torch_word_language.py [PROJECT] [--threads N] [--seed S]
+usage: python3 bench/torch_word_language.py [PROJECT] [--threads N] [--seed S] [--epochs N] [--lr X]
 """
 import argparse
 import json
@@ -22,6 +26,8 @@ from collections import Counter
 
 import torch
 from torch import nn
+
+from word_language_graph import build_model, make_optimizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -100,6 +106,8 @@ def main():
                                              "word_language.myelin"))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--epochs", type=int, help="override the project's epochs")
+    parser.add_argument("--lr", type=float, help="override the optimizer's learning rate")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -136,18 +144,12 @@ def main():
     print(f"{len(names)} classes, {len(train)} training, {len(val)} validation, {len(test)} test "
           f"examples; vocabulary {len(vocabulary)}; read in {time.time() - started:.1f} s")
 
-    nodes = {node["kind"]: node.get("attrs", {}) for node in project["model"]["nodes"]}
-    emb = nodes["Embedding"]
-    linears = [node["attrs"] for node in project["model"]["nodes"] if node["kind"] == "Linear"]
-    dropout = nodes.get("Dropout", {}).get("p", 0.0)
-    model = nn.Sequential(
-        nn.Embedding(emb["num_embeddings"], emb["embedding_dim"], padding_idx=emb.get("padding_idx")),
-        nn.Flatten(),
-        nn.Linear(linears[0]["in_features"], linears[0]["out_features"]), nn.ReLU(),
-        nn.Dropout(dropout),
-        nn.Linear(linears[1]["in_features"], linears[1]["out_features"]))
+    model = build_model(project)
     training = project["training"]
-    optimizer = torch.optim.Adam(model.parameters(), lr=training["optimizer"].get("lr", 1e-3))
+    if args.lr:
+        training["optimizer"]["lr"] = args.lr
+    optimizer = make_optimizer(training["optimizer"], model.parameters())
+    clip = training.get("clip_grad_norm")
     loss_fn = nn.CrossEntropyLoss()
     batch = project["data"].get("batch_size", 64)
 
@@ -158,7 +160,7 @@ def main():
             return (model(x).argmax(1) == y).float().mean().item()
 
     x, y = xs["train"]
-    for epoch in range(training.get("epochs", 10)):
+    for epoch in range(args.epochs or training.get("epochs", 10)):
         model.train()
         started = time.time()
         order = torch.randperm(len(y))
@@ -167,9 +169,11 @@ def main():
             optimizer.zero_grad()
             loss = loss_fn(model(x[idx]), y[idx])
             loss.backward()
+            if clip:
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
             optimizer.step()
-        print(f"epoch {epoch + 1}: train_accuracy={accuracy('train'):.4f} "
-              f"val_accuracy={accuracy('val'):.4f} ({time.time() - started:.1f} s)")
+        print(f"epoch {epoch + 1}: val_accuracy={accuracy('val'):.4f} "
+              f"({time.time() - started:.1f} s)", flush=True)
     print(f"PyTorch {torch.__version__}: test accuracy={accuracy('test'):.4f}")
 
 

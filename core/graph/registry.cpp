@@ -182,6 +182,7 @@ std::vector<LayerKind> make_kinds() {
     add_reshape_kinds(kinds);
     add_embedding_kinds(kinds);
     add_sequence_kinds(kinds);
+    add_attention_kinds(kinds);
     return kinds;
 }
 

