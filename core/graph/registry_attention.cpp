@@ -63,15 +63,6 @@ class EditorTransformerEncoder : public nn::TransformerEncoder {
     bool causal_;
 };
 
-// The same attribute and checks as registry_sequence.cpp's kinds (that file's helpers are
-// private to it).
-AttrDesc lengths_port_attr() {
-    return attr::integer("num_inputs", 1,
-                         "1: the sequence only. 2: a second port takes each sequence's length "
-                         "(int64 [N], e.g. from PaddingLengths); keys after it are not attended.",
-                         1, 2);
-}
-
 AttrDesc causal_attr() {
     return attr::flag("causal", false,
                       "Each step attends only to itself and earlier steps (PyTorch's "
@@ -80,27 +71,10 @@ AttrDesc causal_attr() {
 
 // Port 0: float [N, T, width] with width == the attribute `width_attr`; port 1, when present,
 // int64 lengths [N]. Throws with what to change.
-void require_sequence(Inputs in, const char* width_attr, int64_t width) {
+void require_sequence_of_width(Inputs in, const char* width_attr, int64_t width) {
     const std::string layout = std::string("[N, T, ") + width_attr + "]";
-    if (in[0].dtype == DType::Int64)
-        throw DTypeError("expected a float sequence " + layout +
-                         ", got int64 (tokens need an Embedding first)");
-    require_float(in[0]);
-    require_rank(in[0], 3, layout.c_str());
-    const int64_t got = in[0].shape[2];
-    if (got != width)
-        fail(std::string(width_attr) + " is " + std::to_string(width) +
-             " but the input's last dimension is " + std::to_string(got) + " (input " +
-             in[0].shape.str() + "); set " + width_attr + " to " + std::to_string(got));
-    if (in.size() > 1) {
-        const TensorType& lengths = in[1];
-        if (lengths.dtype != DType::Int64)
-            throw DTypeError(std::string("the lengths input must be int64, got ") +
-                             dtype_name(lengths.dtype));
-        if (lengths.shape.size() != 1 || lengths.shape[0] != in[0].shape[0])
-            fail("the lengths input must be [N] = [" + std::to_string(in[0].shape[0]) + "], got " +
-                 lengths.shape.str());
-    }
+    require_sequence(in, layout.c_str());
+    require_last_dim(in[0], width, width_attr);
 }
 
 void require_heads_divide(int64_t width, int64_t heads, const char* width_attr,
@@ -165,10 +139,10 @@ void add_attention_kinds(std::vector<LayerKind>& kinds) {
                                 0.0, 1.0),
                    attr::flag("bias", true, "Learn in_proj_bias and out_proj.bias."),
                    causal_attr(),
-                   lengths_port_attr()};
+                   lengths_port_attr("keys after it are not attended.")};
         k.summary_attrs = {"embed_dim", "num_heads"};
         k.infer = [](const Attrs& a, Inputs in) {
-            require_sequence(in, "embed_dim", a.get_int("embed_dim"));
+            require_sequence_of_width(in, "embed_dim", a.get_int("embed_dim"));
             require_heads_divide(a.get_int("embed_dim"), a.get_int("num_heads"), "embed_dim",
                                  "num_heads");
             return in[0];
@@ -213,10 +187,10 @@ void add_attention_kinds(std::vector<LayerKind>& kinds) {
                        "A final LayerNorm after the last layer (PyTorch's norm argument; usual "
                        "with norm_first)."),
             causal_attr(),
-            lengths_port_attr()};
+            lengths_port_attr("keys after it are not attended.")};
         k.summary_attrs = {"num_layers", "d_model", "nhead"};
         k.infer = [](const Attrs& a, Inputs in) {
-            require_sequence(in, "d_model", a.get_int("d_model"));
+            require_sequence_of_width(in, "d_model", a.get_int("d_model"));
             require_heads_divide(a.get_int("d_model"), a.get_int("nhead"), "d_model", "nhead");
             return in[0];
         };

@@ -36,6 +36,13 @@ void require_rank(const TensorType& t, int rank, const char* layout);
 void require_channels(const TensorType& t, int64_t channels, const char* attr);
 int normalize_dim(int64_t dim, int rank, const char* attr);
 
+// The sequence kinds' optional second port (registry_sequence.cpp): the `num_inputs` attribute
+// whose doc ends with what happens `after_length`; port 0 a float [N, T, features] (`layout`),
+// port 1, when present, int64 lengths [N]; the input's last dimension equal to an attribute.
+AttrDesc lengths_port_attr(const char* after_length);
+void require_sequence(Inputs in, const char* layout);
+void require_last_dim(const TensorType& t, int64_t expected, const char* attr_name);
+
 TensorType same_as_input(const Attrs&, Inputs in);
 int64_t no_params(const Attrs&);
 // Element-wise cost: `per_element` operations per output element.

@@ -68,39 +68,6 @@ class PaddingLengths : public nn::Module {
     }
 };
 
-AttrDesc lengths_port_attr() {
-    return attr::integer("num_inputs", 1,
-                         "1: the sequence only. 2: a second port takes each sequence's length "
-                         "(int64 [N], e.g. from PaddingLengths); steps after it are ignored.",
-                         1, 2);
-}
-
-// Port 0 must be a float [N, T, features]; port 1, when present, int64 lengths [N].
-void require_sequence(Inputs in, const char* layout) {
-    if (in[0].dtype == DType::Int64)
-        throw DTypeError("expected a float sequence " + std::string(layout) +
-                         ", got int64 (tokens need an Embedding first)");
-    require_float(in[0]);
-    require_rank(in[0], 3, layout);
-    if (in.size() > 1) {
-        const TensorType& lengths = in[1];
-        if (lengths.dtype != DType::Int64)
-            throw DTypeError(std::string("the lengths input must be int64, got ") +
-                             dtype_name(lengths.dtype));
-        if (lengths.shape.size() != 1 || lengths.shape[0] != in[0].shape[0])
-            fail("the lengths input must be [N] = [" + std::to_string(in[0].shape[0]) + "], got " +
-                 lengths.shape.str());
-    }
-}
-
-void require_last_dim(const TensorType& t, int64_t expected, const char* attr_name) {
-    int64_t got = t.shape[t.shape.size() - 1];
-    if (got != expected)
-        fail(std::string(attr_name) + " is " + std::to_string(expected) +
-             " but the input's last dimension is " + std::to_string(got) + " (input " +
-             t.shape.str() + "); set " + attr_name + " to " + std::to_string(got));
-}
-
 LayerKind sequence_kind(std::string name, std::string doc) {
     LayerKind k = kind(std::move(name), Category::Embedding, std::move(doc));
     k.inputs = {"input", "lengths"};
@@ -122,7 +89,7 @@ LayerKind recurrent(std::string name, nn::RecurrentMode mode, std::string doc) {
                attr::choice("output", "sequence", {"sequence", "last"},
                             "sequence: every step's output [N, T, D*H]. last: each sequence's "
                             "final state [N, D*H] (the state at its last valid step)."),
-               lengths_port_attr()};
+               lengths_port_attr("steps after it are ignored.")};
     if (mode == nn::RecurrentMode::RnnTanh)
         k.attrs.push_back(
             attr::choice("nonlinearity", "tanh", {"tanh", "relu"}, "The cell's activation."));
@@ -188,7 +155,7 @@ LayerKind recurrent(std::string name, nn::RecurrentMode mode, std::string doc) {
 
 LayerKind reduction(std::string name, std::string doc, BuildFn build) {
     LayerKind k = sequence_kind(std::move(name), std::move(doc));
-    k.attrs = {lengths_port_attr()};
+    k.attrs = {lengths_port_attr("steps after it are ignored.")};
     k.infer = [](const Attrs&, Inputs in) {
         require_sequence(in, "[N, T, features]");
         const Dims& s = in[0].shape;
@@ -201,6 +168,40 @@ LayerKind reduction(std::string name, std::string doc, BuildFn build) {
 }
 
 } // namespace
+
+AttrDesc lengths_port_attr(const char* after_length) {
+    return attr::integer("num_inputs", 1,
+                         std::string("1: the sequence only. 2: a second port takes each sequence's "
+                                     "length (int64 [N], e.g. from PaddingLengths); ") +
+                             after_length,
+                         1, 2);
+}
+
+// Port 0 must be a float [N, T, features]; port 1, when present, int64 lengths [N].
+void require_sequence(Inputs in, const char* layout) {
+    if (in[0].dtype == DType::Int64)
+        throw DTypeError("expected a float sequence " + std::string(layout) +
+                         ", got int64 (tokens need an Embedding first)");
+    require_float(in[0]);
+    require_rank(in[0], 3, layout);
+    if (in.size() > 1) {
+        const TensorType& lengths = in[1];
+        if (lengths.dtype != DType::Int64)
+            throw DTypeError(std::string("the lengths input must be int64, got ") +
+                             dtype_name(lengths.dtype));
+        if (lengths.shape.size() != 1 || lengths.shape[0] != in[0].shape[0])
+            fail("the lengths input must be [N] = [" + std::to_string(in[0].shape[0]) + "], got " +
+                 lengths.shape.str());
+    }
+}
+
+void require_last_dim(const TensorType& t, int64_t expected, const char* attr_name) {
+    int64_t got = t.shape[t.shape.size() - 1];
+    if (got != expected)
+        fail(std::string(attr_name) + " is " + std::to_string(expected) +
+             " but the input's last dimension is " + std::to_string(got) + " (input " +
+             t.shape.str() + "); set " + attr_name + " to " + std::to_string(got));
+}
 
 void add_sequence_kinds(std::vector<LayerKind>& kinds) {
     {
@@ -287,7 +288,7 @@ void add_sequence_kinds(std::vector<LayerKind>& kinds) {
             attr::choice("activation", "relu", {"relu", "gelu"}, "Feed-forward activation."),
             attr::flag("norm_first", false, "LayerNorm before each block (pre-norm)."),
             attr::exclusive(attr::number("layer_norm_eps", 1e-5, "LayerNorm's epsilon.", 0.0)),
-            lengths_port_attr()};
+            lengths_port_attr("steps after it are ignored.")};
         k.summary_attrs = {"d_model", "nhead"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_sequence(in, "[N, T, d_model]");
