@@ -388,12 +388,12 @@ void launch_gather(const View& x, int dim, const View& index, const View& out) {
 }
 
 void launch_scatter_add(const View& self, int dim, const View& index, const View& src) {
-    View self_as_src = self;
-    for (int d = 0; d < src.ndim; ++d)
-        self_as_src.shape[d] = src.shape[d];
-    Geometry g = make_geometry({&self_as_src, &src, &index});
-    for (int d = 0; d < src.ndim; ++d) // the shape iterated is src's
-        g.shape[d] = src.shape[d];
+    // Over the index's shape (src may be larger, as in PyTorch); self's coordinate along dim
+    // comes from the index.
+    View self_as_index = self, src_as_index = src;
+    for (int d = 0; d < index.ndim; ++d)
+        self_as_index.shape[d] = src_as_index.shape[d] = index.shape[d];
+    Geometry g = make_geometry({&self_as_index, &src_as_index, &index});
     if (g.numel == 0) return;
     const auto run = [&](auto tag) {
         using T = decltype(tag);
