@@ -39,6 +39,13 @@ Backend& get(DeviceType type) {
     return *b;
 }
 
+void Backend::require(Primitive p, DType dtype) const {
+    if (!supports(p, dtype))
+        throw DeviceError(std::string(primitive_name(p)) + " on " + dtype_name(dtype) +
+                          " is not supported by the " + info().name + " backend (" +
+                          info().details + ")");
+}
+
 void register_backend(DeviceType type, Backend* backend) {
     registry()[static_cast<int>(type)] = backend;
 }

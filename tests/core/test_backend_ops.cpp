@@ -220,6 +220,35 @@ std::vector<BinaryCase> binary_cases() {
 
 } // namespace
 
+namespace {
+// A backend that runs nothing but float64 GEMMs: what require() says about the rest.
+class GemmOnlyBackend final : public Backend {
+  public:
+    DeviceType type() const override { return DeviceType::CUDA; }
+    BackendInfo info() const override { return {DeviceType::CUDA, "Test", "test:0"}; }
+    bool supports(backend::Primitive p, DType t) const override {
+        return p == backend::Primitive::BatchedGemm && t == DType::Float64;
+    }
+    void* allocate(size_t) override { return nullptr; }
+    void deallocate(void*, size_t) override {}
+    void copy_from_host(void*, const void*, size_t) override {}
+    void copy_to_host(void*, const void*, size_t) override {}
+    void copy(const View&, const View&) override {}
+    void fill(const View&, double) override {}
+    void unary(UnaryOp, const View&, const View&, const OpParams&) override {}
+    void binary(BinaryOp, const View&, const View&, const View&, const OpParams&) override {}
+    void where(const View&, const View&, const View&, const View&) override {}
+    void reduce(ReduceOp, const View&, int, const View&, const View*, const OpParams&) override {}
+    void softmax(const View&, int, bool, const View&) override {}
+    void softmax_backward(const View&, const View&, int, bool, const View&) override {}
+    void batched_gemm(const View&, const View&, const View&, bool) override {}
+    void index_select(const View&, int, const View&, const View&) override {}
+    void gather(const View&, int, const View&, const View&) override {}
+    void scatter_add(const View&, int, const View&, const View&) override {}
+    bool int_range(const View&, int64_t*, int64_t*) override { return false; }
+};
+} // namespace
+
 class TestBackendOps : public QObject {
     Q_OBJECT
   private slots:
@@ -228,6 +257,22 @@ class TestBackendOps : public QObject {
             qInfo("CUDA: skipped (no device: %s)", cuda_status().reason.c_str());
         else
             qInfo("CUDA: %s", backend::get(DeviceType::CUDA).info().details.c_str());
+    }
+
+    void unsupported_primitives_are_refused_by_name() {
+        const Backend& cpu = backend::get(DeviceType::CPU);
+        for (int p = 0; p < int(backend::Primitive::Count); ++p)
+            QVERIFY(cpu.supports(backend::Primitive(p), DType::Float32));
+        GemmOnlyBackend gemm_only;
+        gemm_only.require(backend::Primitive::BatchedGemm, DType::Float64);
+        QString message;
+        try {
+            gemm_only.require(backend::Primitive::BatchedGemm, DType::Float16);
+        } catch (const DeviceError& e) {
+            message = QString::fromStdString(e.what());
+        }
+        QCOMPARE(message, QStringLiteral("batched_gemm on float16 is not supported by the Test "
+                                         "backend (test:0)"));
     }
 
     void unary() {

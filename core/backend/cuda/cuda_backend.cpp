@@ -92,13 +92,6 @@ bool CudaBackend::supports(Primitive p, DType dtype) const {
     return false;
 }
 
-void CudaBackend::require(Primitive p, DType dtype) const {
-    if (!supports(p, dtype))
-        throw DeviceError(
-            std::string(primitive_name(p)) + " on " + dtype_name(dtype) +
-            " is not supported by the CUDA backend (cuda:" + std::to_string(gpu_.index) + ")");
-}
-
 void* CudaBackend::allocate(size_t nbytes) {
     return allocator_->allocate(nbytes);
 }

@@ -19,10 +19,7 @@ class CudaBackend final : public Backend {
 
     DeviceType type() const override { return DeviceType::CUDA; }
     BackendInfo info() const override;
-    // Whether this backend runs `p` on `dtype` (the compute dtype the front end hands it).
-    bool supports(Primitive p, DType dtype) const;
-    // Throws DeviceError naming the primitive, the dtype and the device when !supports().
-    void require(Primitive p, DType dtype) const;
+    bool supports(Primitive p, DType dtype) const override;
 
     void* allocate(size_t nbytes) override;
     void deallocate(void* p, size_t nbytes) override;
