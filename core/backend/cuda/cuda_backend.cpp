@@ -135,7 +135,7 @@ void CudaBackend::where(const View& cond, const View& a, const View& b, const Vi
 }
 
 void CudaBackend::reduce(ReduceOp op, const View& x, int reduced_dims, const View& out,
-                         const View* indices, const OpParams&) {
+                         const View* indices, const OpParams& p) {
     require(Primitive::Reduce, x.dtype);
     if (!supports_reduce(op)) {
         static constexpr const char* kNames[] = {"sum",    "mean", "max",  "min",      "argmax",
@@ -144,7 +144,7 @@ void CudaBackend::reduce(ReduceOp op, const View& x, int reduced_dims, const Vie
                           " is not supported by the CUDA backend (cuda:" +
                           std::to_string(gpu_.index) + ") in this version");
     }
-    launch_reduce(op, x, reduced_dims, out, indices);
+    launch_reduce(op, x, reduced_dims, out, indices, p);
 }
 
 void CudaBackend::softmax(const View& x, int dim, bool log, const View& out) {

@@ -15,10 +15,10 @@ void launch_gather(const View& x, int dim, const View& index, const View& out);
 void launch_scatter_add(const View& self, int dim, const View& index, const View& src);
 bool launch_int_range(const View& x, int64_t* min_out, int64_t* max_out);
 
-// cuda_reduce.cu. Sum, Mean, Max, Min, ArgMax, ArgMin (others: supports_reduce is false).
+// cuda_reduce.cu: every ReduceOp (supports_reduce says which, for a backend that lacks some).
 bool supports_reduce(ReduceOp op);
 void launch_reduce(ReduceOp op, const View& x, int reduced_dims, const View& out,
-                   const View* indices);
+                   const View* indices, const OpParams& p);
 void launch_softmax(const View& x, int dim, bool log, const View& out);
 void launch_softmax_backward(const View& y, const View& grad_y, int dim, bool log,
                              const View& grad_x);

@@ -1,11 +1,13 @@
 // Reductions and softmax of the CUDA backend. Reductions: one block per output element, each
-// thread folding a strided share of the reduced block, then a tree in shared memory; sums
-// accumulate in double (float32 inputs) or int64. Softmax: one thread per row of the softmax
+// thread folding a strided share of the reduced block, then a tree in shared memory; sums,
+// variances, norms and logsumexp accumulate in double (float32 inputs too), integer sums in
+// int64. Softmax: one thread per row of the softmax
 // dim, with the CPU's formulas and exp (kernels/elementwise.h).
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/kernels/elementwise.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace myelin::backend::cuda {
@@ -132,6 +134,85 @@ __global__ void extreme_kernel(ReduceGeometry g, const T* x, T* values, int64_t*
     }
 }
 
+enum class Combine { Sum, Max, Min };
+
+// NaN wins a max or min, as on the CPU.
+__device__ double combine(double a, double b, Combine how) {
+    if (how == Combine::Sum) return a + b;
+    if (a != a || b != b) return a != a ? a : b;
+    return how == Combine::Max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+// Every thread of the block calls it with its partial value; all get the block's result.
+__device__ double block_reduce(double v, Combine how, double* shared) {
+    shared[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+        if (int(threadIdx.x) < s)
+            shared[threadIdx.x] = combine(shared[threadIdx.x], shared[threadIdx.x + s], how);
+        __syncthreads();
+    }
+    const double result = shared[0];
+    __syncthreads();
+    return result;
+}
+
+// Var (p = correction), Norm (p = order) and LogSumExp of float rows, in double.
+template <typename T>
+__global__ void statistic_kernel(ReduceGeometry g, const T* x, T* out, ReduceOp op, double p) {
+    __shared__ double shared[kThreads];
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    for (int64_t o = blockIdx.x; o < g.rows; o += gridDim.x) {
+        const T* base = x + g.outer_offset(o);
+        const auto load = [&](int64_t k) { return double(base[g.reduced_offset(k)]); };
+        const double n = double(g.reduced);
+        double result = 0;
+        if (op == ReduceOp::Var) {
+            double s = 0;
+            for (int64_t k = threadIdx.x; k < g.reduced; k += blockDim.x)
+                s += load(k);
+            const double mean = block_reduce(s, Combine::Sum, shared) / n;
+            double q = 0;
+            for (int64_t k = threadIdx.x; k < g.reduced; k += blockDim.x) {
+                const double d = load(k) - mean;
+                q += d * d;
+            }
+            q = block_reduce(q, Combine::Sum, shared);
+            result = q / (n - p > 0 ? n - p : 0.0); // x / 0: inf or NaN, as PyTorch
+        } else if (op == ReduceOp::Norm && isinf(p)) {
+            double m = p > 0 ? 0.0 : inf;
+            for (int64_t k = threadIdx.x; k < g.reduced; k += blockDim.x)
+                m = combine(m, fabs(load(k)), p > 0 ? Combine::Max : Combine::Min);
+            result = block_reduce(m, p > 0 ? Combine::Max : Combine::Min, shared);
+        } else if (op == ReduceOp::Norm) {
+            double s = 0;
+            for (int64_t k = threadIdx.x; k < g.reduced; k += blockDim.x) {
+                const double a = fabs(load(k));
+                s += p == 2.0   ? a * a
+                     : p == 1.0 ? a
+                     : p == 0.0 ? (a != 0.0 ? 1.0 : 0.0)
+                                : pow(a, p);
+            }
+            s = block_reduce(s, Combine::Sum, shared);
+            result = p == 2.0 ? sqrt(s) : (p == 0.0 || p == 1.0) ? s : pow(s, 1.0 / p);
+        } else { // LogSumExp: m + log(sum(exp(x - m))); all -inf gives -inf, +inf or NaN pass
+            double m = -inf;
+            for (int64_t k = threadIdx.x; k < g.reduced; k += blockDim.x)
+                m = combine(m, load(k), Combine::Max);
+            m = block_reduce(m, Combine::Max, shared);
+            if (m != m || isinf(m)) {
+                result = m;
+            } else {
+                double s = 0;
+                for (int64_t k = threadIdx.x; k < g.reduced; k += blockDim.x)
+                    s += exp(load(k) - m);
+                result = m + log(block_reduce(s, Combine::Sum, shared));
+            }
+        }
+        if (threadIdx.x == 0) out[o] = T(result);
+    }
+}
+
 ReduceGeometry reduce_geometry(const View& x, int reduced_dims) {
     ReduceGeometry g;
     g.outer_ndim = x.ndim - reduced_dims;
@@ -155,7 +236,7 @@ unsigned reduce_blocks(int64_t rows) {
 
 template <typename T>
 void reduce_typed(ReduceOp op, const ReduceGeometry& g, const View& x, const View& out,
-                  const View* indices) {
+                  const View* indices, const OpParams& p) {
     const T* xp = static_cast<const T*>(x.data);
     const unsigned blocks = reduce_blocks(g.rows);
     switch (op) {
@@ -195,6 +276,15 @@ void reduce_typed(ReduceOp op, const ReduceGeometry& g, const View& x, const Vie
         }
         break;
     }
+    case ReduceOp::Var:
+    case ReduceOp::Norm:
+    case ReduceOp::LogSumExp:
+        if constexpr (std::is_same_v<T, int64_t>) {
+            throw DTypeError("reduce: var, norm and logsumexp need float32 or float64, got int64");
+        } else {
+            statistic_kernel<T><<<blocks, kThreads>>>(g, xp, static_cast<T*>(out.data), op, p.a);
+        }
+        break;
     default:
         break;
     }
@@ -265,25 +355,27 @@ __global__ void softmax_backward_kernel(SoftmaxShape s, const T* y, const T* gy,
 } // namespace
 
 bool supports_reduce(ReduceOp op) {
-    return op == ReduceOp::Sum || op == ReduceOp::Mean || op == ReduceOp::Max ||
-           op == ReduceOp::Min || op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+    return op < ReduceOp::Count;
 }
 
 void launch_reduce(ReduceOp op, const View& x, int reduced_dims, const View& out,
-                   const View* indices) {
+                   const View* indices, const OpParams& p) {
     const ReduceGeometry g = reduce_geometry(x, reduced_dims);
     if (g.rows == 0) return;
     const bool is_minmax = op == ReduceOp::Max || op == ReduceOp::Min || op == ReduceOp::ArgMax ||
                            op == ReduceOp::ArgMin;
     if (g.reduced == 0 && is_minmax)
         throw IndexError("reduce: cannot reduce over a zero-size dimension");
+    if (g.reduced == 0 && op == ReduceOp::Norm && std::isinf(p.a))
+        throw IndexError(std::string("norm(): cannot compute the ") + (p.a > 0 ? "inf" : "-inf") +
+                         " norm over a zero-size dimension");
     switch (x.dtype) {
     case DType::Float32:
-        return reduce_typed<float>(op, g, x, out, indices);
+        return reduce_typed<float>(op, g, x, out, indices, p);
     case DType::Float64:
-        return reduce_typed<double>(op, g, x, out, indices);
+        return reduce_typed<double>(op, g, x, out, indices, p);
     case DType::Int64:
-        return reduce_typed<int64_t>(op, g, x, out, indices);
+        return reduce_typed<int64_t>(op, g, x, out, indices, p);
     default:
         throw DTypeError(std::string("reduce: unsupported dtype ") + dtype_name(x.dtype) +
                          " on CUDA");
