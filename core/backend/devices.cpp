@@ -74,7 +74,8 @@ std::vector<std::string> describe_devices() {
     const CudaStatus& status = cuda_status();
     std::vector<std::string> lines;
     if (!status.compiled) {
-        lines.push_back("CUDA backend: not built (" + status.reason + ")");
+        lines.push_back("CUDA backend: not built (configured without the CUDA toolkit: none "
+                        "found, or MYELIN_CUDA=OFF)");
         return lines;
     }
     lines.push_back("CUDA backend: compiled in (" + status.build + ")");
