@@ -1,5 +1,6 @@
 // myelin train / myelin eval: a project trained from the terminal, recorded in the run store,
 // with a progress line on a terminal and plain lines otherwise; Ctrl-C stops cleanly.
+#include <myelin/cuda.h>
 #include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/io/project.h>
@@ -144,8 +145,9 @@ class ProgressPrinter final : public train::EventSink {
 } // namespace
 
 int cmd_train(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--epochs", "--seed", "--threads", "--store", "--name", "--resume", "--fork",
-                    "--lr", "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on"});
+    Args args(raw,
+              {"--epochs", "--seed", "--threads", "--store", "--name", "--resume", "--fork", "--lr",
+               "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on", "--device"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
     const std::filesystem::path project_path = args.positional()[0];
@@ -182,6 +184,21 @@ int cmd_train(const std::vector<std::string_view>& raw) {
             throw UsageError{std::string("--break-on: ") + e.what()};
         }
         options.on_break = train::BreakAction::Stop; // no one to resume a paused run
+    }
+    // The device first: a run on a device it cannot use is refused before anything starts.
+    if (auto text = args.get("--device")) {
+        Device device;
+        try {
+            device = parse_device(*text);
+        } catch (const Error& e) {
+            throw UsageError{std::string("--device: ") + e.what()};
+        }
+        try {
+            check_training_device(device);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "myelin: error: %s\n", e.what());
+            return kExitError;
+        }
     }
     io::Project project;
     try {

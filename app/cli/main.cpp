@@ -1,5 +1,6 @@
 // myelin: the headless command-line tool. Links only myelin_core (no Qt), so it runs on a
 // cluster node without a display. Each subcommand is a thin layer over core.
+#include <myelin/cuda.h>
 #include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
@@ -33,6 +34,8 @@ const char* const kUsage =
     "      --epochs N                   override the project's epochs\n"
     "      --seed S                     override the project's seed\n"
     "      --threads N                  compute threads (default: the project's, else all)\n"
+    "      --device cpu|cuda[:N]        where to train (default: cpu); a device that cannot\n"
+    "                                   be used is refused before the run starts (exit 1)\n"
     "      --store FILE                 run store (default: ~/.local/share/myelin/runs.sqlite)\n"
     "      --name NAME                  run name (default: the project's name)\n"
     "      --resume RUN|CHECKPOINT      continue a run (its latest checkpoint) or a checkpoint\n"
@@ -220,6 +223,8 @@ int run(int argc, char** argv) {
         if (!args.empty()) throw UsageError{"unexpected argument '" + std::string(args[0]) + "'"};
         std::printf("myelin %s\n", version());
         std::printf("backends: %s\n", backends_summary().c_str());
+        for (const std::string& line : describe_devices())
+            std::printf("%s\n", line.c_str());
         return kExitOk;
     }
     if (command == "--help" || command == "-h") {

@@ -1,6 +1,11 @@
 #include "backend/backend.h"
 
+#include <myelin/cuda.h>
 #include <myelin/error.h>
+
+#ifdef MYELIN_WITH_CUDA_BACKEND
+#include "backend/cuda/cuda_probe.h"
+#endif
 
 #include <array>
 #include <string>
@@ -16,6 +21,10 @@ std::array<Backend*, kNumDeviceTypes>& registry() {
 Backend* find(DeviceType type) {
     extern void ensure_cpu_registered();
     ensure_cpu_registered();
+#ifdef MYELIN_WITH_CUDA_BACKEND
+    // Probing the driver costs a moment: only when someone asks for CUDA.
+    if (type == DeviceType::CUDA) cuda::ensure_registered();
+#endif
     return registry()[static_cast<int>(type)];
 }
 
@@ -24,11 +33,17 @@ Backend& get(DeviceType type) {
     if (!b) {
         throw DeviceError(std::string("no ") + device_type_name(type) +
                           " backend is available in this process (" +
-                          (type == DeviceType::CUDA ? "built without CUDA or no CUDA device found"
-                                                    : "not registered") +
+                          (type == DeviceType::CUDA ? cuda_status().reason : "not registered") +
                           ")");
     }
     return *b;
+}
+
+void Backend::require(Primitive p, DType dtype) const {
+    if (!supports(p, dtype))
+        throw DeviceError(std::string(primitive_name(p)) + " on " + dtype_name(dtype) +
+                          " is not supported by the " + info().name + " backend (" +
+                          info().details + ")");
 }
 
 void register_backend(DeviceType type, Backend* backend) {

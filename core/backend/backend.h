@@ -2,6 +2,8 @@
 // One table of primitives per device. The tensor front end (core/tensor) does shape logic,
 // broadcasting, type promotion and autograd; a backend only runs kernels over strided views.
 // CPU is always registered; CUDA registers itself when built and a device is present.
+#include "backend/primitives.h"
+
 #include <myelin/device.h>
 #include <myelin/dims.h>
 #include <myelin/dtype.h>
@@ -119,6 +121,15 @@ class Backend {
     virtual ~Backend() = default;
     virtual DeviceType type() const = 0;
     virtual BackendInfo info() const = 0;
+    // Whether this backend runs primitive `p` on `dtype` (the compute dtype the front end hands
+    // it). The CPU backend runs every primitive on the dtypes its comments below name.
+    virtual bool supports(Primitive p, DType dtype) const {
+        (void)p;
+        (void)dtype;
+        return true;
+    }
+    // Throws DeviceError naming the primitive, the dtype and the device when !supports().
+    void require(Primitive p, DType dtype) const;
 
     virtual void* allocate(size_t nbytes) = 0;
     virtual void deallocate(void* p, size_t nbytes) = 0;

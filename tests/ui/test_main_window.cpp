@@ -294,6 +294,11 @@ void TestMainWindow::backendsDialogListsBackends() {
     QCOMPARE(table->rowCount(), static_cast<int>(backends.size()));
     QCOMPARE(table->item(0, 0)->text(), QStringLiteral("CPU"));
     QCOMPARE(table->item(0, 2)->text(), QString::fromStdString(backends.front().details));
+    auto* cuda = dialog->findChild<QLabel*>(QStringLiteral("cudaLabel"));
+    QVERIFY(cuda != nullptr);
+    QVERIFY2(cuda->text().startsWith(QStringLiteral("Compiled in (CUDA ")) ||
+                 cuda->text().startsWith(QStringLiteral("Not built (")),
+             qPrintable(cuda->text()));
     saveScreenshot(*dialog, QStringLiteral("backends_dialog.png"));
     dialog->close();
 }

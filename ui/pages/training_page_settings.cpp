@@ -5,6 +5,7 @@
 
 #include "pages/class_weights_editor.h"
 #include "pages/page_text.h"
+#include "pages/training_device.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
 
@@ -205,7 +206,7 @@ void TrainingPage::buildScheduleSection(QFormLayout* schedule) {
     });
 }
 
-// Epochs, accumulation, gradient clipping, precision, seed, validation and threads.
+// Epochs, accumulation, gradient clipping, precision, seed, validation, threads and device.
 void TrainingPage::buildRunSection(QFormLayout* run) {
     epochs_ = intSpin(QStringLiteral("trainEpochs"), 1, 1000000,
                       tr("Passes over the training set."), settings_);
@@ -316,6 +317,8 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
                v == 0 ? tr("Use the default number of threads") : tr("Change threads to %1").arg(v),
                QStringLiteral("train.threads"));
     });
+
+    run->addRow(tr("Device"), makeDevicePicker(settings_));
 }
 
 // Whether, on which metric and how patiently training stops early.

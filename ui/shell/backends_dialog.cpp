@@ -1,5 +1,6 @@
 #include "shell/backends_dialog.h"
 
+#include <myelin/cuda.h>
 #include <myelin/device.h>
 
 #include <QDialogButtonBox>
@@ -58,11 +59,15 @@ BackendsDialog::BackendsDialog(QWidget* parent) : QDialog(parent) {
     threads->setObjectName(QStringLiteral("threadsLabel"));
     threads->setWordWrap(true);
 
-    auto* cuda = new QLabel(is_available(DeviceType::CUDA)
-                                ? tr("Available")
-                                : tr("Not available: this build has no CUDA backend, or no GPU "
-                                     "was found at start-up"),
-                            this);
+    // The CUDA backend's own lines: compiled in or not, then each device or why none is usable.
+    QStringList cudaLines;
+    for (const std::string& line : describe_devices()) {
+        QString text = QString::fromStdString(line).trimmed();
+        text.remove(QStringLiteral("CUDA backend: ")); // the row's label says CUDA
+        text[0] = text[0].toUpper();
+        cudaLines << text;
+    }
+    auto* cuda = new QLabel(cudaLines.join(QLatin1Char('\n')), this);
     cuda->setObjectName(QStringLiteral("cudaLabel"));
     cuda->setWordWrap(true);
 

@@ -1,0 +1,250 @@
+// The CUDA backend's host side: registration, memory (the caching allocator over cudaMalloc),
+// copies, cuBLAS GEMM, and what it can run (supports). Kernels are in the .cu files.
+#include "backend/cuda/cuda_backend.h"
+
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_probe.h"
+
+#include <myelin/error.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+namespace myelin::backend::cuda {
+
+namespace {
+
+void check(cudaError_t error, const char* what) {
+    if (error != cudaSuccess)
+        throw DeviceError(std::string("CUDA ") + what + ": " + cudaGetErrorString(error));
+}
+
+void check(cublasStatus_t status, const char* what) {
+    if (status != CUBLAS_STATUS_SUCCESS)
+        throw DeviceError(std::string("cuBLAS ") + what + ": " + cublasGetStatusString(status));
+}
+
+class CudaMemory final : public DeviceMemory {
+  public:
+    explicit CudaMemory(const GpuInfo& gpu) : gpu_(gpu) {}
+    void* allocate(size_t bytes) override {
+        void* p = nullptr;
+        const cudaError_t error = cudaMalloc(&p, bytes);
+        if (error == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError(); // clears the sticky-free error so later calls work
+            return nullptr;
+        }
+        check(error, "cudaMalloc");
+        return p;
+    }
+    void release(void* p, size_t) override { check(cudaFree(p), "cudaFree"); }
+    size_t total_memory() const override { return size_t(gpu_.total_memory); }
+    std::string device_name() const override { return "cuda:" + std::to_string(gpu_.index); }
+
+  private:
+    GpuInfo gpu_;
+};
+
+bool is_compute_dtype(DType t) {
+    return t == DType::Float32 || t == DType::Float64 || t == DType::Int64;
+}
+
+} // namespace
+
+CudaBackend::CudaBackend(const GpuInfo& gpu)
+    : gpu_(gpu), memory_(std::make_unique<CudaMemory>(gpu)),
+      allocator_(std::make_unique<DeviceCachingAllocator>(*memory_)) {
+    check(cudaSetDevice(gpu.index), "cudaSetDevice");
+}
+
+CudaBackend::~CudaBackend() {
+    if (cublas_) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+}
+
+BackendInfo CudaBackend::info() const {
+    return {DeviceType::CUDA, "CUDA", "cuda:" + std::to_string(gpu_.index) + " " + gpu_.summary()};
+}
+
+bool CudaBackend::supports(Primitive p, DType dtype) const {
+    switch (p) {
+    case Primitive::Copy:
+    case Primitive::Fill:
+    case Primitive::Where:
+    case Primitive::IndexSelect:
+    case Primitive::Gather:
+        return true;
+    case Primitive::Unary: // predicates read any stored dtype but the half types, as on the CPU
+        return dtype != DType::Float16 && dtype != DType::BFloat16;
+    case Primitive::Binary:
+    case Primitive::Reduce:
+    case Primitive::ScatterAdd:
+        return is_compute_dtype(dtype);
+    case Primitive::Softmax:
+    case Primitive::BatchedGemm:
+        return dtype == DType::Float32 || dtype == DType::Float64;
+    case Primitive::Count:
+        break;
+    }
+    return false;
+}
+
+void* CudaBackend::allocate(size_t nbytes) {
+    return allocator_->allocate(nbytes);
+}
+void CudaBackend::deallocate(void* p, size_t) {
+    allocator_->deallocate(p);
+}
+MemoryStats CudaBackend::memory_stats() const {
+    return allocator_->stats();
+}
+void CudaBackend::empty_cache() {
+    allocator_->empty_cache();
+}
+void CudaBackend::reset_peak_memory_stats() {
+    allocator_->reset_peaks();
+}
+
+void CudaBackend::copy_from_host(void* dst, const void* src, size_t nbytes) {
+    if (nbytes) check(cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice), "copy to device");
+}
+void CudaBackend::copy_to_host(void* dst, const void* src, size_t nbytes) {
+    if (nbytes) check(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost), "copy to host");
+}
+
+void CudaBackend::copy(const View& src, const View& dst) {
+    launch_copy(src, dst);
+}
+void CudaBackend::fill(const View& dst, double value) {
+    launch_fill(dst, value);
+}
+void CudaBackend::unary(UnaryOp op, const View& x, const View& out, const OpParams& p) {
+    require(Primitive::Unary, x.dtype);
+    launch_unary(op, x, out, p);
+}
+void CudaBackend::binary(BinaryOp op, const View& a, const View& b, const View& out,
+                         const OpParams& p) {
+    require(Primitive::Binary, a.dtype);
+    launch_binary(op, a, b, out, p);
+}
+void CudaBackend::where(const View& cond, const View& a, const View& b, const View& out) {
+    launch_where(cond, a, b, out);
+}
+
+void CudaBackend::reduce(ReduceOp op, const View& x, int reduced_dims, const View& out,
+                         const View* indices, const OpParams& p) {
+    require(Primitive::Reduce, x.dtype);
+    if (!supports_reduce(op)) {
+        static constexpr const char* kNames[] = {"sum",    "mean", "max",  "min",      "argmax",
+                                                 "argmin", "var",  "norm", "logsumexp"};
+        throw DeviceError(std::string("reduce ") + kNames[int(op)] + " on " + dtype_name(x.dtype) +
+                          " is not supported by the CUDA backend (cuda:" +
+                          std::to_string(gpu_.index) + ") in this version");
+    }
+    launch_reduce(op, x, reduced_dims, out, indices, p);
+}
+
+void CudaBackend::softmax(const View& x, int dim, bool log, const View& out) {
+    require(Primitive::Softmax, x.dtype);
+    launch_softmax(x, dim, log, out);
+}
+void CudaBackend::softmax_backward(const View& y, const View& grad_y, int dim, bool log,
+                                   const View& grad_x) {
+    require(Primitive::Softmax, y.dtype);
+    launch_softmax_backward(y, grad_y, dim, log, grad_x);
+}
+
+void CudaBackend::set_allow_tf32(bool allow) {
+    allow_tf32_ = allow;
+    if (cublas_)
+        check(cublasSetMathMode(static_cast<cublasHandle_t>(cublas_),
+                                allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+              "set math mode");
+}
+
+namespace {
+// One operand of a row-major product as cuBLAS (column-major) sees it: a row-major [R, C]
+// matrix is its transpose in column-major order, so it goes in untransposed, and a
+// column-major one goes in transposed. ld: the stride between the stored vectors, at least
+// their length.
+struct GemmOperand {
+    cublasOperation_t op;
+    int ld;
+};
+GemmOperand gemm_operand(const View& m) {
+    const int64_t rows = m.shape[1], cols = m.shape[2];
+    if (m.strides[2] == 1 || cols == 1)
+        return {CUBLAS_OP_N, int(std::max<int64_t>({m.strides[1], cols, 1}))};
+    return {CUBLAS_OP_T, int(std::max<int64_t>({m.strides[2], rows, 1}))};
+}
+} // namespace
+
+void CudaBackend::batched_gemm(const View& a, const View& b, const View& c, bool accumulate) {
+    require(Primitive::BatchedGemm, a.dtype);
+    const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
+    if (batch == 0 || m == 0 || n == 0) return;
+    for (int64_t v : {batch, m, n, k, a.strides[0], a.strides[1], a.strides[2], b.strides[0],
+                      b.strides[1], b.strides[2]})
+        if (v > INT_MAX)
+            throw DeviceError("batched_gemm on CUDA: a size or stride beyond 2^31 - 1");
+    if (k == 0) {
+        if (!accumulate) launch_fill(c, 0.0);
+        return;
+    }
+    if (!cublas_) {
+        cublasHandle_t handle = nullptr;
+        check(cublasCreate(&handle), "create");
+        cublas_ = handle;
+        set_allow_tf32(allow_tf32_);
+    }
+    auto* handle = static_cast<cublasHandle_t>(cublas_);
+    // Row-major c = a @ b is column-major c^T = b^T @ a^T: b first, then a.
+    const GemmOperand ob = gemm_operand(b), oa = gemm_operand(a);
+    const long long stride_a = a.strides[0], stride_b = b.strides[0], stride_c = m * n;
+    if (a.dtype == DType::Float32) {
+        const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+        check(cublasSgemmStridedBatched(handle, ob.op, oa.op, int(n), int(m), int(k), &alpha,
+                                        static_cast<const float*>(b.data), ob.ld, stride_b,
+                                        static_cast<const float*>(a.data), oa.ld, stride_a, &beta,
+                                        static_cast<float*>(c.data), int(n), stride_c, int(batch)),
+              "sgemm");
+    } else {
+        const double alpha = 1.0, beta = accumulate ? 1.0 : 0.0;
+        check(cublasDgemmStridedBatched(handle, ob.op, oa.op, int(n), int(m), int(k), &alpha,
+                                        static_cast<const double*>(b.data), ob.ld, stride_b,
+                                        static_cast<const double*>(a.data), oa.ld, stride_a, &beta,
+                                        static_cast<double*>(c.data), int(n), stride_c, int(batch)),
+              "dgemm");
+    }
+}
+
+void CudaBackend::index_select(const View& x, int dim, const View& index, const View& out) {
+    launch_index_select(x, dim, index, out);
+}
+void CudaBackend::gather(const View& x, int dim, const View& index, const View& out) {
+    launch_gather(x, dim, index, out);
+}
+void CudaBackend::scatter_add(const View& self, int dim, const View& index, const View& src) {
+    require(Primitive::ScatterAdd, self.dtype);
+    launch_scatter_add(self, dim, index, src);
+}
+bool CudaBackend::int_range(const View& x, int64_t* min_out, int64_t* max_out) {
+    return launch_int_range(x, min_out, max_out);
+}
+
+void ensure_registered() {
+    static const bool registered = [] {
+        const CudaStatus& status = cuda_status();
+        if (!status.usable()) return false;
+        // Never destroyed, as the CPU backend: static tensors free through it at exit.
+        static auto* backend = new CudaBackend(status.devices.front());
+        register_backend(DeviceType::CUDA, backend);
+        return true;
+    }();
+    (void)registered;
+}
+
+} // namespace myelin::backend::cuda

@@ -1,0 +1,88 @@
+// Device names, CUDA discovery as the rest of the program sees it, and the usability check a run
+// makes before it starts.
+#include "backend/backend.h"
+
+#include <myelin/cuda.h>
+#include <myelin/error.h>
+
+#ifdef MYELIN_WITH_CUDA_BACKEND
+#include "backend/cuda/cuda_probe.h"
+#endif
+
+#include <charconv>
+#include <cstdio>
+
+namespace myelin {
+
+Device parse_device(const std::string& text) {
+    if (text == "cpu") return kCPU;
+    if (text == "cuda") return cuda_device(0);
+    if (text.rfind("cuda:", 0) == 0) {
+        const char* first = text.data() + 5;
+        const char* last = text.data() + text.size();
+        int index = -1;
+        const auto [end, ec] = std::from_chars(first, last, index);
+        if (first != last && ec == std::errc() && end == last && index >= 0)
+            return cuda_device(index);
+    }
+    throw Error("device '" + text + "': expected cpu, cuda or cuda:N (N = 0, 1, ...)");
+}
+
+std::string GpuInfo::summary() const {
+    char memory[32];
+    std::snprintf(memory, sizeof memory, "%.1f GiB", double(total_memory) / double(1 << 30));
+    return name + " (compute " + std::to_string(compute_major) + "." +
+           std::to_string(compute_minor) + ", " + memory + ")";
+}
+
+const CudaStatus& cuda_status() {
+    static const CudaStatus status = [] {
+#ifdef MYELIN_WITH_CUDA_BACKEND
+        return backend::cuda::probe();
+#else
+        CudaStatus s;
+        s.reason = "this build has no CUDA backend (built without the CUDA toolkit)";
+        return s;
+#endif
+    }();
+    return status;
+}
+
+void check_device_usable(const Device& device) {
+    if (device.is_cpu()) return;
+    const CudaStatus& status = cuda_status();
+    if (!status.usable())
+        throw DeviceError("device " + device.str() + " is not usable: " + status.reason);
+    if (device.index < 0 || device.index >= int(status.devices.size()))
+        throw DeviceError("device " + device.str() + " does not exist: this machine has " +
+                          std::to_string(status.devices.size()) + " CUDA device(s) (cuda:0" +
+                          (status.devices.size() > 1
+                               ? " to cuda:" + std::to_string(status.devices.size() - 1)
+                               : std::string()) +
+                          ")");
+}
+
+void check_training_device(const Device& device) {
+    check_device_usable(device);
+    if (device.is_cuda())
+        throw DeviceError("training on " + device.str() +
+                          " is not available in this version: the layers' convolution, pooling, "
+                          "normalisation and recurrent kernels run on the CPU only");
+}
+
+std::vector<std::string> describe_devices() {
+    const CudaStatus& status = cuda_status();
+    std::vector<std::string> lines;
+    if (!status.compiled) {
+        lines.push_back("CUDA backend: not built (configured without the CUDA toolkit: none "
+                        "found, or MYELIN_CUDA=OFF)");
+        return lines;
+    }
+    lines.push_back("CUDA backend: compiled in (" + status.build + ")");
+    if (!status.usable()) lines.push_back("  no usable CUDA device: " + status.reason);
+    for (const GpuInfo& gpu : status.devices)
+        lines.push_back("  cuda:" + std::to_string(gpu.index) + "  " + gpu.summary());
+    return lines;
+}
+
+} // namespace myelin
