@@ -14,6 +14,7 @@
 
 #include <qcustomplot.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QTabWidget>
@@ -141,6 +142,15 @@ class TestTimeGradientsView : public QObject {
         view.setLogScale(false);
         QCOMPARE(view.plot()->yAxis->scaleType(), QCPAxis::stLinear);
         QCOMPARE(view.plot()->graph(0)->dataCount(), 24);
+        // The studio shows a new run once before its training reports in, then again as live:
+        // turning live follows the newest capture even after a step was chosen.
+        auto* follow = view.findChild<QCheckBox*>(QStringLiteral("timeGradientsFollow"));
+        QVERIFY(follow);
+        QVERIFY(!follow->isChecked());
+        view.showRun(QString::fromStdString(path), run, true);
+        QVERIFY(follow->isChecked());
+        QCOMPARE(view.shownStep().value_or(-1), int64_t(40));
+        view.runFinished();
     }
 
     void hiddenForRunsWithoutRecurrentLayers() {

@@ -169,10 +169,12 @@ void TimeGradientsView::showRun(const QString& storePath, int64_t run, bool live
         setAvailable(false);
         return;
     }
-    const bool otherRun = run != run_;
+    // A run the user has not looked at yet, or one that has just turned live (the studio shows a
+    // new run once before its training reports in), follows its newest capture.
+    const bool followNow = run != run_ || (live && !live_);
     run_ = run;
     live_ = live;
-    if (otherRun) followNewest_->setChecked(live);
+    if (followNow) followNewest_->setChecked(live);
     if (live)
         poll_->start();
     else
