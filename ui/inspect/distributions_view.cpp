@@ -12,7 +12,6 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QStackedWidget>
-#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -28,7 +27,6 @@ namespace {
 
 constexpr int kValueBins = 64;
 constexpr size_t kMaxRidges = 24; // more curves than this are a blur at a plot's height
-constexpr int kLivePollMs = 2000;
 const std::vector<double> kQuantiles = {0.05, 0.25, 0.5, 0.75, 0.95};
 
 QCPColorGradient shareGradient() {
@@ -160,9 +158,7 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
     message_ = frame.message;
     plotPage_ = frame.plots;
 
-    poll_ = new QTimer(this);
-    poll_->setInterval(kLivePollMs);
-    connect(poll_, &QTimer::timeout, this, [this] {
+    shownRun_.setPoll([this] {
         if (isVisible()) reload();
     });
     connect(layerBox_, &QComboBox::activated, this, [this] {
@@ -184,35 +180,26 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
 DistributionsView::~DistributionsView() = default;
 
 bool DistributionsView::openStore(const QString& path) {
-    if (store_ && path == storePath_) return true;
-    storePath_ = path;
     QString error;
-    store_ = openStoreForReading(path, &error);
+    const bool open = shownRun_.open(path, &error);
     if (!error.isEmpty()) showMessage(tr("Cannot read the run store: %1").arg(error));
-    return store_ != nullptr;
+    return open;
 }
 
 void DistributionsView::showRun(const QString& storePath, int64_t run, bool live) {
     if (!openStore(storePath)) return;
-    run_ = run;
-    live_ = live;
-    if (live)
-        poll_->start();
-    else
-        poll_->stop();
+    shownRun_.show(run, live);
     reload();
 }
 
 void DistributionsView::runFinished() {
-    if (!live_) return;
-    live_ = false;
-    poll_->stop();
+    if (!shownRun_.finish()) return;
     reload();
 }
 
 void DistributionsView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    if (live_) reload();
+    if (shownRun_.live()) reload();
     plot_->replot();
     stripPlot_->replot();
 }
@@ -257,7 +244,7 @@ void DistributionsView::setStripMetric(StripMetric metric) {
     stripPlot_->xAxis->setLabel(zeros ? tr("step — share of exact zeros in each layer's output")
                                       : tr("step — NaN or infinite values in each layer's "
                                            "activations and gradients"));
-    if (!store_ || run_ < 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0) return;
     loadStrip();
     if (stack_->currentWidget() == plotPage_) drawStrip();
 }
@@ -297,12 +284,14 @@ void DistributionsView::showMessage(const QString& text) {
 }
 
 void DistributionsView::reload() {
-    if (!store_ || run_ < 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0) return;
     const std::string keep = layer();
     try {
-        layers_ = train::layers_with_histograms(*store_, run_);
+        layers_ = train::layers_with_histograms(*shownRun_.store(), shownRun_.run());
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     {
@@ -316,13 +305,14 @@ void DistributionsView::reload() {
         layerBox_->setCurrentIndex(index >= 0 ? index : 0);
     }
     if (layers_.empty()) {
-        showMessage(live_ ? tr("Run #%1 has captured no histograms yet: they come every "
-                               "Training > Capture > summaries steps (100 by default).")
-                                .arg(run_)
-                          : tr("Run #%1 captured no activation or gradient histograms "
-                               "(Training > Capture > summaries was off, or the run ended before "
-                               "the first capture step).")
-                                .arg(run_));
+        showMessage(shownRun_.live()
+                        ? tr("Run #%1 has captured no histograms yet: they come every "
+                             "Training > Capture > summaries steps (100 by default).")
+                              .arg(shownRun_.run())
+                        : tr("Run #%1 captured no activation or gradient histograms "
+                             "(Training > Capture > summaries was off, or the run ended before "
+                             "the first capture step).")
+                              .arg(shownRun_.run()));
         stateLabel_->clear();
         return;
     }
@@ -335,14 +325,16 @@ void DistributionsView::loadLayer() {
     steps_.clear();
     columns_.clear();
     percentiles_.clear();
-    if (!store_ || run_ < 0 || layerBox_->count() == 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0 || layerBox_->count() == 0) return;
     const bool gradients = kindBox_->currentData().toBool();
     const std::string key = std::string(gradients ? "gradient/" : "activation/") + layer();
     std::vector<store::HistogramSample> series;
     try {
-        series = store_->histogram_series(run_, key);
+        series = shownRun_.store()->histogram_series(shownRun_.run(), key);
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     // One common range, so the steps' columns are comparable.
@@ -378,17 +370,17 @@ void DistributionsView::loadStrip() {
     try {
         std::map<int64_t, size_t> column;
         std::vector<std::vector<store::MetricSample>> rows;
-        for (const auto& l : train::recorded_layers(*store_, run_)) {
+        for (const auto& l : train::recorded_layers(*shownRun_.store(), shownRun_.run())) {
             std::vector<store::MetricSample> series;
             if (stripMetric_ == StripMetric::ZeroFraction) {
-                series = store_->metric_series(
-                    run_, train::layer_metric_key(lm::kActivationZeros, l.name));
+                series = shownRun_.store()->metric_series(
+                    shownRun_.run(), train::layer_metric_key(lm::kActivationZeros, l.name));
             } else {
                 // Activation and gradient counts of a step, added.
                 std::map<int64_t, double> counts;
                 for (auto family : {lm::kActivationNonFinite, lm::kGradientNonFinite})
-                    for (const auto& point :
-                         store_->metric_series(run_, train::layer_metric_key(family, l.name)))
+                    for (const auto& point : shownRun_.store()->metric_series(
+                             shownRun_.run(), train::layer_metric_key(family, l.name)))
                         counts[point.step] += point.value;
                 for (const auto& [step, count] : counts) {
                     store::MetricSample sample;
@@ -404,8 +396,8 @@ void DistributionsView::loadStrip() {
             rows.push_back(std::move(series));
             double bad = 0;
             for (auto family : {lm::kActivationNonFinite, lm::kGradientNonFinite})
-                for (const auto& point :
-                     store_->metric_series(run_, train::layer_metric_key(family, l.name)))
+                for (const auto& point : shownRun_.store()->metric_series(
+                         shownRun_.run(), train::layer_metric_key(family, l.name)))
                     bad = std::max(bad, point.value);
             if (bad > 0)
                 nonFinite
@@ -420,7 +412,9 @@ void DistributionsView::loadStrip() {
             for (const auto& point : rows[r])
                 strip_[r * stripSteps_.size() + column.at(point.step)] = point.value;
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     nonFinite_->setText(nonFinite.isEmpty()
@@ -438,7 +432,7 @@ void DistributionsView::draw() {
                             .arg(QString::fromStdString(layer()), kindBox_->currentData().toBool()
                                                                       ? tr("gradient")
                                                                       : tr("activation"))
-                            .arg(run_));
+                            .arg(shownRun_.run()));
         return;
     }
     stack_->setCurrentWidget(plotPage_);
@@ -590,7 +584,7 @@ void DistributionsView::drawStrip() {
     stateLabel_->setText(tr("%n captured step(s), %1 to %2", nullptr, int(steps_.size()))
                              .arg(steps_.front())
                              .arg(steps_.back()) +
-                         (live_ ? tr(" · live") : QString()));
+                         (shownRun_.live() ? tr(" · live") : QString()));
 }
 
 } // namespace myelin::ui

@@ -8,6 +8,8 @@
 // show as a dark row, non-finite values as red cells), and
 // which layers ever had NaN/Inf. It reads the run store only; it shows the run the Gradient Flow
 // view shows.
+#include "inspect/shown_run.h"
+
 #include <myelin/train/layer_inspection.h>
 
 #include <QString>
@@ -24,7 +26,6 @@ class QCPItemStraightLine;
 class QCustomPlot;
 class QLabel;
 class QStackedWidget;
-class QTimer;
 
 namespace myelin::store {
 class RunStore;
@@ -55,7 +56,7 @@ class DistributionsView : public QWidget {
     void markStep(int64_t step);
     int64_t markedStep() const { return markedStep_; }
 
-    int64_t run() const { return run_; }
+    int64_t run() const { return shownRun_.run(); }
     std::vector<std::string> layers() const; // with histograms, model order
     std::string layer() const;
     // What the heatmap holds: per captured step, the share of values in each of its bins (each
@@ -89,10 +90,7 @@ class DistributionsView : public QWidget {
     void showMessage(const QString& text);
     bool openStore(const QString& path);
 
-    QString storePath_;
-    std::unique_ptr<store::RunStore> store_;
-    int64_t run_ = -1;
-    bool live_ = false;
+    ShownRun shownRun_{this};
     Mode mode_ = Mode::Heatmap;
     StripMetric stripMetric_ = StripMetric::ZeroFraction;
     int64_t markedStep_ = -1;
@@ -122,7 +120,6 @@ class DistributionsView : public QWidget {
     QCustomPlot* stripPlot_ = nullptr;
     QCPColorMap* stripMap_ = nullptr;
     QLabel* nonFinite_ = nullptr;
-    QTimer* poll_ = nullptr;
 };
 
 } // namespace myelin::ui

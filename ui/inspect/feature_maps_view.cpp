@@ -17,7 +17,6 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QStackedWidget>
-#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -30,7 +29,6 @@ namespace myelin::ui {
 
 namespace {
 
-constexpr int kLivePollMs = 2000;
 constexpr int kThumbnailSize = 44;
 const int kChannelCounts[] = {16, 32, 64};
 
@@ -163,9 +161,7 @@ FeatureMapsView::FeatureMapsView(QWidget* parent) : QWidget(parent) {
     message_ = frame.message;
     mapsPage_ = frame.plots;
 
-    poll_ = new QTimer(this);
-    poll_->setInterval(kLivePollMs);
-    connect(poll_, &QTimer::timeout, this, [this] {
+    shownRun_.setPoll([this] {
         if (isVisible()) reload(); // hidden: nothing is read
     });
     connect(layerBox_, &QComboBox::activated, this, [this] {
@@ -191,17 +187,15 @@ FeatureMapsView::FeatureMapsView(QWidget* parent) : QWidget(parent) {
 FeatureMapsView::~FeatureMapsView() = default;
 
 bool FeatureMapsView::openStore(const QString& path) {
-    if (store_ && path == storePath_) return true;
-    storePath_ = path;
     QString error;
-    store_ = openStoreForReading(path, &error);
+    const bool open = shownRun_.open(path, &error);
     if (!error.isEmpty()) showMessage(tr("Cannot read the run store: %1").arg(error));
-    return store_ != nullptr;
+    return open;
 }
 
 void FeatureMapsView::showRun(const QString& storePath, int64_t run, bool live) {
     if (!openStore(storePath)) return;
-    if (run != run_) {
+    if (run != shownRun_.run()) {
         map_.reset();
         input_.reset();
         steps_.clear();
@@ -209,13 +203,8 @@ void FeatureMapsView::showRun(const QString& storePath, int64_t run, bool live) 
         enlarged_ = -1;
         example_ = 0;
     }
-    run_ = run;
-    live_ = live;
+    shownRun_.show(run, live);
     followNewest_->setChecked(live);
-    if (live)
-        poll_->start();
-    else
-        poll_->stop();
     if (isVisible())
         reload();
     else
@@ -223,9 +212,7 @@ void FeatureMapsView::showRun(const QString& storePath, int64_t run, bool live) 
 }
 
 void FeatureMapsView::runFinished() {
-    if (!live_) return;
-    live_ = false;
-    poll_->stop();
+    if (!shownRun_.finish()) return;
     if (isVisible())
         reload(); // the last captures
     else
@@ -234,7 +221,7 @@ void FeatureMapsView::runFinished() {
 
 void FeatureMapsView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    if (live_ || stale_) reload();
+    if (shownRun_.live() || stale_) reload();
 }
 
 void FeatureMapsView::showMessage(const QString& text) {
@@ -325,40 +312,45 @@ QString FeatureMapsView::emptyText() {
     std::optional<int64_t> every;
     std::optional<store::MetricSample> last;
     try {
-        every = train::feature_maps_interval(*store_, run_);
-        last = store_->nearest_metric_point(run_, "loss", std::numeric_limits<int64_t>::max());
+        every = train::feature_maps_interval(*shownRun_.store(), shownRun_.run());
+        last = shownRun_.store()->nearest_metric_point(shownRun_.run(), "loss",
+                                                       std::numeric_limits<int64_t>::max());
     } catch (const Error& e) {
-        return tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what()));
+        return tr("Cannot read run %1: %2")
+            .arg(shownRun_.run())
+            .arg(QString::fromStdString(e.what()));
     }
     if (every && *every == 0)
         return tr("Run #%1 captured no feature maps (capture is off: Training > Capture > "
                   "feature maps).")
-            .arg(run_);
+            .arg(shownRun_.run());
     const QString interval = !every        ? tr("every few hundred steps")
                              : *every == 1 ? tr("every step")
                                            : tr("every %1 steps").arg(*every);
-    if (live_)
+    if (shownRun_.live())
         return tr("Feature maps are captured %1 — none yet (run #%2 is at step %3).")
             .arg(interval)
-            .arg(run_)
+            .arg(shownRun_.run())
             .arg(last ? last->step : 0);
     if (!every || !last || last->step < *every)
         return tr("Run #%1 ended at step %2, before its first feature-map capture (%3).")
-            .arg(run_)
+            .arg(shownRun_.run())
             .arg(last ? last->step : 0)
             .arg(interval);
     return tr("Run #%1 captured no feature maps: no layer of its model has image-shaped "
               "outputs [channels, height, width] (convolution and pooling layers do).")
-        .arg(run_);
+        .arg(shownRun_.run());
 }
 
 void FeatureMapsView::reload() {
     stale_ = false;
-    if (!store_ || run_ < 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0) return;
     try {
-        layers_ = train::layers_with_feature_maps(*store_, run_);
+        layers_ = train::layers_with_feature_maps(*shownRun_.store(), shownRun_.run());
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     {
@@ -384,12 +376,14 @@ void FeatureMapsView::reload() {
 }
 
 void FeatureMapsView::loadSteps() {
-    if (!store_ || run_ < 0 || layerBox_->count() == 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0 || layerBox_->count() == 0) return;
     const std::string name = layer();
     try {
-        steps_ = store_->feature_map_steps(run_, name);
+        steps_ = shownRun_.store()->feature_map_steps(shownRun_.run(), name);
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     if (steps_.empty()) return;
@@ -404,10 +398,10 @@ void FeatureMapsView::loadSteps() {
 }
 
 void FeatureMapsView::loadMap(int64_t step) {
-    if (!store_ || run_ < 0 || layerBox_->count() == 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0 || layerBox_->count() == 0) return;
     const std::string name = layer();
     try {
-        auto map = store_->feature_map(run_, name, step);
+        auto map = shownRun_.store()->feature_map(shownRun_.run(), name, step);
         if (!map) { // gone since the layers were listed (the run was deleted)
             map_.reset();
             showMessage(emptyText());
@@ -415,10 +409,12 @@ void FeatureMapsView::loadMap(int64_t step) {
         }
         map_ = std::move(map);
         mapLayer_ = name;
-        if (!input_) input_ = store_->probe_input(run_); // once it is there
+        if (!input_) input_ = shownRun_.store()->probe_input(shownRun_.run()); // once it is there
     } catch (const Error& e) {
         map_.reset();
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     example_ = std::clamp(example_, 0, int(map_->examples) - 1);
@@ -498,8 +494,9 @@ void FeatureMapsView::updateStepControls() {
     const QString captures =
         steps_.size() == 1 ? tr("1 capture") : tr("%1 captures").arg(steps_.size());
     stateLabel_->setText(
-        live_ ? tr("● live: %1, newest step %2").arg(captures).arg(steps_.back())
-              : tr("%1, steps %2 to %3").arg(captures).arg(steps_.front()).arg(steps_.back()));
+        shownRun_.live()
+            ? tr("● live: %1, newest step %2").arg(captures).arg(steps_.back())
+            : tr("%1, steps %2 to %3").arg(captures).arg(steps_.front()).arg(steps_.back()));
 }
 
 void FeatureMapsView::draw() {

@@ -7,6 +7,8 @@
 // the channel range are chosen above and below the grid. It reads the run store only and shows
 // the run the Gradient Flow view shows; live, it re-reads every two seconds while shown and
 // reads nothing while hidden. When nothing was captured it says why instead of an empty grid.
+#include "inspect/shown_run.h"
+
 #include <myelin/store/run_store.h>
 #include <myelin/train/layer_inspection.h>
 
@@ -26,7 +28,6 @@ class QLabel;
 class QSlider;
 class QSpinBox;
 class QStackedWidget;
-class QTimer;
 
 namespace myelin::ui {
 
@@ -53,8 +54,8 @@ class FeatureMapsView : public QWidget {
     // Enlarges a shown channel (as a click on it does); -1 closes the enlarged view.
     void enlargeChannel(int channel);
 
-    int64_t run() const { return run_; }
-    bool isLive() const { return live_; }
+    int64_t run() const { return shownRun_.run(); }
+    bool isLive() const { return shownRun_.live(); }
     std::vector<std::string> layers() const; // with feature maps, forward order
     std::string layer() const;
     const std::vector<int64_t>& steps() const { return steps_; } // the layer's recorded steps
@@ -95,10 +96,7 @@ class FeatureMapsView : public QWidget {
     QString emptyText();
     bool openStore(const QString& path);
 
-    QString storePath_;
-    std::unique_ptr<store::RunStore> store_;
-    int64_t run_ = -1;
-    bool live_ = false;
+    ShownRun shownRun_{this};
     bool stale_ = false; // asked to show something while hidden: read when shown
     std::string wantedLayer_;
     std::vector<train::RecordedLayer> layers_;
@@ -126,7 +124,6 @@ class FeatureMapsView : public QWidget {
     QSlider* stepSlider_ = nullptr;
     QLabel* stepLabel_ = nullptr;
     QCheckBox* followNewest_ = nullptr;
-    QTimer* poll_ = nullptr;
 };
 
 } // namespace myelin::ui

@@ -14,7 +14,6 @@
 #include <QLabel>
 #include <QSlider>
 #include <QStackedWidget>
-#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -25,7 +24,6 @@ namespace myelin::ui {
 
 namespace {
 
-constexpr int kLivePollMs = 2000;
 constexpr size_t kMaxShrinkageSteps = 200; // evenly spread over a longer run
 
 bool isRecurrentKind(const std::string& kind) {
@@ -130,9 +128,7 @@ TimeGradientsView::TimeGradientsView(QWidget* parent) : QWidget(parent) {
     message_ = frame.message;
     plotPage_ = frame.plots;
 
-    poll_ = new QTimer(this);
-    poll_->setInterval(kLivePollMs);
-    connect(poll_, &QTimer::timeout, this, [this] {
+    shownRun_.setPoll([this] {
         if (isVisible())
             reload();
         else if (!available_)
@@ -156,12 +152,10 @@ TimeGradientsView::TimeGradientsView(QWidget* parent) : QWidget(parent) {
 TimeGradientsView::~TimeGradientsView() = default;
 
 bool TimeGradientsView::openStore(const QString& path) {
-    if (store_ && path == storePath_) return true;
-    storePath_ = path;
     QString error;
-    store_ = openStoreForReading(path, &error);
+    const bool open = shownRun_.open(path, &error);
     if (!error.isEmpty()) showMessage(tr("Cannot read the run store: %1").arg(error));
-    return store_ != nullptr;
+    return open;
 }
 
 void TimeGradientsView::showRun(const QString& storePath, int64_t run, bool live) {
@@ -171,27 +165,20 @@ void TimeGradientsView::showRun(const QString& storePath, int64_t run, bool live
     }
     // A run the user has not looked at yet, or one that has just turned live (the studio shows a
     // new run once before its training reports in), follows its newest capture.
-    const bool followNow = run != run_ || (live && !live_);
-    run_ = run;
-    live_ = live;
+    const bool followNow = run != shownRun_.run() || (live && !shownRun_.live());
+    shownRun_.show(run, live);
     if (followNow) followNewest_->setChecked(live);
-    if (live)
-        poll_->start();
-    else
-        poll_->stop();
     reload();
 }
 
 void TimeGradientsView::runFinished() {
-    if (!live_) return;
-    live_ = false;
-    poll_->stop();
+    if (!shownRun_.finish()) return;
     reload();
 }
 
 void TimeGradientsView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    if (live_) reload();
+    if (shownRun_.live()) reload();
     plot_->replot();
     shrinkPlot_->replot();
 }
@@ -254,10 +241,10 @@ void TimeGradientsView::setAvailable(bool available) {
 }
 
 void TimeGradientsView::refreshAvailability() {
-    if (!store_ || run_ < 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0) return;
     try {
-        bool recurrent = !store_->time_gradient_layers(run_).empty();
-        for (const auto& l : train::recorded_layers(*store_, run_))
+        bool recurrent = !shownRun_.store()->time_gradient_layers(shownRun_.run()).empty();
+        for (const auto& l : train::recorded_layers(*shownRun_.store(), shownRun_.run()))
             recurrent = recurrent || isRecurrentKind(l.kind);
         setAvailable(recurrent);
     } catch (const Error&) {
@@ -266,18 +253,20 @@ void TimeGradientsView::refreshAvailability() {
 }
 
 void TimeGradientsView::reload() {
-    if (!store_ || run_ < 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0) return;
     const std::string keep = layer();
     bool recurrent = false;
     std::vector<train::RecordedLayer> recorded;
     try {
-        layers_ = store_->time_gradient_layers(run_);
-        recorded = train::recorded_layers(*store_, run_);
+        layers_ = shownRun_.store()->time_gradient_layers(shownRun_.run());
+        recorded = train::recorded_layers(*shownRun_.store(), shownRun_.run());
         recurrent = !layers_.empty();
         for (const auto& l : recorded)
             recurrent = recurrent || isRecurrentKind(l.kind);
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     setAvailable(recurrent);
@@ -301,13 +290,14 @@ void TimeGradientsView::reload() {
         stateLabel_->clear();
         updateStepControls();
         showMessage(
-            live_ ? tr("Run #%1 has recorded no gradient through time yet: it is captured on the "
-                       "probe examples every Training > Capture > feature maps steps.")
-                        .arg(run_)
-                  : tr("Run #%1 recorded no gradient through time (Training > Capture > feature "
-                       "maps was off, the model has no recurrent layer, or the run ended before "
-                       "the first capture step).")
-                        .arg(run_));
+            shownRun_.live()
+                ? tr("Run #%1 has recorded no gradient through time yet: it is captured on the "
+                     "probe examples every Training > Capture > feature maps steps.")
+                      .arg(shownRun_.run())
+                : tr("Run #%1 recorded no gradient through time (Training > Capture > feature "
+                     "maps was off, the model has no recurrent layer, or the run ended before "
+                     "the first capture step).")
+                      .arg(shownRun_.run()));
         return;
     }
     loadLayer();
@@ -317,7 +307,7 @@ void TimeGradientsView::loadLayer() {
     const std::string name = layer();
     const std::optional<int64_t> wanted = shownStep();
     try {
-        steps_ = store_->time_gradient_steps(run_, name);
+        steps_ = shownRun_.store()->time_gradient_steps(shownRun_.run(), name);
         // The shrinkage over (at most kMaxShrinkageSteps of) the recorded steps.
         shrinkNames_.clear();
         shrinkage_.clear();
@@ -328,7 +318,7 @@ void TimeGradientsView::loadLayer() {
                 steps_[n <= kMaxShrinkageSteps ? i : i * (n - 1) / (kMaxShrinkageSteps - 1)]);
         std::vector<std::vector<double>> rows;
         for (int64_t step : sampled)
-            for (const auto& s : store_->time_gradients(run_, name, step)) {
+            for (const auto& s : shownRun_.store()->time_gradients(shownRun_.run(), name, step)) {
                 const auto key = seriesKey(s).toStdString();
                 auto at = std::find(shrinkNames_.begin(), shrinkNames_.end(), key);
                 if (at == shrinkNames_.end()) {
@@ -350,7 +340,9 @@ void TimeGradientsView::loadLayer() {
                        QVector<double>(shrinkage_[k].begin(), shrinkage_[k].end()));
         }
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     if (steps_.empty()) return;
@@ -359,11 +351,13 @@ void TimeGradientsView::loadLayer() {
 }
 
 void TimeGradientsView::loadStep(int64_t step) {
-    if (!store_ || run_ < 0) return;
+    if (!shownRun_.store() || shownRun_.run() < 0) return;
     try {
-        shown_ = store_->time_gradients(run_, layer(), step);
+        shown_ = shownRun_.store()->time_gradients(shownRun_.run(), layer(), step);
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2")
+                        .arg(shownRun_.run())
+                        .arg(QString::fromStdString(e.what())));
         return;
     }
     updateStepControls();
@@ -383,8 +377,9 @@ void TimeGradientsView::updateStepControls() {
     const QString captures =
         steps_.size() == 1 ? tr("1 capture") : tr("%1 captures").arg(steps_.size());
     stateLabel_->setText(
-        live_ ? tr("● live: %1, newest step %2").arg(captures).arg(steps_.back())
-              : tr("%1, steps %2 to %3").arg(captures).arg(steps_.front()).arg(steps_.back()));
+        shownRun_.live()
+            ? tr("● live: %1, newest step %2").arg(captures).arg(steps_.back())
+            : tr("%1, steps %2 to %3").arg(captures).arg(steps_.front()).arg(steps_.back()));
 }
 
 void TimeGradientsView::draw() {

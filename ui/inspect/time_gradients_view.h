@@ -11,6 +11,8 @@
 // live, it re-reads every two seconds while shown. available() says whether the run has
 // recurrent layers at all: the shell shows the view's tab only then (availabilityChanged); a
 // live run's availability is re-checked every two seconds even while the view is hidden.
+#include "inspect/shown_run.h"
+
 #include <myelin/store/run_store.h>
 
 #include <QString>
@@ -28,7 +30,6 @@ class QCustomPlot;
 class QLabel;
 class QSlider;
 class QStackedWidget;
-class QTimer;
 
 namespace myelin::ui {
 
@@ -49,8 +50,8 @@ class TimeGradientsView : public QWidget {
     void setFollowNewest(bool follow);
     void setLogScale(bool log);
 
-    int64_t run() const { return run_; }
-    bool isLive() const { return live_; }
+    int64_t run() const { return shownRun_.run(); }
+    bool isLive() const { return shownRun_.live(); }
     // The run has recurrent layers (recorded series, or recurrent kinds among its layers).
     bool available() const { return available_; }
     std::vector<std::string> layers() const; // with series, forward order
@@ -88,10 +89,7 @@ class TimeGradientsView : public QWidget {
     void showMessage(const QString& text);
     bool openStore(const QString& path);
 
-    QString storePath_;
-    std::unique_ptr<store::RunStore> store_;
-    int64_t run_ = -1;
-    bool live_ = false;
+    ShownRun shownRun_{this};
     bool available_ = false;
     std::vector<std::string> layers_;
     std::vector<int64_t> steps_;
@@ -111,7 +109,6 @@ class TimeGradientsView : public QWidget {
     QSlider* stepSlider_ = nullptr;
     QLabel* stepLabel_ = nullptr;
     QCheckBox* followNewest_ = nullptr;
-    QTimer* poll_ = nullptr;
 };
 
 } // namespace myelin::ui
