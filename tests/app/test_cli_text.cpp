@@ -35,15 +35,6 @@ void writeFile(const QString& path, const QByteArray& bytes) {
     f.write(bytes);
 }
 
-// The checkpoint path `myelin train` printed last.
-QString lastCheckpoint(const QString& out) {
-    QString path;
-    for (const QString& line : out.split(QLatin1Char('\n')))
-        if (line.startsWith(QStringLiteral("checkpoint: ")))
-            path = line.section(QStringLiteral(": "), 1).trimmed();
-    return path;
-}
-
 } // namespace
 
 class TestCliText : public QObject {

@@ -20,15 +20,6 @@ bool haveWordLists() {
     return true;
 }
 
-// The checkpoint path `myelin train` printed last.
-QString lastCheckpoint(const QString& out) {
-    QString path;
-    for (const QString& line : out.split(QLatin1Char('\n')))
-        if (line.startsWith(QStringLiteral("checkpoint: ")))
-            path = line.section(QStringLiteral(": "), 1).trimmed();
-    return path;
-}
-
 } // namespace
 
 class TestCliTransformer : public QObject {

@@ -35,3 +35,12 @@ inline CliResult runCliProcess(const QStringList& args, int timeoutMs,
     r.err = QString::fromUtf8(process.readAllStandardError());
     return r;
 }
+
+// The checkpoint path `myelin train` printed last (its "checkpoint: PATH" lines).
+inline QString lastCheckpoint(const QString& out) {
+    QString path;
+    for (const QString& line : out.split(QLatin1Char('\n')))
+        if (line.startsWith(QStringLiteral("checkpoint: ")))
+            path = line.section(QStringLiteral(": "), 1).trimmed();
+    return path;
+}
