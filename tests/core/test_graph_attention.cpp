@@ -18,6 +18,8 @@
 #include <myelin/optim/optim.h>
 #include <myelin/tensor.h>
 
+#include "../support/graph_problems.h"
+
 #include <QTest>
 
 #include <cmath>
@@ -28,13 +30,6 @@ using namespace myelin::graph;
 namespace {
 
 using I = int64_t;
-
-QString problems_of(const ModelSpec& spec, const Analysis& a) {
-    QString out;
-    for (const auto& p : a.problems)
-        out += QString::fromStdString(describe(spec, p)) + "\n";
-    return out;
-}
 
 // Input float [T, width] -> `kind` with `attrs` -> Output.
 ModelSpec single_layer(const char* kind, Attrs attrs, int64_t steps = 5, int64_t width = 16) {

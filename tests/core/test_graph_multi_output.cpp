@@ -12,6 +12,8 @@
 #include <myelin/nn/recurrent.h>
 #include <myelin/tensor.h>
 
+#include "../support/graph_problems.h"
+
 #include <QTest>
 
 #include <fstream>
@@ -29,13 +31,6 @@ std::string read_text(const std::string& path) {
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
-}
-
-QString problems_of(const ModelSpec& spec, const Analysis& a) {
-    QString out;
-    for (const auto& p : a.problems)
-        out += QString::fromStdString(describe(spec, p)) + "\n";
-    return out;
 }
 
 // tokens int64 [6] -> Embedding(10, 4) -> LSTM(4, 3, 2 layers, bidirectional): its h_n port ->

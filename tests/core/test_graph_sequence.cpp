@@ -11,6 +11,8 @@
 #include <myelin/nn/attention.h>
 #include <myelin/tensor.h>
 
+#include "../support/graph_problems.h"
+
 #include <QTest>
 
 using namespace myelin;
@@ -19,13 +21,6 @@ using namespace myelin::graph;
 namespace {
 
 using I = int64_t;
-
-QString problems_of(const ModelSpec& spec, const Analysis& a) {
-    QString out;
-    for (const auto& p : a.problems)
-        out += QString::fromStdString(describe(spec, p)) + "\n";
-    return out;
-}
 
 // Input int64 [T] -> Embedding(10, 4) -> LSTM(4, 3, ...) [<- PaddingLengths] -> Linear -> Output.
 struct Classifier {
