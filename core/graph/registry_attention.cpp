@@ -109,6 +109,8 @@ double attention_flops(double n, double t, double e, double heads) {
            2.0 * n * t * (e * e);
 }
 
+} // namespace
+
 // One encoder layer: attention, linear1 and linear2 (2 E F per step each), the activation on
 // [N, T, F] (ReLU 1, GELU 8 per element, as the activation kinds count), two residual additions
 // and two LayerNorms (5 per element, as the LayerNorm kind counts).
@@ -123,7 +125,17 @@ int64_t encoder_layer_params(int64_t e, int64_t f) {
     return attention_params(e, true) + f * e + f + e * f + e + 4 * e;
 }
 
-} // namespace
+// nn::TransformerEncoderLayer's options from a kind's attributes (batch first).
+nn::TransformerEncoderLayerOptions encoder_layer_options(const Attrs& a) {
+    nn::TransformerEncoderLayerOptions options;
+    options.dim_feedforward = a.get_int("dim_feedforward");
+    options.dropout = a.get_float("dropout");
+    options.activation = a.get_string("activation");
+    options.layer_norm_eps = a.get_float("layer_norm_eps");
+    options.batch_first = true;
+    options.norm_first = a.get_bool("norm_first");
+    return options;
+}
 
 void add_attention_kinds(std::vector<LayerKind>& kinds) {
     {
@@ -209,13 +221,7 @@ void add_attention_kinds(std::vector<LayerKind>& kinds) {
                    (a.get_bool("norm") ? 5.0 * n * t * e : 0.0);
         };
         k.build = [](const Attrs& a) {
-            nn::TransformerEncoderLayerOptions options;
-            options.dim_feedforward = a.get_int("dim_feedforward");
-            options.dropout = a.get_float("dropout");
-            options.activation = a.get_string("activation");
-            options.layer_norm_eps = a.get_float("layer_norm_eps");
-            options.batch_first = true;
-            options.norm_first = a.get_bool("norm_first");
+            const nn::TransformerEncoderLayerOptions options = encoder_layer_options(a);
             const int64_t d_model = a.get_int("d_model");
             const nn::TransformerEncoderLayer layer(d_model, a.get_int("nhead"), options);
             std::shared_ptr<nn::LayerNorm> norm;

@@ -15,6 +15,10 @@
 #include <string_view>
 #include <vector>
 
+namespace myelin::nn {
+struct TransformerEncoderLayerOptions;
+}
+
 namespace myelin::graph::detail {
 
 using Inputs = std::span<const TensorType>;
@@ -42,6 +46,12 @@ int normalize_dim(int64_t dim, int rank, const char* attr);
 AttrDesc lengths_port_attr(const char* after_length);
 void require_sequence(Inputs in, const char* layout);
 void require_last_dim(const TensorType& t, int64_t expected, const char* attr_name);
+
+// One Transformer encoder layer (registry_attention.cpp), shared by the TransformerEncoderLayer
+// and TransformerEncoder kinds: its parameter count, FLOPs on [n, t, e] and nn options.
+int64_t encoder_layer_params(int64_t e, int64_t f);
+double encoder_layer_flops(double n, double t, double e, double heads, double f, bool gelu);
+nn::TransformerEncoderLayerOptions encoder_layer_options(const Attrs& a);
 
 TensorType same_as_input(const Attrs&, Inputs in);
 int64_t no_params(const Attrs&);

@@ -301,8 +301,7 @@ void add_sequence_kinds(std::vector<LayerKind>& kinds) {
         // in_proj [3E, E] + [3E], out_proj [E, E] + [E], linear1 [F, E] + [F], linear2 [E, F] +
         // [E], norm1 and norm2 [E] + [E].
         k.param_count = [](const Attrs& a) {
-            const int64_t e = a.get_int("d_model"), f = a.get_int("dim_feedforward");
-            return 3 * e * e + 3 * e + e * e + e + f * e + f + e * f + e + 4 * e;
+            return encoder_layer_params(a.get_int("d_model"), a.get_int("dim_feedforward"));
         };
         k.flops = [](const Attrs& a, Inputs in, const TensorType&) {
             const double e = double(a.get_int("d_model")), f = double(a.get_int("dim_feedforward"));
@@ -311,15 +310,8 @@ void add_sequence_kinds(std::vector<LayerKind>& kinds) {
             return 2.0 * n * t * (4 * e * e + 2 * t * e + 2 * e * f);
         };
         k.build = [](const Attrs& a) {
-            nn::TransformerEncoderLayerOptions options;
-            options.dim_feedforward = a.get_int("dim_feedforward");
-            options.dropout = a.get_float("dropout");
-            options.activation = a.get_string("activation");
-            options.layer_norm_eps = a.get_float("layer_norm_eps");
-            options.batch_first = true;
-            options.norm_first = a.get_bool("norm_first");
-            return std::make_shared<nn::TransformerEncoderLayer>(a.get_int("d_model"),
-                                                                 a.get_int("nhead"), options);
+            return std::make_shared<nn::TransformerEncoderLayer>(
+                a.get_int("d_model"), a.get_int("nhead"), encoder_layer_options(a));
         };
         kinds.push_back(std::move(k));
     }
