@@ -304,10 +304,10 @@ void add_sequence_kinds(std::vector<LayerKind>& kinds) {
             return encoder_layer_params(a.get_int("d_model"), a.get_int("dim_feedforward"));
         };
         k.flops = [](const Attrs& a, Inputs in, const TensorType&) {
-            const double e = double(a.get_int("d_model")), f = double(a.get_int("dim_feedforward"));
-            const double n = double(in[0].shape[0]), t = double(in[0].shape[1]);
-            // Projections (4 E^2), scores and weighted sum (2 T E), feed-forward (2 E F): x2.
-            return 2.0 * n * t * (4 * e * e + 2 * t * e + 2 * e * f);
+            return encoder_layer_flops(double(in[0].shape[0]), double(in[0].shape[1]),
+                                       double(a.get_int("d_model")), double(a.get_int("nhead")),
+                                       double(a.get_int("dim_feedforward")),
+                                       a.get_string("activation") == "gelu");
         };
         k.build = [](const Attrs& a) {
             return std::make_shared<nn::TransformerEncoderLayer>(

@@ -256,6 +256,10 @@ void TestGraphAttention::flopsAddUpFromTheParts() {
                            {"dim_feedforward", I(32)},
                            {"activation", std::string(activation)}};
         QCOMPARE(flops_of("TransformerEncoder", one, x), attention + parts);
+        // The single-layer kind counts the same layer the same way.
+        Attrs layer = one;
+        layer.erase("num_layers");
+        QCOMPARE(flops_of("TransformerEncoderLayer", layer, x), attention + parts);
         Attrs three = one;
         three.set("num_layers", I(3));
         three.set("norm", true);
