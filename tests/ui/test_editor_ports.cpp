@@ -28,14 +28,9 @@ using myelin::graph::Edge;
 using myelin::graph::ModelSpec;
 using myelin::graph::NodeId;
 using myelin::test::examplePath;
+using myelin::test::nodeOfKind;
 
 namespace {
-
-NodeId nodeOfKind(const ModelSpec& spec, const std::string& kind) {
-    for (const auto& n : spec.nodes)
-        if (n.kind == kind) return n.id;
-    return -1;
-}
 
 bool hasEdge(const ModelSpec& spec, const Edge& edge) {
     return std::find(spec.edges.begin(), spec.edges.end(), edge) != spec.edges.end();

@@ -18,16 +18,7 @@
 using myelin::graph::ModelSpec;
 using myelin::graph::NodeId;
 using myelin::test::examplePath;
-
-namespace {
-
-NodeId nodeOfKind(const ModelSpec& spec, const std::string& kind) {
-    for (const auto& n : spec.nodes)
-        if (n.kind == kind) return n.id;
-    return -1;
-}
-
-} // namespace
+using myelin::test::nodeOfKind;
 
 class TestSequenceEditor : public QObject {
     Q_OBJECT

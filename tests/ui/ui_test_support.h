@@ -1,5 +1,7 @@
 #pragma once
 // Helpers every studio test uses: where screenshots go, saving one, and finding the examples.
+#include <myelin/graph/model_spec.h>
+
 #include <QDir>
 #include <QPixmap>
 #include <QSettings>
@@ -48,6 +50,13 @@ inline QString sourceDir() {
 inline QString examplePath(const char* name) {
     return QDir(sourceDir())
         .filePath(QStringLiteral("resources/examples/%1.myelin").arg(QLatin1String(name)));
+}
+
+// The id of the first node of `kind`, -1 when there is none.
+inline graph::NodeId nodeOfKind(const graph::ModelSpec& spec, const std::string& kind) {
+    for (const auto& n : spec.nodes)
+        if (n.kind == kind) return n.id;
+    return -1;
 }
 
 } // namespace myelin::test
