@@ -6,6 +6,7 @@
 // median. Prints one JSON line.
 //
 //   myelin_bench_eval [--checkpoint FILE] [--rounds N] [--threads N] [--source-dir DIR]
+#include "bench_stats.h"
 #include <myelin/io/project.h>
 #include <myelin/train/evaluation.h>
 #include <myelin/train/trainer.h>
@@ -18,13 +19,9 @@
 #include <vector>
 
 using namespace myelin;
+using myelin::bench::median;
 
 namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 template <typename F> double seconds(F&& f) {
     const auto start = std::chrono::steady_clock::now();

@@ -11,6 +11,7 @@
 //
 //   QT_QPA_PLATFORM=offscreen myelin_bench_runs_browser [--store FILE]
 // (default /tmp/myelin-bench-runs-browser/runs.sqlite; written when missing, else reused).
+#include "bench_stats.h"
 #include "runs/runs_browser.h"
 
 #include <myelin/store/run_store.h>
@@ -30,6 +31,7 @@
 #include <vector>
 
 using namespace myelin;
+using myelin::bench::median;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -107,11 +109,6 @@ template <typename Start> double until_loaded(ui::RunsBrowser& browser, Start&& 
     const double elapsed = ms_since(begin);
     gui_stall = std::max(gui_stall, ms_since(last));
     return elapsed;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 } // namespace

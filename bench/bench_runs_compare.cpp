@@ -11,6 +11,7 @@
 //   QT_QPA_PLATFORM=offscreen myelin_bench_runs_compare [--points N] [--store FILE]
 // (--store FILE: write the runs there when FILE does not exist, else reuse it; default
 // /tmp/myelin_bench_runs_compare-<N>.sqlite, kept for the next time.)
+#include "bench_stats.h"
 #include "runs/runs_compare_data.h"
 #include "runs/runs_compare_view.h"
 
@@ -31,6 +32,7 @@
 #include <vector>
 
 using namespace myelin;
+using myelin::bench::median;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -45,11 +47,6 @@ void line(const char* workload, double value, const char* note) {
     std::printf("{\"workload\": \"%s\", \"myelin\": %.1f, \"unit\": \"ms\", \"note\": \"%s\"}\n",
                 workload, value, note);
     std::fflush(stdout);
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 void write_runs(store::RunStore& runs, int64_t points) {

@@ -9,6 +9,7 @@
 // and ranges in ms.
 //
 //   myelin_bench_time_gradients [--steps N] [--threads N] [--source-dir DIR]
+#include "bench_stats.h"
 #include "trainer_timing.h"
 
 #include <myelin/data/dataloader.h>
@@ -29,14 +30,10 @@
 #include <vector>
 
 using namespace myelin;
+using myelin::bench::median;
 using myelin::bench::seconds_per_step;
 
 namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 // Milliseconds of one forward + backward of `layer` on `x` with `lengths`, recording or not.
 double layer_step_ms(nn::LSTM& layer, const Tensor& x, const Tensor& lengths, bool record) {
