@@ -98,34 +98,10 @@ __device__ inline double load_float(const char* p, DType t) {
         return double(load_int(p, t));
     }
 }
-// Stores v (a double holding a floating source's value) into dtype t. Half types go through
-// float first, as the CPU's Half(float(v)).
-__device__ inline void store_float(char* p, DType t, double v) {
-    switch (t) {
-    case DType::Float32:
-        *reinterpret_cast<float*>(p) = float(v);
-        break;
-    case DType::Float64:
-        *reinterpret_cast<double*>(p) = v;
-        break;
-    case DType::Float16:
-        *reinterpret_cast<__half*>(p) = __float2half_rn(float(v));
-        break;
-    case DType::BFloat16:
-        *reinterpret_cast<__nv_bfloat16*>(p) = __float2bfloat16_rn(float(v));
-        break;
-    case DType::Int64:
-        *reinterpret_cast<int64_t*>(p) = int64_t(v);
-        break;
-    case DType::UInt8:
-        *reinterpret_cast<uint8_t*>(p) = uint8_t(int64_t(v));
-        break;
-    case DType::Bool:
-        *reinterpret_cast<bool*>(p) = float(v) != 0.0f || v != 0.0;
-        break;
-    }
-}
-__device__ inline void store_int(char* p, DType t, int64_t v) {
+// Stores v into dtype t as the CPU converts: v is a double holding a floating source's value or
+// an int64 holding an integer or bool one. Half types go through float first, as the CPU's
+// Half(float(v)); bool is "nonzero" (for a double: in float or in double, as the CPU's).
+template <typename V> __device__ inline void store_value(char* p, DType t, V v) {
     switch (t) {
     case DType::Float32:
         *reinterpret_cast<float*>(p) = float(v);
@@ -140,13 +116,13 @@ __device__ inline void store_int(char* p, DType t, int64_t v) {
         *reinterpret_cast<__nv_bfloat16*>(p) = __float2bfloat16_rn(float(v));
         break;
     case DType::Int64:
-        *reinterpret_cast<int64_t*>(p) = v;
+        *reinterpret_cast<int64_t*>(p) = int64_t(v);
         break;
     case DType::UInt8:
-        *reinterpret_cast<uint8_t*>(p) = uint8_t(v);
+        *reinterpret_cast<uint8_t*>(p) = uint8_t(int64_t(v));
         break;
     case DType::Bool:
-        *reinterpret_cast<bool*>(p) = v != 0;
+        *reinterpret_cast<bool*>(p) = float(v) != 0.0f || v != V(0);
         break;
     }
 }

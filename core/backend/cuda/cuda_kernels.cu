@@ -19,15 +19,15 @@ __global__ void copy_kernel(Geometry g, char* dst, DType dst_type, const char* s
         char* o = dst + g.offset(0, i) * dst_size;
         const char* s = src + g.offset(1, i) * src_size;
         if (stored_as_int(src_type))
-            store_int(o, dst_type, load_int(s, src_type));
+            store_value(o, dst_type, load_int(s, src_type));
         else
-            store_float(o, dst_type, load_float(s, src_type));
+            store_value(o, dst_type, load_float(s, src_type));
     }
 }
 
 __global__ void fill_kernel(Geometry g, char* dst, DType type, int64_t size, double value) {
     MYELIN_GRID_LOOP(i, g.numel) {
-        store_float(dst + g.offset(0, i) * size, type, value);
+        store_value(dst + g.offset(0, i) * size, type, value);
     }
 }
 
