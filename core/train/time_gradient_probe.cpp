@@ -6,7 +6,6 @@
 #include <myelin/autograd.h>
 #include <myelin/data/dataloader.h>
 #include <myelin/data/dataset.h>
-#include <myelin/generator.h>
 #include <myelin/nn/loss.h>
 #include <myelin/nn/recurrent.h>
 #include <myelin/nn/recurrent_gradients.h>
@@ -57,17 +56,8 @@ void TimeGradientProbe::on_run_start(Trainer& trainer) {
         if (has_recurrent_layer(*layer)) layers_.emplace_back(name, layer);
     probe_ = {};
     if (layers_.empty()) return;
-    const DataSplits& data = trainer.data();
-    auto source = data.validation && data.validation->size() > 0 ? data.validation : data.train;
-    // The examples FeatureMapProbe takes (same generator, same order), with their targets.
-    Generator gen(trainer.spec().seed);
-    std::vector<data::Example> examples;
-    for (int64_t i = 0; i < std::min<int64_t>(FeatureMapProbe::kProbeExamples, source->size());
-         ++i) {
-        data::Example e = source->get(i);
-        if (data.eval_transform) e.input = (*data.eval_transform)(e.input, gen);
-        examples.push_back(std::move(e));
-    }
+    // The examples FeatureMapProbe takes, with their targets.
+    std::vector<data::Example> examples = probe_examples(trainer);
     if (examples.empty() || !examples.front().target.defined()) return;
     probe_ = data::default_collate(examples);
 }

@@ -206,18 +206,26 @@ void GradientMonitor::measure_after_step(Trainer& trainer, StepMetrics& metrics)
 
 // --- FeatureMapProbe ---
 
-void FeatureMapProbe::on_run_start(Trainer& trainer) {
+std::vector<data::Example> probe_examples(Trainer& trainer) {
     const DataSplits& data = trainer.data();
     auto source = data.validation && data.validation->size() > 0 ? data.validation : data.train;
     // One generator for the examples in order: the same probe batch on every run of the project.
     Generator gen(trainer.spec().seed);
-    TensorList examples;
-    for (int64_t i = 0; i < std::min<int64_t>(kProbeExamples, source->size()); ++i) {
-        Tensor x = source->get(i).input;
-        if (data.eval_transform) x = (*data.eval_transform)(x, gen);
-        examples.push_back(x);
+    std::vector<data::Example> examples;
+    for (int64_t i = 0; i < std::min<int64_t>(FeatureMapProbe::kProbeExamples, source->size());
+         ++i) {
+        data::Example e = source->get(i);
+        if (data.eval_transform) e.input = (*data.eval_transform)(e.input, gen);
+        examples.push_back(std::move(e));
     }
-    probe_ = examples.empty() ? Tensor() : stack(examples);
+    return examples;
+}
+
+void FeatureMapProbe::on_run_start(Trainer& trainer) {
+    TensorList inputs;
+    for (data::Example& e : probe_examples(trainer))
+        inputs.push_back(std::move(e.input));
+    probe_ = inputs.empty() ? Tensor() : stack(inputs);
     input_reported_ = false;
 }
 

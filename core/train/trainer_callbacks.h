@@ -75,6 +75,11 @@ class GradientMonitor final : public TrainerCallback {
     std::vector<std::vector<Tensor>> before_; // parameters before the step, per layer
 };
 
+// The probe examples every probe callback uses: the first FeatureMapProbe::kProbeExamples of
+// validation, else of training, with the evaluation transform applied by one generator seeded
+// with the project's seed (the same batch on every run of the project).
+std::vector<data::Example> probe_examples(Trainer& trainer);
+
 // Every `every`-th step, the activations of every captured layer on a fixed batch of probe
 // examples (the first kProbeExamples of validation, else of training, with the evaluation
 // transform), in eval mode; the first capture also reports the batch itself (layer "").
