@@ -397,6 +397,11 @@ void TestTrainingRun::liveViewOnFashionMnist() {
     QTest::qWait(300); // a few steps into the fourth epoch
     QVERIFY(w.trainingDock()->validationLossPoints() >= 3);
     QVERIFY(w.trainingDock()->headerText().contains(QStringLiteral("epoch 4/4")));
+    // The device line: the CPU and the memory the MLP's activations and gradients hold (several
+    // blocks of 128 x 784 floats: far above zero) and their peak.
+    const QString device = w.trainingDock()->deviceText();
+    QVERIFY2(device.startsWith(QStringLiteral("CPU")), qPrintable(device));
+    QVERIFY2(!device.contains(QStringLiteral("tensors 0 bytes")), qPrintable(device));
     w.grab().save(QDir(artifactsDir()).filePath(QStringLiteral("live_training.png")));
     w.stopTraining();
     QVERIFY(finished.wait(kRunTimeoutMs));

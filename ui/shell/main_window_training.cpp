@@ -68,7 +68,8 @@ void MainWindow::createTraining() {
                     trainProgress_->setValue(int(std::min<int64_t>(p.step, INT_MAX)));
                 }
                 trainStatus_->setText(
-                    tr("%1  ·  ETA %2").arg(progressText(p), formatDuration(p.eta_seconds)));
+                    tr("%1  ·  ETA %2  ·  %3")
+                        .arg(progressText(p), formatDuration(p.eta_seconds), deviceMemoryText()));
             });
     connect(training_, &TrainingController::runError, this, &MainWindow::onTrainingError);
     connect(training_, &TrainingController::breakpointHit, this, &MainWindow::onBreakpoint);

@@ -3,11 +3,14 @@
 #include "training/training_controller.h"
 #include "widgets/theme.h"
 
+#include <myelin/device.h>
+
 #include <qcustomplot.h>
 
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLocale>
 #include <QPlainTextEdit>
 #include <QTime>
 #include <QTimer>
@@ -133,6 +136,14 @@ QString progressText(const train::Progress& p) {
     return parts.join(QStringLiteral("  ·  "));
 }
 
+QString deviceMemoryText() {
+    const MemoryStats stats = memory_stats(DeviceType::CPU);
+    const QLocale locale;
+    return QObject::tr("CPU  ·  tensors %1  ·  peak %2")
+        .arg(locale.formattedDataSize(stats.allocated_bytes, 0),
+             locale.formattedDataSize(stats.peak_allocated_bytes, 0));
+}
+
 TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     : QWidget(parent), controller_(controller) {
     setObjectName(QStringLiteral("trainingDock"));
@@ -144,12 +155,19 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     runLabel_->setObjectName(QStringLiteral("trainingRun"));
     statsLabel_ = new QLabel(this);
     statsLabel_->setObjectName(QStringLiteral("trainingStats"));
+    deviceLabel_ = new QLabel(this);
+    deviceLabel_->setObjectName(QStringLiteral("trainingDevice"));
+    deviceLabel_->setToolTip(
+        tr("The device this run computes on, the memory its tensors hold now "
+           "and the most they held since the run started (blocks of 64 KiB and "
+           "more, which hold nearly all of a model's memory)"));
     auto* header = new QHBoxLayout;
     header->setSpacing(10);
     header->addWidget(stateLabel_);
     header->addWidget(runLabel_);
     header->addStretch(1);
     header->addWidget(statsLabel_);
+    header->addWidget(deviceLabel_);
 
     lossPlot_ = makePlot(tr("Loss"), tr("loss"), this);
     lossPlot_->setObjectName(QStringLiteral("lossPlot"));
@@ -193,7 +211,10 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
 
     connect(controller_, &TrainingController::stateChanged, this, [this] { updateHeader(); });
     // A new run starts from clean plots.
-    connect(controller_, &TrainingController::runCreated, this, &TrainingDock::clear);
+    connect(controller_, &TrainingController::runCreated, this, [this] {
+        reset_peak_memory_stats(DeviceType::CPU); // the peak shown is this run's
+        clear();
+    });
     connect(controller_, &TrainingController::runStarted, this,
             [this](const train::RunStarted& started) {
                 runName_ = QString::fromStdString(started.run_name);
@@ -263,6 +284,10 @@ int TrainingDock::validationLossPoints() const {
 
 QString TrainingDock::headerText() const {
     return runLabel_->text() + QLatin1Char(' ') + statsLabel_->text();
+}
+
+QString TrainingDock::deviceText() const {
+    return deviceLabel_->text();
 }
 
 QString TrainingDock::logText() const {
@@ -335,8 +360,10 @@ void TrainingDock::updateHeader() {
         runLabel_->setText(runId >= 0 ? tr("Run %1 · %2").arg(runId).arg(runName_) : runName_);
     if (progress_.epochs <= 0) {
         statsLabel_->clear();
+        deviceLabel_->clear();
         return;
     }
+    deviceLabel_->setText(deviceMemoryText());
     QStringList stats{progressText(progress_)};
     if (progress_.samples_per_second > 0)
         stats << tr("%1 samples/s").arg(progress_.samples_per_second, 0, 'f', 0);

@@ -2,7 +2,8 @@
 // The live training view: what the running (or last) run reports, as it happens — a header with
 // the run, its state, epoch, step, throughput and ETA; QCustomPlot curves of the loss (every
 // step, the epoch's mean, validation), of accuracy (or R² for regression) per epoch, and of the
-// learning rate; and the run's log (checkpoints, warnings, errors). Fed by a TrainingController's
+// learning rate; and the run's log (checkpoints, warnings, errors). The header also names the
+// device the run computes on and its tensor memory (allocator stats). Fed by a TrainingController's
 // signals, which arrive at most ~30 times a second; each batch replots once.
 #include <myelin/train/events.h>
 
@@ -18,6 +19,11 @@ namespace myelin::ui {
 
 class TrainingController;
 
+// "CPU · tensors 84 MB · peak 120 MB": where a run computes and the memory its tensors hold, from
+// the device's caching allocator (process-wide, as torch.cuda.memory_allocated). Training runs
+// on the CPU in this build (the CUDA backend cannot train yet).
+QString deviceMemoryText();
+
 class TrainingDock : public QWidget {
     Q_OBJECT
 
@@ -31,6 +37,7 @@ class TrainingDock : public QWidget {
     int stepLossPoints() const;
     int validationLossPoints() const;
     QString headerText() const;
+    QString deviceText() const;
     QString logText() const;
 
   private:
@@ -46,6 +53,7 @@ class TrainingDock : public QWidget {
     QLabel* stateLabel_ = nullptr;
     QLabel* runLabel_ = nullptr;
     QLabel* statsLabel_ = nullptr;
+    QLabel* deviceLabel_ = nullptr;
     QCustomPlot* lossPlot_ = nullptr;
     QCustomPlot* accuracyPlot_ = nullptr;
     QCustomPlot* lrPlot_ = nullptr;
