@@ -208,7 +208,10 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     } catch (const UsageError& e) {
         fail_rank(*comm, e.message);
     }
-    if (code == kExitError) fail_rank(*comm, "training failed");
+    if (code == kExitError) { // already reported (and recorded on rank 0)
+        std::fflush(stdout);
+        comm->abort(kExitError);
+    }
     return code;
 }
 

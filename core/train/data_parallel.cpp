@@ -1,3 +1,4 @@
+#include <myelin/autograd.h>
 #include <myelin/data/dataloader.h>
 #include <myelin/data/sampler.h>
 #include <myelin/error.h>
@@ -7,7 +8,9 @@
 #include "data_parallel.h"
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 namespace myelin::train {
 
@@ -93,7 +96,29 @@ void DataParallel::agree_on_stop(Trainer& trainer) {
 }
 
 void DataParallel::after_step_reported(Trainer& trainer) {
+    // The fault tests' hook (tests/dist): MYELIN_TEST_DIST_FAULT=RANK:STEP:throw|kill|perturb
+    // makes that rank throw, die by SIGKILL, or change its first parameter after that step.
+    if (const char* fault = std::getenv("MYELIN_TEST_DIST_FAULT")) {
+        int rank = -1;
+        long long step = -1;
+        char how[8] = {};
+        if (std::sscanf(fault, "%d:%lld:%7s", &rank, &step, how) == 3 && rank == comm_->rank() &&
+            step == trainer.step()) {
+            if (std::string(how) == "kill") std::raise(SIGKILL);
+            if (std::string(how) == "perturb") {
+                autograd::NoGradGuard no_grad;
+                trainer.model().parameters().front().add_(1.0);
+            } else {
+                throw Error("injected failure (MYELIN_TEST_DIST_FAULT) after step " +
+                            std::to_string(step));
+            }
+        }
+    }
     agree_on_stop(trainer);
+    check_parameters(trainer);
+}
+
+void DataParallel::check_parameters(Trainer& trainer) {
     if (check_every_ > 0 && trainer.step() % check_every_ == 0) {
         std::vector<std::string> names;
         const std::vector<Tensor> tensors = state_tensors(trainer, &names);

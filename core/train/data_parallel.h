@@ -44,6 +44,7 @@ class DataParallel final : public TrainerCallback {
 
   private:
     void agree_on_stop(Trainer& trainer);
+    void check_parameters(Trainer& trainer); // --dist-check, every check_every_ steps
 
     std::shared_ptr<dist::Communicator> comm_;
     int64_t batch_size_;
