@@ -151,9 +151,11 @@ int train_process(const Args& args, train::TrainerOptions& options,
 }
 
 int cmd_train(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--epochs", "--seed", "--threads", "--store", "--name", "--resume", "--fork",
-                    "--lr", "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on",
-                    "--device", "--dist", "--bucket-mb", "--dist-check", "--dist-timeout"});
+    Args args(raw,
+              {"--epochs", "--seed", "--threads", "--store", "--name", "--resume", "--fork", "--lr",
+               "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on", "--device",
+               "--dist", "--bucket-mb", "--dist-check", "--dist-timeout"},
+              {"--dist-no-overlap"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
     train::TrainerOptions options;

@@ -33,6 +33,7 @@ uint64_t fnv1a(const unsigned char* bytes, size_t n) {
 GradientBuckets::GradientBuckets(std::vector<Tensor> parameters, int64_t bucket_bytes)
     : parameters_(std::move(parameters)) {
     if (bucket_bytes <= 0) throw Error("bucket size must be positive");
+    where_.resize(parameters_.size());
     for (size_t k = parameters_.size(); k-- > 0;) {
         const Tensor& p = parameters_[k];
         require_cpu(p, "gradient averaging");
@@ -44,14 +45,16 @@ GradientBuckets::GradientBuckets(std::vector<Tensor> parameters, int64_t bucket_
         if (buckets_.empty() || buckets_.back().dtype != dtype ||
             (buckets_.back().count > 0 &&
              (buckets_.back().count * int64_t(dtype_size(dtype)) + bytes > bucket_bytes)))
-            buckets_.push_back(Bucket{dtype, {}, {}, {}, 0});
+            buckets_.push_back(Bucket{dtype, {}, {}, {}, 0, 0, nullptr});
         Bucket& b = buckets_.back();
+        where_[k] = {buckets_.size() - 1, b.parameters.size()};
         b.parameters.push_back(k);
         b.offsets.push_back(b.count);
         b.count += p.numel();
     }
     for (Bucket& b : buckets_)
         b.buffer.resize(size_t(b.count) * dtype_size(b.dtype));
+    fired_.assign(parameters_.size(), 0);
 }
 
 int64_t GradientBuckets::bytes() const {
@@ -61,32 +64,84 @@ int64_t GradientBuckets::bytes() const {
     return total;
 }
 
+void GradientBuckets::pack(Bucket& b, size_t slot, const Tensor& gradient) {
+    const Tensor& p = parameters_[b.parameters[slot]];
+    const size_t element = dtype_size(b.dtype);
+    unsigned char* to = b.buffer.data() + size_t(b.offsets[slot]) * element;
+    const size_t n = size_t(p.numel()) * element;
+    if (!gradient.defined()) {
+        std::memset(to, 0, n);
+        return;
+    }
+    Tensor g = gradient.dtype() == b.dtype ? gradient : gradient.to(b.dtype);
+    if (!g.is_contiguous()) g = g.contiguous();
+    std::memcpy(to, g.data_ptr(), n);
+}
+
+void GradientBuckets::pack_from_grads(Bucket& b) {
+    for (size_t slot = 0; slot < b.parameters.size(); ++slot)
+        pack(b, slot, parameters_[b.parameters[slot]].grad());
+}
+
+void GradientBuckets::begin_step() {
+    std::fill(fired_.begin(), fired_.end(), 0);
+    for (Bucket& b : buckets_) {
+        b.ready = 0;
+        b.pending.reset();
+    }
+}
+
+void GradientBuckets::gradient_ready(size_t index, const Tensor& incoming, Communicator& comm) {
+    if (!overlap_ok_ || comm.size() == 1) return;
+    const auto [bucket, slot] = where_[index];
+    Bucket& b = buckets_[bucket];
+    if (++fired_[index] == 1) {
+        // .grad after this accumulation: the incoming gradient, added to what is there (the
+        // same float addition AccumulateGrad does next).
+        const Tensor existing = parameters_[index].grad();
+        pack(b, slot, existing.defined() ? existing + incoming : incoming);
+        if (++b.ready == b.parameters.size())
+            b.pending = comm.start_allreduce_sum(b.buffer.data(), b.count, b.dtype);
+    }
+    // MPI progresses non-blocking collectives inside MPI calls: nudge the started ones.
+    for (Bucket& other : buckets_)
+        if (other.pending) other.pending->test();
+}
+
 void GradientBuckets::average(Communicator& comm) {
+    begin_step();
+    finish(comm);
+}
+
+void GradientBuckets::finish(Communicator& comm) {
     if (comm.size() == 1) return;
     const double t0 = now_seconds();
-    std::vector<std::unique_ptr<PendingCollective>> pending;
-    for (Bucket& b : buckets_) {
-        const size_t element = dtype_size(b.dtype);
-        for (size_t i = 0; i < b.parameters.size(); ++i) {
-            const Tensor& p = parameters_[b.parameters[i]];
-            unsigned char* to = b.buffer.data() + size_t(b.offsets[i]) * element;
-            const size_t n = size_t(p.numel()) * element;
-            Tensor g = p.grad();
-            if (!g.defined()) {
-                std::memset(to, 0, n);
-                continue;
-            }
-            if (!g.is_contiguous()) g = g.contiguous();
-            std::memcpy(to, g.data_ptr(), n);
+    // A bucket whose parameters' hooks did not each run exactly once is packed again from .grad
+    // (after its started allreduce, if any, completes everywhere: every rank started it).
+    std::vector<bool> redo(buckets_.size(), false);
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+        Bucket& b = buckets_[i];
+        if (b.pending) ++timing_.buckets_started_in_backward;
+        for (size_t k : b.parameters)
+            redo[i] = redo[i] || (b.pending && fired_[k] != 1);
+        if (redo[i]) overlap_ok_ = false;
+        if (!b.pending) {
+            pack_from_grads(b);
+            b.pending = comm.start_allreduce_sum(b.buffer.data(), b.count, b.dtype);
         }
-        pending.push_back(comm.start_allreduce_sum(b.buffer.data(), b.count, b.dtype));
     }
     const double t1 = now_seconds();
-    for (auto& p : pending)
-        p->wait();
+    for (Bucket& b : buckets_)
+        b.pending->wait();
+    for (size_t i = 0; i < buckets_.size(); ++i)
+        if (redo[i]) {
+            pack_from_grads(buckets_[i]);
+            comm.allreduce_sum(buckets_[i].buffer.data(), buckets_[i].count, buckets_[i].dtype);
+        }
     const double t2 = now_seconds();
     const double scale = 1.0 / double(comm.size());
     for (Bucket& b : buckets_) {
+        b.pending.reset();
         const size_t element = dtype_size(b.dtype);
         if (b.dtype == DType::Float32) {
             float* v = reinterpret_cast<float*>(b.buffer.data());

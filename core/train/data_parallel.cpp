@@ -35,9 +35,10 @@ std::string joined(const std::vector<std::string>& items) {
 } // namespace
 
 DataParallel::DataParallel(std::shared_ptr<dist::Communicator> comm, int64_t batch_size,
-                           double bucket_mb, int64_t check_every)
+                           double bucket_mb, int64_t check_every, bool overlap)
     : comm_(std::move(comm)), batch_size_(batch_size),
-      bucket_bytes_(int64_t(std::llround(bucket_mb * 1024 * 1024))), check_every_(check_every) {
+      bucket_bytes_(int64_t(std::llround(bucket_mb * 1024 * 1024))), check_every_(check_every),
+      overlap_(overlap) {
     if (!(bucket_mb > 0) || !std::isfinite(bucket_mb))
         throw Error("the gradient bucket size must be a positive number of MB");
     hosts_ = comm_->allgather_string(dist::host_name());
@@ -60,6 +61,13 @@ void DataParallel::on_run_start(Trainer& trainer) {
         for (const Tensor& p : group.params)
             trained.push_back(p);
     buckets_ = std::make_unique<dist::GradientBuckets>(trained, bucket_bytes_);
+    // Overlap needs each hook call to be the step's last for its parameter: one micro-batch.
+    overlap_ = overlap_ && trainer.spec().accumulation_steps == 1 && comm_->size() > 1;
+    for (size_t k = 0; overlap_ && k < trained.size(); ++k)
+        hooks_.push_back(trained[k].register_hook([this, k](const Tensor& incoming) {
+            if (armed_) buckets_->gradient_ready(k, incoming, *comm_);
+            return Tensor();
+        }));
     char bytes[32];
     std::snprintf(bytes, sizeof bytes, "%.2f MB", double(buckets_->bytes()) / 1048576.0);
     trainer.report(LogMessage{
@@ -68,15 +76,22 @@ void DataParallel::on_run_start(Trainer& trainer) {
                             std::to_string(batch_size_) + " x " + std::to_string(comm_->size()) +
                             " = " + std::to_string(batch_size_ * comm_->size()) + "; gradients (" +
                             bytes + ") averaged in " + std::to_string(buckets_->bucket_count()) +
-                            " bucket(s) per step"});
+                            " bucket(s) per step" + (overlap_ ? ", overlapping backward" : "")});
+}
+
+void DataParallel::before_step(Trainer&) {
+    step_samples_ = 0;
+    buckets_->begin_step();
 }
 
 void DataParallel::after_forward(Trainer&, const ForwardPass& pass) {
     step_samples_ += pass.batch.input.size(0);
+    armed_ = overlap_ && buckets_->overlapped(); // the backward that follows is the step's
 }
 
 void DataParallel::after_backward(Trainer&) {
-    buckets_->average(*comm_);
+    armed_ = false;
+    buckets_->finish(*comm_);
 }
 
 void DataParallel::after_optimizer_step(Trainer&, StepMetrics& metrics) {
@@ -148,16 +163,22 @@ void DataParallel::reduce_epoch(RunningMean& loss,
 }
 
 void DataParallel::on_run_end(Trainer& trainer, TrainResult& result) {
+    armed_ = false;
+    for (auto& hook : hooks_)
+        hook.remove();
+    hooks_.clear();
     result.train_samples *= comm_->size(); // every rank trained as many (the shards are equal)
     if (!buckets_ || buckets_->timing().steps == 0) return;
     const auto& t = buckets_->timing();
     const double per_step = 1000.0 / double(t.steps);
     char text[256];
     std::snprintf(text, sizeof text,
-                  "gradient averaging over %lld steps: pack %.3f ms, wait %.3f ms, unpack "
-                  "%.3f ms per step (rank %d)",
+                  "gradient averaging over %lld steps: after backward, pack %.3f ms, wait "
+                  "%.3f ms, unpack %.3f ms per step; %lld of %lld bucket allreduces started "
+                  "during backward (rank %d)",
                   (long long)t.steps, t.pack_seconds * per_step, t.wait_seconds * per_step,
-                  t.unpack_seconds * per_step, comm_->rank());
+                  t.unpack_seconds * per_step, (long long)t.buckets_started_in_backward,
+                  (long long)(t.steps * int64_t(buckets_->bucket_count())), comm_->rank());
     trainer.report(LogMessage{LogLevel::Info, text});
 }
 
@@ -187,8 +208,9 @@ void Trainer::setup_data_parallel(data::DataLoaderOptions& train_options) {
     train_options.sampler = std::make_shared<data::DistributedSampler>(
         order, comm->size(), comm->rank(), train_options.drop_last);
     train_options.shuffle = false;
-    data_parallel_ = std::make_shared<DataParallel>(
-        comm, project_.data.batch_size, options_.dist_bucket_mb, options_.dist_check_every);
+    data_parallel_ =
+        std::make_shared<DataParallel>(comm, project_.data.batch_size, options_.dist_bucket_mb,
+                                       options_.dist_check_every, options_.dist_overlap);
     // Rank 0 resolved the resume target (a run in its store, or a file); every rank reads the
     // same checkpoint (a shared file system, or the same path on every node).
     options_.resume_from = comm->broadcast_string(options_.resume_from.string(), 0);

@@ -24,8 +24,10 @@ namespace myelin::train {
 class DataParallel final : public TrainerCallback {
   public:
     // Collective (every rank constructs one in the same order): gathers the ranks' host names.
+    // overlap: start each bucket's allreduce from the parameters' gradient hooks while backward
+    // runs (with accumulation_steps 1; else, and when off, after backward).
     DataParallel(std::shared_ptr<dist::Communicator> comm, int64_t batch_size, double bucket_mb,
-                 int64_t check_every);
+                 int64_t check_every, bool overlap);
 
     dist::Communicator& comm() { return *comm_; }
     // What the run records: dist.world_size, dist.backend, dist.hosts, dist.global_batch.
@@ -34,7 +36,7 @@ class DataParallel final : public TrainerCallback {
     void reduce_epoch(RunningMean& loss, std::optional<ClassificationMetrics>& classification);
 
     void on_run_start(Trainer& trainer) override;
-    void before_step(Trainer&) override { step_samples_ = 0; }
+    void before_step(Trainer&) override;
     void after_forward(Trainer&, const ForwardPass& pass) override;
     void after_backward(Trainer& trainer) override;
     void after_optimizer_step(Trainer& trainer, StepMetrics& metrics) override;
@@ -53,6 +55,9 @@ class DataParallel final : public TrainerCallback {
     std::vector<std::string> hosts_;
     std::unique_ptr<dist::GradientBuckets> buckets_;
     int64_t step_samples_ = 0;
+    bool overlap_ = false;
+    bool armed_ = false; // between the step's last forward and the end of its backward
+    std::vector<HookHandle> hooks_;
 };
 
 } // namespace myelin::train

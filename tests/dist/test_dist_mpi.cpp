@@ -74,6 +74,7 @@ class TestDistMpi : public QObject {
             QSKIP("Open MPI not found at configure time (install libopenmpi-dev openmpi-bin)");
     }
     void twoRanksReproduceOneRankWithTheGlobalBatch();
+    void overlapMatchesAveragingAfterBackward();
     void failingRankFailsTheRun();
     void killedRankFailsTheRun();
     void resumeWithAnotherWorldSize();
@@ -124,6 +125,31 @@ void TestDistMpi::twoRanksReproduceOneRankWithTheGlobalBatch() {
     QCOMPARE(params.at("dist.global_batch"), std::string("128"));
     QVERIFY(params.at("dist.backend").rfind("mpi", 0) == 0);
     QVERIFY(params.count("dist.hosts"));
+}
+
+void TestDistMpi::overlapMatchesAveragingAfterBackward() {
+    // One bucket per parameter (4), started from the gradient hooks during backward, against
+    // all four started after backward: the same averages, bit for bit.
+    QTemporaryDir dir;
+    const QString project = writeProject(dir.path(), 64, 1);
+    const QStringList common = {"--threads", "1", "--max-steps", "12", "--bucket-mb", "0.0001"};
+    const CliResult a = runRanks(2, QStringList{project, "--store", dir.filePath("a.db")} + common);
+    QVERIFY2(a.exitCode == 3, qPrintable(a.out + a.err));
+    QVERIFY2(a.out.contains("averaged in 4 bucket(s) per step, overlapping backward"),
+             qPrintable(a.out));
+    QVERIFY2(a.out.contains("48 of 48 bucket allreduces started during backward"),
+             qPrintable(a.out));
+    const CliResult b = runRanks(
+        2, QStringList{project, "--store", dir.filePath("b.db"), "--dist-no-overlap"} + common);
+    QVERIFY2(b.exitCode == 3, qPrintable(b.out + b.err));
+    QVERIFY2(b.out.contains("0 of 48 bucket allreduces started during backward"),
+             qPrintable(b.out));
+    const auto la = series(dir.filePath("a.db"), 1, "loss");
+    const auto lb = series(dir.filePath("b.db"), 1, "loss");
+    QCOMPARE(la.size(), size_t(12));
+    QCOMPARE(lb.size(), la.size());
+    for (size_t i = 0; i < la.size(); ++i)
+        QCOMPARE(la[i].value, lb[i].value);
 }
 
 void TestDistMpi::failingRankFailsTheRun() {

@@ -36,7 +36,7 @@ class Optimizer;
 namespace myelin::data {
 class DataLoader;
 struct DataLoaderOptions;
-}
+} // namespace myelin::data
 namespace myelin::io {
 struct Checkpoint;
 }
@@ -90,6 +90,7 @@ struct TrainerOptions {
     std::shared_ptr<dist::Communicator> communicator;
     double dist_bucket_mb = 25;
     int64_t dist_check_every = 0;
+    bool dist_overlap = true; // start allreduces from gradient hooks during backward
 };
 
 struct TrainResult {
