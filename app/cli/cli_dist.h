@@ -19,6 +19,10 @@ namespace myelin::cli {
 std::shared_ptr<dist::Communicator> start_distributed(const Args& args,
                                                       train::TrainerOptions& options);
 
+// N ranks on one machine split its cores (each rank's OpenMP team) unless --threads or the
+// project sets the threads.
+void split_cores_between_ranks(const io::Project& project, train::TrainerOptions& options);
+
 // Trains as rank > 0: the Trainer without a store or checkpoints. A failure is reported to rank
 // 0 (which names this rank, marks the run failed and ends the job).
 int train_other_rank(const io::Project& project, train::TrainerOptions options);

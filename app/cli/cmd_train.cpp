@@ -249,6 +249,7 @@ int train_process(const Args& args, train::TrainerOptions& options,
     options.project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
     options.run_name = args.get("--name").value_or(
         project.name.empty() ? project_path.stem().string() : project.name);
+    split_cores_between_ranks(project, options);
     if (comm && comm->rank() != 0) return train_other_rank(project, options);
 
     train::RecordedRunOptions recorded;

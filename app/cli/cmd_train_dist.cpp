@@ -61,11 +61,13 @@ std::shared_ptr<dist::Communicator> start_distributed(const Args& args,
     }
     std::shared_ptr<dist::Communicator> comm = dist::start_mpi(mpi);
     options.communicator = comm;
-    // N ranks on one machine split its cores (each rank's OpenMP team), unless told otherwise.
-    if (options.threads == 0)
-        if (const int local = local_ranks(); local > 1)
-            options.threads = std::max(1, int(std::thread::hardware_concurrency()) / local);
     return comm;
+}
+
+void split_cores_between_ranks(const io::Project& project, train::TrainerOptions& options) {
+    if (!options.communicator || options.threads > 0 || project.train.threads > 0) return;
+    if (const int local = local_ranks(); local > 1)
+        options.threads = std::max(1, int(std::thread::hardware_concurrency()) / local);
 }
 
 void fail_rank(dist::Communicator& comm, const std::string& message) {
