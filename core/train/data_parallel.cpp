@@ -16,12 +16,10 @@ namespace myelin::train {
 
 namespace {
 
-std::vector<Tensor> state_tensors(Trainer& trainer, std::vector<std::string>* names = nullptr) {
+std::vector<Tensor> state_tensors(Trainer& trainer) {
     std::vector<Tensor> out;
-    for (const auto& [name, tensor] : trainer.model().state_dict()) {
+    for (const auto& [name, tensor] : trainer.model().state_dict())
         out.push_back(tensor);
-        if (names) names->push_back(name);
-    }
     return out;
 }
 
@@ -135,8 +133,14 @@ void DataParallel::after_step_reported(Trainer& trainer) {
 
 void DataParallel::check_parameters(Trainer& trainer) {
     if (check_every_ > 0 && trainer.step() % check_every_ == 0) {
+        // Parameters only: buffers such as BatchNorm's running statistics are each rank's own
+        // (local statistics; rank 0's are the ones checkpointed).
         std::vector<std::string> names;
-        const std::vector<Tensor> tensors = state_tensors(trainer, &names);
+        std::vector<Tensor> tensors;
+        for (const auto& [name, p] : trainer.model().named_parameters()) {
+            names.push_back(name);
+            tensors.push_back(p);
+        }
         const int64_t first = dist::first_divergent_tensor(tensors, *comm_);
         if (first >= 0)
             throw Error("--dist-check: after step " + std::to_string(trainer.step()) + " '" +
