@@ -132,3 +132,9 @@ for model in ("lstm", "transformer"):
                       "myelin_cpu_ms": ours["cpu_ms_per_step"],
                       "pytorch_cpu_ms": theirs["cpu_ms_per_step"]}))
 PY
+# Data-parallel training over MPI (issue 19), where mpirun is installed: 2 ranks x 1 thread
+# against 1 process x 2 threads on fashion_cnn (samples/s, job CPU, the gradient averaging's
+# wait after backward and its allreduces started during backward).
+if command -v mpirun >/dev/null; then
+  bench/dist_fashion_cnn.sh build 60 1
+fi

@@ -26,6 +26,7 @@ MYELIN_DEBIAN_PACKAGES=(
     libonnx-dev       # myelin_export: ONNX's protobuf classes, checker and shape inference
     libprotobuf-dev   # the headers ONNX's generated classes include (libonnx-dev lacks the dependency)
     libopencv-dnn-dev # tests/export run the exported ONNX models with OpenCV's DNN module
+    libopenmpi-dev openmpi-bin # data-parallel training over MPI (core/dist, tests/dist)
     # Word lists under /usr/share/dict: the word-language example (resources/examples)
     wamerican wngerman wfrench witalian wspanish wportuguese wdutch wswedish
 )

@@ -11,6 +11,7 @@
 #include <myelin/train/trainer.h>
 
 #include "cli_common.h"
+#include "cli_dist.h"
 
 #include <unistd.h>
 
@@ -144,13 +145,19 @@ class ProgressPrinter final : public train::EventSink {
 
 } // namespace
 
+namespace {
+int train_process(const Args& args, train::TrainerOptions& options,
+                  const std::shared_ptr<dist::Communicator>& comm);
+}
+
 int cmd_train(const std::vector<std::string_view>& raw) {
     Args args(raw,
               {"--epochs", "--seed", "--threads", "--store", "--name", "--resume", "--fork", "--lr",
-               "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on", "--device"});
+               "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on", "--device",
+               "--dist", "--bucket-mb", "--dist-check", "--dist-timeout"},
+              {"--dist-no-overlap"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
-    const std::filesystem::path project_path = args.positional()[0];
     train::TrainerOptions options;
     options.epochs = args.get_int("--epochs", 1);
     if (auto s = args.get_int("--seed", 0)) options.seed = uint64_t(*s);
@@ -185,6 +192,38 @@ int cmd_train(const std::vector<std::string_view>& raw) {
         }
         options.on_break = train::BreakAction::Stop; // no one to resume a paused run
     }
+    // Data-parallel (cli_dist.h): under an MPI launcher every rank runs this; a failure on any
+    // rank ends the job (rank 0 marks the run failed first).
+    std::shared_ptr<dist::Communicator> comm;
+    try {
+        comm = start_distributed(args, options);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "myelin: error: %s\n", e.what());
+        return kExitError;
+    }
+    if (!comm) return train_process(args, options, comm);
+    int code = kExitError;
+    try {
+        code = train_process(args, options, comm);
+    } catch (const std::exception& e) {
+        fail_rank(*comm, e.what());
+    } catch (const UsageError& e) {
+        fail_rank(*comm, e.message);
+    }
+    if (code == kExitError) { // already reported (and recorded on rank 0)
+        std::fflush(stdout);
+        comm->abort(kExitError);
+    }
+    return code;
+}
+
+namespace {
+
+int train_process(const Args& args, train::TrainerOptions& options,
+                  const std::shared_ptr<dist::Communicator>& comm) {
+    const std::filesystem::path project_path = args.positional()[0];
+    std::optional<train::ForkSource> fork; // checked by cmd_train
+    if (auto source = args.get("--fork")) fork = train::parse_fork_source(*source);
     // The device first: a run on a device it cannot use is refused before anything starts.
     if (auto text = args.get("--device")) {
         Device device;
@@ -210,6 +249,8 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     options.project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
     options.run_name = args.get("--name").value_or(
         project.name.empty() ? project_path.stem().string() : project.name);
+    split_cores_between_ranks(project, options);
+    if (comm && comm->rank() != 0) return train_other_rank(project, options);
 
     train::RecordedRunOptions recorded;
     recorded.store_path = args.get("--store").value_or(store::default_store_path().string());
@@ -287,6 +328,8 @@ int cmd_train(const std::vector<std::string_view>& raw) {
     }
     return kExitError;
 }
+
+} // namespace
 
 namespace {
 

@@ -97,6 +97,31 @@ std::vector<int64_t> WeightedRandomSampler::indices(Generator& gen) const {
     return out;
 }
 
+DistributedSampler::DistributedSampler(SamplerPtr inner, int world, int rank, bool drop_last)
+    : inner_(std::move(inner)), world_(world), rank_(rank), drop_last_(drop_last) {
+    if (!inner_) throw Error("DistributedSampler: sampler is null");
+    if (world < 1 || rank < 0 || rank >= world)
+        throw Error("DistributedSampler: rank " + std::to_string(rank) + " of a world of " +
+                    std::to_string(world) + " does not exist");
+}
+
+int64_t DistributedSampler::size() const {
+    const int64_t n = inner_->size();
+    return drop_last_ ? n / world_ : (n + world_ - 1) / world_;
+}
+
+std::vector<int64_t> DistributedSampler::indices(Generator& gen) const {
+    std::vector<int64_t> all = inner_->indices(gen);
+    if (world_ == 1) return all;
+    const int64_t per_rank = size();
+    std::vector<int64_t> out;
+    out.reserve(size_t(per_rank));
+    const size_t n = all.size();
+    for (int64_t i = 0; i < per_rank && n > 0; ++i)
+        out.push_back(all[size_t(i * world_ + rank_) % n]); // wraps into the padding
+    return out;
+}
+
 std::vector<double> class_balanced_weights(const Dataset& dataset) {
     const auto counts = dataset.class_counts();
     if (counts.empty()) throw Error("class_balanced_weights: the dataset has no classes");

@@ -264,6 +264,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& c) {
     training["epoch"] = c.position.epoch;
     training["batch_in_epoch"] = c.position.batch_in_epoch;
     training["step"] = c.position.step;
+    if (c.position.world_size != 1) training["world_size"] = c.position.world_size;
     training["generator"] = c.generator_state;
     training["best_metric"] = c.best_metric ? json(*c.best_metric) : json(nullptr);
     training["bad_epochs"] = c.bad_epochs;
@@ -317,6 +318,10 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     c.position.epoch = integer_of(*training, "epoch", tw);
     c.position.batch_in_epoch = integer_of(*training, "batch_in_epoch", tw);
     c.position.step = integer_of(*training, "step", tw);
+    if (training->contains("world_size")) {
+        c.position.world_size = integer_of(*training, "world_size", tw);
+        if (c.position.world_size < 1) throw Error(tw + ".world_size: must be at least 1");
+    }
     const json& gen = field(*training, "generator", tw);
     if (!gen.is_string()) throw Error(tw + ".generator: expected a string");
     c.generator_state = gen.get<std::string>();

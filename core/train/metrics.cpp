@@ -199,6 +199,22 @@ void ClassificationMetrics::reset() {
     count_ = correct_ = top5_correct_ = 0;
 }
 
+std::vector<int64_t> ClassificationMetrics::raw_counts() const {
+    std::vector<int64_t> out = confusion_.counts;
+    out.insert(out.end(), {count_, correct_, top5_correct_});
+    return out;
+}
+
+void ClassificationMetrics::set_raw_counts(const std::vector<int64_t>& counts) {
+    if (counts.size() != confusion_.counts.size() + 3)
+        throw Error("ClassificationMetrics: " + std::to_string(counts.size()) +
+                    " counts given, expected " + std::to_string(confusion_.counts.size() + 3));
+    std::copy(counts.begin(), counts.end() - 3, confusion_.counts.begin());
+    count_ = counts[counts.size() - 3];
+    correct_ = counts[counts.size() - 2];
+    top5_correct_ = counts[counts.size() - 1];
+}
+
 double ClassificationMetrics::accuracy() const {
     return ratio(correct_, count_);
 }

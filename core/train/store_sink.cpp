@@ -4,6 +4,7 @@
 #include <myelin/io/project.h>
 #include <myelin/train/trainer.h>
 
+#include <map>
 #include <span>
 #include <string>
 
@@ -107,12 +108,16 @@ store::RunInfo run_info(const io::Project& project, const TrainerOptions& option
 
 void record_run_params(store::RunStore& store, int64_t run, const Trainer& trainer,
                        const io::Project& project) {
-    store.set_params(run, {{"epochs", std::to_string(trainer.spec().epochs)},
-                           {"seed", std::to_string(trainer.spec().seed)},
-                           {"optimizer", trainer.spec().optimizer.kind},
-                           {"loss", trainer.spec().loss.kind},
-                           {"batch_size", std::to_string(project.data.batch_size)},
-                           {"threads", std::to_string(get_num_threads())}});
+    std::map<std::string, std::string> params{
+        {"epochs", std::to_string(trainer.spec().epochs)},
+        {"seed", std::to_string(trainer.spec().seed)},
+        {"optimizer", trainer.spec().optimizer.kind},
+        {"loss", trainer.spec().loss.kind},
+        {"batch_size", std::to_string(project.data.batch_size)},
+        {"threads", std::to_string(get_num_threads())}};
+    for (auto& [key, value] : trainer.distributed_params()) // world size, hosts, backend
+        params[key] = value;
+    store.set_params(run, params);
 }
 
 void record_test_metrics(store::RunStore& store, int64_t run, const TrainResult& result) {

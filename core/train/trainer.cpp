@@ -21,6 +21,7 @@
 #include <myelin/train/metrics.h>
 #include <myelin/train/trainer.h>
 
+#include "data_parallel.h"
 #include "trainer_callbacks.h"
 
 #include <algorithm>
@@ -142,6 +143,9 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
                                  "cores)"});
         train_options.num_workers = free_cores;
     }
+    if (options_.communicator) setup_data_parallel(train_options);
+    examples_per_epoch_ =
+        train_options.sampler ? train_options.sampler->size() : data_.train->size();
     train_loader_ = std::make_unique<data::DataLoader>(data_.train, train_options);
     micro_batches_per_epoch_ = train_loader_->size();
     if (micro_batches_per_epoch_ == 0)
@@ -242,6 +246,8 @@ void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) {
 }
 
 void Trainer::add_builtin_callbacks() {
+    // Data-parallel first: the other callbacks see averaged gradients and global losses.
+    if (data_parallel_) callbacks_.push_back(data_parallel_);
     // Capture first: it stops capturing when the loss is not finite, before the NaN guard's
     // localisation pass runs the model again.
     if (spec_.capture.summaries_every > 0)
@@ -393,7 +399,7 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
     c.optimizer_kind = optimizer_->name();
     c.optimizer = optimizer_->state_dict();
     if (schedule_) c.scheduler = schedule_->state_dict();
-    c.position = {epoch, batch_in_epoch, step_};
+    c.position = {epoch, batch_in_epoch, step_, world_size()};
     c.generator_state = default_generator().get_state();
     if (early_stopping_->has_best()) c.best_metric = early_stopping_->best();
     c.bad_epochs = early_stopping_->bad_epochs();
@@ -498,7 +504,7 @@ int64_t Trainer::train_step(int64_t micro, int64_t last) {
     int64_t group_samples = 0; // to weight each micro-batch's loss by its share
     for (int64_t b = micro; b < last; ++b) {
         const int64_t start = b * project_.data.batch_size;
-        group_samples += std::min<int64_t>(project_.data.batch_size, data_.train->size() - start);
+        group_samples += std::min<int64_t>(project_.data.batch_size, examples_per_epoch_ - start);
     }
     for (auto& callback : callbacks_)
         callback->before_step(*this);
@@ -563,6 +569,7 @@ void Trainer::forward_backward(const data::Example& batch, int64_t group_samples
 }
 
 bool Trainer::end_epoch() {
+    if (data_parallel_) data_parallel_->reduce_epoch(epoch_loss_, epoch_classification_);
     MetricMap train_metrics{{"loss", epoch_loss_.mean()}};
     if (epoch_classification_)
         for (const auto& [k, v] : epoch_classification_->scalars())

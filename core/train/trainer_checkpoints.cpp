@@ -182,6 +182,22 @@ void Trainer::load_resume_checkpoint() {
     epoch_ = c.position.epoch;
     first_batch_ = c.position.batch_in_epoch;
     step_ = c.position.step;
+    if (c.position.world_size != world_size()) {
+        // batch_in_epoch counts each rank's batches: the same number of the epoch's examples
+        // (its order is the same for any world size) is this many of ours.
+        const int64_t examples =
+            c.position.batch_in_epoch * c.position.world_size * project_.data.batch_size;
+        first_batch_ = examples / (int64_t(world_size()) * project_.data.batch_size);
+        init_messages_.push_back(
+            {LogLevel::Info, "the checkpoint was written by " +
+                                 std::to_string(c.position.world_size) + " rank(s), this run has " +
+                                 std::to_string(world_size()) + ": the epoch goes on at batch " +
+                                 std::to_string(first_batch_) + " of each rank, " +
+                                 std::to_string(examples) + " examples into the epoch's order" +
+                                 (first_batch_ * world_size() * project_.data.batch_size == examples
+                                      ? ""
+                                      : " (rounded down: the examples between are seen again)")});
+    }
     if (first_batch_ >= micro_batches_per_epoch_) {
         ++epoch_;
         first_batch_ = 0;

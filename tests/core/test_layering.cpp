@@ -20,8 +20,8 @@ namespace {
 // Lower number: lower layer.
 const std::map<std::string, int> kLayers = {
     {"tensor", 0}, {"autograd", 0}, {"backend", 0}, // the tensor core
-    {"nn", 1},     {"optim", 2},    {"data", 3},    {"graph", 4},  {"spec", 5},
-    {"io", 6},     {"store", 7},    {"train", 8},   {"plugin", 9},
+    {"nn", 1},     {"optim", 2},    {"data", 3},    {"graph", 4}, {"spec", 5},
+    {"io", 6},     {"store", 7},    {"dist", 8},    {"train", 9}, {"plugin", 10},
 };
 
 const fs::path kCore = fs::path(MYELIN_SOURCE_DIR) / "core";

@@ -56,6 +56,24 @@ class WeightedRandomSampler : public Sampler {
     bool replacement_;
 };
 
+// DistributedSampler (torch.utils.data.distributed): rank `rank` of `world` ranks takes every
+// world-th index of the inner sampler's order, starting at position `rank`. The order depends on
+// the epoch's generator only, so it is the same on every rank; it is padded by wrapping around to
+// a multiple of `world` (with drop_last, cut to one instead), so every rank gets the same number
+// of indices and together they cover every index once (padding aside). world = 1: the inner
+// order unchanged.
+class DistributedSampler : public Sampler {
+  public:
+    DistributedSampler(SamplerPtr inner, int world, int rank, bool drop_last);
+    int64_t size() const override;
+    std::vector<int64_t> indices(Generator& gen) const override;
+
+  private:
+    SamplerPtr inner_;
+    int world_, rank_;
+    bool drop_last_;
+};
+
 // Per-example weights 1 / count(class of example): balanced classes in expectation when fed to
 // WeightedRandomSampler. Throws when the dataset has no classes.
 std::vector<double> class_balanced_weights(const Dataset& dataset);

@@ -27,6 +27,9 @@ struct TrainingPosition {
     int64_t epoch = 0;          // the epoch to continue in
     int64_t batch_in_epoch = 0; // its next batch (0: the epoch starts fresh)
     int64_t step = 0;           // optimizer steps done
+    // Data-parallel ranks that wrote it: batch_in_epoch counts each rank's batches, so a resume
+    // with another world size maps it to its own (train/data_parallel.cpp).
+    int64_t world_size = 1;
     bool operator==(const TrainingPosition& o) const = default;
 };
 

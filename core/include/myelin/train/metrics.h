@@ -53,6 +53,10 @@ class ClassificationMetrics {
     // non-integer targets, and Error naming the first label outside [0, C).
     void update(const Tensor& logits, const Tensor& targets);
     void reset();
+    // Every count (the confusion matrix, then count, correct, top-5 correct) in one vector, and
+    // back: how data-parallel ranks sum an epoch's metrics.
+    std::vector<int64_t> raw_counts() const;
+    void set_raw_counts(const std::vector<int64_t>& counts);
 
     int64_t num_classes() const { return num_classes_; }
     const std::vector<std::string>& class_names() const { return class_names_; }

@@ -35,15 +35,20 @@ class Optimizer;
 }
 namespace myelin::data {
 class DataLoader;
-}
+struct DataLoaderOptions;
+} // namespace myelin::data
 namespace myelin::io {
 struct Checkpoint;
+}
+namespace myelin::dist {
+class Communicator;
 }
 
 namespace myelin::train {
 
 class Schedule;
 class EarlyStopping;
+class DataParallel;
 
 struct TrainerOptions {
     std::filesystem::path project_dir = "."; // data paths are relative to it
@@ -76,6 +81,16 @@ struct TrainerOptions {
     // Text sources: encode with this (a checkpoint's) instead of a vocabulary built from the
     // training split (evaluation of a checkpoint uses the vocabulary it was trained with).
     std::optional<data::TextEncoding> text_encoding;
+    // Data-parallel training (issue 19, train/data_parallel.h): this process is one rank of
+    // communicator->size(), each training on its shard of every epoch with the project's batch
+    // size; gradients are averaged in buckets of dist_bucket_mb MB; every dist_check_every
+    // optimizer steps (0: never) every parameter is compared across ranks. Every rank constructs
+    // its Trainer and runs it (the constructor and run() are collective); only rank 0 should
+    // have a sink and a checkpoint_dir. Null: one process, exactly as without.
+    std::shared_ptr<dist::Communicator> communicator;
+    double dist_bucket_mb = 25;
+    int64_t dist_check_every = 0;
+    bool dist_overlap = true; // start allreduces from gradient hooks during backward
 };
 
 struct TrainResult {
@@ -153,6 +168,10 @@ class Trainer {
     const spec::LossContext& loss_context() const { return loss_context_; }
     const nn::Loss& loss() const { return *loss_; }
     int64_t steps_per_epoch() const { return steps_per_epoch_; }
+    // Ranks training together (1 without a communicator) and what the run records about them
+    // (dist.world_size, dist.backend, dist.hosts, dist.global_batch; empty alone).
+    int world_size() const;
+    std::vector<std::pair<std::string, std::string>> distributed_params() const;
     // Loss and metrics of the model on `dataset` (eval mode, no grad, eval transforms); fills
     // `confusion` for classification when given.
     MetricMap evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* confusion = nullptr);
@@ -195,6 +214,9 @@ class Trainer {
   private:
     void check_data_fits_model();
     spec::LossContext make_loss_context() const;
+    // Shards the training data, gathers the ranks and takes rank 0's resume checkpoint
+    // (data_parallel.cpp; collective).
+    void setup_data_parallel(data::DataLoaderOptions& train_options);
     void load_resume_checkpoint();
     // After the checkpoint's optimizer state is loaded: applies (fork) or adopts (resume) the
     // options the checkpoint's project sets differently; may scale `checkpoint.scheduler`.
@@ -234,6 +256,8 @@ class Trainer {
     int64_t micro_batches_per_epoch_ = 0;
     int64_t steps_per_epoch_ = 0;
     bool sum_reduction_ = false;
+    std::shared_ptr<DataParallel> data_parallel_; // null: one process
+    int64_t examples_per_epoch_ = 0;              // this rank's shard
 
     // Position (what a checkpoint records).
     int64_t epoch_ = 0;
