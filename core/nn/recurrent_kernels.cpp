@@ -37,14 +37,16 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double
                 blasint(m), blasint(n), blasint(k), 1.0, a, blasint(lda), b, blasint(ldb), beta, c,
                 blasint(ldc));
 }
-// y = a^T 1: the column sums of a [m, n].
-inline void column_sums(int64_t m, int64_t n, const float* a, const float* ones, float* y) {
+// y (= or +=) a^T 1: the column sums of a [m, n], y with stride incy.
+inline void column_sums(int64_t m, int64_t n, const float* a, const float* ones, float beta,
+                        float* y, int64_t incy) {
     cblas_sgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0f, a, blasint(n), ones, 1,
-                0.0f, y, 1);
+                beta, y, blasint(incy));
 }
-inline void column_sums(int64_t m, int64_t n, const double* a, const double* ones, double* y) {
-    cblas_dgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0, a, blasint(n), ones, 1, 0.0,
-                y, 1);
+inline void column_sums(int64_t m, int64_t n, const double* a, const double* ones, double beta,
+                        double* y, int64_t incy) {
+    cblas_dgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0, a, blasint(n), ones, 1,
+                beta, y, blasint(incy));
 }
 
 // --- activations -----------------------------------------------------------------------------
@@ -192,10 +194,16 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
     const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
     const RowMap rm{s.T, s.B, s.batch_first};
     T* act = saved.act + d * rows * G;
-    T* hprev = saved.hprev + d * rows * H;
+    const int64_t LX = s.xh_stride();
+    T* xh = saved.xh + d * rows * LX;
     T* cprev = lstm ? saved.cprev + d * rows * H : nullptr;
     T* tcs = lstm ? saved.tc + d * rows * H : nullptr;
     T* ghns = gru ? saved.ghn + d * rows * H : nullptr;
+#pragma omp parallel for if (rows * LX >= (1 << 16))
+    for (int64_t r = 0; r < rows; ++r) { // x and the one; the steps fill in h_{t-1}
+        std::memcpy(xh + r * LX, x + r * s.I, static_cast<size_t>(s.I) * sizeof(T));
+        xh[r * LX + s.I + H] = T(1);
+    }
 
     // Input projection of every step: bias rows (b_ih + b_hh, GRU without b_hn), then x W_ih^T.
     const T* bi = w.b_ih[d];
@@ -232,12 +240,15 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
         T* a_t = act + r0 * G;
-        hh.run(h.get(), gru ? gh.get() : a_t);
+        if (k > 0 || h0) // h W_hh^T; the first step without h0 starts from zeros
+            hh.run(h.get(), gru ? gh.get() : a_t);
+        else if (gru)
+            std::fill_n(gh.get(), B * G, T(0));
 #pragma omp parallel for if (B * H * (G / H) >= kParallelStep)
         for (int64_t b = 0; b < B; ++b) {
             const int64_t row = r0 + b * rs;
             T* hb = h.get() + b * H;
-            std::memcpy(hprev + row * H, hb, static_cast<size_t>(H) * sizeof(T));
+            std::memcpy(xh + row * LX + s.I, hb, static_cast<size_t>(H) * sizeof(T));
             if (lstm) std::memcpy(cprev + row * H, c.get() + b * H, sizeof(T) * size_t(H));
             T* o = out + row * DH + d * H;
             if (s.lengths && t >= s.lengths[b]) { // padded: the state carries over
@@ -331,16 +342,65 @@ template <typename T> struct StepBackward {
     }
 };
 
+// The rows [lo, hi) of a direction whose saved h_{t-1} may be nonzero. Without h0 the first step
+// a direction runs starts from zeros; time-major, its B rows are one block at an end of the
+// sequence, which dW_hh then leaves out.
+struct RowRange {
+    int64_t lo, hi;
+};
+inline RowRange state_rows(const RecurrentLayerShape& s, int d) {
+    if (s.has_h0 || s.batch_first || s.T == 1) return {0, s.rows()};
+    return d == 0 ? RowRange{s.B, s.rows()} : RowRange{0, s.rows() - s.B};
+}
+
+// dW_ih, dW_hh and the bias gradients of one direction from the pre-activation gradients dgx
+// (input side) and dgh (hidden side; the same buffer except for GRU) over all rows.
 template <typename T>
-void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
-                        const RecurrentLayerWeights<T>& w, const RecurrentSaved<T>& saved,
-                        const T* dout, const T* dhn, const T* dcn,
+void weight_gradients(const RecurrentLayerShape& s, int d, const T* dgx, const T* dgh, const T* xh,
+                      const RecurrentLayerGrads<T>& g) {
+    const int64_t G = s.gates(), H = s.H, I = s.I, rows = s.rows(), LX = s.xh_stride();
+    const RowRange hr = state_rows(s, d);
+    auto ones = scratch<T>(rows);
+    std::fill_n(ones.get(), rows, T(1));
+    if (dgx == dgh) {
+        if (!g.dw_ih[d] && !g.dw_hh[d] && !g.db_ih[d] && !g.db_hh[d]) return;
+        // One GEMM over [x | h | 1]: cat [G, C] = dG^T xh, columns dW_ih, dW_hh, the bias.
+        const int64_t C = s.xh_cols();
+        auto cat = scratch<T>(G * C);
+        gemm(true, false, G, C, hr.hi - hr.lo, dgx + hr.lo * G, G, xh + hr.lo * LX, LX, T(0),
+             cat.get(), C);
+        if (hr.hi - hr.lo < rows) { // the rows left out: their x and their one
+            const int64_t r0 = hr.lo == 0 ? hr.hi : 0;
+            gemm(true, false, G, I, s.B, dgx + r0 * G, G, xh + r0 * LX, LX, T(1), cat.get(), C);
+            column_sums(s.B, G, dgx + r0 * G, ones.get(), T(1), cat.get() + I + H, C);
+        }
+        for (int64_t j = 0; j < G; ++j) {
+            const T* row = cat.get() + j * C;
+            if (g.dw_ih[d]) std::copy_n(row, I, g.dw_ih[d] + j * I);
+            if (g.dw_hh[d]) std::copy_n(row + I, H, g.dw_hh[d] + j * H);
+            if (g.db_ih[d]) g.db_ih[d][j] = row[I + H];
+            if (g.db_hh[d]) g.db_hh[d][j] = row[I + H];
+        }
+        return;
+    }
+    if (g.dw_hh[d])
+        gemm(true, false, G, H, hr.hi - hr.lo, dgh + hr.lo * G, G, xh + hr.lo * LX + I, LX, T(0),
+             g.dw_hh[d], H);
+    if (g.dw_ih[d]) gemm(true, false, G, I, rows, dgx, G, xh, LX, T(0), g.dw_ih[d], I);
+    if (g.db_ih[d]) column_sums(rows, G, dgx, ones.get(), T(0), g.db_ih[d], 1);
+    if (g.db_hh[d]) column_sums(rows, G, dgh, ones.get(), T(0), g.db_hh[d], 1);
+}
+
+template <typename T>
+void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLayerWeights<T>& w,
+                        const RecurrentSaved<T>& saved, const T* dout, const T* dhn, const T* dcn,
                         const RecurrentLayerGrads<T>& grads) {
     const int64_t H = s.H, G = s.gates(), rows = s.rows(), B = s.B, DH = s.D * H;
     const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
     const RowMap rm{s.T, s.B, s.batch_first};
     const T* act = saved.act + d * rows * G;
-    const T* hprev = saved.hprev + d * rows * H;
+    const int64_t LX = s.xh_stride();
+    const T* xh = saved.xh + d * rows * LX;
     const T* cprev = lstm ? saved.cprev + d * rows * H : nullptr;
     const T* tcs = lstm ? saved.tc + d * rows * H : nullptr;
     const T* ghns = gru ? saved.ghn + d * rows * H : nullptr;
@@ -382,7 +442,7 @@ void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
                 std::copy_n(dhb, H, nb);
                 continue;
             }
-            step(act + row * G, dhb, dout ? dout + row * DH + d * H : nullptr, hprev + row * H,
+            step(act + row * G, dhb, dout ? dout + row * DH + d * H : nullptr, xh + row * LX + s.I,
                  lstm ? cprev + row * H : nullptr, lstm ? tcs + row * H : nullptr,
                  gru ? ghns + row * H : nullptr, lstm ? dc.get() + b * H : nullptr, gx, gh, nb);
         }
@@ -392,15 +452,7 @@ void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
     }
     if (grads.dh0) std::copy_n(dh.get(), B * H, grads.dh0 + d * B * H);
     if (lstm && grads.dc0) std::copy_n(dc.get(), B * H, grads.dc0 + d * B * H);
-    if (grads.dw_hh[d]) gemm(true, false, G, H, rows, dgh, G, hprev, H, T(0), grads.dw_hh[d], H);
-    if (grads.dw_ih[d])
-        gemm(true, false, G, s.I, rows, dgx.get(), G, x, s.I, T(0), grads.dw_ih[d], s.I);
-    if (grads.db_ih[d] || grads.db_hh[d]) {
-        auto ones = scratch<T>(rows);
-        std::fill_n(ones.get(), rows, T(1));
-        if (grads.db_ih[d]) column_sums(rows, G, dgx.get(), ones.get(), grads.db_ih[d]);
-        if (grads.db_hh[d]) column_sums(rows, G, dgh, ones.get(), grads.db_hh[d]);
-    }
+    weight_gradients(s, d, dgx.get(), dgh, xh, grads);
     if (grads.dx)
         gemm(false, false, rows, s.I, G, dgx.get(), G, w.w_ih[d], s.I, d == 0 ? T(0) : T(1),
              grads.dx, s.I);
@@ -417,12 +469,11 @@ void recurrent_layer_forward(const RecurrentLayerShape& s, const T* x,
 }
 
 template <typename T>
-void recurrent_layer_backward(const RecurrentLayerShape& s, const T* x,
-                              const RecurrentLayerWeights<T>& w, const RecurrentSaved<T>& saved,
-                              const T* dout, const T* dhn, const T* dcn,
-                              const RecurrentLayerGrads<T>& grads) {
+void recurrent_layer_backward(const RecurrentLayerShape& s, const RecurrentLayerWeights<T>& w,
+                              const RecurrentSaved<T>& saved, const T* dout, const T* dhn,
+                              const T* dcn, const RecurrentLayerGrads<T>& grads) {
     for (int d = 0; d < s.D; ++d)
-        backward_direction(s, d, x, w, saved, dout, dhn, dcn, grads);
+        backward_direction(s, d, w, saved, dout, dhn, dcn, grads);
 }
 
 template void recurrent_layer_forward<float>(const RecurrentLayerShape&, const float*,
@@ -433,12 +484,12 @@ template void recurrent_layer_forward<double>(const RecurrentLayerShape&, const 
                                               const RecurrentLayerWeights<double>&, const double*,
                                               const double*, double*, double*, double*,
                                               const RecurrentSaved<double>&);
-template void recurrent_layer_backward<float>(const RecurrentLayerShape&, const float*,
+template void recurrent_layer_backward<float>(const RecurrentLayerShape&,
                                               const RecurrentLayerWeights<float>&,
                                               const RecurrentSaved<float>&, const float*,
                                               const float*, const float*,
                                               const RecurrentLayerGrads<float>&);
-template void recurrent_layer_backward<double>(const RecurrentLayerShape&, const double*,
+template void recurrent_layer_backward<double>(const RecurrentLayerShape&,
                                                const RecurrentLayerWeights<double>&,
                                                const RecurrentSaved<double>&, const double*,
                                                const double*, const double*,
