@@ -25,18 +25,6 @@ namespace {
 
 // --- BLAS (row-major) ----------------------------------------------------------------------------
 
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                blasint(m), blasint(n), blasint(k), 1.0f, a, blasint(lda), b, blasint(ldb), beta, c,
-                blasint(ldc));
-}
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-                 const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                blasint(m), blasint(n), blasint(k), 1.0, a, blasint(lda), b, blasint(ldb), beta, c,
-                blasint(ldc));
-}
 // y (= or +=) a^T 1: the column sums of a [m, n], y with stride incy.
 inline void column_sums(int64_t m, int64_t n, const float* a, const float* ones, float beta,
                         float* y, int64_t incy) {
@@ -205,18 +193,14 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
         xh[r * LX + s.I + H] = T(1);
     }
 
-    // Input projection of every step: bias rows (b_ih + b_hh, GRU without b_hn), then x W_ih^T.
+    // Input projection of every step: x W_ih^T + b_ih + b_hh (GRU without b_hn).
     const T* bi = w.b_ih[d];
     const T* bh = w.b_hh[d];
-    if (bi) {
-        auto bias = scratch<T>(G);
-        for (int64_t j = 0; j < G; ++j)
-            bias[j] = bi[j] + (gru && j >= 2 * H ? T(0) : bh[j]);
-#pragma omp parallel for if (rows * G >= (1 << 16))
-        for (int64_t r = 0; r < rows; ++r)
-            std::memcpy(act + r * G, bias.get(), static_cast<size_t>(G) * sizeof(T));
-    }
-    gemm(false, true, rows, G, s.I, x, s.I, w.w_ih[d], s.I, bi ? T(1) : T(0), act, G);
+    auto bias = scratch<T>(bi ? G : 0);
+    for (int64_t j = 0; bi && j < G; ++j)
+        bias[j] = bi[j] + (gru && j >= 2 * H ? T(0) : bh[j]);
+    sequence_gemm<T>(rows, G, s.I, {x, s.I, 1}, {w.w_ih[d], 1, s.I}, bi ? bias.get() : nullptr, act,
+                     G, false);
 
     auto h = scratch<T>(B * H);
     auto c = scratch<T>(lstm ? B * H : 0);
@@ -342,6 +326,17 @@ template <typename T> struct StepBackward {
     }
 };
 
+// dst [n, m] (rows ldd apart) = src [m, n] (rows lds apart) transposed, in tiles that stay in L1.
+template <typename T>
+void transpose(const T* src, int64_t lds, int64_t m, int64_t n, T* dst, int64_t ldd) {
+    constexpr int64_t kTile = 32;
+    for (int64_t i0 = 0; i0 < m; i0 += kTile)
+        for (int64_t j0 = 0; j0 < n; j0 += kTile)
+            for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j)
+                for (int64_t i = i0; i < std::min(m, i0 + kTile); ++i)
+                    dst[j * ldd + i] = src[i * lds + j];
+}
+
 // The rows [lo, hi) of a direction whose saved h_{t-1} may be nonzero. Without h0 the first step
 // a direction runs starts from zeros; time-major, its B rows are one block at an end of the
 // sequence, which dW_hh then leaves out.
@@ -364,29 +359,29 @@ void weight_gradients(const RecurrentLayerShape& s, int d, const T* dgx, const T
     std::fill_n(ones.get(), rows, T(1));
     if (dgx == dgh) {
         if (!g.dw_ih[d] && !g.dw_hh[d] && !g.db_ih[d] && !g.db_hh[d]) return;
-        // One GEMM over [x | h | 1]: cat [G, C] = dG^T xh, columns dW_ih, dW_hh, the bias.
+        // One GEMM over [x | h | 1]: cat [C, G] = xh^T dG, rows dW_ih^T, dW_hh^T, the bias. In this
+        // orientation (the transpose of dG^T xh) oneDNN runs it ~10% faster.
         const int64_t C = s.xh_cols();
-        auto cat = scratch<T>(G * C);
-        gemm(true, false, G, C, hr.hi - hr.lo, dgx + hr.lo * G, G, xh + hr.lo * LX, LX, T(0),
-             cat.get(), C);
+        auto cat = scratch<T>(C * G);
+        sequence_gemm<T>(C, G, hr.hi - hr.lo, {xh + hr.lo * LX, 1, LX}, {dgx + hr.lo * G, G, 1},
+                         nullptr, cat.get(), G, false);
         if (hr.hi - hr.lo < rows) { // the rows left out: their x and their one
             const int64_t r0 = hr.lo == 0 ? hr.hi : 0;
-            gemm(true, false, G, I, s.B, dgx + r0 * G, G, xh + r0 * LX, LX, T(1), cat.get(), C);
-            column_sums(s.B, G, dgx + r0 * G, ones.get(), T(1), cat.get() + I + H, C);
+            sequence_gemm<T>(I, G, s.B, {xh + r0 * LX, 1, LX}, {dgx + r0 * G, G, 1}, nullptr,
+                             cat.get(), G, true);
+            column_sums(s.B, G, dgx + r0 * G, ones.get(), T(1), cat.get() + (I + H) * G, 1);
         }
-        for (int64_t j = 0; j < G; ++j) {
-            const T* row = cat.get() + j * C;
-            if (g.dw_ih[d]) std::copy_n(row, I, g.dw_ih[d] + j * I);
-            if (g.dw_hh[d]) std::copy_n(row + I, H, g.dw_hh[d] + j * H);
-            if (g.db_ih[d]) g.db_ih[d][j] = row[I + H];
-            if (g.db_hh[d]) g.db_hh[d][j] = row[I + H];
-        }
+        if (g.dw_ih[d]) transpose(cat.get(), G, I, G, g.dw_ih[d], I);
+        if (g.dw_hh[d]) transpose(cat.get() + I * G, G, H, G, g.dw_hh[d], H);
+        if (g.db_ih[d]) std::copy_n(cat.get() + (I + H) * G, G, g.db_ih[d]);
+        if (g.db_hh[d]) std::copy_n(cat.get() + (I + H) * G, G, g.db_hh[d]);
         return;
     }
     if (g.dw_hh[d])
-        gemm(true, false, G, H, hr.hi - hr.lo, dgh + hr.lo * G, G, xh + hr.lo * LX + I, LX, T(0),
-             g.dw_hh[d], H);
-    if (g.dw_ih[d]) gemm(true, false, G, I, rows, dgx, G, xh, LX, T(0), g.dw_ih[d], I);
+        sequence_gemm<T>(G, H, hr.hi - hr.lo, {dgh + hr.lo * G, 1, G}, {xh + hr.lo * LX + I, LX, 1},
+                         nullptr, g.dw_hh[d], H, false);
+    if (g.dw_ih[d])
+        sequence_gemm<T>(G, I, rows, {dgx, 1, G}, {xh, LX, 1}, nullptr, g.dw_ih[d], I, false);
     if (g.db_ih[d]) column_sums(rows, G, dgx, ones.get(), T(0), g.db_ih[d], 1);
     if (g.db_hh[d]) column_sums(rows, G, dgh, ones.get(), T(0), g.db_hh[d], 1);
 }
@@ -454,8 +449,8 @@ void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLaye
     if (lstm && grads.dc0) std::copy_n(dc.get(), B * H, grads.dc0 + d * B * H);
     weight_gradients(s, d, dgx.get(), dgh, xh, grads);
     if (grads.dx)
-        gemm(false, false, rows, s.I, G, dgx.get(), G, w.w_ih[d], s.I, d == 0 ? T(0) : T(1),
-             grads.dx, s.I);
+        sequence_gemm<T>(rows, s.I, G, {dgx.get(), G, 1}, {w.w_ih[d], s.I, 1}, nullptr, grads.dx,
+                         s.I, d > 0);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <type_traits>
 #include <unordered_map>
 
@@ -113,5 +114,92 @@ template <typename T> void StepGemm<T>::run(const T* a, T* y) const {
 
 template class StepGemm<float>;
 template class StepGemm<double>;
+
+namespace {
+
+struct SequenceMatmul {
+    memory::desc a, b, bias, y;
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+};
+
+// The BLAS form of sequence_gemm (float64, and float32 where oneDNN declines).
+template <typename T>
+void sequence_blas(int64_t M, int64_t N, int64_t K, GemmOperand<T> a, GemmOperand<T> b,
+                   const T* bias, T* y, int64_t ldy, bool accumulate) {
+    if (bias && !accumulate)
+        for (int64_t i = 0; i < M; ++i)
+            std::copy_n(bias, N, y + i * ldy);
+    const bool ta = a.cs != 1, tb = b.cs != 1;
+    const auto t = [](bool tr) { return tr ? CblasTrans : CblasNoTrans; };
+    const T beta = accumulate || bias ? T(1) : T(0);
+    if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, t(ta), t(tb), blasint(M), blasint(N), blasint(K), 1.0f, a.p,
+                    blasint(ta ? a.cs : a.rs), b.p, blasint(tb ? b.cs : b.rs), beta, y,
+                    blasint(ldy));
+    else
+        cblas_dgemm(CblasRowMajor, t(ta), t(tb), blasint(M), blasint(N), blasint(K), 1.0, a.p,
+                    blasint(ta ? a.cs : a.rs), b.p, blasint(tb ? b.cs : b.rs), beta, y,
+                    blasint(ldy));
+}
+
+} // namespace
+
+template <typename T>
+void sequence_gemm(int64_t M, int64_t N, int64_t K, GemmOperand<T> a, GemmOperand<T> b,
+                   const T* bias, T* y, int64_t ldy, bool accumulate) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) { // nothing to multiply: y is the bias, zeros, or unchanged
+        if (!accumulate)
+            for (int64_t i = 0; i < M; ++i)
+                for (int64_t j = 0; j < N; ++j)
+                    y[i * ldy + j] = bias ? bias[j] : T(0);
+        return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+        std::shared_ptr<SequenceMatmul> e;
+        try {
+            static du::PrimitiveCache<SequenceMatmul> cache;
+            e = cache.get({M, N, K, a.rs, a.cs, b.rs, b.cs, ldy, bias ? 1 : 0, accumulate}, [&] {
+                const auto f32 = memory::data_type::f32;
+                auto m = std::make_shared<SequenceMatmul>();
+                m->a = memory::desc({M, K}, f32, memory::dims{a.rs, a.cs});
+                m->b = memory::desc({K, N}, f32, memory::dims{b.rs, b.cs});
+                m->y = memory::desc({M, N}, f32, memory::dims{ldy, 1});
+                if (bias) m->bias = memory::desc({1, N}, f32, memory::dims{N, 1});
+                dnnl::primitive_attr attr = du::user_scratchpad();
+                if (accumulate) {
+                    dnnl::post_ops ops;
+                    ops.append_sum(1.0f);
+                    attr.set_post_ops(ops);
+                }
+                m->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(m->a, m->b, m->bias, m->y),
+                                                     attr, du::engine());
+                m->prim = dnnl::matmul(m->pd);
+                return m;
+            });
+        } catch (const dnnl::error&) {
+            e.reset();
+        }
+        if (e) {
+            std::unordered_map<int, memory> args{
+                {DNNL_ARG_SRC, memory(e->a, du::engine(), const_cast<T*>(a.p))},
+                {DNNL_ARG_WEIGHTS, memory(e->b, du::engine(), const_cast<T*>(b.p))},
+                {DNNL_ARG_DST, memory(e->y, du::engine(), y)}};
+            if (bias)
+                args.emplace(DNNL_ARG_BIAS, memory(e->bias, du::engine(), const_cast<T*>(bias)));
+            const Tensor scratch = du::add_scratchpad(e->pd.scratchpad_desc(), args);
+            e->prim.execute(du::stream(), args);
+            du::stream().wait();
+            return;
+        }
+    }
+    sequence_blas(M, N, K, a, b, bias, y, ldy, accumulate);
+}
+
+template void sequence_gemm<float>(int64_t, int64_t, int64_t, GemmOperand<float>,
+                                   GemmOperand<float>, const float*, float*, int64_t, bool);
+template void sequence_gemm<double>(int64_t, int64_t, int64_t, GemmOperand<double>,
+                                    GemmOperand<double>, const double*, double*, int64_t, bool);
 
 } // namespace myelin::nn::detail
