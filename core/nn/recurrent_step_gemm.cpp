@@ -25,6 +25,11 @@ struct StepMatmul {
 template <typename T> struct StepGemm<T>::Packed {
     std::shared_ptr<StepMatmul> prim;
     Tensor weights; // the reordered weights' bytes
+    // The execution's arguments, made once: run() only points a and y at the step's rows (the
+    // per-call memory objects and scratchpad cost ~5% of a 64 x 256 x 1024 product).
+    std::unordered_map<int, memory> args;
+    memory a, y;
+    Tensor scratch;
 };
 
 namespace {
@@ -85,6 +90,11 @@ StepGemm<T>::StepGemm(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldy,
             memory dst(packed, du::engine(), p->weights.data_ptr());
             dnnl::reorder(src, dst).execute(du::stream(), src, dst);
             du::stream().wait();
+            p->a =
+                memory(p->prim->a, du::engine(), const_cast<T*>(w)); // any pointer; run() sets it
+            p->y = memory(p->prim->y, du::engine(), const_cast<T*>(w));
+            p->args = {{DNNL_ARG_SRC, p->a}, {DNNL_ARG_WEIGHTS, dst}, {DNNL_ARG_DST, p->y}};
+            p->scratch = du::add_scratchpad(p->prim->pd.scratchpad_desc(), p->args);
             packed_ = std::move(p);
         } catch (const dnnl::error&) {
             packed_.reset(); // no such matmul here: BLAS
@@ -97,14 +107,10 @@ template <typename T> StepGemm<T>::~StepGemm() = default;
 template <typename T> void StepGemm<T>::run(const T* a, T* y) const {
     if constexpr (std::is_same_v<T, float>) {
         if (packed_) {
-            const StepMatmul& e = *packed_->prim;
-            std::unordered_map<int, memory> args{
-                {DNNL_ARG_SRC, memory(e.a, du::engine(), const_cast<T*>(a))},
-                {DNNL_ARG_WEIGHTS,
-                 memory(e.pd.weights_desc(), du::engine(), packed_->weights.data_ptr())},
-                {DNNL_ARG_DST, memory(e.y, du::engine(), y)}};
-            const Tensor scratch = du::add_scratchpad(e.pd.scratchpad_desc(), args);
-            e.prim.execute(du::stream(), args);
+            Packed& p = *packed_;
+            p.a.set_data_handle(const_cast<T*>(a));
+            p.y.set_data_handle(y);
+            p.prim->prim.execute(du::stream(), p.args);
             du::stream().wait();
             return;
         }

@@ -18,7 +18,7 @@ template <typename T> class StepGemm {
     ~StepGemm();
     StepGemm(const StepGemm&) = delete;
     StepGemm& operator=(const StepGemm&) = delete;
-    void run(const T* a, T* y) const;
+    void run(const T* a, T* y) const; // one thread at a time: it re-points cached arguments
 
   private:
     struct Packed;
