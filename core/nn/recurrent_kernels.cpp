@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -193,14 +194,23 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
         xh[r * LX + s.I + H] = T(1);
     }
 
-    // Input projection of every step: x W_ih^T + b_ih + b_hh (GRU without b_hn).
+    // LSTM and RNN: per step one GEMM gives the gate rows, [x_t | h_{t-1}] [W_ih | W_hh]^T +
+    // b_ih + b_hh, on the concatenated weights packed once (x_t sits beside h_{t-1} in xh).
+    // GRU: the input projection of every step first (b_ih + b_hh without b_hn), then per step
+    // h W_hh^T into its own buffer (b_hn sits inside r * (...)).
+    const int64_t I = s.I, K = I + H;
     const T* bi = w.b_ih[d];
     const T* bh = w.b_hh[d];
     auto bias = scratch<T>(bi ? G : 0);
     for (int64_t j = 0; bi && j < G; ++j)
         bias[j] = bi[j] + (gru && j >= 2 * H ? T(0) : bh[j]);
-    sequence_gemm<T>(rows, G, s.I, {x, s.I, 1}, {w.w_ih[d], 1, s.I}, bi ? bias.get() : nullptr, act,
-                     G, false);
+    const T* b_sum = bi ? bias.get() : nullptr;
+    auto w_cat = scratch<T>(gru ? 0 : G * K);
+    for (int64_t j = 0; !gru && j < G; ++j) {
+        std::copy_n(w.w_ih[d] + j * I, I, w_cat.get() + j * K);
+        std::copy_n(w.w_hh[d] + j * H, H, w_cat.get() + j * K + I);
+    }
+    if (gru) sequence_gemm<T>(rows, G, I, {x, I, 1}, {w.w_ih[d], 1, I}, b_sum, act, G, false);
 
     auto h = scratch<T>(B * H);
     auto c = scratch<T>(lstm ? B * H : 0);
@@ -218,21 +228,31 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
     }
     const StepForward<T> step{s.mode, H, gru && bh ? bh + 2 * H : nullptr};
     const int64_t rs = rm.stride();
-    // h W_hh^T: GRU into its own buffer, the others added into the step's gate rows.
-    const StepGemm<T> hh(B, G, H, H, gru ? G : rs * G, w.w_hh[d], true, !gru);
+    std::optional<StepGemm<T>> gates_xh, gates_x, gru_hh; // the first step without h0: x_t only
+    if (gru) {
+        gru_hh.emplace(B, G, H, H, G, StepWeights<T>{w.w_hh[d], H, true}, false);
+    } else {
+        const StepWeights<T> wc{w_cat.get(), K, true, b_sum};
+        gates_xh.emplace(B, G, K, rs * LX, rs * G, wc, false);
+        if (!h0) gates_x.emplace(B, G, I, rs * LX, rs * G, wc, false);
+    }
     for (int64_t k = 0; k < s.T; ++k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
         T* a_t = act + r0 * G;
-        if (k > 0 || h0) // h W_hh^T; the first step without h0 starts from zeros
-            hh.run(h.get(), gru ? gh.get() : a_t);
-        else if (gru)
+        for (int64_t b = 0; b < B; ++b) // h_{t-1} beside x_t
+            std::memcpy(xh + (r0 + b * rs) * LX + I, h.get() + b * H, sizeof(T) * size_t(H));
+        const bool zero_state = k == 0 && !h0;
+        if (!gru)
+            (zero_state ? *gates_x : *gates_xh).run(xh + r0 * LX, a_t);
+        else if (!zero_state)
+            gru_hh->run(h.get(), gh.get());
+        else
             std::fill_n(gh.get(), B * G, T(0));
 #pragma omp parallel for if (B * H * (G / H) >= kParallelStep)
         for (int64_t b = 0; b < B; ++b) {
             const int64_t row = r0 + b * rs;
             T* hb = h.get() + b * H;
-            std::memcpy(xh + row * LX + s.I, hb, static_cast<size_t>(H) * sizeof(T));
             if (lstm) std::memcpy(cprev + row * H, c.get() + b * H, sizeof(T) * size_t(H));
             T* o = out + row * DH + d * H;
             if (s.lengths && t >= s.lengths[b]) { // padded: the state carries over
@@ -419,7 +439,8 @@ void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLaye
     }
     const StepBackward<T> step{s.mode, H};
     const int64_t rs = rm.stride();
-    const StepGemm<T> hh(B, H, G, rs * G, H, w.w_hh[d], false, true); // dh_prev += dG_t W_hh
+    const StepGemm<T> hh(B, H, G, rs * G, H, StepWeights<T>{w.w_hh[d], H, false},
+                         true); // dh_prev += dG_t W_hh
     for (int64_t k = s.T - 1; k >= 0; --k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);

@@ -17,7 +17,7 @@ namespace du = myelin::nn::dnnl_util;
 using dnnl::memory;
 
 struct StepMatmul {
-    memory::desc a, w, y;
+    memory::desc a, w, bias, y;
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
 };
@@ -40,21 +40,23 @@ du::PrimitiveCache<StepMatmul>& step_cache() {
 }
 
 std::shared_ptr<StepMatmul> step_matmul(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldy,
-                                        bool accumulate) {
-    return step_cache().get({M, N, K, lda, ldy, accumulate}, [&] {
+                                        bool bias, bool accumulate) {
+    return step_cache().get({M, N, K, lda, ldy, bias, accumulate}, [&] {
         const auto f32 = memory::data_type::f32;
         auto e = std::make_shared<StepMatmul>();
         e->a = memory::desc({M, K}, f32, memory::dims{lda, 1});
         e->w = memory::desc({K, N}, f32, memory::format_tag::any);
         e->y = memory::desc({M, N}, f32, memory::dims{ldy, 1});
+        if (bias) e->bias = memory::desc({1, N}, f32, memory::dims{N, 1});
         dnnl::primitive_attr attr = du::user_scratchpad();
         if (accumulate) {
             dnnl::post_ops ops;
             ops.append_sum(1.0f);
             attr.set_post_ops(ops);
         }
-        e->pd =
-            dnnl::matmul::primitive_desc(dnnl::matmul::desc(e->a, e->w, e->y), attr, du::engine());
+        e->pd = dnnl::matmul::primitive_desc(bias ? dnnl::matmul::desc(e->a, e->w, e->bias, e->y)
+                                                  : dnnl::matmul::desc(e->a, e->w, e->y),
+                                             attr, du::engine());
         e->prim = dnnl::matmul(e->pd);
         return e;
     });
@@ -74,26 +76,29 @@ inline void blas(bool tb, int64_t m, int64_t n, int64_t k, const double* a, int6
 } // namespace
 
 template <typename T>
-StepGemm<T>::StepGemm(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldy, const T* w,
-                      bool w_nk, bool accumulate)
-    : M_(M), N_(N), K_(K), lda_(lda), ldy_(ldy), w_(w), w_nk_(w_nk), accumulate_(accumulate) {
+StepGemm<T>::StepGemm(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldy, StepWeights<T> w,
+                      bool accumulate)
+    : M_(M), N_(N), K_(K), lda_(lda), ldy_(ldy), w_(w), accumulate_(accumulate) {
     if constexpr (std::is_same_v<T, float>) {
         try {
             auto p = std::make_unique<Packed>();
-            p->prim = step_matmul(M, N, K, lda, ldy, accumulate);
+            p->prim = step_matmul(M, N, K, lda, ldy, w.bias != nullptr, accumulate);
             const memory::desc& packed = p->prim->pd.weights_desc();
             p->weights =
                 myelin::detail::make_tensor({int64_t(packed.get_size())}, DType::UInt8, kCPU);
             const memory::desc plain({K, N}, memory::data_type::f32,
-                                     w_nk ? memory::dims{1, K} : memory::dims{N, 1});
-            memory src(plain, du::engine(), const_cast<T*>(w));
+                                     w.nk ? memory::dims{1, w.ld} : memory::dims{w.ld, 1});
+            memory src(plain, du::engine(), const_cast<T*>(w.w));
             memory dst(packed, du::engine(), p->weights.data_ptr());
             dnnl::reorder(src, dst).execute(du::stream(), src, dst);
             du::stream().wait();
-            p->a =
-                memory(p->prim->a, du::engine(), const_cast<T*>(w)); // any pointer; run() sets it
-            p->y = memory(p->prim->y, du::engine(), const_cast<T*>(w));
+            T* any = const_cast<T*>(w.w); // run() points a and y at the step's rows
+            p->a = memory(p->prim->a, du::engine(), any);
+            p->y = memory(p->prim->y, du::engine(), any);
             p->args = {{DNNL_ARG_SRC, p->a}, {DNNL_ARG_WEIGHTS, dst}, {DNNL_ARG_DST, p->y}};
+            if (w.bias)
+                p->args.emplace(DNNL_ARG_BIAS,
+                                memory(p->prim->bias, du::engine(), const_cast<T*>(w.bias)));
             p->scratch = du::add_scratchpad(p->prim->pd.scratchpad_desc(), p->args);
             packed_ = std::move(p);
         } catch (const dnnl::error&) {
@@ -115,7 +120,10 @@ template <typename T> void StepGemm<T>::run(const T* a, T* y) const {
             return;
         }
     }
-    blas(w_nk_, M_, N_, K_, a, lda_, w_, w_nk_ ? K_ : N_, accumulate_ ? T(1) : T(0), y, ldy_);
+    if (w_.bias && !accumulate_)
+        for (int64_t i = 0; i < M_; ++i)
+            std::copy_n(w_.bias, N_, y + i * ldy_);
+    blas(w_.nk, M_, N_, K_, a, lda_, w_.w, w_.ld, accumulate_ || w_.bias ? T(1) : T(0), y, ldy_);
 }
 
 template class StepGemm<float>;

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: the GEMM a recurrent layer runs at every time step with the same weights,
-// y [M, N] (= or +=) a [M, K] @ op(w). OpenBLAS packs the weights again at every call; for
+// y [M, N] (= or +=) a [M, K] @ op(w) (+ bias). OpenBLAS packs the weights again at every call; for
 // float32 this runs oneDNN's matmul on weights reordered once into its blocked layout (about 1.3x
 // faster per step at batch 64, hidden 256); float64 (no oneDNN matmul) calls BLAS.
 // sequence_gemm: the GEMMs over all steps at once, also on oneDNN for float32.
@@ -9,11 +9,19 @@
 
 namespace myelin::nn::detail {
 
+// The weights of a StepGemm: w stored [N, K] row-major (nk: op(w) = w^T) or [K, N], its rows ld
+// apart; bias [N] (or null) added to every row of y, only where y is not accumulated.
+template <typename T> struct StepWeights {
+    const T* w;
+    int64_t ld;
+    bool nk;
+    const T* bias = nullptr;
+};
+
 template <typename T> class StepGemm {
   public:
-    // w_nk: w is stored [N, K] row-major (op(w) = w^T), else [K, N]. lda / ldy: the row strides
-    // of a and y. w must stay valid while the object lives.
-    StepGemm(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldy, const T* w, bool w_nk,
+    // lda / ldy: the row strides of a and y. w and bias must stay valid while the object lives.
+    StepGemm(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldy, StepWeights<T> w,
              bool accumulate);
     ~StepGemm();
     StepGemm(const StepGemm&) = delete;
@@ -23,8 +31,8 @@ template <typename T> class StepGemm {
   private:
     struct Packed;
     int64_t M_, N_, K_, lda_, ldy_;
-    const T* w_;
-    bool w_nk_, accumulate_;
+    StepWeights<T> w_;
+    bool accumulate_;
     std::unique_ptr<Packed> packed_; // float32 on oneDNN; null: BLAS
 };
 
