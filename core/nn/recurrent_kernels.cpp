@@ -194,11 +194,13 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
         xh[r * LX + s.I + H] = T(1);
     }
 
-    // LSTM and RNN: per step one GEMM gives the gate rows, [x_t | h_{t-1}] [W_ih | W_hh]^T +
-    // b_ih + b_hh, on the concatenated weights packed once (x_t sits beside h_{t-1} in xh).
+    // LSTM and RNN: per step one GEMM gives the gate rows, [x_t | h_{t-1} | 1] [W_ih | W_hh | b]^T
+    // with b = b_ih + b_hh, on the concatenated weights packed once. Its left operand is the
+    // step's rows gathered densely into `in` (oneDNN's fastest kernel, brgemm, takes no row
+    // padding; xh keeps its aligned stride for the weight gradients' GEMM).
     // GRU: the input projection of every step first (b_ih + b_hh without b_hn), then per step
     // h W_hh^T into its own buffer (b_hn sits inside r * (...)).
-    const int64_t I = s.I, K = I + H;
+    const int64_t I = s.I, K = s.xh_cols();
     const T* bi = w.b_ih[d];
     const T* bh = w.b_hh[d];
     auto bias = scratch<T>(bi ? G : 0);
@@ -209,6 +211,7 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
     for (int64_t j = 0; !gru && j < G; ++j) {
         std::copy_n(w.w_ih[d] + j * I, I, w_cat.get() + j * K);
         std::copy_n(w.w_hh[d] + j * H, H, w_cat.get() + j * K + I);
+        w_cat[j * K + I + H] = b_sum ? b_sum[j] : T(0);
     }
     if (gru) sequence_gemm<T>(rows, G, I, {x, I, 1}, {w.w_ih[d], 1, I}, b_sum, act, G, false);
 
@@ -228,23 +231,32 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
     }
     const StepForward<T> step{s.mode, H, gru && bh ? bh + 2 * H : nullptr};
     const int64_t rs = rm.stride();
+    auto in = scratch<T>(gru ? 0 : B * K);
     std::optional<StepGemm<T>> gates_xh, gates_x, gru_hh; // the first step without h0: x_t only
     if (gru) {
         gru_hh.emplace(B, G, H, H, G, StepWeights<T>{w.w_hh[d], H, true}, false);
     } else {
-        const StepWeights<T> wc{w_cat.get(), K, true, b_sum};
-        gates_xh.emplace(B, G, K, rs * LX, rs * G, wc, false);
-        if (!h0) gates_x.emplace(B, G, I, rs * LX, rs * G, wc, false);
+        gates_xh.emplace(B, G, K, K, rs * G, StepWeights<T>{w_cat.get(), K, true}, false);
+        if (!h0) // x_t W_ih^T + b
+            gates_x.emplace(B, G, I, K, rs * G, StepWeights<T>{w_cat.get(), K, true, b_sum}, false);
+        for (int64_t b = 0; b < B; ++b)
+            in[b * K + I + H] = T(1);
     }
     for (int64_t k = 0; k < s.T; ++k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
         T* a_t = act + r0 * G;
-        for (int64_t b = 0; b < B; ++b) // h_{t-1} beside x_t
-            std::memcpy(xh + (r0 + b * rs) * LX + I, h.get() + b * H, sizeof(T) * size_t(H));
+        for (int64_t b = 0; b < B; ++b) { // h_{t-1} beside x_t
+            const int64_t row = r0 + b * rs;
+            const T* hb = h.get() + b * H;
+            std::memcpy(xh + row * LX + I, hb, sizeof(T) * size_t(H));
+            if (gru) continue;
+            std::memcpy(in.get() + b * K, x + row * I, sizeof(T) * size_t(I));
+            std::memcpy(in.get() + b * K + I, hb, sizeof(T) * size_t(H));
+        }
         const bool zero_state = k == 0 && !h0;
         if (!gru)
-            (zero_state ? *gates_x : *gates_xh).run(xh + r0 * LX, a_t);
+            (zero_state ? *gates_x : *gates_xh).run(in.get(), a_t);
         else if (!zero_state)
             gru_hh->run(h.get(), gh.get());
         else
@@ -439,8 +451,10 @@ void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLaye
     }
     const StepBackward<T> step{s.mode, H};
     const int64_t rs = rm.stride();
-    const StepGemm<T> hh(B, H, G, rs * G, H, StepWeights<T>{w.w_hh[d], H, false},
-                         true); // dh_prev += dG_t W_hh
+    // dh_prev (+)= dG_t W_hh: added to what bypasses W_hh where anything does (GRU's dh * z, a
+    // padded step's dh), else written (a sum post-op makes oneDNN's kernel ~7% slower).
+    const bool bypass = gru || s.lengths;
+    const StepGemm<T> hh(B, H, G, rs * G, H, StepWeights<T>{w.w_hh[d], H, false}, bypass);
     for (int64_t k = s.T - 1; k >= 0; --k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
@@ -463,7 +477,7 @@ void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLaye
                  lstm ? cprev + row * H : nullptr, lstm ? tcs + row * H : nullptr,
                  gru ? ghns + row * H : nullptr, lstm ? dc.get() + b * H : nullptr, gx, gh, nb);
         }
-        // d(previous state) += dG_t W_hh; past the first step only when h0 wants a gradient.
+        // d(previous state) (+)= dG_t W_hh; past the first step only when h0 wants a gradient.
         if (k > 0 || grads.dh0) hh.run(dgh + r0 * G, dh_next.get());
         std::swap(dh, dh_next);
     }
