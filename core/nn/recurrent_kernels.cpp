@@ -1,9 +1,11 @@
-// The raw recurrent layer loops (see recurrent_kernels.h). Per direction the forward is one GEMM
-// for the input projection of all steps (bias rows first, then x W_ih^T added), then per step one
-// GEMM h W_hh^T added into the step's gate rows (GRU: into its own buffer, since b_hn sits inside
-// r * (...)) and one fused pass over the gates. The backward walks the steps in reverse with one
-// GEMM per step (dG W_hh into the previous state's gradient) and finishes with one GEMM each for
-// dW_ih, dW_hh and dx over all steps, and one GEMV each for the bias gradients.
+// The raw recurrent layer loops (see recurrent_kernels.h). Per direction, LSTM and RNN run one
+// GEMM per step, [x_t | h_{t-1} | 1] [W_ih | W_hh | b]^T into the step's gate rows, then one fused
+// pass over the gates; GRU runs the input projection of all steps first and per step h W_hh^T
+// into its own buffer (b_hn sits inside r * (...)). The backward walks the steps in reverse with
+// one GEMM per step (dG W_hh into the previous state's gradient) and finishes with one GEMM
+// xh^T dG for dW_ih, dW_hh and the bias together (GRU: one each) and one for dx. Every float32
+// GEMM runs on oneDNN (recurrent_step_gemm.h). Without h0 the first step's zero state is skipped
+// in the forward GEMM, the backward's last GEMM and dW_hh.
 #include "nn/recurrent_kernels.h"
 
 #include "nn/recurrent_step_gemm.h"

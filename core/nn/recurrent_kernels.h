@@ -39,7 +39,7 @@ template <typename T> struct RecurrentLayerWeights {
 // What the forward keeps for the backward, each [D, rows, ...]:
 //   act   [D, rows, G]  the gate activations (LSTM i,f,g,o; GRU r,z,n; RNN the new state)
 //   xh    [D, rows, xh_stride()]  per row [x_t | h_{t-1} | 1]: the step's input, the hidden state
-//                       it started from and a one, side by side, so that one GEMM dG^T xh gives
+//                       it started from and a one, side by side, so that one GEMM xh^T dG gives
 //                       dW_ih, dW_hh and the bias gradient together (dG is read once)
 //   cprev [D, rows, H]  LSTM: the cell state each step started from
 //   tc    [D, rows, H]  LSTM: tanh of the new cell state
