@@ -71,11 +71,11 @@ struct LayerOutputs {
 
 // The buffers a layer's forward keeps for its backward (see RecurrentSaved).
 struct SavedBuffers {
-    Tensor act, hprev, cprev, tc, ghn;
+    Tensor act, xh, cprev, tc, ghn;
     std::shared_ptr<const detail::StepGradientSink> sink; // per-step gradient norms; null: none
     template <typename T> detail::RecurrentSaved<T> raw() const {
         auto p = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-        return {p(act), p(hprev), p(cprev), p(tc), p(ghn)};
+        return {p(act), p(xh), p(cprev), p(tc), p(ghn)};
     }
 };
 
@@ -135,8 +135,8 @@ TensorList layer_backward(const RecurrentLayerShape& s, const Tensor& grad, cons
     }
     std::vector<double> step_norms(saved.sink ? size_t(D * s.T) : 0);
     if (saved.sink) out.step_grad_norms = step_norms.data();
-    detail::recurrent_layer_backward<T>(s, x.data<T>(), raw_weights<T>(params, D, bias),
-                                        saved.raw<T>(), gp, gp + rows * D * s.H,
+    detail::recurrent_layer_backward<T>(s, raw_weights<T>(params, D, bias), saved.raw<T>(), gp,
+                                        gp + rows * D * s.H,
                                         lstm ? gp + rows * D * s.H + state : nullptr, out);
     if (saved.sink) detail::report_step_gradients(*saved.sink, s, step_norms);
     return result;
@@ -155,7 +155,7 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
     SavedBuffers saved;
     saved.sink = detail::step_gradient_sink(layer);
     saved.act = empty({D * rows * G}, opts);
-    saved.hprev = empty({D * rows * H}, opts);
+    saved.xh = empty({D * rows * s.xh_stride()}, opts);
     if (lstm) {
         saved.cprev = empty({D * rows * H}, opts);
         saved.tc = empty({D * rows * H}, opts);
@@ -170,6 +170,7 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
         pv.push_back(p.detach().contiguous());
     RecurrentLayerShape shape = s;
     shape.lengths = lengths ? lengths->data() : nullptr;
+    shape.has_h0 = h0.defined();
     auto forward = [&]<typename T>(T*) {
         T* f = flat.data<T>();
         detail::recurrent_layer_forward<T>(
@@ -189,7 +190,7 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
         for (const Tensor& p : pv)
             saved_params.emplace_back(p);
         autograd::record_list("RecurrentLayerBackward0", inputs, flat,
-                              [s, bias, saved, lengths, sx = SavedTensor(xv),
+                              [s = shape, bias, saved, lengths, sx = SavedTensor(xv),
                                saved_params](const Tensor& grad, const Node& node) {
                                   RecurrentLayerShape sh = s;
                                   sh.lengths = lengths ? lengths->data() : nullptr;

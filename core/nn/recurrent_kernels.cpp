@@ -1,9 +1,11 @@
-// The raw recurrent layer loops (see recurrent_kernels.h). Per direction the forward is one GEMM
-// for the input projection of all steps (bias rows first, then x W_ih^T added), then per step one
-// GEMM h W_hh^T added into the step's gate rows (GRU: into its own buffer, since b_hn sits inside
-// r * (...)) and one fused pass over the gates. The backward walks the steps in reverse with one
-// GEMM per step (dG W_hh into the previous state's gradient) and finishes with one GEMM each for
-// dW_ih, dW_hh and dx over all steps, and one GEMV each for the bias gradients.
+// The raw recurrent layer loops (see recurrent_kernels.h). Per direction, LSTM and RNN run one
+// GEMM per step, [x_t | h_{t-1} | 1] [W_ih | W_hh | b]^T into the step's gate rows, then one fused
+// pass over the gates; GRU runs the input projection of all steps first and per step h W_hh^T
+// into its own buffer (b_hn sits inside r * (...)). The backward walks the steps in reverse with
+// one GEMM per step (dG W_hh into the previous state's gradient) and finishes with one GEMM
+// xh^T dG for dW_ih, dW_hh and the bias together (GRU: one each) and one for dx. Every float32
+// GEMM runs on oneDNN (recurrent_step_gemm.h). Without h0 the first step's zero state is skipped
+// in the forward GEMM, the backward's last GEMM and dW_hh.
 #include "nn/recurrent_kernels.h"
 
 #include "nn/recurrent_step_gemm.h"
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -25,26 +28,16 @@ namespace {
 
 // --- BLAS (row-major) ----------------------------------------------------------------------------
 
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                blasint(m), blasint(n), blasint(k), 1.0f, a, blasint(lda), b, blasint(ldb), beta, c,
-                blasint(ldc));
-}
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-                 const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                blasint(m), blasint(n), blasint(k), 1.0, a, blasint(lda), b, blasint(ldb), beta, c,
-                blasint(ldc));
-}
-// y = a^T 1: the column sums of a [m, n].
-inline void column_sums(int64_t m, int64_t n, const float* a, const float* ones, float* y) {
+// y (= or +=) a^T 1: the column sums of a [m, n], y with stride incy.
+inline void column_sums(int64_t m, int64_t n, const float* a, const float* ones, float beta,
+                        float* y, int64_t incy) {
     cblas_sgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0f, a, blasint(n), ones, 1,
-                0.0f, y, 1);
+                beta, y, blasint(incy));
 }
-inline void column_sums(int64_t m, int64_t n, const double* a, const double* ones, double* y) {
-    cblas_dgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0, a, blasint(n), ones, 1, 0.0,
-                y, 1);
+inline void column_sums(int64_t m, int64_t n, const double* a, const double* ones, double beta,
+                        double* y, int64_t incy) {
+    cblas_dgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0, a, blasint(n), ones, 1,
+                beta, y, blasint(incy));
 }
 
 // --- activations -----------------------------------------------------------------------------
@@ -192,23 +185,37 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
     const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
     const RowMap rm{s.T, s.B, s.batch_first};
     T* act = saved.act + d * rows * G;
-    T* hprev = saved.hprev + d * rows * H;
+    const int64_t LX = s.xh_stride();
+    T* xh = saved.xh + d * rows * LX;
     T* cprev = lstm ? saved.cprev + d * rows * H : nullptr;
     T* tcs = lstm ? saved.tc + d * rows * H : nullptr;
     T* ghns = gru ? saved.ghn + d * rows * H : nullptr;
+#pragma omp parallel for if (rows * LX >= (1 << 16))
+    for (int64_t r = 0; r < rows; ++r) { // x and the one; the steps fill in h_{t-1}
+        std::memcpy(xh + r * LX, x + r * s.I, static_cast<size_t>(s.I) * sizeof(T));
+        xh[r * LX + s.I + H] = T(1);
+    }
 
-    // Input projection of every step: bias rows (b_ih + b_hh, GRU without b_hn), then x W_ih^T.
+    // LSTM and RNN: per step one GEMM gives the gate rows, [x_t | h_{t-1} | 1] [W_ih | W_hh | b]^T
+    // with b = b_ih + b_hh, on the concatenated weights packed once. Its left operand is the
+    // step's rows gathered densely into `in` (oneDNN's fastest kernel, brgemm, takes no row
+    // padding; xh keeps its aligned stride for the weight gradients' GEMM).
+    // GRU: the input projection of every step first (b_ih + b_hh without b_hn), then per step
+    // h W_hh^T into its own buffer (b_hn sits inside r * (...)).
+    const int64_t I = s.I, K = s.xh_cols();
     const T* bi = w.b_ih[d];
     const T* bh = w.b_hh[d];
-    if (bi) {
-        auto bias = scratch<T>(G);
-        for (int64_t j = 0; j < G; ++j)
-            bias[j] = bi[j] + (gru && j >= 2 * H ? T(0) : bh[j]);
-#pragma omp parallel for if (rows * G >= (1 << 16))
-        for (int64_t r = 0; r < rows; ++r)
-            std::memcpy(act + r * G, bias.get(), static_cast<size_t>(G) * sizeof(T));
+    auto bias = scratch<T>(bi ? G : 0);
+    for (int64_t j = 0; bi && j < G; ++j)
+        bias[j] = bi[j] + (gru && j >= 2 * H ? T(0) : bh[j]);
+    const T* b_sum = bi ? bias.get() : nullptr;
+    auto w_cat = scratch<T>(gru ? 0 : G * K);
+    for (int64_t j = 0; !gru && j < G; ++j) {
+        std::copy_n(w.w_ih[d] + j * I, I, w_cat.get() + j * K);
+        std::copy_n(w.w_hh[d] + j * H, H, w_cat.get() + j * K + I);
+        w_cat[j * K + I + H] = b_sum ? b_sum[j] : T(0);
     }
-    gemm(false, true, rows, G, s.I, x, s.I, w.w_ih[d], s.I, bi ? T(1) : T(0), act, G);
+    if (gru) sequence_gemm<T>(rows, G, I, {x, I, 1}, {w.w_ih[d], 1, I}, b_sum, act, G, false);
 
     auto h = scratch<T>(B * H);
     auto c = scratch<T>(lstm ? B * H : 0);
@@ -226,18 +233,40 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
     }
     const StepForward<T> step{s.mode, H, gru && bh ? bh + 2 * H : nullptr};
     const int64_t rs = rm.stride();
-    // h W_hh^T: GRU into its own buffer, the others added into the step's gate rows.
-    const StepGemm<T> hh(B, G, H, H, gru ? G : rs * G, w.w_hh[d], true, !gru);
+    auto in = scratch<T>(gru ? 0 : B * K);
+    std::optional<StepGemm<T>> gates_xh, gates_x, gru_hh; // the first step without h0: x_t only
+    if (gru) {
+        gru_hh.emplace(B, G, H, H, G, StepWeights<T>{w.w_hh[d], H, true}, false);
+    } else {
+        gates_xh.emplace(B, G, K, K, rs * G, StepWeights<T>{w_cat.get(), K, true}, false);
+        if (!h0) // x_t W_ih^T + b
+            gates_x.emplace(B, G, I, K, rs * G, StepWeights<T>{w_cat.get(), K, true, b_sum}, false);
+        for (int64_t b = 0; b < B; ++b)
+            in[b * K + I + H] = T(1);
+    }
     for (int64_t k = 0; k < s.T; ++k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
         T* a_t = act + r0 * G;
-        hh.run(h.get(), gru ? gh.get() : a_t);
+        for (int64_t b = 0; b < B; ++b) { // h_{t-1} beside x_t
+            const int64_t row = r0 + b * rs;
+            const T* hb = h.get() + b * H;
+            std::memcpy(xh + row * LX + I, hb, sizeof(T) * size_t(H));
+            if (gru) continue;
+            std::memcpy(in.get() + b * K, x + row * I, sizeof(T) * size_t(I));
+            std::memcpy(in.get() + b * K + I, hb, sizeof(T) * size_t(H));
+        }
+        const bool zero_state = k == 0 && !h0;
+        if (!gru)
+            (zero_state ? *gates_x : *gates_xh).run(in.get(), a_t);
+        else if (!zero_state)
+            gru_hh->run(h.get(), gh.get());
+        else
+            std::fill_n(gh.get(), B * G, T(0));
 #pragma omp parallel for if (B * H * (G / H) >= kParallelStep)
         for (int64_t b = 0; b < B; ++b) {
             const int64_t row = r0 + b * rs;
             T* hb = h.get() + b * H;
-            std::memcpy(hprev + row * H, hb, static_cast<size_t>(H) * sizeof(T));
             if (lstm) std::memcpy(cprev + row * H, c.get() + b * H, sizeof(T) * size_t(H));
             T* o = out + row * DH + d * H;
             if (s.lengths && t >= s.lengths[b]) { // padded: the state carries over
@@ -331,16 +360,77 @@ template <typename T> struct StepBackward {
     }
 };
 
+// dst [n, m] (rows ldd apart) = src [m, n] (rows lds apart) transposed, in 16 x 16 tiles: src's
+// rows are 4 KB apart, and 32 of them would share one L1 set (5x slower).
 template <typename T>
-void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
-                        const RecurrentLayerWeights<T>& w, const RecurrentSaved<T>& saved,
-                        const T* dout, const T* dhn, const T* dcn,
+void transpose(const T* src, int64_t lds, int64_t m, int64_t n, T* dst, int64_t ldd) {
+    constexpr int64_t kTile = 16;
+    for (int64_t i0 = 0; i0 < m; i0 += kTile)
+        for (int64_t j0 = 0; j0 < n; j0 += kTile)
+            for (int64_t i = i0; i < std::min(m, i0 + kTile); ++i)
+                for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j)
+                    dst[j * ldd + i] = src[i * lds + j];
+}
+
+// The rows [lo, hi) of a direction whose saved h_{t-1} may be nonzero. Without h0 the first step
+// a direction runs starts from zeros; time-major, its B rows are one block at an end of the
+// sequence, which dW_hh then leaves out.
+struct RowRange {
+    int64_t lo, hi;
+};
+inline RowRange state_rows(const RecurrentLayerShape& s, int d) {
+    if (s.has_h0 || s.batch_first || s.T == 1) return {0, s.rows()};
+    return d == 0 ? RowRange{s.B, s.rows()} : RowRange{0, s.rows() - s.B};
+}
+
+// dW_ih, dW_hh and the bias gradients of one direction from the pre-activation gradients dgx
+// (input side) and dgh (hidden side; the same buffer except for GRU) over all rows.
+template <typename T>
+void weight_gradients(const RecurrentLayerShape& s, int d, const T* dgx, const T* dgh, const T* xh,
+                      const RecurrentLayerGrads<T>& g) {
+    const int64_t G = s.gates(), H = s.H, I = s.I, rows = s.rows(), LX = s.xh_stride();
+    const RowRange hr = state_rows(s, d);
+    auto ones = scratch<T>(rows);
+    std::fill_n(ones.get(), rows, T(1));
+    if (dgx == dgh) {
+        if (!g.dw_ih[d] && !g.dw_hh[d] && !g.db_ih[d] && !g.db_hh[d]) return;
+        // One GEMM over [x | h | 1]: cat [C, G] = xh^T dG, rows dW_ih^T, dW_hh^T, the bias. In this
+        // orientation (the transpose of dG^T xh) oneDNN runs it ~10% faster.
+        const int64_t C = s.xh_cols();
+        auto cat = scratch<T>(C * G);
+        sequence_gemm<T>(C, G, hr.hi - hr.lo, {xh + hr.lo * LX, 1, LX}, {dgx + hr.lo * G, G, 1},
+                         nullptr, cat.get(), G, false);
+        if (hr.hi - hr.lo < rows) { // the rows left out: their x and their one
+            const int64_t r0 = hr.lo == 0 ? hr.hi : 0;
+            sequence_gemm<T>(I, G, s.B, {xh + r0 * LX, 1, LX}, {dgx + r0 * G, G, 1}, nullptr,
+                             cat.get(), G, true);
+            column_sums(s.B, G, dgx + r0 * G, ones.get(), T(1), cat.get() + (I + H) * G, 1);
+        }
+        if (g.dw_ih[d]) transpose(cat.get(), G, I, G, g.dw_ih[d], I);
+        if (g.dw_hh[d]) transpose(cat.get() + I * G, G, H, G, g.dw_hh[d], H);
+        if (g.db_ih[d]) std::copy_n(cat.get() + (I + H) * G, G, g.db_ih[d]);
+        if (g.db_hh[d]) std::copy_n(cat.get() + (I + H) * G, G, g.db_hh[d]);
+        return;
+    }
+    if (g.dw_hh[d])
+        sequence_gemm<T>(G, H, hr.hi - hr.lo, {dgh + hr.lo * G, 1, G}, {xh + hr.lo * LX + I, LX, 1},
+                         nullptr, g.dw_hh[d], H, false);
+    if (g.dw_ih[d])
+        sequence_gemm<T>(G, I, rows, {dgx, 1, G}, {xh, LX, 1}, nullptr, g.dw_ih[d], I, false);
+    if (g.db_ih[d]) column_sums(rows, G, dgx, ones.get(), T(0), g.db_ih[d], 1);
+    if (g.db_hh[d]) column_sums(rows, G, dgh, ones.get(), T(0), g.db_hh[d], 1);
+}
+
+template <typename T>
+void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLayerWeights<T>& w,
+                        const RecurrentSaved<T>& saved, const T* dout, const T* dhn, const T* dcn,
                         const RecurrentLayerGrads<T>& grads) {
     const int64_t H = s.H, G = s.gates(), rows = s.rows(), B = s.B, DH = s.D * H;
     const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
     const RowMap rm{s.T, s.B, s.batch_first};
     const T* act = saved.act + d * rows * G;
-    const T* hprev = saved.hprev + d * rows * H;
+    const int64_t LX = s.xh_stride();
+    const T* xh = saved.xh + d * rows * LX;
     const T* cprev = lstm ? saved.cprev + d * rows * H : nullptr;
     const T* tcs = lstm ? saved.tc + d * rows * H : nullptr;
     const T* ghns = gru ? saved.ghn + d * rows * H : nullptr;
@@ -363,7 +453,10 @@ void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
     }
     const StepBackward<T> step{s.mode, H};
     const int64_t rs = rm.stride();
-    const StepGemm<T> hh(B, H, G, rs * G, H, w.w_hh[d], false, true); // dh_prev += dG_t W_hh
+    // dh_prev (+)= dG_t W_hh: added to what bypasses W_hh where anything does (GRU's dh * z, a
+    // padded step's dh), else written (a sum post-op makes oneDNN's kernel ~7% slower).
+    const bool bypass = gru || s.lengths;
+    const StepGemm<T> hh(B, H, G, rs * G, H, StepWeights<T>{w.w_hh[d], H, false}, bypass);
     for (int64_t k = s.T - 1; k >= 0; --k) {
         const int64_t t = d == 0 ? k : s.T - 1 - k;
         const int64_t r0 = rm.first(t);
@@ -382,28 +475,20 @@ void backward_direction(const RecurrentLayerShape& s, int d, const T* x,
                 std::copy_n(dhb, H, nb);
                 continue;
             }
-            step(act + row * G, dhb, dout ? dout + row * DH + d * H : nullptr, hprev + row * H,
+            step(act + row * G, dhb, dout ? dout + row * DH + d * H : nullptr, xh + row * LX + s.I,
                  lstm ? cprev + row * H : nullptr, lstm ? tcs + row * H : nullptr,
                  gru ? ghns + row * H : nullptr, lstm ? dc.get() + b * H : nullptr, gx, gh, nb);
         }
-        // d(previous state) += dG_t W_hh; past the first step only when h0 wants a gradient.
+        // d(previous state) (+)= dG_t W_hh; past the first step only when h0 wants a gradient.
         if (k > 0 || grads.dh0) hh.run(dgh + r0 * G, dh_next.get());
         std::swap(dh, dh_next);
     }
     if (grads.dh0) std::copy_n(dh.get(), B * H, grads.dh0 + d * B * H);
     if (lstm && grads.dc0) std::copy_n(dc.get(), B * H, grads.dc0 + d * B * H);
-    if (grads.dw_hh[d]) gemm(true, false, G, H, rows, dgh, G, hprev, H, T(0), grads.dw_hh[d], H);
-    if (grads.dw_ih[d])
-        gemm(true, false, G, s.I, rows, dgx.get(), G, x, s.I, T(0), grads.dw_ih[d], s.I);
-    if (grads.db_ih[d] || grads.db_hh[d]) {
-        auto ones = scratch<T>(rows);
-        std::fill_n(ones.get(), rows, T(1));
-        if (grads.db_ih[d]) column_sums(rows, G, dgx.get(), ones.get(), grads.db_ih[d]);
-        if (grads.db_hh[d]) column_sums(rows, G, dgh, ones.get(), grads.db_hh[d]);
-    }
+    weight_gradients(s, d, dgx.get(), dgh, xh, grads);
     if (grads.dx)
-        gemm(false, false, rows, s.I, G, dgx.get(), G, w.w_ih[d], s.I, d == 0 ? T(0) : T(1),
-             grads.dx, s.I);
+        sequence_gemm<T>(rows, s.I, G, {dgx.get(), G, 1}, {w.w_ih[d], s.I, 1}, nullptr, grads.dx,
+                         s.I, d > 0);
 }
 
 } // namespace
@@ -417,12 +502,11 @@ void recurrent_layer_forward(const RecurrentLayerShape& s, const T* x,
 }
 
 template <typename T>
-void recurrent_layer_backward(const RecurrentLayerShape& s, const T* x,
-                              const RecurrentLayerWeights<T>& w, const RecurrentSaved<T>& saved,
-                              const T* dout, const T* dhn, const T* dcn,
-                              const RecurrentLayerGrads<T>& grads) {
+void recurrent_layer_backward(const RecurrentLayerShape& s, const RecurrentLayerWeights<T>& w,
+                              const RecurrentSaved<T>& saved, const T* dout, const T* dhn,
+                              const T* dcn, const RecurrentLayerGrads<T>& grads) {
     for (int d = 0; d < s.D; ++d)
-        backward_direction(s, d, x, w, saved, dout, dhn, dcn, grads);
+        backward_direction(s, d, w, saved, dout, dhn, dcn, grads);
 }
 
 template void recurrent_layer_forward<float>(const RecurrentLayerShape&, const float*,
@@ -433,12 +517,12 @@ template void recurrent_layer_forward<double>(const RecurrentLayerShape&, const 
                                               const RecurrentLayerWeights<double>&, const double*,
                                               const double*, double*, double*, double*,
                                               const RecurrentSaved<double>&);
-template void recurrent_layer_backward<float>(const RecurrentLayerShape&, const float*,
+template void recurrent_layer_backward<float>(const RecurrentLayerShape&,
                                               const RecurrentLayerWeights<float>&,
                                               const RecurrentSaved<float>&, const float*,
                                               const float*, const float*,
                                               const RecurrentLayerGrads<float>&);
-template void recurrent_layer_backward<double>(const RecurrentLayerShape&, const double*,
+template void recurrent_layer_backward<double>(const RecurrentLayerShape&,
                                                const RecurrentLayerWeights<double>&,
                                                const RecurrentSaved<double>&, const double*,
                                                const double*, const double*,

@@ -18,9 +18,14 @@ struct RecurrentLayerShape {
     int D = 1; // directions
     bool batch_first = false;
     const int64_t* lengths = nullptr; // [B], each in 1..T; null: every sequence has T steps
+    bool has_h0 = false; // false: the states start from zeros (the backward skips them)
 
     int64_t gates() const { return recurrent_gate_count(mode) * H; } // G: columns of W_ih
     int64_t rows() const { return T * B; }
+    // A row of RecurrentSaved::xh: I + H + 1 values, the stride rounded up to 16 so every row
+    // starts 64-byte aligned.
+    int64_t xh_cols() const { return I + H + 1; }
+    int64_t xh_stride() const { return (xh_cols() + 15) / 16 * 16; }
 };
 
 // One layer's parameters, per direction (biases null without bias).
@@ -33,13 +38,15 @@ template <typename T> struct RecurrentLayerWeights {
 
 // What the forward keeps for the backward, each [D, rows, ...]:
 //   act   [D, rows, G]  the gate activations (LSTM i,f,g,o; GRU r,z,n; RNN the new state)
-//   hprev [D, rows, H]  the hidden state each step started from
+//   xh    [D, rows, xh_stride()]  per row [x_t | h_{t-1} | 1]: the step's input, the hidden state
+//                       it started from and a one, side by side, so that one GEMM xh^T dG gives
+//                       dW_ih, dW_hh and the bias gradient together (dG is read once)
 //   cprev [D, rows, H]  LSTM: the cell state each step started from
 //   tc    [D, rows, H]  LSTM: tanh of the new cell state
 //   ghn   [D, rows, H]  GRU: W_hn h + b_hn
 template <typename T> struct RecurrentSaved {
     T* act = nullptr;
-    T* hprev = nullptr;
+    T* xh = nullptr;
     T* cprev = nullptr;
     T* tc = nullptr;
     T* ghn = nullptr;
@@ -69,9 +76,8 @@ template <typename T> struct RecurrentLayerGrads {
 };
 
 template <typename T>
-void recurrent_layer_backward(const RecurrentLayerShape& s, const T* x,
-                              const RecurrentLayerWeights<T>& w, const RecurrentSaved<T>& saved,
-                              const T* dout, const T* dhn, const T* dcn,
-                              const RecurrentLayerGrads<T>& grads);
+void recurrent_layer_backward(const RecurrentLayerShape& s, const RecurrentLayerWeights<T>& w,
+                              const RecurrentSaved<T>& saved, const T* dout, const T* dhn,
+                              const T* dcn, const RecurrentLayerGrads<T>& grads);
 
 } // namespace myelin::nn::detail
