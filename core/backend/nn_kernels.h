@@ -20,6 +20,14 @@ struct ConvGeometry {
     bool bf16 = false; // float32 operands multiplied in bfloat16 (autocast), accumulated in float32
     int64_t phr() const { return (OH - 1) * sh + (KH - 1) * dh + 1 - H - ph; }
     int64_t pwr() const { return (OW - 1) * sw + (KW - 1) * dw + 1 - W - pw; }
+    // Whether padding ph / pw on both sides gives exactly OH x OW (what libraries that pad
+    // symmetrically, as cuDNN's legacy API, compute). Not so for padding='same' with an even
+    // dilated kernel or a transposed convolution with output_padding >= stride.
+    bool symmetric_padding() const {
+        const int64_t eh = (KH - 1) * dh + 1, ew = (KW - 1) * dw + 1;
+        return H + 2 * ph >= eh && W + 2 * pw >= ew && (H + 2 * ph - eh) / sh + 1 == OH &&
+               (W + 2 * pw - ew) / sw + 1 == OW;
+    }
 };
 
 // A 2-D pool over `planes` planes of H x W (N * C for nchw), output OH x OW. Adaptive pools use
