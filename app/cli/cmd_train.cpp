@@ -199,6 +199,7 @@ int cmd_train(const std::vector<std::string_view>& raw) {
             std::fprintf(stderr, "myelin: error: %s\n", e.what());
             return kExitError;
         }
+        options.device = device;
     }
     io::Project project;
     try {

@@ -187,6 +187,11 @@ class Backend {
     // The device's NN-kernel table; nullptr when it has none (backend::nn_kernels() then
     // refuses the op by name).
     virtual NnKernels* nn_kernels() { return nullptr; }
+
+    // Whether this device's memory is host memory that host code may read and write (the CPU's).
+    // The ops with no device form yet (optimizer steps, losses, linear's bf16 path, attention,
+    // the recurrent kernels) read raw host pointers: training runs only on such a device.
+    virtual bool host_addressable() const { return false; }
 };
 
 // The registered backend for a device type; throws DeviceError naming the device when absent.

@@ -121,6 +121,7 @@ class HostBackedDevice final : public Backend {
 
     Backend& cpu() const { return backend::get(DeviceType::CPU); }
     DeviceType type() const override { return DeviceType::CUDA; }
+    bool host_addressable() const override { return true; } // its memory is host memory
     BackendInfo info() const override { return {DeviceType::CUDA, "Test", "test:0"}; }
     bool supports(Primitive p, DType t) const override {
         (void)p;

@@ -9,6 +9,7 @@ namespace myelin::backend {
 class CpuBackend final : public Backend {
   public:
     DeviceType type() const override { return DeviceType::CPU; }
+    bool host_addressable() const override { return true; }
     BackendInfo info() const override;
 
     void* allocate(size_t nbytes) override;

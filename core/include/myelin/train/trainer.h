@@ -10,6 +10,7 @@
 // run's RunControl (run_control.h), which any thread may hold and use at any time, before,
 // during or after run(); stop() finishes the current optimizer step and writes a checkpoint
 // before run() returns. progress() may be called from any thread.
+#include <myelin/device.h>
 #include <myelin/graph/build.h>
 #include <myelin/io/project.h>
 #include <myelin/spec/components.h>
@@ -76,6 +77,10 @@ struct TrainerOptions {
     // Text sources: encode with this (a checkpoint's) instead of a vocabulary built from the
     // training split (evaluation of a checkpoint uses the vocabulary it was trained with).
     std::optional<data::TextEncoding> text_encoding;
+    // Where the model (its parameters, buffers, gradients and optimizer state) and each batch
+    // live. A device the run cannot use is refused by the constructor (check_training_backend:
+    // CUDA in this version). Checkpoints are written from host copies.
+    Device device = kCPU;
 };
 
 struct TrainResult {
@@ -196,6 +201,10 @@ class Trainer {
     void check_data_fits_model();
     spec::LossContext make_loss_context() const;
     void load_resume_checkpoint();
+    // options.device: moves the model and the optimizer's state there (after any checkpoint
+    // was loaded); on_device() moves one batch.
+    void move_to_device();
+    data::Example on_device(const data::Example& batch) const;
     // After the checkpoint's optimizer state is loaded: applies (fork) or adopts (resume) the
     // options the checkpoint's project sets differently; may scale `checkpoint.scheduler`.
     void reconcile_optimizer_options(io::Checkpoint& checkpoint, const std::string& where);
