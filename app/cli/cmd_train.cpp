@@ -238,6 +238,7 @@ int train_process(const Args& args, train::TrainerOptions& options,
             std::fprintf(stderr, "myelin: error: %s\n", e.what());
             return kExitError;
         }
+        options.device = device;
     }
     io::Project project;
     try {

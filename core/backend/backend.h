@@ -116,6 +116,8 @@ struct OpParams {
     double b = 0.0;
 };
 
+class NnKernels; // nn_kernels.h: convolution, pooling, normalisation
+
 class Backend {
   public:
     virtual ~Backend() = default;
@@ -181,6 +183,15 @@ class Backend {
     virtual void scatter_add(const View& self, int dim, const View& index, const View& src) = 0;
     // Largest and smallest entry of an Int64 view (for index validation); false when empty.
     virtual bool int_range(const View& x, int64_t* min_out, int64_t* max_out) = 0;
+
+    // The device's NN-kernel table; nullptr when it has none (backend::nn_kernels() then
+    // refuses the op by name).
+    virtual NnKernels* nn_kernels() { return nullptr; }
+
+    // Whether this device's memory is host memory that host code may read and write (the CPU's).
+    // The ops with no device form yet (optimizer steps, losses, linear's bf16 path, attention,
+    // the recurrent kernels) read raw host pointers: training runs only on such a device.
+    virtual bool host_addressable() const { return false; }
 };
 
 // The registered backend for a device type; throws DeviceError naming the device when absent.

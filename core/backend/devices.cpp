@@ -64,10 +64,19 @@ void check_device_usable(const Device& device) {
 
 void check_training_device(const Device& device) {
     check_device_usable(device);
-    if (device.is_cuda())
+    check_training_backend(device);
+}
+
+void check_training_backend(const Device& device) {
+    backend::Backend* b = backend::find(device.type);
+    if (!b)
+        throw DeviceError("training on " + device.str() + ": no " + device_type_name(device.type) +
+                          " backend in this process (" + cuda_status().reason + ")");
+    if (!b->host_addressable())
         throw DeviceError("training on " + device.str() +
-                          " is not available in this version: the layers' convolution, pooling, "
-                          "normalisation and recurrent kernels run on the CPU only");
+                          " is not available in this version: its convolution, pooling and "
+                          "normalisation kernels are there, but the optimizers' steps, the losses, "
+                          "attention and the recurrent layers still run on host memory only");
 }
 
 std::vector<std::string> describe_devices() {

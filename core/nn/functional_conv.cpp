@@ -1,19 +1,15 @@
 // Convolutions: conv2d, conv1d (as conv2d with H = 1) and conv_transpose2d (the adjoint of
-// conv2d: its forward is conv2d's backward-data). float32 runs on oneDNN primitives (forward,
-// backward data, backward weights), cached by shape; float64 (gradcheck, f64 golden tests) runs
-// on straightforward loops that accumulate in double. Activations stay nchw (the contract);
-// weights go to whatever format oneDNN picks for the primitive. Under bfloat16 autocast the
-// same primitives take bf16 operands (src, weights, diff_dst: rounded to nearest even by the
-// reorders that already convert layouts) and write float32 (dst, diff_src, diff_weights).
+// conv2d: its forward is conv2d's backward-data). Here: the geometry, the checks and the autograd
+// records; the kernels (oneDNN and reference loops on the CPU, cuDNN on CUDA) are the NN-kernel
+// table of the operands' device (backend/nn_kernels.h). Under bfloat16 autocast float32 operands
+// are multiplied in bf16 and accumulated and written in float32.
 #include "autograd/function.h"
-#include "nn/dnnl_util.h"
+#include "backend/nn_kernels.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
 #include <myelin/autocast.h>
 #include <myelin/nn/functional.h>
-
-#include <mutex>
 
 namespace myelin::nn::functional {
 
@@ -21,355 +17,47 @@ using autograd::Node;
 using autograd::record;
 using autograd::SavedTensor;
 using myelin::detail::make_tensor;
+using myelin::detail::view_of;
 using namespace myelin::nn::detail;
 
 namespace {
 
-// The geometry of one 2-D convolution y = conv(x, w): x [N, C, H, W], w [O, C/G, KH, KW],
-// y [N, O, OH, OW]. Right padding is whatever makes the output size exact.
-struct Geom {
-    int64_t N, C, H, W, O, KH, KW, OH, OW;
-    int64_t sh, sw, dh, dw, ph, pw, G;
-    bool bf16 = false; // multiply in bfloat16 (autocast), accumulate and write float32
-    int64_t phr() const { return (OH - 1) * sh + (KH - 1) * dh + 1 - H - ph; }
-    int64_t pwr() const { return (OW - 1) * sw + (KW - 1) * dw + 1 - W - pw; }
-};
+using Geom = backend::ConvGeometry;
+using backend::Primitive;
 
-// --- reference loops (float64, and float32 where oneDNN cannot run the geometry) -------------
-
-template <typename T> void ref_forward(const T* x, const T* w, const T* b, T* y, const Geom& g) {
-    const int64_t Cg = g.C / g.G, Og = g.O / g.G;
-#pragma omp parallel for collapse(2) if (g.N * g.O * g.OH * g.OW > 4096)
-    for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t o = 0; o < g.O; ++o) {
-            const int64_t grp = o / Og;
-            T* yp = y + (n * g.O + o) * g.OH * g.OW;
-            for (int64_t oh = 0; oh < g.OH; ++oh)
-                for (int64_t ow = 0; ow < g.OW; ++ow) {
-                    double acc = b ? static_cast<double>(b[o]) : 0.0;
-                    for (int64_t c = 0; c < Cg; ++c) {
-                        const T* xp = x + (n * g.C + grp * Cg + c) * g.H * g.W;
-                        const T* wp = w + (o * Cg + c) * g.KH * g.KW;
-                        for (int64_t kh = 0; kh < g.KH; ++kh) {
-                            const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-                            if (ih < 0 || ih >= g.H) continue;
-                            for (int64_t kw = 0; kw < g.KW; ++kw) {
-                                const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                                if (iw < 0 || iw >= g.W) continue;
-                                acc += static_cast<double>(xp[ih * g.W + iw]) * wp[kh * g.KW + kw];
-                            }
-                        }
-                    }
-                    yp[oh * g.OW + ow] = static_cast<T>(acc);
-                }
-        }
+// The device's kernel table for conv pass `p`, refusing by name what it cannot run (bf16
+// autocast asks for bfloat16 products).
+backend::NnKernels& kernels(const Tensor& t, Primitive p, const Geom& g) {
+    return backend::nn_kernels(myelin::detail::backend_for(t), p,
+                               g.bf16 ? DType::BFloat16 : t.dtype());
 }
 
-template <typename T> void ref_backward_data(const T* gy, const T* w, T* gx, const Geom& g) {
-    const int64_t Cg = g.C / g.G, Og = g.O / g.G;
-#pragma omp parallel for collapse(2) if (g.N * g.C * g.H * g.W > 4096)
-    for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t ci = 0; ci < g.C; ++ci) {
-            const int64_t grp = ci / Cg, c = ci % Cg;
-            T* gxp = gx + (n * g.C + ci) * g.H * g.W;
-            for (int64_t ih = 0; ih < g.H; ++ih)
-                for (int64_t iw = 0; iw < g.W; ++iw) {
-                    double acc = 0.0;
-                    for (int64_t kh = 0; kh < g.KH; ++kh) {
-                        const int64_t th = ih + g.ph - kh * g.dh;
-                        if (th < 0 || th % g.sh) continue;
-                        const int64_t oh = th / g.sh;
-                        if (oh >= g.OH) continue;
-                        for (int64_t kw = 0; kw < g.KW; ++kw) {
-                            const int64_t tw = iw + g.pw - kw * g.dw;
-                            if (tw < 0 || tw % g.sw) continue;
-                            const int64_t ow = tw / g.sw;
-                            if (ow >= g.OW) continue;
-                            for (int64_t oo = 0; oo < Og; ++oo) {
-                                const int64_t o = grp * Og + oo;
-                                acc += static_cast<double>(
-                                           gy[((n * g.O + o) * g.OH + oh) * g.OW + ow]) *
-                                       w[((o * Cg + c) * g.KH + kh) * g.KW + kw];
-                            }
-                        }
-                    }
-                    gxp[ih * g.W + iw] = static_cast<T>(acc);
-                }
-        }
-}
-
-template <typename T>
-void ref_backward_weights(const T* x, const T* gy, T* gw, T* gb, const Geom& g) {
-    const int64_t Cg = g.C / g.G, Og = g.O / g.G;
-#pragma omp parallel for collapse(2) if (g.O * Cg * g.N * g.OH * g.OW > 4096)
-    for (int64_t o = 0; o < g.O; ++o)
-        for (int64_t c = 0; c < Cg; ++c) {
-            const int64_t ci = (o / Og) * Cg + c;
-            for (int64_t kh = 0; kh < g.KH; ++kh)
-                for (int64_t kw = 0; kw < g.KW; ++kw) {
-                    double acc = 0.0;
-                    for (int64_t n = 0; n < g.N; ++n) {
-                        const T* xp = x + (n * g.C + ci) * g.H * g.W;
-                        const T* gp = gy + (n * g.O + o) * g.OH * g.OW;
-                        for (int64_t oh = 0; oh < g.OH; ++oh) {
-                            const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-                            if (ih < 0 || ih >= g.H) continue;
-                            for (int64_t ow = 0; ow < g.OW; ++ow) {
-                                const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                                if (iw < 0 || iw >= g.W) continue;
-                                acc += static_cast<double>(gp[oh * g.OW + ow]) * xp[ih * g.W + iw];
-                            }
-                        }
-                    }
-                    gw[((o * Cg + c) * g.KH + kh) * g.KW + kw] = static_cast<T>(acc);
-                }
-        }
-    if (gb)
-        for (int64_t o = 0; o < g.O; ++o) {
-            double acc = 0.0;
-            for (int64_t n = 0; n < g.N; ++n) {
-                const T* gp = gy + (n * g.O + o) * g.OH * g.OW;
-                for (int64_t i = 0; i < g.OH * g.OW; ++i)
-                    acc += gp[i];
-            }
-            gb[o] = static_cast<T>(acc);
-        }
-}
-
-// --- oneDNN (float32) ------------------------------------------------------------------------
-
-using dnnl::memory;
-namespace du = myelin::nn::dnnl_util;
-
-struct ConvEntry {
-    memory::desc src, dst, user_w, bias; // user formats: nchw activations, (g)oihw weights
-    memory::desc any_src, any_dst;       // forward src and dst as the primitives are created
-    // The multiplied operands (src, weights, diff_dst) are `lo` (f32, or bf16 under autocast);
-    // dst, diff_src, diff_weights and bias are always f32.
-    memory::data_type lo = memory::data_type::f32;
-    memory::desc any(const memory::dims& d, memory::data_type t) const {
-        return memory::desc(d, t, memory::format_tag::any);
-    }
-    memory::dims strides, dilates, pad_l, pad_r;
-    dnnl::convolution_forward::primitive_desc fwd_pd;
-    dnnl::convolution_forward fwd;
-    std::once_flag bd_once, bw_once;
-    dnnl::convolution_backward_data::primitive_desc bd_pd;
-    dnnl::convolution_backward_data bd;
-    dnnl::convolution_backward_weights::primitive_desc bw_pd;
-    dnnl::convolution_backward_weights bw;
-    bool has_bias = false;
-};
-
-du::PrimitiveCache<ConvEntry>& conv_cache() {
-    static du::PrimitiveCache<ConvEntry> cache;
-    return cache;
-}
-
-// Float32 3x3 stride-1 convolutions with channels in multiples of 16 run Winograd F(4x4, 3x3)
-// where oneDNN has it (AVX-512): 1.3-1.5x faster than the direct kernels in every pass of a
-// CNN's inner layers. (oneDNN would also take a first layer's 1 or 3 channels, padded to 16, and
-// run 5x slower.) Everything else, and bf16, runs direct convolution.
-template <typename MakePd> auto with_algorithm(const Geom& g, MakePd&& make) {
-    if (!g.bf16 && g.G == 1 && g.C % 16 == 0 && g.O % 16 == 0 && g.KH == 3 && g.KW == 3 &&
-        g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1) {
-        try {
-            return make(dnnl::algorithm::convolution_winograd);
-        } catch (const dnnl::error&) { // not for this geometry or CPU
-        }
-    }
-    return make(dnnl::algorithm::convolution_direct);
-}
-
-std::shared_ptr<ConvEntry> conv_entry(const Geom& g, bool has_bias) {
-    const std::vector<int64_t> key{g.N,  g.C,  g.H,  g.W,  g.O,  g.KH, g.KW, g.OH,     g.OW,
-                                   g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, g.G,  has_bias, g.bf16};
-    return conv_cache().get(key, [&] {
-        auto e = std::make_shared<ConvEntry>();
-        using tag = memory::format_tag;
-        const auto f32 = memory::data_type::f32;
-        e->lo = g.bf16 ? memory::data_type::bf16 : f32;
-        e->has_bias = has_bias;
-        e->src = memory::desc({g.N, g.C, g.H, g.W}, f32, tag::nchw);
-        e->dst = memory::desc({g.N, g.O, g.OH, g.OW}, f32, tag::nchw);
-        e->user_w = g.G == 1
-                        ? memory::desc({g.O, g.C, g.KH, g.KW}, f32, tag::oihw)
-                        : memory::desc({g.G, g.O / g.G, g.C / g.G, g.KH, g.KW}, f32, tag::goihw);
-        const memory::desc any_w = e->any(e->user_w.dims(), e->lo);
-        e->bias = memory::desc({g.O}, f32, tag::x);
-        // Activations: let oneDNN pick (blocked nChw8c/16c gets the direct JIT kernels, far
-        // faster than the gemm-based nchw ones); inputs and outputs are reordered at the edges.
-        e->any_src = e->any(e->src.dims(), e->lo);
-        e->any_dst = e->any(e->dst.dims(), f32);
-        e->strides = {g.sh, g.sw};
-        e->dilates = {g.dh - 1, g.dw - 1};
-        e->pad_l = {g.ph, g.pw};
-        e->pad_r = {g.phr(), g.pwr()};
-        e->fwd_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
-            const auto fd =
-                has_bias
-                    ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
-                                                      e->any_src, any_w, e->bias, e->any_dst,
-                                                      e->strides, e->dilates, e->pad_l, e->pad_r)
-                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
-                                                      e->any_src, any_w, e->any_dst, e->strides,
-                                                      e->dilates, e->pad_l, e->pad_r);
-            return dnnl::convolution_forward::primitive_desc(fd, du::user_scratchpad(),
-                                                             du::engine());
-        });
-        e->fwd = dnnl::convolution_forward(e->fwd_pd);
-        return e;
-    });
-}
-
-// `t`'s data as a memory of format `want` (reordered into a scratch memory when it differs).
-memory input_as(const memory::desc& want, const memory::desc& have, const Tensor& t) {
-    memory user = du::memory_of(have, t);
-    if (want == have) return user;
-    memory m(want, du::engine());
-    dnnl::reorder(user, m).execute(du::stream(), user, m);
-    return m;
-}
-
-// The output gradient as diff_dst of format `want`; `cache` (optional) shares one reorder
-// between backward-data and backward-weights.
-memory diff_dst_as(const memory::desc& want, const memory::desc& have, const Tensor& gy,
-                   memory* cache) {
-    if (cache && *cache && cache->get_desc() == want) return *cache;
-    memory m = input_as(want, have, gy);
-    if (cache) *cache = m;
-    return m;
-}
-
-// An output memory of format `want` that ends up in tensor `t` (format `have`); call finish().
-struct OutputMem {
-    memory user, mem;
-    OutputMem(const memory::desc& want, const memory::desc& have, const Tensor& t)
-        : user(du::memory_of(have, t)), mem(want == have ? user : memory(want, du::engine())) {}
-    void finish() {
-        if (mem.get() != user.get()) dnnl::reorder(mem, user).execute(du::stream(), mem, user);
-    }
-};
-
-// oneDNN needs right padding >= 0 (conv_transpose2d with output_padding > padding has less).
-bool onednn_ok(const Tensor& t, const Geom& g) {
-    return t.dtype() == DType::Float32 && g.phr() >= 0 && g.pwr() >= 0 &&
-           (!g.bf16 || du::bf16_supported());
-}
-
-// Where oneDNN cannot run a bf16 geometry: the float32 path on operands rounded to bf16 gives the
-// same values (bf16 products are exact in float32).
-Tensor round_bf16(const Tensor& t) {
-    return t.to(DType::BFloat16).to(DType::Float32);
-}
-Geom as_f32(Geom g) {
-    g.bf16 = false;
-    return g;
+// The View of an optional tensor: nullptr when undefined (`slot` holds the View).
+const backend::View* optional_view(const Tensor& t, backend::View& slot) {
+    if (!t.defined()) return nullptr;
+    slot = view_of(t);
+    return &slot;
 }
 
 Tensor forward_raw(const Tensor& x, const Tensor& w, const Tensor& b, const Geom& g) {
-    if (g.bf16 && !onednn_ok(x, g)) return forward_raw(round_bf16(x), round_bf16(w), b, as_f32(g));
+    backend::NnKernels& k = kernels(x, Primitive::ConvForward, g);
     Tensor y = make_tensor({g.N, g.O, g.OH, g.OW}, x.dtype(), x.device());
-    if (onednn_ok(x, g)) {
-        auto e = conv_entry(g, b.defined());
-        memory src = input_as(e->fwd_pd.src_desc(), e->src, x);
-        memory wm = input_as(e->fwd_pd.weights_desc(), e->user_w, w);
-        OutputMem dst(e->fwd_pd.dst_desc(), e->dst, y);
-        std::unordered_map<int, memory> args{
-            {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst.mem}};
-        if (b.defined()) args.emplace(DNNL_ARG_BIAS, du::memory_of(e->bias, b));
-        const Tensor scratch = du::add_scratchpad(e->fwd_pd.scratchpad_desc(), args);
-        e->fwd.execute(du::stream(), args);
-        dst.finish();
-        du::stream().wait();
-    } else if (x.dtype() == DType::Float32) {
-        ref_forward(x.data<float>(), w.data<float>(), b.defined() ? b.data<float>() : nullptr,
-                    y.data<float>(), g);
-    } else {
-        ref_forward(x.data<double>(), w.data<double>(), b.defined() ? b.data<double>() : nullptr,
-                    y.data<double>(), g);
-    }
+    backend::View vb;
+    k.conv_forward(g, view_of(x), view_of(w), optional_view(b, vb), view_of(y));
     return y;
 }
 
-Tensor backward_data_raw(const Tensor& gy, const Tensor& w, const Geom& g,
-                         memory* dd_cache = nullptr) {
-    if (g.bf16 && !onednn_ok(gy, g))
-        return backward_data_raw(round_bf16(gy), round_bf16(w), as_f32(g));
+Tensor backward_data_raw(const Tensor& gy, const Tensor& w, const Geom& g) {
+    backend::NnKernels& k = kernels(gy, Primitive::ConvBackwardData, g);
     Tensor gx = make_tensor({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
-    if (onednn_ok(gy, g)) {
-        auto e = conv_entry(g, false);
-        std::call_once(e->bd_once, [&] {
-            const auto f32 = memory::data_type::f32;
-            e->bd_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
-                const dnnl::convolution_backward_data::desc d(
-                    algo, e->any(e->src.dims(), f32), e->any(e->user_w.dims(), e->lo),
-                    e->any(e->dst.dims(), e->lo), e->strides, e->dilates, e->pad_l, e->pad_r);
-                return dnnl::convolution_backward_data::primitive_desc(d, du::user_scratchpad(),
-                                                                       du::engine(), e->fwd_pd);
-            });
-            e->bd = dnnl::convolution_backward_data(e->bd_pd);
-        });
-        memory dd = diff_dst_as(e->bd_pd.diff_dst_desc(), e->dst, gy, dd_cache);
-        memory wm = input_as(e->bd_pd.weights_desc(), e->user_w, w);
-        OutputMem ds(e->bd_pd.diff_src_desc(), e->src, gx);
-        std::unordered_map<int, memory> args{
-            {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, ds.mem}};
-        const Tensor scratch = du::add_scratchpad(e->bd_pd.scratchpad_desc(), args);
-        e->bd.execute(du::stream(), args);
-        ds.finish();
-        du::stream().wait();
-    } else if (gy.dtype() == DType::Float32) {
-        ref_backward_data(gy.data<float>(), w.data<float>(), gx.data<float>(), g);
-    } else {
-        ref_backward_data(gy.data<double>(), w.data<double>(), gx.data<double>(), g);
-    }
+    k.conv_backward_data(g, view_of(gy), view_of(w), view_of(gx));
     return gx;
 }
 
-// Weight gradient [O, C/G, KH, KW] and, when `gb` is given, the bias gradient [O].
-Tensor backward_weights_raw(const Tensor& x, const Tensor& gy, const Geom& g, Tensor* gb,
-                            memory* dd_cache = nullptr) {
-    if (g.bf16 && !onednn_ok(x, g))
-        return backward_weights_raw(round_bf16(x), round_bf16(gy), as_f32(g), gb);
+Tensor backward_weights_raw(const Tensor& x, const Tensor& gy, const Geom& g) {
+    backend::NnKernels& k = kernels(x, Primitive::ConvBackwardWeights, g);
     Tensor gw = make_tensor({g.O, g.C / g.G, g.KH, g.KW}, x.dtype(), x.device());
-    if (gb) *gb = make_tensor({g.O}, x.dtype(), x.device());
-    if (onednn_ok(x, g)) {
-        auto e = conv_entry(g, gb != nullptr);
-        std::call_once(e->bw_once, [&] {
-            const memory::desc any_w = e->any(e->user_w.dims(), memory::data_type::f32);
-            const memory::desc any_dd = e->any(e->dst.dims(), e->lo);
-            e->bw_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
-                const auto d =
-                    e->has_bias
-                        ? dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, e->bias,
-                                                                   any_dd, e->strides, e->dilates,
-                                                                   e->pad_l, e->pad_r)
-                        : dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, any_dd,
-                                                                   e->strides, e->dilates, e->pad_l,
-                                                                   e->pad_r);
-                return dnnl::convolution_backward_weights::primitive_desc(d, du::user_scratchpad(),
-                                                                          du::engine(), e->fwd_pd);
-            });
-            e->bw = dnnl::convolution_backward_weights(e->bw_pd);
-        });
-        memory src = input_as(e->bw_pd.src_desc(), e->src, x);
-        memory dd = diff_dst_as(e->bw_pd.diff_dst_desc(), e->dst, gy, dd_cache);
-        OutputMem dw(e->bw_pd.diff_weights_desc(), e->user_w, gw);
-        std::unordered_map<int, memory> args{
-            {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_DIFF_WEIGHTS, dw.mem}};
-        if (gb) args.emplace(DNNL_ARG_DIFF_BIAS, du::memory_of(e->bias, *gb));
-        const Tensor scratch = du::add_scratchpad(e->bw_pd.scratchpad_desc(), args);
-        e->bw.execute(du::stream(), args);
-        dw.finish();
-        du::stream().wait();
-    } else if (x.dtype() == DType::Float32) {
-        ref_backward_weights(x.data<float>(), gy.data<float>(), gw.data<float>(),
-                             gb ? gb->data<float>() : nullptr, g);
-    } else {
-        ref_backward_weights(x.data<double>(), gy.data<double>(), gw.data<double>(),
-                             gb ? gb->data<double>() : nullptr, g);
-    }
+    k.conv_backward_weights(g, view_of(x), view_of(gy), view_of(gw), nullptr);
     return gw;
 }
 
@@ -378,9 +66,7 @@ void check_common(const char* op, const Tensor& x, const Tensor& w, const Tensor
     require_same_dtype(op, "weight", w, x);
     require_same_dtype(op, "bias", b, x);
     myelin::detail::check_same_device(x, w, op);
-    if (!x.device().is_cpu())
-        throw DeviceError(std::string(op) + ": only CPU tensors are supported for now, got " +
-                          x.device().str());
+    if (b.defined()) myelin::detail::check_same_device(x, b, op);
 }
 
 std::string ints(std::initializer_list<int64_t> v) {
@@ -396,6 +82,32 @@ bool autocast_bf16(const Tensor& x) {
     return x.dtype() == DType::Float32 && autocast_dtype() == DType::BFloat16;
 }
 
+// Both backward passes of conv2d: the input gradient when asked, and the weight gradient when
+// the weight's or the bias's is asked (the bias gradient comes with it).
+TensorList conv2d_backward(const Tensor& gy, const SavedTensor& sx, const SavedTensor& sw,
+                           const Geom& g, const Node& n) {
+    const bool want_x = n.needs_input_grad(0);
+    const bool want_w = n.needs_input_grad(1) || n.needs_input_grad(2);
+    TensorList r(3);
+    backend::NnKernels* k = nullptr;
+    if (want_x) k = &kernels(gy, Primitive::ConvBackwardData, g);
+    if (want_w) k = &kernels(gy, Primitive::ConvBackwardWeights, g);
+    if (!k) return r;
+    const Tensor ws = want_x ? sw.unpack(n) : Tensor();
+    const Tensor xs = want_w ? sx.unpack(n) : Tensor();
+    if (want_x) r[0] = make_tensor({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
+    const Tensor gw =
+        want_w ? make_tensor({g.O, g.C / g.G, g.KH, g.KW}, gy.dtype(), gy.device()) : Tensor();
+    if (n.needs_input_grad(2)) r[2] = make_tensor({g.O}, gy.dtype(), gy.device());
+    backend::View vx, vw, vgx, vgw, vgb;
+    if (xs.defined()) vx = view_of(xs);
+    if (ws.defined()) vw = view_of(ws);
+    k->conv_backward(g, vx, vw, view_of(gy), optional_view(r[0], vgx), optional_view(gw, vgw),
+                     optional_view(r[2], vgb));
+    if (n.needs_input_grad(1)) r[1] = gw;
+    return r;
+}
+
 // The differentiable conv2d on validated, 4-D operands.
 Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& b, Geom g) {
     g.bf16 = autocast_bf16(x);
@@ -405,18 +117,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& b, Geom g) {
     if (autograd::needs_grad({&x, &w, &b}))
         record("ConvolutionBackward0", {&x, &w, &b}, y,
                [sx = SavedTensor(xc), sw = SavedTensor(wc), g](const Tensor& grad, const Node& n) {
-                   const Tensor gy = grad.contiguous();
-                   TensorList r(3);
-                   memory dd; // gy reordered once for both backward primitives
-                   if (n.needs_input_grad(0)) r[0] = backward_data_raw(gy, sw.unpack(n), g, &dd);
-                   if (n.needs_input_grad(1) || n.needs_input_grad(2)) {
-                       Tensor gb;
-                       Tensor gw = backward_weights_raw(sx.unpack(n), gy, g,
-                                                        n.needs_input_grad(2) ? &gb : nullptr, &dd);
-                       if (n.needs_input_grad(1)) r[1] = gw;
-                       r[2] = gb;
-                   }
-                   return r;
+                   return conv2d_backward(grad.contiguous(), sx, sw, g, n);
                });
     return y;
 }
@@ -547,8 +248,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                    const Tensor gy = grad.contiguous();
                    TensorList r(3);
                    if (n.needs_input_grad(0)) r[0] = forward_raw(gy, sw.unpack(n), {}, g);
-                   if (n.needs_input_grad(1))
-                       r[1] = backward_weights_raw(gy, sx.unpack(n), g, nullptr);
+                   if (n.needs_input_grad(1)) r[1] = backward_weights_raw(gy, sx.unpack(n), g);
                    if (n.needs_input_grad(2)) r[2] = gy.sum({0, 2, 3});
                    return r;
                });

@@ -1,16 +1,16 @@
 // Normalisation: batch_norm (per channel over N and the spatial dims), layer_norm (per row over
-// the trailing normalized_shape) and group_norm (per sample and channel group). Forward and
-// backward are fused loops that keep statistics in double, so float32 agrees with PyTorch to
-// rounding and float64 is exact enough for gradcheck.
+// the trailing normalized_shape) and group_norm (per sample and channel group). Here: the checks,
+// the running statistics and the autograd records; the kernels (fused loops with statistics in
+// double on the CPU) are the NN-kernel table of the input's device (backend/nn_kernels.h). The
+// statistics are Float64 tensors on the input's device.
 #include "autograd/function.h"
+#include "backend/nn_kernels.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
 #include <myelin/nn/functional.h>
 
-#include <cmath>
-#include <memory>
-#include <vector>
+#include <algorithm>
 
 namespace myelin::nn::functional {
 
@@ -18,161 +18,31 @@ using autograd::Node;
 using autograd::record;
 using autograd::SavedTensor;
 using myelin::detail::make_tensor;
+using myelin::detail::view_of;
 using namespace myelin::nn::detail;
 
 namespace {
 
-template <typename F> void dispatch(DType t, F&& f) {
-    if (t == DType::Float32)
-        f(float{});
-    else
-        f(double{});
+using backend::Primitive;
+
+backend::NnKernels& kernels(const Tensor& t, Primitive p) {
+    return backend::nn_kernels(myelin::detail::backend_for(t), p, t.dtype());
 }
 
-using Stats = std::shared_ptr<std::vector<double>>; // mean then rstd, per group
-
-// --- batch norm: x viewed as [N, C, S] ------------------------------------------------------
-
-template <typename T>
-void bn_forward(const T* x, const T* w, const T* b, T* y, const double* mean, const double* rstd,
-                int64_t N, int64_t C, int64_t S) {
-#pragma omp parallel for collapse(2) if (N * C * S > 32768)
-    for (int64_t n = 0; n < N; ++n)
-        for (int64_t c = 0; c < C; ++c) {
-            const double scale = rstd[c] * (w ? static_cast<double>(w[c]) : 1.0);
-            const double shift = (b ? static_cast<double>(b[c]) : 0.0) - mean[c] * scale;
-            const T* xp = x + (n * C + c) * S;
-            T* yp = y + (n * C + c) * S;
-            const T sc = static_cast<T>(scale), sh = static_cast<T>(shift);
-            for (int64_t s = 0; s < S; ++s)
-                yp[s] = xp[s] * sc + sh;
-        }
+// The View of an optional tensor: nullptr when undefined (`slot` holds the View).
+const backend::View* optional_view(const Tensor& t, backend::View& slot) {
+    if (!t.defined()) return nullptr;
+    slot = view_of(t);
+    return &slot;
 }
 
-template <typename T>
-void bn_stats(const T* x, double* mean, double* var, int64_t N, int64_t C, int64_t S) {
-#pragma omp parallel for if (N * C * S > 32768)
-    for (int64_t c = 0; c < C; ++c) {
-        double sum = 0.0;
-        for (int64_t n = 0; n < N; ++n) {
-            const T* xp = x + (n * C + c) * S;
-            for (int64_t s = 0; s < S; ++s)
-                sum += xp[s];
-        }
-        const double m = sum / static_cast<double>(N * S);
-        double sq = 0.0;
-        for (int64_t n = 0; n < N; ++n) {
-            const T* xp = x + (n * C + c) * S;
-            for (int64_t s = 0; s < S; ++s) {
-                const double d = xp[s] - m;
-                sq += d * d;
-            }
-        }
-        mean[c] = m;
-        var[c] = sq / static_cast<double>(N * S);
-    }
+Tensor stats_tensor(int64_t n, const Tensor& x) {
+    return make_tensor({n}, DType::Float64, x.device());
 }
 
-// Gradients of batch norm. `training`: mean/rstd are batch statistics (they depend on x).
-template <typename T>
-void bn_backward(const T* x, const T* w, const T* gy, const double* mean, const double* rstd,
-                 bool training, int64_t N, int64_t C, int64_t S, T* gx, T* gw, T* gb) {
-#pragma omp parallel for if (N * C * S > 32768)
-    for (int64_t c = 0; c < C; ++c) {
-        double sum_g = 0.0, sum_gx = 0.0; // sum(g), sum(g * (x - mean))
-        for (int64_t n = 0; n < N; ++n) {
-            const T* xp = x + (n * C + c) * S;
-            const T* gp = gy + (n * C + c) * S;
-            for (int64_t s = 0; s < S; ++s) {
-                sum_g += gp[s];
-                sum_gx += static_cast<double>(gp[s]) * (xp[s] - mean[c]);
-            }
-        }
-        const double r = rstd[c];
-        if (gw) gw[c] = static_cast<T>(sum_gx * r);
-        if (gb) gb[c] = static_cast<T>(sum_g);
-        if (!gx) continue;
-        const double wc = w ? static_cast<double>(w[c]) : 1.0;
-        const double M = static_cast<double>(N * S);
-        for (int64_t n = 0; n < N; ++n) {
-            const T* xp = x + (n * C + c) * S;
-            const T* gp = gy + (n * C + c) * S;
-            T* op = gx + (n * C + c) * S;
-            if (training) {
-                const double mg = sum_g / M, k = sum_gx * r * r / M;
-                for (int64_t s = 0; s < S; ++s)
-                    op[s] = static_cast<T>((gp[s] - mg - (xp[s] - mean[c]) * k) * r * wc);
-            } else {
-                for (int64_t s = 0; s < S; ++s)
-                    op[s] = static_cast<T>(gp[s] * r * wc);
-            }
-        }
-    }
-}
-
-// --- row norms (layer_norm, group_norm): x viewed as [R, D]; the affine parameter of element
-// j of row r is at affine_index(r, j). ----------------------------------------------------------
-
-template <typename T, typename A>
-void row_forward(const T* x, const T* w, const T* b, T* y, double* mean, double* rstd, int64_t R,
-                 int64_t D, double eps, A affine_index) {
-#pragma omp parallel for if (R * D > 32768)
-    for (int64_t r = 0; r < R; ++r) {
-        const T* xp = x + r * D;
-        T* yp = y + r * D;
-        // The row sums vectorise (simd reductions: partial sums per lane, in double).
-        double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < D; ++j)
-            sum += xp[j];
-        const double m = sum / static_cast<double>(D);
-        double sq = 0.0;
-#pragma omp simd reduction(+ : sq)
-        for (int64_t j = 0; j < D; ++j) {
-            const double d = xp[j] - m;
-            sq += d * d;
-        }
-        const double rs = 1.0 / std::sqrt(sq / static_cast<double>(D) + eps);
-        mean[r] = m;
-        rstd[r] = rs;
-        for (int64_t j = 0; j < D; ++j) {
-            double v = (xp[j] - m) * rs;
-            if (w || b) {
-                const int64_t a = affine_index(r, j);
-                if (w) v *= static_cast<double>(w[a]);
-                if (b) v += static_cast<double>(b[a]);
-            }
-            yp[j] = static_cast<T>(v);
-        }
-    }
-}
-
-template <typename T, typename A>
-void row_backward_input(const T* x, const T* w, const T* gy, const double* mean, const double* rstd,
-                        int64_t R, int64_t D, A affine_index, T* gx) {
-#pragma omp parallel for if (R * D > 32768)
-    for (int64_t r = 0; r < R; ++r) {
-        const T* xp = x + r * D;
-        const T* gp = gy + r * D;
-        T* op = gx + r * D;
-        const double m = mean[r], rs = rstd[r];
-        double sum_h = 0.0, sum_hx = 0.0; // h = g * w
-#pragma omp simd reduction(+ : sum_h, sum_hx)
-        for (int64_t j = 0; j < D; ++j) {
-            const double h = w ? gp[j] * static_cast<double>(w[affine_index(r, j)]) : gp[j];
-            sum_h += h;
-            sum_hx += h * (xp[j] - m) * rs;
-        }
-        const double mh = sum_h / static_cast<double>(D), mhx = sum_hx / static_cast<double>(D);
-        for (int64_t j = 0; j < D; ++j) {
-            const double h = w ? gp[j] * static_cast<double>(w[affine_index(r, j)]) : gp[j];
-            op[j] = static_cast<T>((h - mh - (xp[j] - m) * rs * mhx) * rs);
-        }
-    }
-}
-
-template <typename T> T* ptr(const Tensor& t) {
-    return t.defined() ? t.data<T>() : nullptr;
+// 1 / sqrt(var + eps), element by element in double.
+Tensor inverse_std(const Tensor& var, double eps) {
+    return rsqrt(var + eps);
 }
 
 } // namespace
@@ -193,6 +63,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
             shape_error(op, std::string("expected ") + name + " of shape [" + std::to_string(C) +
                                 "] (C of input " + x.shape().str() + "), got " + t->shape().str());
         require_floating(op, name, *t);
+        myelin::detail::check_same_device(x, *t, op);
     }
     require_same_dtype(op, "weight", weight, x);
     require_same_dtype(op, "bias", bias, x);
@@ -202,64 +73,57 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     if (use_batch_stats && N * S <= 1)
         shape_error(op, "expected more than 1 value per channel when training, got input " +
                             x.shape().str());
+    backend::NnKernels& k = kernels(x, Primitive::BatchNorm);
+    const backend::BatchNormGeometry g{N, C, S};
     const Tensor xc = x.detach().contiguous();
     const Tensor wc = weight.defined() ? weight.detach().contiguous() : Tensor();
     const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
-    auto stats = std::make_shared<std::vector<double>>(2 * C); // mean, rstd
-    double* mean = stats->data();
-    double* rstd = stats->data() + C;
+    Tensor mean, rstd;
     if (use_batch_stats) {
-        std::vector<double> var(C);
-        dispatch(x.dtype(), [&](auto z) {
-            using T = decltype(z);
-            bn_stats(xc.data<T>(), mean, var.data(), N, C, S);
-        });
-        for (int64_t c = 0; c < C; ++c)
-            rstd[c] = 1.0 / std::sqrt(var[c] + eps);
+        mean = stats_tensor(C, x);
+        const Tensor var = stats_tensor(C, x);
+        k.batch_norm_stats(g, view_of(xc), view_of(mean), view_of(var));
+        rstd = inverse_std(var, eps);
         if (training && running_mean.defined()) {
-            const double M = static_cast<double>(N * S);
-            std::vector<double> unbiased(C);
-            for (int64_t c = 0; c < C; ++c)
-                unbiased[c] = var[c] * M / (M - 1.0);
-            const Tensor bm = from_vector(std::vector<double>(mean, mean + C), {C});
-            const Tensor bv = from_vector(unbiased, {C});
             autograd::NoGradGuard no_grad;
-            const Tensor nm = bm * momentum + running_mean.to(DType::Float64) * (1.0 - momentum);
-            const Tensor nv = bv * momentum + running_var.to(DType::Float64) * (1.0 - momentum);
+            const double M = static_cast<double>(N * S);
+            // var * M / (M - 1), rounded as written (a scalar divisor would be a reciprocal).
+            const Tensor unbiased =
+                (var * M) /
+                full({1}, M - 1.0, TensorOptions(x.device()).with_dtype(DType::Float64));
+            const Tensor nm = mean * momentum + running_mean.to(DType::Float64) * (1.0 - momentum);
+            const Tensor nv =
+                unbiased * momentum + running_var.to(DType::Float64) * (1.0 - momentum);
             Tensor rm = running_mean, rv = running_var;
             rm.copy_(nm);
             rv.copy_(nv);
         }
     } else {
-        const Tensor rm = running_mean.detach().to(DType::Float64).contiguous();
-        const Tensor rv = running_var.detach().to(DType::Float64).contiguous();
-        for (int64_t c = 0; c < C; ++c) {
-            mean[c] = rm.data<double>()[c];
-            rstd[c] = 1.0 / std::sqrt(rv.data<double>()[c] + eps);
-        }
+        // Copies: the backward reads these after later steps may have updated the buffers.
+        mean = myelin::detail::raw_convert(running_mean.detach(), DType::Float64);
+        rstd = inverse_std(running_var.detach().to(DType::Float64), eps);
     }
     Tensor y = make_tensor(x.shape(), x.dtype(), x.device());
-    dispatch(x.dtype(), [&](auto z) {
-        using T = decltype(z);
-        bn_forward(xc.data<T>(), ptr<T>(wc), ptr<T>(bc), y.data<T>(), mean, rstd, N, C, S);
-    });
+    backend::View vw, vb;
+    k.batch_norm_forward(g, view_of(xc), optional_view(wc, vw), optional_view(bc, vb),
+                         view_of(mean), view_of(rstd), view_of(y));
     if (autograd::needs_grad({&x, &weight, &bias}))
         record("NativeBatchNormBackward0", {&x, &weight, &bias}, y,
-               [sx = SavedTensor(xc), sw = wc.defined() ? SavedTensor(wc) : SavedTensor(), stats,
-                use_batch_stats, N, C, S](const Tensor& grad, const Node& n) {
+               [sx = SavedTensor(xc), sw = wc.defined() ? SavedTensor(wc) : SavedTensor(), mean,
+                rstd, use_batch_stats, g](const Tensor& grad, const Node& n) {
                    const Tensor gy = grad.contiguous();
                    const Tensor xs = sx.unpack(n), ws = sw.unpack(n);
                    TensorList r(3);
                    if (n.needs_input_grad(0))
                        r[0] = make_tensor(xs.shape(), xs.dtype(), xs.device());
-                   if (n.needs_input_grad(1)) r[1] = make_tensor({C}, xs.dtype(), xs.device());
-                   if (n.needs_input_grad(2)) r[2] = make_tensor({C}, xs.dtype(), xs.device());
-                   dispatch(xs.dtype(), [&](auto z) {
-                       using T = decltype(z);
-                       bn_backward(xs.data<T>(), ptr<T>(ws), gy.data<T>(), stats->data(),
-                                   stats->data() + C, use_batch_stats, N, C, S, ptr<T>(r[0]),
-                                   ptr<T>(r[1]), ptr<T>(r[2]));
-                   });
+                   if (n.needs_input_grad(1)) r[1] = make_tensor({g.C}, xs.dtype(), xs.device());
+                   if (n.needs_input_grad(2)) r[2] = make_tensor({g.C}, xs.dtype(), xs.device());
+                   backend::View vw, vgx, vgw, vgb;
+                   kernels(xs, Primitive::BatchNorm)
+                       .batch_norm_backward(g, view_of(xs), optional_view(ws, vw), view_of(gy),
+                                            view_of(mean), view_of(rstd), use_batch_stats,
+                                            optional_view(r[0], vgx), optional_view(r[1], vgw),
+                                            optional_view(r[2], vgb));
                    return r;
                });
     return y;
@@ -267,57 +131,42 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 
 namespace {
 
-// Shared by layer_norm and group_norm: R rows of D elements, affine parameters indexed by
-// affine_index(r, j); the weight/bias gradients reduce g * xhat / g over all (r, j) per index.
-template <typename A>
-Tensor row_norm(const char* node, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                int64_t R, int64_t D, double eps, A affine_index) {
+// Shared by layer_norm and group_norm: R rows of D elements, affine parameters indexed as
+// RowNormGeometry says; the weight/bias gradients reduce g * xhat / g over all (r, j) per index.
+Tensor row_norm(const char* node, Primitive p, const Tensor& x, const Tensor& weight,
+                const Tensor& bias, const backend::RowNormGeometry& g, double eps) {
+    backend::NnKernels& k = kernels(x, p);
     const Tensor xc = x.detach().contiguous();
     const Tensor wc = weight.defined() ? weight.detach().contiguous() : Tensor();
     const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
-    auto stats = std::make_shared<std::vector<double>>(2 * R);
+    const Tensor mean = stats_tensor(g.R, x), rstd = stats_tensor(g.R, x);
     Tensor y = make_tensor(x.shape(), x.dtype(), x.device());
-    dispatch(x.dtype(), [&](auto z) {
-        using T = decltype(z);
-        row_forward(xc.data<T>(), ptr<T>(wc), ptr<T>(bc), y.data<T>(), stats->data(),
-                    stats->data() + R, R, D, eps, affine_index);
-    });
+    backend::View vw, vb;
+    k.row_norm_forward(g, view_of(xc), optional_view(wc, vw), optional_view(bc, vb), eps,
+                       view_of(y), view_of(mean), view_of(rstd));
     if (autograd::needs_grad({&x, &weight, &bias}))
         record(
             node, {&x, &weight, &bias}, y,
-            [sx = SavedTensor(xc), sw = wc.defined() ? SavedTensor(wc) : SavedTensor(), stats, R, D,
-             affine_index, wshape = weight.defined() ? weight.shape() : Dims(),
+            [sx = SavedTensor(xc), sw = wc.defined() ? SavedTensor(wc) : SavedTensor(), mean, rstd,
+             g, p, wshape = weight.defined() ? weight.shape() : Dims(),
              bshape = bias.defined() ? bias.shape() : Dims()](const Tensor& grad, const Node& n) {
                 const Tensor gy = grad.contiguous();
                 const Tensor xs = sx.unpack(n), ws = sw.unpack(n);
-                const double* mean = stats->data();
-                const double* rstd = stats->data() + R;
+                backend::NnKernels& k = kernels(xs, p);
                 TensorList r(3);
                 if (n.needs_input_grad(0)) {
                     r[0] = make_tensor(xs.shape(), xs.dtype(), xs.device());
-                    dispatch(xs.dtype(), [&](auto z) {
-                        using T = decltype(z);
-                        row_backward_input(xs.data<T>(), ptr<T>(ws), gy.data<T>(), mean, rstd, R, D,
-                                           affine_index, r[0].data<T>());
-                    });
+                    backend::View vw;
+                    k.row_norm_backward_input(g, view_of(xs), optional_view(ws, vw), view_of(gy),
+                                              view_of(mean), view_of(rstd), view_of(r[0]));
                 }
                 if (n.needs_input_grad(1) || n.needs_input_grad(2)) {
                     const int64_t P = n.needs_input_grad(1) ? wshape.numel() : bshape.numel();
-                    std::vector<double> gw(P, 0.0), gb(P, 0.0);
-                    dispatch(xs.dtype(), [&](auto z) {
-                        using T = decltype(z);
-                        const T* xp = xs.data<T>();
-                        const T* gp = gy.data<T>();
-                        for (int64_t row = 0; row < R; ++row)
-                            for (int64_t j = 0; j < D; ++j) {
-                                const int64_t a = affine_index(row, j);
-                                const double g = gp[row * D + j];
-                                gw[a] += g * (xp[row * D + j] - mean[row]) * rstd[row];
-                                gb[a] += g;
-                            }
-                    });
-                    if (n.needs_input_grad(1)) r[1] = from_vector(gw, wshape).to(xs.dtype());
-                    if (n.needs_input_grad(2)) r[2] = from_vector(gb, bshape).to(xs.dtype());
+                    const Tensor gw = stats_tensor(P, xs), gb = stats_tensor(P, xs);
+                    k.row_norm_backward_affine(g, view_of(xs), view_of(gy), view_of(mean),
+                                               view_of(rstd), view_of(gw), view_of(gb));
+                    if (n.needs_input_grad(1)) r[1] = gw.view(wshape).to(xs.dtype());
+                    if (n.needs_input_grad(2)) r[2] = gb.view(bshape).to(xs.dtype());
                 }
                 return r;
             });
@@ -348,8 +197,7 @@ Tensor layer_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& w
     }
     const int64_t D = normalized_shape.numel();
     const int64_t R = D ? x.numel() / D : 0;
-    return row_norm("NativeLayerNormBackward0", x, weight, bias, R, D, eps,
-                    [](int64_t, int64_t j) { return j; });
+    return row_norm("NativeLayerNormBackward0", Primitive::LayerNorm, x, weight, bias, {R, D}, eps);
 }
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
@@ -368,8 +216,8 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
     }
     const int64_t S = x.numel() / std::max<int64_t>(1, N * C);
     const int64_t G = num_groups, Cg = C / G;
-    return row_norm("NativeGroupNormBackward0", x, weight, bias, N * G, Cg * S, eps,
-                    [G, Cg, S](int64_t r, int64_t j) { return (r % G) * Cg + j / S; });
+    return row_norm("NativeGroupNormBackward0", Primitive::GroupNorm, x, weight, bias,
+                    {N * G, Cg * S, G, Cg, S}, eps);
 }
 
 } // namespace myelin::nn::functional

@@ -1,23 +1,16 @@
-// 2-D pooling: max (with PyTorch's flat per-plane indices, which double as the backward
-// workspace, except for the common 2x2 / stride-2 window, which keeps a one-byte code), average
-// and adaptive average. Plain nchw loops, one OpenMP task per plane or row: these ops are
-// memory-bound, and the loops reproduce PyTorch's window and divisor rules exactly (ceil_mode,
-// padding, count_include_pad, divisor_override, NaN propagation).
+// 2-D pooling: max, average and adaptive average. Here: the geometry (PyTorch's output-size
+// rules: ceil_mode, padding, dilation), the checks and the autograd records; the kernels are the
+// NN-kernel table of the input's device (backend/nn_kernels.h). A max pool keeps what its backward
+// needs as the backend asks: PyTorch's flat per-plane indices, or (the CPU's 2x2 / stride-2 path)
+// a one-byte window code per output.
 #include "autograd/function.h"
-#include "backend/kernels/elementwise.h"
+#include "backend/nn_kernels.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
 #include <myelin/nn/functional.h>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
-
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#include <immintrin.h>
-#define MYELIN_POOL_AVX512 1
-#endif
 
 namespace myelin::nn::functional {
 
@@ -25,15 +18,17 @@ using autograd::Node;
 using autograd::record;
 using autograd::SavedTensor;
 using myelin::detail::make_tensor;
+using myelin::detail::view_of;
 using namespace myelin::nn::detail;
 
 namespace {
 
-struct PoolGeom {
-    int64_t planes, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw;
-};
+using PoolGeom = backend::PoolGeometry;
+using backend::Primitive;
 
-constexpr int64_t kParallelWork = 16384;
+backend::NnKernels& kernels(const Tensor& t, Primitive p) {
+    return backend::nn_kernels(myelin::detail::backend_for(t), p, t.dtype());
+}
 
 int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil) {
     const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
@@ -93,363 +88,34 @@ Dims out_shape(const Tensor& x, int64_t OH, int64_t OW) {
     return s;
 }
 
-// The common 2x2 / stride 2 window, unpadded. Each window's winner is kept as a one-byte code
-// (bit 0: right column, bit 1: bottom row) instead of an int64 index: an eighth of the memory,
-// and a backward that writes every input gradient once, densely, instead of zeroing and
-// scattering. Rows are compared pairwise first, then the two row winners: the same result as
-// PyTorch's scan (a, b, then the bottom row), where the first maximum wins ties and a NaN
-// replaces the running maximum, so the last NaN in scan order wins. Branch-free (on real
-// activations the comparisons are coin flips): the compiler vectorises wide rows, and the
-// AVX-512 versions below take the short ones of small images.
-bool is_2x2(const PoolGeom& g) {
-    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
-           g.dh == 1 && g.dw == 1 && 2 * g.OH <= g.H && 2 * g.OW <= g.W;
-}
-
-template <typename T> T select(bool take, T a, T b) {
-    if constexpr (std::is_same_v<T, float>)
-        return myelin::kernels::bit_select(take, a, b);
-    else
-        return take ? a : b;
-}
-
-// One output row of the 2x2 pool: a, b from the top input row, d, e from the bottom one.
-template <typename T>
-void max_row_2x2(const T* __restrict r0, const T* __restrict r1, T* __restrict y,
-                 uint8_t* __restrict code, int64_t OW) {
-    for (int64_t ow = 0; ow < OW; ++ow) {
-        const T a = r0[2 * ow], b = r0[2 * ow + 1], d = r1[2 * ow], e = r1[2 * ow + 1];
-        const bool right_top = (b > a) | (b != b), right_bottom = (e > d) | (e != e);
-        const T top = select(right_top, b, a), bottom = select(right_bottom, e, d);
-        const bool below = (bottom > top) | (bottom != bottom);
-        y[ow] = select(below, bottom, top);
-        code[ow] = static_cast<uint8_t>((below << 1) | (below ? right_bottom : right_top));
-    }
-}
-
-template <typename T>
-void max_row_backward_2x2(const T* __restrict gy, const uint8_t* __restrict code, T* __restrict g0,
-                          T* __restrict g1, int64_t OW) {
-    for (int64_t ow = 0; ow < OW; ++ow) {
-        const T v = gy[ow];
-        const uint8_t c = code[ow];
-        g0[2 * ow] = select(c == 0, v, T(0));
-        g0[2 * ow + 1] = select(c == 1, v, T(0));
-        g1[2 * ow] = select(c == 2, v, T(0));
-        g1[2 * ow + 1] = select(c == 3, v, T(0));
-    }
-}
-
-#ifdef MYELIN_POOL_AVX512
-// The same two rows with AVX-512, 16 outputs at a time. Rows of pooled activations are short
-// (14 or 7 outputs for a 28x28 image), too short for the compiler's vectorised loop, so the
-// tails are handled with masks instead: masked-off lanes are neither read nor written.
-struct Lanes16 {
-    __mmask16 out, in_lo, in_hi; // outputs, and the 32 inputs of two rows' pairs split in two
-    explicit Lanes16(int64_t n) {
-        out = static_cast<__mmask16>((1u << n) - 1);
-        in_lo = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1);
-        in_hi = static_cast<__mmask16>(n > 8 ? (1u << (2 * n - 16)) - 1 : 0u);
-    }
-};
-
-inline __m512i lane_index(int first, int step, int mix) { // lanes first, first + step, ...
-    alignas(64) int32_t v[16];
-    for (int i = 0; i < 16; ++i)
-        v[i] = mix ? (i % 2 ? 16 : 0) + first + i / 2 : first + step * i;
-    return _mm512_load_si512(v);
-}
-
-template <>
-void max_row_2x2<float>(const float* __restrict r0, const float* __restrict r1, float* __restrict y,
-                        uint8_t* __restrict code, int64_t OW) {
-    static const __m512i even = lane_index(0, 2, 0), odd = lane_index(1, 2, 0);
-    const auto larger = [](__m512 cand, __m512 cur) { // PyTorch's cand > cur || isnan(cand)
-        return static_cast<__mmask16>(_mm512_cmp_ps_mask(cand, cur, _CMP_GT_OQ) |
-                                      _mm512_cmp_ps_mask(cand, cand, _CMP_UNORD_Q));
-    };
-    for (int64_t ow = 0; ow < OW; ow += 16) {
-        const Lanes16 m(std::min<int64_t>(16, OW - ow));
-        __m512 left[2], right[2];
-        const float* rows[2] = {r0 + 2 * ow, r1 + 2 * ow};
-        for (int r = 0; r < 2; ++r) {
-            const __m512 lo = _mm512_maskz_loadu_ps(m.in_lo, rows[r]);
-            const __m512 hi = _mm512_maskz_loadu_ps(m.in_hi, rows[r] + 16);
-            left[r] = _mm512_permutex2var_ps(lo, even, hi);
-            right[r] = _mm512_permutex2var_ps(lo, odd, hi);
-        }
-        const __mmask16 right_top = larger(right[0], left[0]),
-                        right_bottom = larger(right[1], left[1]);
-        const __m512 top = _mm512_mask_blend_ps(right_top, left[0], right[0]);
-        const __m512 bottom = _mm512_mask_blend_ps(right_bottom, left[1], right[1]);
-        const __mmask16 below = larger(bottom, top);
-        _mm512_mask_storeu_ps(y + ow, m.out, _mm512_mask_blend_ps(below, top, bottom));
-        const auto bit0 = static_cast<__mmask16>((below & right_bottom) | (~below & right_top));
-        const __m128i c = _mm_add_epi8(_mm_maskz_mov_epi8(bit0, _mm_set1_epi8(1)),
-                                       _mm_maskz_mov_epi8(below, _mm_set1_epi8(2)));
-        _mm_mask_storeu_epi8(code + ow, m.out, c);
-    }
-}
-
-template <>
-void max_row_backward_2x2<float>(const float* __restrict gy, const uint8_t* __restrict code,
-                                 float* __restrict g0, float* __restrict g1, int64_t OW) {
-    static const __m512i lo_pairs = lane_index(0, 0, 1), hi_pairs = lane_index(8, 0, 1);
-    for (int64_t ow = 0; ow < OW; ow += 16) {
-        const Lanes16 m(std::min<int64_t>(16, OW - ow));
-        const __m512 v = _mm512_maskz_loadu_ps(m.out, gy + ow);
-        const __m512i c = _mm512_maskz_cvtepu8_epi32(m.out, _mm_maskz_loadu_epi8(m.out, code + ow));
-        const auto at = [&](int k) {
-            return _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(k)), v);
-        };
-        float* rows[2] = {g0 + 2 * ow, g1 + 2 * ow};
-        for (int r = 0; r < 2; ++r) {
-            const __m512 left = at(2 * r), right = at(2 * r + 1);
-            _mm512_mask_storeu_ps(rows[r], m.in_lo, _mm512_permutex2var_ps(left, lo_pairs, right));
-            _mm512_mask_storeu_ps(rows[r] + 16, m.in_hi,
-                                  _mm512_permutex2var_ps(left, hi_pairs, right));
-        }
-    }
-}
-#endif
-
-template <typename T> void max_forward_2x2(const T* x, T* y, uint8_t* code, const PoolGeom& g) {
-    const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW, rows = g.planes * OH;
-#pragma omp parallel for schedule(static) if (rows * OW * 4 > kParallelWork)
-    for (int64_t r = 0; r < rows; ++r) {
-        const T* r0 = x + (r / OH) * H * W + 2 * (r % OH) * W;
-        max_row_2x2(r0, r0 + W, y + r * OW, code + r * OW, OW);
-    }
-}
-
-// PyTorch's flat per-plane indices from the window codes (for max_pool2d_with_indices).
-void indices_from_codes(const uint8_t* code, int64_t* idx, const PoolGeom& g) {
-    const int64_t OH = g.OH, OW = g.OW, rows = g.planes * OH;
-#pragma omp parallel for schedule(static) if (rows * OW > kParallelWork)
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t base = 2 * (r % OH) * g.W;
-        for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t c = code[r * OW + ow];
-            idx[r * OW + ow] = base + 2 * ow + (c & 1) + (c >> 1) * g.W;
-        }
-    }
-}
-
-template <typename T>
-void max_backward_2x2(const T* gy, const uint8_t* code, T* gx, const PoolGeom& g) {
-    const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW;
-#pragma omp parallel for schedule(static) if (g.planes * H * W > kParallelWork)
-    for (int64_t p = 0; p < g.planes; ++p) {
-        T* plane = gx + p * H * W;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-            T* g0 = plane + 2 * oh * W;
-            const int64_t r = p * OH + oh;
-            max_row_backward_2x2(gy + r * OW, code + r * OW, g0, g0 + W, OW);
-            for (int64_t w = 2 * OW; w < W; ++w) // an odd width's last column is in no window
-                g0[w] = g0[W + w] = T(0);
-        }
-        for (int64_t i = 2 * OH * W; i < H * W; ++i) // likewise an odd height's last row
-            plane[i] = T(0);
-    }
-}
-
-template <typename T> void max_forward(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
-    const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
-#pragma omp parallel for if (g.planes * OHW * g.kh * g.kw > kParallelWork)
-    for (int64_t p = 0; p < g.planes; ++p) {
-        const T* xp = x + p * HW;
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-            int64_t ih0 = oh * g.sh - g.ph;
-            const int64_t ih1 = std::min(ih0 + (g.kh - 1) * g.dh + 1, g.H);
-            while (ih0 < 0)
-                ih0 += g.dh;
-            for (int64_t ow = 0; ow < g.OW; ++ow) {
-                int64_t iw0 = ow * g.sw - g.pw;
-                const int64_t iw1 = std::min(iw0 + (g.kw - 1) * g.dw + 1, g.W);
-                while (iw0 < 0)
-                    iw0 += g.dw;
-                int64_t best = ih0 * g.W + iw0;
-                T maxval = -std::numeric_limits<T>::infinity();
-                for (int64_t ih = ih0; ih < ih1; ih += g.dh)
-                    for (int64_t iw = iw0; iw < iw1; iw += g.dw) {
-                        const int64_t i = ih * g.W + iw;
-                        const T v = xp[i];
-                        if (v > maxval || std::isnan(v)) {
-                            maxval = v;
-                            best = i;
-                        }
-                    }
-                y[p * OHW + oh * g.OW + ow] = maxval;
-                if (idx) idx[p * OHW + oh * g.OW + ow] = best;
-            }
-        }
-    }
-}
-
-template <typename T> void max_backward(const T* gy, const int64_t* idx, T* gx, const PoolGeom& g) {
-    const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
-#pragma omp parallel for if (g.planes * OHW > kParallelWork)
-    for (int64_t p = 0; p < g.planes; ++p) {
-        T* gp = gx + p * HW;
-        for (int64_t i = 0; i < HW; ++i)
-            gp[i] = T(0);
-        const T* gyp = gy + p * OHW;
-        const int64_t* ip = idx + p * OHW;
-        for (int64_t i = 0; i < OHW; ++i)
-            gp[ip[i]] += gyp[i];
-    }
-}
-
-// The window [h0, h1) x [w0, w1) of output (oh, ow) of an average pool, and its divisor.
-struct AvgWindow {
-    int64_t h0, h1, w0, w1;
-    double divisor;
-};
-// How an average pool divides: by the window's size with or without padding, or by a fixed
-// divisor_override (when not 0).
-struct AvgDivisor {
-    bool count_include_pad = true;
-    int64_t override_by = 0;
-};
-
-AvgWindow avg_window(const PoolGeom& g, int64_t oh, int64_t ow, AvgDivisor d) {
-    int64_t h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
-    int64_t h1 = std::min(h0 + g.kh, g.H + g.ph), w1 = std::min(w0 + g.kw, g.W + g.pw);
-    const int64_t pool_size = (h1 - h0) * (w1 - w0);
-    h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
-    h1 = std::min(h1, g.H), w1 = std::min(w1, g.W);
-    const int64_t inside = std::max<int64_t>(0, h1 - h0) * std::max<int64_t>(0, w1 - w0);
-    const int64_t divisor = d.override_by         ? d.override_by
-                            : d.count_include_pad ? pool_size
-                                                  : inside;
-    return {h0, h1, w0, w1, static_cast<double>(divisor)};
-}
-
-template <typename T> void avg_forward(const T* x, T* y, const PoolGeom& g, AvgDivisor d) {
-    const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
-#pragma omp parallel for if (g.planes * OHW * g.kh * g.kw > kParallelWork)
-    for (int64_t p = 0; p < g.planes; ++p)
-        for (int64_t oh = 0; oh < g.OH; ++oh)
-            for (int64_t ow = 0; ow < g.OW; ++ow) {
-                const AvgWindow win = avg_window(g, oh, ow, d);
-                T& out = y[p * OHW + oh * g.OW + ow];
-                if (win.h0 >= win.h1 || win.w0 >= win.w1) {
-                    out = T(0);
-                    continue;
-                }
-                double acc = 0.0;
-                for (int64_t ih = win.h0; ih < win.h1; ++ih)
-                    for (int64_t iw = win.w0; iw < win.w1; ++iw)
-                        acc += x[p * HW + ih * g.W + iw];
-                out = static_cast<T>(acc / win.divisor);
-            }
-}
-
-template <typename T> void avg_backward(const T* gy, T* gx, const PoolGeom& g, AvgDivisor d) {
-    const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
-#pragma omp parallel for if (g.planes * OHW * g.kh * g.kw > kParallelWork)
-    for (int64_t p = 0; p < g.planes; ++p) {
-        T* gp = gx + p * HW;
-        for (int64_t i = 0; i < HW; ++i)
-            gp[i] = T(0);
-        for (int64_t oh = 0; oh < g.OH; ++oh)
-            for (int64_t ow = 0; ow < g.OW; ++ow) {
-                const AvgWindow win = avg_window(g, oh, ow, d);
-                if (win.h0 >= win.h1 || win.w0 >= win.w1) continue;
-                const T v = static_cast<T>(gy[p * OHW + oh * g.OW + ow] / win.divisor);
-                for (int64_t ih = win.h0; ih < win.h1; ++ih)
-                    for (int64_t iw = win.w0; iw < win.w1; ++iw)
-                        gp[ih * g.W + iw] += v;
-            }
-    }
-}
-
-int64_t start_index(int64_t a, int64_t b, int64_t c) {
-    return (a * c) / b;
-}
-int64_t end_index(int64_t a, int64_t b, int64_t c) {
-    return ((a + 1) * c + b - 1) / b;
-}
-
-template <typename T> void adaptive_forward(const T* x, T* y, const PoolGeom& g) {
-    const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
-#pragma omp parallel for if (g.planes * HW > kParallelWork)
-    for (int64_t p = 0; p < g.planes; ++p)
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-            const int64_t h0 = start_index(oh, g.OH, g.H), h1 = end_index(oh, g.OH, g.H);
-            for (int64_t ow = 0; ow < g.OW; ++ow) {
-                const int64_t w0 = start_index(ow, g.OW, g.W), w1 = end_index(ow, g.OW, g.W);
-                double acc = 0.0;
-                for (int64_t ih = h0; ih < h1; ++ih)
-                    for (int64_t iw = w0; iw < w1; ++iw)
-                        acc += x[p * HW + ih * g.W + iw];
-                y[p * OHW + oh * g.OW + ow] =
-                    static_cast<T>(acc / static_cast<double>((h1 - h0) * (w1 - w0)));
-            }
-        }
-}
-
-template <typename T> void adaptive_backward(const T* gy, T* gx, const PoolGeom& g) {
-    const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
-#pragma omp parallel for if (g.planes * HW > kParallelWork)
-    for (int64_t p = 0; p < g.planes; ++p) {
-        T* gp = gx + p * HW;
-        for (int64_t i = 0; i < HW; ++i)
-            gp[i] = T(0);
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-            const int64_t h0 = start_index(oh, g.OH, g.H), h1 = end_index(oh, g.OH, g.H);
-            for (int64_t ow = 0; ow < g.OW; ++ow) {
-                const int64_t w0 = start_index(ow, g.OW, g.W), w1 = end_index(ow, g.OW, g.W);
-                const T v = static_cast<T>(gy[p * OHW + oh * g.OW + ow] /
-                                           static_cast<double>((h1 - h0) * (w1 - w0)));
-                for (int64_t ih = h0; ih < h1; ++ih)
-                    for (int64_t iw = w0; iw < w1; ++iw)
-                        gp[ih * g.W + iw] += v;
-            }
-        }
-    }
-}
-
-// Dispatches a templated kernel on float32 / float64.
-template <typename F> void dispatch(DType t, F&& f) {
-    if (t == DType::Float32)
-        f(float{});
-    else
-        f(double{});
-}
-
 ValuesIndices max_pool_impl(const Tensor& x, const Pool2dOptions& o, bool want_indices) {
     const PoolGeom g =
         pool_geom(want_indices ? "max_pool2d_with_indices" : "max_pool2d", x, o, true);
+    backend::NnKernels& k = kernels(x, Primitive::MaxPool2d);
     const Tensor xc = x.detach().contiguous();
     const bool grad = autograd::needs_grad({&x});
     const Dims os = out_shape(x, g.OH, g.OW);
+    const bool codes = k.max_pool_uses_codes(g);
     Tensor y = make_tensor(os, x.dtype(), x.device());
     Tensor idx =
-        want_indices || (grad && !is_2x2(g)) ? make_tensor(os, DType::Int64, x.device()) : Tensor();
-    Tensor code = is_2x2(g) ? make_tensor(os, DType::UInt8, x.device()) : Tensor();
-    dispatch(x.dtype(), [&](auto z) {
-        using T = decltype(z);
-        if (code.defined()) {
-            max_forward_2x2(xc.data<T>(), y.data<T>(), code.data<uint8_t>(), g);
-            if (idx.defined()) indices_from_codes(code.data<uint8_t>(), idx.data<int64_t>(), g);
-        } else {
-            max_forward(xc.data<T>(), y.data<T>(), idx.defined() ? idx.data<int64_t>() : nullptr,
-                        g);
-        }
-    });
+        want_indices || (grad && !codes) ? make_tensor(os, DType::Int64, x.device()) : Tensor();
+    Tensor code = codes ? make_tensor(os, DType::UInt8, x.device()) : Tensor();
+    backend::View vi, vc;
+    if (idx.defined()) vi = view_of(idx);
+    if (code.defined()) vc = view_of(code);
+    k.max_pool_forward(g, view_of(xc), view_of(y), idx.defined() ? &vi : nullptr,
+                       code.defined() ? &vc : nullptr);
     if (grad)
         record("MaxPool2DWithIndicesBackward0", {&x}, y,
                [idx, code, g, in = x.shape()](const Tensor& grad, const Node&) {
                    const Tensor gy = grad.contiguous();
                    Tensor gx = make_tensor(in, gy.dtype(), gy.device());
-                   dispatch(gy.dtype(), [&](auto z) {
-                       using T = decltype(z);
-                       if (code.defined())
-                           max_backward_2x2(gy.data<T>(), code.data<uint8_t>(), gx.data<T>(), g);
-                       else
-                           max_backward(gy.data<T>(), idx.data<int64_t>(), gx.data<T>(), g);
-                   });
+                   backend::View vi, vc;
+                   if (idx.defined()) vi = view_of(idx);
+                   if (code.defined()) vc = view_of(code);
+                   kernels(gy, Primitive::MaxPool2d)
+                       .max_pool_backward(g, view_of(gy), idx.defined() ? &vi : nullptr,
+                                          code.defined() ? &vc : nullptr, view_of(gx));
                    return TensorList{gx};
                });
     return {y, idx};
@@ -467,25 +133,20 @@ ValuesIndices max_pool2d_with_indices(const Tensor& x, const Pool2dOptions& opti
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
     const PoolGeom g = pool_geom("avg_pool2d", x, o, false);
+    backend::NnKernels& k = kernels(x, Primitive::AvgPool2d);
     const Tensor xc = x.detach().contiguous();
     Tensor y = make_tensor(out_shape(x, g.OH, g.OW), x.dtype(), x.device());
     if (o.divisor_override == 0) throw Error("avg_pool2d: divisor_override must not be zero");
-    const AvgDivisor d{o.count_include_pad, o.divisor_override.value_or(0)};
-    dispatch(x.dtype(), [&](auto z) {
-        using T = decltype(z);
-        avg_forward(xc.data<T>(), y.data<T>(), g, d);
-    });
+    const backend::AvgDivisor d{o.count_include_pad, o.divisor_override.value_or(0)};
+    k.avg_pool_forward(g, d, view_of(xc), view_of(y));
     if (autograd::needs_grad({&x}))
-        record("AvgPool2DBackward0", {&x}, y,
-               [g, d, in = x.shape()](const Tensor& grad, const Node&) {
-                   const Tensor gy = grad.contiguous();
-                   Tensor gx = make_tensor(in, gy.dtype(), gy.device());
-                   dispatch(gy.dtype(), [&](auto z) {
-                       using T = decltype(z);
-                       avg_backward(gy.data<T>(), gx.data<T>(), g, d);
-                   });
-                   return TensorList{gx};
-               });
+        record(
+            "AvgPool2DBackward0", {&x}, y, [g, d, in = x.shape()](const Tensor& grad, const Node&) {
+                const Tensor gy = grad.contiguous();
+                Tensor gx = make_tensor(in, gy.dtype(), gy.device());
+                kernels(gy, Primitive::AvgPool2d).avg_pool_backward(g, d, view_of(gy), view_of(gx));
+                return TensorList{gx};
+            });
     return y;
 }
 
@@ -503,21 +164,17 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) 
     g.OH = output_size[0], g.OW = output_size[1];
     if (g.H < 1 || g.W < 1)
         shape_error(op, "expected non-empty spatial dims, got input " + x.shape().str());
+    backend::NnKernels& k = kernels(x, Primitive::AdaptiveAvgPool2d);
     const Tensor xc = x.detach().contiguous();
     Tensor y = make_tensor(out_shape(x, g.OH, g.OW), x.dtype(), x.device());
-    dispatch(x.dtype(), [&](auto z) {
-        using T = decltype(z);
-        adaptive_forward(xc.data<T>(), y.data<T>(), g);
-    });
+    k.adaptive_avg_pool_forward(g, view_of(xc), view_of(y));
     if (autograd::needs_grad({&x}))
         record("AdaptiveAvgPool2DBackward0", {&x}, y,
                [g, in = x.shape()](const Tensor& grad, const Node&) {
                    const Tensor gy = grad.contiguous();
                    Tensor gx = make_tensor(in, gy.dtype(), gy.device());
-                   dispatch(gy.dtype(), [&](auto z) {
-                       using T = decltype(z);
-                       adaptive_backward(gy.data<T>(), gx.data<T>(), g);
-                   });
+                   kernels(gy, Primitive::AdaptiveAvgPool2d)
+                       .adaptive_avg_pool_backward(g, view_of(gy), view_of(gx));
                    return TensorList{gx};
                });
     return y;

@@ -345,6 +345,8 @@ void convert_in_place(Tensor& t, const std::function<Tensor(const Tensor&)>& con
 } // namespace
 
 void Module::to(Device device) {
+    // An unusable device fails here, before any tensor has moved.
+    myelin::detail::device_backend(device, (type_name_ + ".to").c_str());
     auto convert = [device](const Tensor& x) { return x.to(device); };
     apply([&](Module& m) {
         for (auto& s : m.parameters_)

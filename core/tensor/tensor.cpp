@@ -119,6 +119,21 @@ backend::Backend& backend_for(const Tensor& t) {
     return backend::get(t.impl()->device.type);
 }
 
+backend::Backend& device_backend(const Device& d, const char* op) {
+    const std::string where = std::string(op) + "(" + d.str() + "): ";
+    if (!backend::find(d.type)) {
+        try {
+            backend::get(d.type);
+        } catch (const DeviceError& e) { // names the device and why it is not usable
+            throw DeviceError(where + e.what());
+        }
+    }
+    // One device per backend in this version: another index would silently land on device 0.
+    if (d.index != 0)
+        throw DeviceError(where + "this version runs on " + Device(d.type, 0).str() + " only");
+    return backend::get(d.type);
+}
+
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
     if (!(a.impl()->device == b.impl()->device))
         throw DeviceError(std::string(op) + ": expected all tensors on the same device, got " +
@@ -349,8 +364,8 @@ Tensor Tensor::to(DType t) const {
 }
 
 Tensor Tensor::to(Device d) const {
-    if (device() == d) return *this;
-    backend::Backend& dst_backend = backend::get(d.type);
+    if (device() == d) return *this; // as PyTorch: the same tensor, no copy
+    backend::Backend& dst_backend = device_backend(d, "to");
     backend::Backend& src_backend = backend_for(*this);
     const Tensor src = contiguous();
     Tensor out = make_tensor(shape(), dtype(), d);

@@ -87,6 +87,9 @@ Tensor raw_convert(const Tensor& src, DType dtype);
 // `t` seen with out_shape through broadcasting (0 strides), for kernels.
 backend::View broadcast_view(const Tensor& t, const Dims& out_shape);
 backend::Backend& backend_for(const Tensor& t);
+// The backend of device `d` for `op` ("to"); throws DeviceError "to(cuda:0): <why not>" when it
+// has none (the CUDA runtime's reason) or does not serve that index.
+backend::Backend& device_backend(const Device& d, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 void bump_version(const Tensor& t);
 // The dtype kernels compute in: f16/bf16 -> f32, u8/bool -> i64.

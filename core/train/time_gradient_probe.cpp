@@ -95,7 +95,10 @@ void TimeGradientProbe::after_step_reported(Trainer& trainer) {
         Tensor loss;
         {
             AutocastGuard amp(trainer.autocast_dtype());
-            loss = trainer.loss()(model(probe_.input), probe_.target);
+            const Device device = trainer.options().device;
+            const Tensor target =
+                probe_.target.defined() ? probe_.target.to(device) : probe_.target;
+            loss = trainer.loss()(model(probe_.input.to(device)), target);
         }
         cleanup();
         if (loss.requires_grad()) loss.backward();

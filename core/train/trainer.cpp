@@ -4,6 +4,7 @@
 // maps, early stopping, checkpoint keeping) is in trainer_callbacks.cpp, on the hook points.
 #include <myelin/autocast.h>
 #include <myelin/autograd.h>
+#include <myelin/cuda.h>
 #include <myelin/data/dataloader.h>
 #include <myelin/device.h>
 #include <myelin/error.h>
@@ -77,6 +78,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
         throw Error("a resume goes on with the checkpoint's learning rate; fork the run to "
                     "change it");
     if (spec_.threads > 0) set_num_threads(spec_.threads);
+    check_training_backend(options_.device); // before anything is built
 
     // The model is initialised from the seed, as torch.manual_seed(seed) before building it.
     manual_seed(spec_.seed);
@@ -166,6 +168,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
             layers_.emplace_back(name, child);
     if (!options_.init_weights.empty()) load_initial_weights();
     if (!options_.resume_from.empty()) load_resume_checkpoint();
+    move_to_device();
     add_builtin_callbacks();
     progress_.epochs = spec_.epochs;
     progress_.steps_per_epoch = steps_per_epoch_;
@@ -175,6 +178,22 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::move_to_device() {
+    if (options_.device.is_cpu()) return;
+    // Handles held elsewhere (the optimizer's groups, parameters_, layers_) follow the move.
+    model_->to(options_.device);
+    for (size_t g = 0; g < optimizer_->param_groups().size(); ++g)
+        for (size_t i = 0; i < optimizer_->param_groups()[g].params.size(); ++i)
+            for (auto& [key, t] : optimizer_->state(g, i))
+                t = t.to(options_.device);
+}
+
+data::Example Trainer::on_device(const data::Example& batch) const {
+    if (options_.device.is_cpu()) return batch;
+    return {batch.input.to(options_.device),
+            batch.target.defined() ? batch.target.to(options_.device) : Tensor()};
+}
 
 void Trainer::check_data_fits_model() {
     const Dims& declared = model_->input_shapes()[0];
@@ -322,7 +341,8 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
     for (const spec::MetricKind& kind : spec::metric_kinds())
         if (kind.fits(data_.classification())) extra.emplace_back(&kind, kind.build());
     loader.start_epoch(0);
-    while (auto batch = loader.next()) {
+    while (auto next = loader.next()) {
+        const auto batch = std::optional<data::Example>(on_device(*next));
         Tensor out = (*model_)(batch->input);
         int64_t n = batch->input.size(0);
         double l = (*loss_)(out, batch->target).item<double>();
@@ -358,7 +378,7 @@ Tensor Trainer::predict(const data::DatasetPtr& dataset, Tensor* targets) {
     TensorList outputs, target_list;
     loader.start_epoch(0);
     while (auto batch = loader.next()) {
-        outputs.push_back((*model_)(batch->input));
+        outputs.push_back((*model_)(on_device(*batch).input).to(kCPU));
         if (targets) target_list.push_back(batch->target);
     }
     model_->train(was_training);
@@ -398,6 +418,12 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
     c.model = model_->state_dict();
     c.optimizer_kind = optimizer_->name();
     c.optimizer = optimizer_->state_dict();
+    // Written from host copies: the same files from every device (no copies on the CPU).
+    for (auto& [name, t] : c.model)
+        t = t.to(kCPU);
+    for (auto& [index, state] : c.optimizer.state)
+        for (auto& [key, t] : state)
+            t = t.to(kCPU);
     if (schedule_) c.scheduler = schedule_->state_dict();
     c.position = {epoch, batch_in_epoch, step_, world_size()};
     c.generator_state = default_generator().get_state();
@@ -512,7 +538,7 @@ int64_t Trainer::train_step(int64_t micro, int64_t last) {
     for (; micro < last; ++micro) {
         auto batch = train_loader_->next();
         if (!batch) return micro;
-        forward_backward(*batch, group_samples, group_loss);
+        forward_backward(on_device(*batch), group_samples, group_loss);
     }
     for (auto& callback : callbacks_)
         callback->after_backward(*this);

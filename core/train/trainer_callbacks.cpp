@@ -250,7 +250,7 @@ void FeatureMapProbe::after_step_reported(Trainer& trainer) {
                 return Tensor();
             }));
     try {
-        model(probe_);
+        model(probe_.to(trainer.options().device));
     } catch (...) {
         for (auto& h : hooks)
             h.remove();

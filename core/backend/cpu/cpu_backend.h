@@ -1,6 +1,7 @@
 #pragma once
 // The CPU backend: OpenBLAS for GEMM, our own vectorised OpenMP loops for element-wise ops and
-// reductions, oneDNN (in the nn layer) for convolution, pooling and normalisation.
+// reductions; its NN kernels (cpu_nn.h) run oneDNN convolutions and own pooling and
+// normalisation loops.
 #include "backend/backend.h"
 
 namespace myelin::backend {
@@ -8,6 +9,7 @@ namespace myelin::backend {
 class CpuBackend final : public Backend {
   public:
     DeviceType type() const override { return DeviceType::CPU; }
+    bool host_addressable() const override { return true; }
     BackendInfo info() const override;
 
     void* allocate(size_t nbytes) override;
@@ -43,6 +45,9 @@ class CpuBackend final : public Backend {
     void gather(const View& x, int dim, const View& index, const View& out) override;
     void scatter_add(const View& self, int dim, const View& index, const View& src) override;
     bool int_range(const View& x, int64_t* min_out, int64_t* max_out) override;
+
+    // cpu_nn.h: convolution, pooling, normalisation (cpu_conv.cpp, cpu_pool.cpp, cpu_norm.cpp)
+    NnKernels* nn_kernels() override;
 };
 
 // Work below this many elements runs on one thread: spawning a team costs more than it saves.

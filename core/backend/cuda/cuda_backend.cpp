@@ -4,6 +4,9 @@
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_probe.h"
+#ifdef MYELIN_CUDNN
+#include "backend/cuda/cuda_nn.h"
+#endif
 
 #include <myelin/error.h>
 
@@ -59,6 +62,9 @@ CudaBackend::CudaBackend(const GpuInfo& gpu)
     : gpu_(gpu), memory_(std::make_unique<CudaMemory>(gpu)),
       allocator_(std::make_unique<DeviceCachingAllocator>(*memory_)) {
     check(cudaSetDevice(gpu.index), "cudaSetDevice");
+#ifdef MYELIN_CUDNN
+    nn_ = std::make_unique<CudaNnKernels>(*this);
+#endif
 }
 
 CudaBackend::~CudaBackend() {
@@ -86,6 +92,17 @@ bool CudaBackend::supports(Primitive p, DType dtype) const {
     case Primitive::Softmax:
     case Primitive::BatchedGemm:
         return dtype == DType::Float32 || dtype == DType::Float64;
+    // The NN-kernel table (with cuDNN): float32 and float64; bfloat16 products (autocast) not.
+    case Primitive::ConvForward:
+    case Primitive::ConvBackwardData:
+    case Primitive::ConvBackwardWeights:
+    case Primitive::MaxPool2d:
+    case Primitive::AvgPool2d:
+    case Primitive::AdaptiveAvgPool2d:
+    case Primitive::BatchNorm:
+    case Primitive::LayerNorm:
+    case Primitive::GroupNorm:
+        return nn_ && (dtype == DType::Float32 || dtype == DType::Float64);
     case Primitive::Count:
         break;
     }
@@ -157,7 +174,18 @@ void CudaBackend::softmax_backward(const View& y, const View& grad_y, int dim, b
     launch_softmax_backward(y, grad_y, dim, log, grad_x);
 }
 
+void CudaBackend::set_deterministic(bool deterministic) {
+#ifdef MYELIN_CUDNN
+    static_cast<CudaNnKernels&>(*nn_).set_deterministic(deterministic);
+#else
+    (void)deterministic; // no cuDNN: no convolutions to choose algorithms for
+#endif
+}
+
 void CudaBackend::set_allow_tf32(bool allow) {
+#ifdef MYELIN_CUDNN
+    static_cast<CudaNnKernels&>(*nn_).set_allow_tf32(allow);
+#endif
     allow_tf32_ = allow;
     if (cublas_)
         check(cublasSetMathMode(static_cast<cublasHandle_t>(cublas_),

@@ -4,6 +4,7 @@
 // the default stream, so host copies synchronise.
 #include "backend/backend.h"
 #include "backend/device_allocator.h"
+#include "backend/nn_kernels.h"
 #include "backend/primitives.h"
 
 #include <myelin/cuda.h>
@@ -45,15 +46,20 @@ class CudaBackend final : public Backend {
     void gather(const View& x, int dim, const View& index, const View& out) override;
     void scatter_add(const View& self, int dim, const View& index, const View& src) override;
     bool int_range(const View& x, int64_t* min_out, int64_t* max_out) override;
+    // cuda_nn.h: built with cuDNN (MYELIN_CUDNN); nullptr otherwise, and supports() says no.
+    NnKernels* nn_kernels() override { return nn_.get(); }
 
-    // TF32 tensor-core math in float32 GEMMs: off by default (results as exact as PyTorch's
-    // with torch.backends.cuda.matmul.allow_tf32 = False).
+    // TF32 tensor-core math in float32 GEMMs and convolutions: off by default (results as exact
+    // as PyTorch's with torch.backends.cuda.matmul.allow_tf32 = False).
     void set_allow_tf32(bool allow);
+    // Deterministic cuDNN convolution algorithms only (bit-identical reruns).
+    void set_deterministic(bool deterministic);
 
   private:
     GpuInfo gpu_;
     std::unique_ptr<DeviceMemory> memory_;
     std::unique_ptr<DeviceCachingAllocator> allocator_;
+    std::unique_ptr<NnKernels> nn_;
     void* cublas_ = nullptr; // cublasHandle_t
     bool allow_tf32_ = false;
 };

@@ -43,8 +43,12 @@ Device parse_device(const std::string& text);
 // <reason>"); returns for the CPU and for a present CUDA device.
 void check_device_usable(const Device& device);
 // What a training run checks before anything is built: the device is usable, and training can
-// run there (in this version the layers' kernels are CPU only, so CUDA is refused with that).
+// run there (check_training_backend).
 void check_training_device(const Device& device);
+// The registered backend's side alone (what the Trainer checks): one is registered for the
+// device, and its memory is host-addressable, since the optimizers, losses, attention and
+// recurrent kernels have no device form yet (so CUDA is refused with that reason).
+void check_training_backend(const Device& device);
 
 // Lines for `myelin --version` and the studio: the CUDA backend (compiled in or not, and why),
 // then each device or the reason no device is usable.

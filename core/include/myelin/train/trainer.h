@@ -10,6 +10,7 @@
 // run's RunControl (run_control.h), which any thread may hold and use at any time, before,
 // during or after run(); stop() finishes the current optimizer step and writes a checkpoint
 // before run() returns. progress() may be called from any thread.
+#include <myelin/device.h>
 #include <myelin/graph/build.h>
 #include <myelin/io/project.h>
 #include <myelin/spec/components.h>
@@ -91,6 +92,11 @@ struct TrainerOptions {
     double dist_bucket_mb = 25;
     int64_t dist_check_every = 0;
     bool dist_overlap = true; // start allreduces from gradient hooks during backward
+
+    // Where the model (its parameters, buffers, gradients and optimizer state) and each batch
+    // live. A device the run cannot use is refused by the constructor (check_training_backend:
+    // CUDA in this version). Checkpoints are written from host copies.
+    Device device = kCPU;
 };
 
 struct TrainResult {
@@ -218,6 +224,10 @@ class Trainer {
     // (data_parallel.cpp; collective).
     void setup_data_parallel(data::DataLoaderOptions& train_options);
     void load_resume_checkpoint();
+    // options.device: moves the model and the optimizer's state there (after any checkpoint
+    // was loaded); on_device() moves one batch.
+    void move_to_device();
+    data::Example on_device(const data::Example& batch) const;
     // After the checkpoint's optimizer state is loaded: applies (fork) or adopts (resume) the
     // options the checkpoint's project sets differently; may scale `checkpoint.scheduler`.
     void reconcile_optimizer_options(io::Checkpoint& checkpoint, const std::string& where);

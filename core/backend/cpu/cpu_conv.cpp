@@ -1,0 +1,429 @@
+// The CPU backend's convolutions (nn_kernels.h): float32 runs on oneDNN primitives (forward,
+// backward data, backward weights), cached by shape; float64 (gradcheck, f64 golden tests) runs
+// on straightforward loops that accumulate in double. Activations stay nchw (the contract);
+// weights go to whatever format oneDNN picks for the primitive. Under bfloat16 autocast the
+// same primitives take bf16 operands (src, weights, diff_dst: rounded to nearest even by the
+// reorders that already convert layouts) and write float32 (dst, diff_src, diff_weights).
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_nn.h"
+#include "backend/cpu/dnnl_util.h"
+
+#include <myelin/dtype.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace myelin::backend {
+
+namespace {
+
+using Geom = ConvGeometry;
+
+// --- reference loops (float64, and float32 where oneDNN cannot run the geometry) -------------
+
+template <typename T> void ref_forward(const T* x, const T* w, const T* b, T* y, const Geom& g) {
+    const int64_t Cg = g.C / g.G, Og = g.O / g.G;
+#pragma omp parallel for collapse(2) if (g.N * g.O * g.OH * g.OW > 4096)
+    for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t o = 0; o < g.O; ++o) {
+            const int64_t grp = o / Og;
+            T* yp = y + (n * g.O + o) * g.OH * g.OW;
+            for (int64_t oh = 0; oh < g.OH; ++oh)
+                for (int64_t ow = 0; ow < g.OW; ++ow) {
+                    double acc = b ? static_cast<double>(b[o]) : 0.0;
+                    for (int64_t c = 0; c < Cg; ++c) {
+                        const T* xp = x + (n * g.C + grp * Cg + c) * g.H * g.W;
+                        const T* wp = w + (o * Cg + c) * g.KH * g.KW;
+                        for (int64_t kh = 0; kh < g.KH; ++kh) {
+                            const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+                            if (ih < 0 || ih >= g.H) continue;
+                            for (int64_t kw = 0; kw < g.KW; ++kw) {
+                                const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+                                if (iw < 0 || iw >= g.W) continue;
+                                acc += static_cast<double>(xp[ih * g.W + iw]) * wp[kh * g.KW + kw];
+                            }
+                        }
+                    }
+                    yp[oh * g.OW + ow] = static_cast<T>(acc);
+                }
+        }
+}
+
+template <typename T> void ref_backward_data(const T* gy, const T* w, T* gx, const Geom& g) {
+    const int64_t Cg = g.C / g.G, Og = g.O / g.G;
+#pragma omp parallel for collapse(2) if (g.N * g.C * g.H * g.W > 4096)
+    for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t ci = 0; ci < g.C; ++ci) {
+            const int64_t grp = ci / Cg, c = ci % Cg;
+            T* gxp = gx + (n * g.C + ci) * g.H * g.W;
+            for (int64_t ih = 0; ih < g.H; ++ih)
+                for (int64_t iw = 0; iw < g.W; ++iw) {
+                    double acc = 0.0;
+                    for (int64_t kh = 0; kh < g.KH; ++kh) {
+                        const int64_t th = ih + g.ph - kh * g.dh;
+                        if (th < 0 || th % g.sh) continue;
+                        const int64_t oh = th / g.sh;
+                        if (oh >= g.OH) continue;
+                        for (int64_t kw = 0; kw < g.KW; ++kw) {
+                            const int64_t tw = iw + g.pw - kw * g.dw;
+                            if (tw < 0 || tw % g.sw) continue;
+                            const int64_t ow = tw / g.sw;
+                            if (ow >= g.OW) continue;
+                            for (int64_t oo = 0; oo < Og; ++oo) {
+                                const int64_t o = grp * Og + oo;
+                                acc += static_cast<double>(
+                                           gy[((n * g.O + o) * g.OH + oh) * g.OW + ow]) *
+                                       w[((o * Cg + c) * g.KH + kh) * g.KW + kw];
+                            }
+                        }
+                    }
+                    gxp[ih * g.W + iw] = static_cast<T>(acc);
+                }
+        }
+}
+
+template <typename T>
+void ref_backward_weights(const T* x, const T* gy, T* gw, T* gb, const Geom& g) {
+    const int64_t Cg = g.C / g.G, Og = g.O / g.G;
+#pragma omp parallel for collapse(2) if (g.O * Cg * g.N * g.OH * g.OW > 4096)
+    for (int64_t o = 0; o < g.O; ++o)
+        for (int64_t c = 0; c < Cg; ++c) {
+            const int64_t ci = (o / Og) * Cg + c;
+            for (int64_t kh = 0; kh < g.KH; ++kh)
+                for (int64_t kw = 0; kw < g.KW; ++kw) {
+                    double acc = 0.0;
+                    for (int64_t n = 0; n < g.N; ++n) {
+                        const T* xp = x + (n * g.C + ci) * g.H * g.W;
+                        const T* gp = gy + (n * g.O + o) * g.OH * g.OW;
+                        for (int64_t oh = 0; oh < g.OH; ++oh) {
+                            const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+                            if (ih < 0 || ih >= g.H) continue;
+                            for (int64_t ow = 0; ow < g.OW; ++ow) {
+                                const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+                                if (iw < 0 || iw >= g.W) continue;
+                                acc += static_cast<double>(gp[oh * g.OW + ow]) * xp[ih * g.W + iw];
+                            }
+                        }
+                    }
+                    gw[((o * Cg + c) * g.KH + kh) * g.KW + kw] = static_cast<T>(acc);
+                }
+        }
+    if (gb)
+        for (int64_t o = 0; o < g.O; ++o) {
+            double acc = 0.0;
+            for (int64_t n = 0; n < g.N; ++n) {
+                const T* gp = gy + (n * g.O + o) * g.OH * g.OW;
+                for (int64_t i = 0; i < g.OH * g.OW; ++i)
+                    acc += gp[i];
+            }
+            gb[o] = static_cast<T>(acc);
+        }
+}
+// --- oneDNN (float32) ------------------------------------------------------------------------
+
+using dnnl::memory;
+namespace du = myelin::backend::dnnl_util;
+
+struct ConvEntry {
+    memory::desc src, dst, user_w, bias; // user formats: nchw activations, (g)oihw weights
+    memory::desc any_src, any_dst;       // forward src and dst as the primitives are created
+    // The multiplied operands (src, weights, diff_dst) are `lo` (f32, or bf16 under autocast);
+    // dst, diff_src, diff_weights and bias are always f32.
+    memory::data_type lo = memory::data_type::f32;
+    memory::desc any(const memory::dims& d, memory::data_type t) const {
+        return memory::desc(d, t, memory::format_tag::any);
+    }
+    memory::dims strides, dilates, pad_l, pad_r;
+    dnnl::convolution_forward::primitive_desc fwd_pd;
+    dnnl::convolution_forward fwd;
+    std::once_flag bd_once, bw_once;
+    dnnl::convolution_backward_data::primitive_desc bd_pd;
+    dnnl::convolution_backward_data bd;
+    dnnl::convolution_backward_weights::primitive_desc bw_pd;
+    dnnl::convolution_backward_weights bw;
+    bool has_bias = false;
+};
+
+du::PrimitiveCache<ConvEntry>& conv_cache() {
+    static du::PrimitiveCache<ConvEntry> cache;
+    return cache;
+}
+
+// Float32 3x3 stride-1 convolutions with channels in multiples of 16 run Winograd F(4x4, 3x3)
+// where oneDNN has it (AVX-512): 1.3-1.5x faster than the direct kernels in every pass of a
+// CNN's inner layers. (oneDNN would also take a first layer's 1 or 3 channels, padded to 16, and
+// run 5x slower.) Everything else, and bf16, runs direct convolution.
+template <typename MakePd> auto with_algorithm(const Geom& g, MakePd&& make) {
+    if (!g.bf16 && g.G == 1 && g.C % 16 == 0 && g.O % 16 == 0 && g.KH == 3 && g.KW == 3 &&
+        g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1) {
+        try {
+            return make(dnnl::algorithm::convolution_winograd);
+        } catch (const dnnl::error&) { // not for this geometry or CPU
+        }
+    }
+    return make(dnnl::algorithm::convolution_direct);
+}
+
+std::shared_ptr<ConvEntry> conv_entry(const Geom& g, bool has_bias) {
+    const std::vector<int64_t> key{g.N,  g.C,  g.H,  g.W,  g.O,  g.KH, g.KW, g.OH,     g.OW,
+                                   g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, g.G,  has_bias, g.bf16};
+    return conv_cache().get(key, [&] {
+        auto e = std::make_shared<ConvEntry>();
+        using tag = memory::format_tag;
+        const auto f32 = memory::data_type::f32;
+        e->lo = g.bf16 ? memory::data_type::bf16 : f32;
+        e->has_bias = has_bias;
+        e->src = memory::desc({g.N, g.C, g.H, g.W}, f32, tag::nchw);
+        e->dst = memory::desc({g.N, g.O, g.OH, g.OW}, f32, tag::nchw);
+        e->user_w = g.G == 1
+                        ? memory::desc({g.O, g.C, g.KH, g.KW}, f32, tag::oihw)
+                        : memory::desc({g.G, g.O / g.G, g.C / g.G, g.KH, g.KW}, f32, tag::goihw);
+        const memory::desc any_w = e->any(e->user_w.dims(), e->lo);
+        e->bias = memory::desc({g.O}, f32, tag::x);
+        // Activations: let oneDNN pick (blocked nChw8c/16c gets the direct JIT kernels, far
+        // faster than the gemm-based nchw ones); inputs and outputs are reordered at the edges.
+        e->any_src = e->any(e->src.dims(), e->lo);
+        e->any_dst = e->any(e->dst.dims(), f32);
+        e->strides = {g.sh, g.sw};
+        e->dilates = {g.dh - 1, g.dw - 1};
+        e->pad_l = {g.ph, g.pw};
+        e->pad_r = {g.phr(), g.pwr()};
+        e->fwd_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
+            const auto fd =
+                has_bias
+                    ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
+                                                      e->any_src, any_w, e->bias, e->any_dst,
+                                                      e->strides, e->dilates, e->pad_l, e->pad_r)
+                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
+                                                      e->any_src, any_w, e->any_dst, e->strides,
+                                                      e->dilates, e->pad_l, e->pad_r);
+            return dnnl::convolution_forward::primitive_desc(fd, du::user_scratchpad(),
+                                                             du::engine());
+        });
+        e->fwd = dnnl::convolution_forward(e->fwd_pd);
+        return e;
+    });
+}
+
+// `t`'s data as a memory of format `want` (reordered into a scratch memory when it differs).
+memory input_as(const memory::desc& want, const memory::desc& have, void* data) {
+    memory user = du::memory_at(have, data);
+    if (want == have) return user;
+    memory m(want, du::engine());
+    dnnl::reorder(user, m).execute(du::stream(), user, m);
+    return m;
+}
+
+// The output gradient as diff_dst of format `want`; `cache` (optional) shares one reorder
+// between backward-data and backward-weights.
+memory diff_dst_as(const memory::desc& want, const memory::desc& have, void* gy, memory* cache) {
+    if (cache && *cache && cache->get_desc() == want) return *cache;
+    memory m = input_as(want, have, gy);
+    if (cache) *cache = m;
+    return m;
+}
+
+// An output memory of format `want` that ends up in tensor `t` (format `have`); call finish().
+struct OutputMem {
+    memory user, mem;
+    OutputMem(const memory::desc& want, const memory::desc& have, void* data)
+        : user(du::memory_at(have, data)), mem(want == have ? user : memory(want, du::engine())) {}
+    void finish() {
+        if (mem.get() != user.get()) dnnl::reorder(mem, user).execute(du::stream(), mem, user);
+    }
+};
+
+// oneDNN needs right padding >= 0 (conv_transpose2d with output_padding > padding has less).
+bool onednn_ok(const View& t, const Geom& g) {
+    return t.dtype == DType::Float32 && g.phr() >= 0 && g.pwr() >= 0 &&
+           (!g.bf16 || du::bf16_supported());
+}
+
+Geom as_f32(Geom g) {
+    g.bf16 = false;
+    return g;
+}
+
+// Where oneDNN cannot run a bf16 geometry: the float32 path on operands rounded to bf16 gives the
+// same values (bf16 products are exact in float32). The rounding is the CPU backend's dtype
+// conversion, as Tensor::to(BFloat16).to(Float32) does it.
+class RoundedBf16 {
+  public:
+    explicit RoundedBf16(const View& v)
+        : bf16_(size_t(v.numel()) * 2), f32_(size_t(v.numel()) * 4), view_(v) {
+        View half = v;
+        half.data = bf16_.data();
+        half.dtype = DType::BFloat16;
+        view_.data = f32_.data();
+        Backend& cpu = get(DeviceType::CPU);
+        cpu.copy(v, half);
+        cpu.copy(half, view_);
+    }
+    const View& view() const { return view_; }
+
+  private:
+    HostScratch bf16_, f32_;
+    View view_;
+};
+
+// Adds a scratchpad of `desc`'s size to `args` (none when it needs none); the buffer must live
+// until the execution has finished.
+std::unique_ptr<HostScratch> add_scratchpad(const memory::desc& desc,
+                                            std::unordered_map<int, memory>& args) {
+    const size_t bytes = desc.get_size();
+    if (bytes == 0) return nullptr;
+    auto buffer = std::make_unique<HostScratch>(bytes);
+    args.emplace(DNNL_ARG_SCRATCHPAD, du::memory_at(desc, buffer->data()));
+    return buffer;
+}
+
+template <typename T> const T* cptr(const View* v) {
+    return v ? static_cast<const T*>(v->data) : nullptr;
+}
+template <typename T> T* ptr(const View* v) {
+    return v ? static_cast<T*>(v->data) : nullptr;
+}
+
+void forward_raw(const View& x, const View& w, const View* b, const View& y, const Geom& g) {
+    if (g.bf16 && !onednn_ok(x, g)) {
+        const RoundedBf16 xr(x), wr(w);
+        return forward_raw(xr.view(), wr.view(), b, y, as_f32(g));
+    }
+    if (onednn_ok(x, g)) {
+        auto e = conv_entry(g, b != nullptr);
+        memory src = input_as(e->fwd_pd.src_desc(), e->src, x.data);
+        memory wm = input_as(e->fwd_pd.weights_desc(), e->user_w, w.data);
+        OutputMem dst(e->fwd_pd.dst_desc(), e->dst, y.data);
+        std::unordered_map<int, memory> args{
+            {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst.mem}};
+        if (b) args.emplace(DNNL_ARG_BIAS, du::memory_at(e->bias, b->data));
+        const auto scratch = add_scratchpad(e->fwd_pd.scratchpad_desc(), args);
+        e->fwd.execute(du::stream(), args);
+        dst.finish();
+        du::stream().wait();
+    } else if (x.dtype == DType::Float32) {
+        ref_forward(cptr<float>(&x), cptr<float>(&w), cptr<float>(b), ptr<float>(&y), g);
+    } else {
+        ref_forward(cptr<double>(&x), cptr<double>(&w), cptr<double>(b), ptr<double>(&y), g);
+    }
+}
+
+void backward_data_raw(const View& gy, const View& w, const View& gx, const Geom& g,
+                       memory* dd_cache = nullptr) {
+    if (g.bf16 && !onednn_ok(gy, g)) {
+        const RoundedBf16 gyr(gy), wr(w);
+        return backward_data_raw(gyr.view(), wr.view(), gx, as_f32(g));
+    }
+    if (onednn_ok(gy, g)) {
+        auto e = conv_entry(g, false);
+        std::call_once(e->bd_once, [&] {
+            const auto f32 = memory::data_type::f32;
+            e->bd_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
+                const dnnl::convolution_backward_data::desc d(
+                    algo, e->any(e->src.dims(), f32), e->any(e->user_w.dims(), e->lo),
+                    e->any(e->dst.dims(), e->lo), e->strides, e->dilates, e->pad_l, e->pad_r);
+                return dnnl::convolution_backward_data::primitive_desc(d, du::user_scratchpad(),
+                                                                       du::engine(), e->fwd_pd);
+            });
+            e->bd = dnnl::convolution_backward_data(e->bd_pd);
+        });
+        memory dd = diff_dst_as(e->bd_pd.diff_dst_desc(), e->dst, gy.data, dd_cache);
+        memory wm = input_as(e->bd_pd.weights_desc(), e->user_w, w.data);
+        OutputMem ds(e->bd_pd.diff_src_desc(), e->src, gx.data);
+        std::unordered_map<int, memory> args{
+            {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, ds.mem}};
+        const auto scratch = add_scratchpad(e->bd_pd.scratchpad_desc(), args);
+        e->bd.execute(du::stream(), args);
+        ds.finish();
+        du::stream().wait();
+    } else if (gy.dtype == DType::Float32) {
+        ref_backward_data(cptr<float>(&gy), cptr<float>(&w), ptr<float>(&gx), g);
+    } else {
+        ref_backward_data(cptr<double>(&gy), cptr<double>(&w), ptr<double>(&gx), g);
+    }
+}
+
+// Weight gradient [O, C/G, KH, KW] and, when `gb` is given, the bias gradient [O].
+void backward_weights_raw(const View& x, const View& gy, const View& gw, const View* gb,
+                          const Geom& g, memory* dd_cache = nullptr) {
+    if (g.bf16 && !onednn_ok(x, g)) {
+        const RoundedBf16 xr(x), gyr(gy);
+        return backward_weights_raw(xr.view(), gyr.view(), gw, gb, as_f32(g));
+    }
+    if (onednn_ok(x, g)) {
+        auto e = conv_entry(g, gb != nullptr);
+        std::call_once(e->bw_once, [&] {
+            const memory::desc any_w = e->any(e->user_w.dims(), memory::data_type::f32);
+            const memory::desc any_dd = e->any(e->dst.dims(), e->lo);
+            e->bw_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
+                const auto d =
+                    e->has_bias
+                        ? dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, e->bias,
+                                                                   any_dd, e->strides, e->dilates,
+                                                                   e->pad_l, e->pad_r)
+                        : dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, any_dd,
+                                                                   e->strides, e->dilates, e->pad_l,
+                                                                   e->pad_r);
+                return dnnl::convolution_backward_weights::primitive_desc(d, du::user_scratchpad(),
+                                                                          du::engine(), e->fwd_pd);
+            });
+            e->bw = dnnl::convolution_backward_weights(e->bw_pd);
+        });
+        memory src = input_as(e->bw_pd.src_desc(), e->src, x.data);
+        memory dd = diff_dst_as(e->bw_pd.diff_dst_desc(), e->dst, gy.data, dd_cache);
+        OutputMem dw(e->bw_pd.diff_weights_desc(), e->user_w, gw.data);
+        std::unordered_map<int, memory> args{
+            {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_DIFF_WEIGHTS, dw.mem}};
+        if (gb) args.emplace(DNNL_ARG_DIFF_BIAS, du::memory_at(e->bias, gb->data));
+        const auto scratch = add_scratchpad(e->bw_pd.scratchpad_desc(), args);
+        e->bw.execute(du::stream(), args);
+        dw.finish();
+        du::stream().wait();
+    } else if (x.dtype == DType::Float32) {
+        ref_backward_weights(cptr<float>(&x), cptr<float>(&gy), ptr<float>(&gw), ptr<float>(gb), g);
+    } else {
+        ref_backward_weights(cptr<double>(&x), cptr<double>(&gy), ptr<double>(&gw), ptr<double>(gb),
+                             g);
+    }
+}
+
+} // namespace
+
+HostScratch::HostScratch(size_t bytes) : bytes_(bytes) {
+    if (bytes_) data_ = get(DeviceType::CPU).allocate(bytes_);
+}
+HostScratch::~HostScratch() {
+    if (data_) get(DeviceType::CPU).deallocate(data_, bytes_);
+}
+
+NnKernels* CpuBackend::nn_kernels() {
+    // Never destroyed, as the backend itself: static tensors may run kernels during exit.
+    static auto* kernels = new CpuNnKernels;
+    return kernels;
+}
+
+void CpuNnKernels::conv_forward(const ConvGeometry& g, const View& x, const View& w,
+                                const View* bias, const View& y) {
+    forward_raw(x, w, bias, y, g);
+}
+
+void CpuNnKernels::conv_backward_data(const ConvGeometry& g, const View& grad_y, const View& w,
+                                      const View& grad_x) {
+    backward_data_raw(grad_y, w, grad_x, g);
+}
+
+void CpuNnKernels::conv_backward_weights(const ConvGeometry& g, const View& x, const View& grad_y,
+                                         const View& grad_w, const View* grad_bias) {
+    backward_weights_raw(x, grad_y, grad_w, grad_bias, g);
+}
+
+void CpuNnKernels::conv_backward(const ConvGeometry& g, const View& x, const View& w,
+                                 const View& grad_y, const View* grad_x, const View* grad_w,
+                                 const View* grad_bias) {
+    memory dd; // grad_y reordered once for both backward primitives
+    if (grad_x) backward_data_raw(grad_y, w, *grad_x, g, &dd);
+    if (grad_w) backward_weights_raw(x, grad_y, *grad_w, grad_bias, g, &dd);
+}
+
+} // namespace myelin::backend

@@ -1,0 +1,26 @@
+#include "backend/nn_kernels.h"
+
+#include <myelin/error.h>
+
+#include <string>
+
+namespace myelin::backend {
+
+void NnKernels::conv_backward(const ConvGeometry& g, const View& x, const View& w,
+                              const View& grad_y, const View* grad_x, const View* grad_w,
+                              const View* grad_bias) {
+    if (grad_x) conv_backward_data(g, grad_y, w, *grad_x);
+    if (grad_w) conv_backward_weights(g, x, grad_y, *grad_w, grad_bias);
+}
+
+NnKernels& nn_kernels(Backend& backend, Primitive p, DType dtype) {
+    NnKernels* kernels = backend.nn_kernels();
+    if (!kernels)
+        throw DeviceError(std::string(primitive_name(p)) + " on " + dtype_name(dtype) +
+                          " is not supported by the " + backend.info().name + " backend (" +
+                          backend.info().details + "): it has no NN kernels in this build");
+    backend.require(p, dtype);
+    return *kernels;
+}
+
+} // namespace myelin::backend

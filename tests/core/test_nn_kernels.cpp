@@ -1,0 +1,269 @@
+// The NN-kernel table (core/backend/nn_kernels.h): nn/'s convolution, pooling and normalisation
+// reach the table of their operands' device, and a device that lacks an op refuses it by name.
+// Where no GPU is present a host-memory test device takes the CUDA slot (its primitives and NN
+// kernels forward to the CPU's, counted): every op, forward and backward, must give the CPU's
+// results bit for bit through it. With a GPU the same ops run on CUDA against the CPU.
+#include "host_backed_device.h"
+
+#include <myelin/autocast.h>
+#include <myelin/cuda.h>
+#include <myelin/error.h>
+#include <myelin/generator.h>
+#include <myelin/nn/functional.h>
+#include <myelin/tensor.h>
+
+#include <QtTest>
+
+#include "test_support.h"
+
+#include <functional>
+#include <string>
+
+using namespace myelin;
+namespace F = myelin::nn::functional;
+using backend::Backend;
+using backend::Primitive;
+using test_device::CountingKernels;
+using test_device::HostBackedDevice;
+using test_device::kTestDevice;
+
+namespace {
+
+Tensor rnd(const Dims& shape, uint64_t seed, DType t = DType::Float32) {
+    Generator g(seed);
+    return randn(shape, TensorOptions(t), &g);
+}
+
+// One NN op over leaf inputs: its output (summed with fixed weights by the caller for backward).
+struct NnCase {
+    const char* name;
+    std::function<Tensor(const TensorList&)> fn;
+    TensorList inputs; // on the CPU; undefined entries stay undefined
+};
+
+std::vector<NnCase> nn_cases(DType t) {
+    F::Conv2dOptions strided;
+    strided.stride = {2, 1}, strided.padding = {1, 2}, strided.dilation = {1, 2};
+    F::Conv2dOptions padded;
+    padded.padding = {1, 1};
+    F::Conv2dOptions grouped;
+    grouped.groups = 2, grouped.padding = {1, 1};
+    F::ConvTranspose2dOptions transposed;
+    transposed.stride = {2, 2}, transposed.padding = {1, 1}, transposed.output_padding = {1, 0};
+    F::Conv1dOptions conv1;
+    conv1.padding = 1;
+    F::Pool2dOptions max2; // the CPU's 2x2 window-code path
+    F::Pool2dOptions max3; // the indices path: 3x3, dilated, padded, ceil_mode
+    max3.kernel_size = {3, 3}, max3.stride = {{2, 2}}, max3.padding = {1, 1};
+    max3.dilation = {1, 2}, max3.ceil_mode = true;
+    F::Pool2dOptions avg;
+    avg.kernel_size = {3, 2}, avg.stride = {{2, 1}}, avg.padding = {1, 1};
+    avg.ceil_mode = true, avg.count_include_pad = false;
+    return {
+        {"conv2d",
+         [=](const TensorList& v) { return F::conv2d(v[0], v[1], v[2], strided); },
+         {rnd({2, 3, 9, 8}, 1, t), rnd({4, 3, 3, 2}, 2, t), rnd({4}, 3, t)}},
+        {"conv2d grouped",
+         [=](const TensorList& v) { return F::conv2d(v[0], v[1], Tensor(), grouped); },
+         {rnd({2, 4, 6, 6}, 4, t), rnd({6, 2, 3, 3}, 5, t)}},
+        {"conv2d 16 channels (Winograd on AVX-512)",
+         [=](const TensorList& v) { return F::conv2d(v[0], v[1], v[2], padded); },
+         {rnd({2, 16, 8, 8}, 6, t), rnd({16, 16, 3, 3}, 7, t), rnd({16}, 8, t)}},
+        {"conv1d",
+         [=](const TensorList& v) { return F::conv1d(v[0], v[1], v[2], conv1); },
+         {rnd({2, 3, 11}, 9, t), rnd({5, 3, 3}, 10, t), rnd({5}, 11, t)}},
+        {"conv_transpose2d",
+         [=](const TensorList& v) { return F::conv_transpose2d(v[0], v[1], v[2], transposed); },
+         {rnd({2, 4, 5, 5}, 12, t), rnd({4, 3, 3, 3}, 13, t), rnd({3}, 14, t)}},
+        {"max_pool2d 2x2",
+         [=](const TensorList& v) { return F::max_pool2d(v[0], max2); },
+         {rnd({2, 3, 9, 8}, 15, t)}},
+        {"max_pool2d 3x3 dilated",
+         [=](const TensorList& v) { return F::max_pool2d(v[0], max3); },
+         {rnd({2, 3, 11, 12}, 16, t)}},
+        {"avg_pool2d",
+         [=](const TensorList& v) { return F::avg_pool2d(v[0], avg); },
+         {rnd({2, 3, 7, 6}, 17, t)}},
+        {"adaptive_avg_pool2d",
+         [=](const TensorList& v) {
+             return F::adaptive_avg_pool2d(v[0], {3, 4});
+         },
+         {rnd({2, 3, 7, 9}, 18, t)}},
+        {"batch_norm training",
+         [](const TensorList& v) {
+             Tensor rm = zeros({3}, TensorOptions(v[0].dtype()).with_device(v[0].device()));
+             Tensor rv = ones({3}, TensorOptions(v[0].dtype()).with_device(v[0].device()));
+             const Tensor y = F::batch_norm(v[0], rm, rv, v[1], v[2], true, 0.1, 1e-5);
+             // The updated running statistics are compared too.
+             return y + rm.view({1, 3, 1, 1}) + rv.view({1, 3, 1, 1});
+         },
+         {rnd({4, 3, 5, 5}, 19, t), rnd({3}, 20, t), rnd({3}, 21, t)}},
+        {"batch_norm eval",
+         [](const TensorList& v) {
+             const Tensor rm = v[3].detach(), rv = v[4].detach().abs() + 0.5;
+             return F::batch_norm(v[0], rm, rv, v[1], v[2], false, 0.1, 1e-5);
+         },
+         {rnd({4, 3, 5}, 22, t), rnd({3}, 23, t), rnd({3}, 24, t), rnd({3}, 25, t),
+          rnd({3}, 26, t)}},
+        {"layer_norm",
+         [](const TensorList& v) {
+             return F::layer_norm(v[0], {4, 5}, v[1], v[2], 1e-5);
+         },
+         {rnd({3, 2, 4, 5}, 27, t), rnd({4, 5}, 28, t), rnd({4, 5}, 29, t)}},
+        {"group_norm",
+         [](const TensorList& v) { return F::group_norm(v[0], 3, v[1], v[2], 1e-5); },
+         {rnd({2, 6, 4, 3}, 30, t), rnd({6}, 31, t), rnd({6}, 32, t)}},
+    };
+}
+
+// The case's output and input gradients on `device` (inputs copied there), back on the CPU.
+TensorList run_case(const NnCase& c, Device device) {
+    TensorList leaves;
+    for (const Tensor& t : c.inputs) {
+        Tensor l = t.to(device).detach();
+        if (t.is_floating_point()) l.requires_grad_();
+        leaves.push_back(l);
+    }
+    const Tensor y = c.fn(leaves);
+    const Tensor weights = rnd(y.shape(), 99, y.dtype()).to(device);
+    (y * weights).sum().backward();
+    TensorList out{y.detach().to(kCPU)};
+    for (const Tensor& l : leaves)
+        out.push_back(l.grad().defined() ? l.grad().to(kCPU) : Tensor());
+    return out;
+}
+
+} // namespace
+
+class TestNnKernels : public QObject {
+    Q_OBJECT
+
+    bool real_cuda_ = false;
+    HostBackedDevice* test_device_ = nullptr;
+    CountingKernels* counting_ = nullptr;
+
+  private slots:
+    void initTestCase() {
+        real_cuda_ = backend::find(DeviceType::CUDA) != nullptr;
+        if (real_cuda_) {
+            qInfo("CUDA: %s", backend::get(DeviceType::CUDA).info().details.c_str());
+            return;
+        }
+        qInfo("CUDA: skipped (no device: %s); a host-backed test device takes its slot",
+              cuda_status().reason.c_str());
+        test_device_ = test_device::register_if_no_gpu(&counting_);
+    }
+
+    void theCpuTableCoversEveryNnOp() {
+        Backend& cpu = backend::get(DeviceType::CPU);
+        QVERIFY(cpu.nn_kernels() != nullptr);
+        const std::vector<std::string> names = {
+            "conv_forward", "conv_backward_data", "conv_backward_weights",
+            "max_pool2d",   "avg_pool2d",         "adaptive_avg_pool2d",
+            "batch_norm",   "layer_norm",         "group_norm"};
+        for (size_t i = 0; i < names.size(); ++i) {
+            const auto p = Primitive(int(Primitive::ConvForward) + int(i));
+            QCOMPARE(std::string(backend::primitive_name(p)), names[i]);
+            for (DType t : {DType::Float32, DType::Float64})
+                QVERIFY(&backend::nn_kernels(cpu, p, t) == cpu.nn_kernels());
+        }
+        QCOMPARE(int(Primitive::GroupNorm) + 1, int(Primitive::Count));
+    }
+
+    void symmetricPaddingIsWhatPaddingBothSidesGives() {
+        // 5x5 input, 3x3 kernel, padding 1: 5x5 output either way.
+        backend::ConvGeometry g{1, 1, 5, 5, 1, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 1};
+        QVERIFY(g.symmetric_padding());
+        QCOMPARE(g.phr(), int64_t(1));
+        // padding='same' with a 2x2 kernel: 0 on the left, 1 on the right.
+        backend::ConvGeometry same{1, 1, 5, 5, 1, 2, 2, 5, 5, 1, 1, 1, 1, 0, 0, 1};
+        QVERIFY(!same.symmetric_padding());
+        QCOMPARE(same.phr(), int64_t(1));
+        // Stride 2 over 6 with a 3 kernel, padding 1: one row of padding goes unused (3 rows).
+        backend::ConvGeometry strided{1, 1, 6, 6, 1, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1};
+        QVERIFY(strided.symmetric_padding());
+        QCOMPARE(strided.phr(), int64_t(0));
+        // A transposed convolution with output_padding 1 over stride 2: fine; 2 over 2 (allowed
+        // with dilation 3) is not.
+        backend::ConvGeometry tp{1, 1, 10, 10, 1, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 1};
+        QVERIFY(tp.symmetric_padding());
+        backend::ConvGeometry tp2{1, 1, 15, 15, 1, 3, 3, 5, 5, 2, 2, 3, 3, 1, 1, 1};
+        QVERIFY(!tp2.symmetric_padding());
+    }
+
+    void everyOpRunsOnItsDevicesTableWithTheCpusValues() {
+        if (real_cuda_) QSKIP("a real CUDA device holds the slot: cudaMatchesTheCpu checks it");
+        for (DType t : {DType::Float32, DType::Float64})
+            for (const NnCase& c : nn_cases(t)) {
+                counting_->calls.clear();
+                const TensorList want = run_case(c, kCPU);
+                QVERIFY2(counting_->calls.empty(), c.name);
+                const TensorList got = run_case(c, kTestDevice);
+                QVERIFY2(!counting_->calls.empty(), c.name);
+                QCOMPARE(got.size(), want.size());
+                for (size_t i = 0; i < got.size(); ++i) {
+                    QCOMPARE(got[i].defined(), want[i].defined());
+                    if (want[i].defined())
+                        QVERIFY2(equal(got[i], want[i]),
+                                 qPrintable(QString("%1 (%2): output %3 differs")
+                                                .arg(c.name, dtype_name(t))
+                                                .arg(i)));
+                }
+            }
+        // Both backward passes of a convolution go through the fused entry.
+        counting_->calls.clear();
+        run_case(nn_cases(DType::Float32).front(), kTestDevice);
+        QCOMPARE(counting_->calls["conv_forward"], 1);
+        QCOMPARE(counting_->calls["conv_backward"], 1);
+    }
+
+    void aDeviceWithoutTheOpRefusesItByName() {
+        if (real_cuda_) QSKIP("a real CUDA device holds the slot");
+        const Tensor x = rnd({1, 2, 5, 5}, 40).to(kTestDevice);
+        const Tensor w = rnd({3, 2, 3, 3}, 41).to(kTestDevice);
+        test_device_->table = nullptr;
+        CHECK_ERROR(DeviceError, F::conv2d(x, w),
+                    "conv_forward on float32 is not supported by the Test backend (test:0): it "
+                    "has no NN kernels in this build");
+        CHECK_ERROR(DeviceError, F::max_pool2d(x, {}), "max_pool2d on float32");
+        CHECK_ERROR(DeviceError, F::layer_norm(x, {5}), "layer_norm on float32");
+        CHECK_ERROR(DeviceError, F::group_norm(x, 1), "group_norm on float32");
+        CHECK_ERROR(DeviceError, F::batch_norm(x, {}, {}, {}, {}, true, 0.1, 1e-5),
+                    "batch_norm on float32");
+        test_device_->table = counting_;
+        test_device_->refuse_bf16 = true;
+        {
+            AutocastGuard bf16;
+            CHECK_ERROR(DeviceError, F::conv2d(x, w),
+                        "conv_forward on bfloat16 is not supported by the Test backend (test:0)");
+        }
+        test_device_->refuse_bf16 = false;
+        // Operands on different devices: named before any kernel runs.
+        CHECK_ERROR(DeviceError, F::conv2d(x, w.to(kCPU)), "conv2d", "same device");
+    }
+
+    void cudaMatchesTheCpu() {
+        if (!real_cuda_) QSKIP("no CUDA device: the test device above stood in for it");
+        for (DType t : {DType::Float32, DType::Float64})
+            for (const NnCase& c : nn_cases(t)) {
+                const TensorList want = run_case(c, kCPU);
+                TensorList got;
+                try {
+                    got = run_case(c, Device(DeviceType::CUDA, 0));
+                } catch (const DeviceError& e) {
+                    qInfo("%s on CUDA: refused (%s)", c.name, e.what());
+                    continue;
+                }
+                const double tol = t == DType::Float64 ? 1e-10 : 1e-4;
+                for (size_t i = 0; i < got.size(); ++i)
+                    if (want[i].defined())
+                        QVERIFY2(allclose(got[i], want[i], tol, tol),
+                                 qPrintable(QString("%1 (%2): output %3 differs on CUDA")
+                                                .arg(c.name, dtype_name(t))
+                                                .arg(i)));
+            }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestNnKernels)
+#include "test_nn_kernels.moc"
