@@ -44,9 +44,31 @@ memory::desc desc_of(int64_t rows, int64_t cols, const Operand& o) {
                         o.transposed ? memory::dims{1, o.ld} : memory::dims{o.ld, 1});
 }
 
+// Below this many multiply-adds a product runs on the calling thread alone, as OpenBLAS does
+// (its SMP threshold, 4 x 65536): a thread team's fork and join cost more than they save, and
+// on a busy machine every join waits for the partner thread to be scheduled.
+constexpr int64_t kSerialMacs = int64_t(1) << 18;
+
+// Sets the calling thread's OpenMP team size for its lifetime, then restores it.
+class TeamSize {
+  public:
+    explicit TeamSize(int threads) : saved_(omp_get_max_threads()) {
+        if (threads != saved_) omp_set_num_threads(threads);
+    }
+    ~TeamSize() {
+        if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+    }
+    TeamSize(const TeamSize&) = delete;
+    TeamSize& operator=(const TeamSize&) = delete;
+
+  private:
+    int saved_;
+};
+
 // c [M, N] (row-major, contiguous) = a [M, K] @ b [K, N] (+ bias [N] on every row).
 void matmul(const Operand& a, const Operand& b, const float* bias, float* c, int64_t M, int64_t N,
             int64_t K) {
+    const TeamSize team(M * N * K < kSerialMacs ? 1 : omp_get_max_threads());
     // oneDNN sizes a primitive's work split by the thread count when it is created.
     const int threads = omp_get_max_threads();
     const auto e = matmul_cache().get(
