@@ -2,7 +2,6 @@
 // dilation / groups variants, (2) float32 (oneDNN where used) against the float64 reference path,
 // (3) hand-checked values, (4) error messages for bad shapes and dtypes.
 #include <myelin/autograd.h>
-#include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/generator.h>
 #include <myelin/nn/functional.h>
@@ -444,39 +443,6 @@ class TestNnFunctional : public QObject {
         CHECK_ERROR(ShapeError, F::linear(zeros({8, 4}), zeros({5, 4}), zeros({4})), "linear",
                     "bias of shape [5]");
         CHECK_ERROR(ShapeError, F::linear(zeros({8, 4}), zeros({4})), "linear", "2-D");
-    }
-
-    // float32 on the CPU runs on oneDNN's matmul with its own backward (functional_linear.cpp):
-    // MLP-sized products, a transposed (tied) weight, no bias, an input without gradient, a
-    // non-contiguous 3-D input, and training shapes reused (cached primitives) at 1 and 2
-    // threads, each against float64 (the BLAS path).
-    void linear_f32_onednn() {
-        const auto f = [](const TensorList& in) { return F::linear(in[0], in[1], in[2]); };
-        const int threads = get_num_threads();
-        for (int t : {1, 2}) {
-            set_num_threads(t);
-            compare_f32_f64(f, {rnd({128, 784}, 1), rnd({256, 784}, 2), rnd({256}, 3)}, 1e-3);
-            compare_f32_f64(f, {rnd({128, 784}, 1), rnd({256, 784}, 2), rnd({256}, 3)}, 1e-3);
-        }
-        set_num_threads(threads);
-        compare_f32_f64(f, {rnd({7, 5}, 4), rnd({3, 5}, 5), Tensor()});
-        compare_f32_f64(f, {rnd({7, 5}, 4, DType::Float64, false), rnd({3, 5}, 5), rnd({3}, 6)});
-        compare_f32_f64([](const TensorList& in) { return F::linear(in[0], in[1].t(), in[2]); },
-                        {rnd({6, 4}, 7), rnd({4, 9}, 8), rnd({9}, 9)});
-        compare_f32_f64(
-            [](const TensorList& in) { return F::linear(in[0].transpose(0, 1), in[1], in[2]); },
-            {rnd({3, 2, 5}, 10), rnd({4, 5}, 11), rnd({4}, 12)});
-        // Exact on small integers (every product and sum is representable).
-        const Tensor x = tensor({{1, 2, 3}, {4, 5, 6}}).requires_grad_();
-        const Tensor w = tensor({{1, 0, -1}, {2, 1, 0}}).requires_grad_();
-        const Tensor b = tensor({10, 20}).requires_grad_();
-        const Tensor y = F::linear(x, w, b);
-        QCOMPARE(std::string(y.grad_fn()->name()), std::string("AddmmBackward0"));
-        QCOMPARE(vals(y), std::vector<double>({8, 24, 8, 33}));
-        (y * tensor({{1, 2}, {3, 4}})).sum().backward();
-        QCOMPARE(vals(x.grad()), std::vector<double>({5, 2, -1, 11, 4, -3}));
-        QCOMPARE(vals(w.grad()), std::vector<double>({13, 17, 21, 18, 24, 30}));
-        QCOMPARE(vals(b.grad()), std::vector<double>({4, 6}));
     }
 
     void bilinear_all() {
