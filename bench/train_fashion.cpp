@@ -14,8 +14,10 @@
 #include <myelin/tensor.h>
 
 #include <sys/resource.h>
+#include <time.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -97,6 +99,13 @@ double now() {
         .count();
 }
 
+// The process's CPU time (all threads): steadier than wall time on a shared machine.
+double cpu_now() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
 double peak_rss_mb() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -142,17 +151,19 @@ int main(int argc, char** argv) {
             if (which != "all" && which != name) continue;
             auto model = make_model(name);
             optim::Adam opt(model->parameters(), {});
-            double t_train = 0;
-            int64_t trained = 0;
+            double t_train = 0, cpu_train = 0;
+            int64_t trained = 0, timed_steps = 0;
             for (int ep = 0; ep < epochs; ++ep) {
                 model->train();
                 const Tensor perm = randperm(n);
                 const int64_t limit = steps > 0 ? std::min<int64_t>(n, (steps + 3) * batch) : n;
-                double t0 = now();
+                double t0 = now(), c0 = cpu_now();
                 for (int64_t i = 0; i < limit; i += batch) {
                     if (steps > 0 && i == 3 * batch) { // warm-up done: start the clock
                         t0 = now();
+                        c0 = cpu_now();
                         trained = 0;
+                        timed_steps = 0;
                     }
                     const Tensor idx = perm.narrow(0, i, std::min(batch, n - i));
                     opt.zero_grad();
@@ -161,8 +172,10 @@ int main(int argc, char** argv) {
                     loss.backward();
                     opt.step();
                     trained += idx.numel();
+                    ++timed_steps;
                 }
                 t_train += now() - t0;
+                cpu_train += cpu_now() - c0;
             }
             double acc = -1, t_inf = 0;
             if (steps == 0) {
@@ -182,10 +195,11 @@ int main(int argc, char** argv) {
                 "{\"framework\": \"myelin\", \"model\": \"%s\", \"epochs\": %d, \"threads\": %d, "
                 "\"batch\": %lld, "
                 "\"train_samples_per_s\": %.1f, \"epoch_s\": %.3f, \"infer_samples_per_s\": %.1f, "
-                "\"test_acc\": %.4f, \"peak_rss_mb\": %.1f}\n",
+                "\"test_acc\": %.4f, \"peak_rss_mb\": %.1f, \"cpu_ms_per_step\": %.3f}\n",
                 name.c_str(), epochs, threads, static_cast<long long>(batch),
                 static_cast<double>(trained) * (steps > 0 ? 1 : epochs) / t_train, t_train / epochs,
-                t_inf > 0 ? 10000 / t_inf : 0.0, acc, peak_rss_mb());
+                t_inf > 0 ? 10000 / t_inf : 0.0, acc, peak_rss_mb(),
+                cpu_train * 1e3 / double(std::max<int64_t>(1, timed_steps)));
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {

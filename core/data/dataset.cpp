@@ -66,6 +66,19 @@ Example TensorDataset::get(int64_t index) const {
     return {inputs_.select(0, index), targets_.defined() ? targets_.select(0, index) : Tensor()};
 }
 
+std::optional<Example> Dataset::get_batch(const std::vector<int64_t>&) const {
+    return std::nullopt;
+}
+
+std::optional<Example> TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
+    if (indices.empty()) return std::nullopt;
+    for (int64_t i : indices)
+        check_index(i, "TensorDataset::get_batch");
+    const Tensor rows = from_vector(indices, {int64_t(indices.size())});
+    return Example{index_select(inputs_, 0, rows),
+                   targets_.defined() ? index_select(targets_, 0, rows) : Tensor()};
+}
+
 int64_t TensorDataset::label(int64_t index) const {
     check_index(index, "TensorDataset::label");
     if (labels_.empty()) return Dataset::label(index);
@@ -85,6 +98,16 @@ Subset::Subset(DatasetPtr dataset, std::vector<int64_t> indices)
 Example Subset::get(int64_t index) const {
     check_index(index, "Subset::get");
     return dataset_->get(indices_[static_cast<size_t>(index)]);
+}
+
+std::optional<Example> Subset::get_batch(const std::vector<int64_t>& indices) const {
+    std::vector<int64_t> inner;
+    inner.reserve(indices.size());
+    for (int64_t i : indices) {
+        check_index(i, "Subset::get_batch");
+        inner.push_back(indices_[static_cast<size_t>(i)]);
+    }
+    return dataset_->get_batch(inner);
 }
 
 int64_t Subset::label(int64_t index) const {

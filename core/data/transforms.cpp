@@ -169,4 +169,10 @@ Tensor Compose::operator()(const Tensor& input, Generator& gen) const {
     return x;
 }
 
+bool Compose::elementwise() const {
+    for (const auto& t : transforms_)
+        if (!t->elementwise()) return false;
+    return true;
+}
+
 } // namespace myelin::data

@@ -84,7 +84,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     // Autocast lowers only the product; the bias add (and its gradient) stays float32.
     const bool lower = x.dtype() == DType::Float32 && x.device().is_cpu() && x.numel() > 0 &&
                        autocast_dtype() == DType::BFloat16;
-    Tensor y = lower ? nn::detail::linear_bf16(x, weight) : matmul(x, weight.t());
+    if (lower) {
+        const Tensor y = nn::detail::linear_bf16(x, weight);
+        return bias.defined() ? y + bias : y;
+    }
+    if (nn::detail::linear_f32_applies(x, weight, bias))
+        return nn::detail::linear_f32(x, weight, bias);
+    const Tensor y = matmul(x, weight.t());
     return bias.defined() ? y + bias : y;
 }
 

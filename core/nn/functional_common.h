@@ -10,6 +10,11 @@ namespace myelin::nn::detail {
 // y = x @ w^T with bf16 operands and float32 accumulation and output (linear under autocast).
 Tensor linear_bf16(const Tensor& x, const Tensor& w);
 
+// y = x @ w^T + b on oneDNN's float32 matmul (bias fused) with its own backward; applies to
+// non-empty float32 CPU operands (functional_linear.cpp).
+bool linear_f32_applies(const Tensor& x, const Tensor& w, const Tensor& b);
+Tensor linear_f32(const Tensor& x, const Tensor& w, const Tensor& b);
+
 [[noreturn]] inline void shape_error(const char* op, const std::string& msg) {
     throw ShapeError(std::string(op) + ": " + msg);
 }

@@ -334,6 +334,49 @@ class TestData : public QObject {
         QVERIFY(!equal(all_batches(other)[0].target, runs[0][0].target));
     }
 
+    // In-memory data with an element-wise transform is gathered and transformed a batch at a
+    // time; the batches must be the values per-example loading and stacking gives, bit for bit.
+    void loader_gathers_in_memory_batches() {
+        const int64_t n = 300;
+        std::vector<uint8_t> pixels(size_t(n * 784));
+        for (size_t i = 0; i < pixels.size(); ++i)
+            pixels[i] = uint8_t((i * 2654435761u) >> 13);
+        auto images = std::make_shared<TensorDataset>(
+            from_blob(pixels.data(), DType::UInt8, {n, 1, 28, 28}, TensorOptions(DType::UInt8)),
+            arange(n));
+        std::vector<int64_t> keep;
+        for (int64_t i = n - 1; i >= 0; i -= 2)
+            keep.push_back(i);
+        auto subset = std::make_shared<Subset>(images, keep);
+        const auto batch = subset->get_batch({3, 0, 7});
+        QVERIFY(batch.has_value());
+        QCOMPARE(batch->input.shape(), Dims({3, 1, 28, 28}));
+        QCOMPARE(batch->target.to_vector<int64_t>(), std::vector<int64_t>({293, 299, 285}));
+        QVERIFY_THROWS_EXCEPTION(IndexError, subset->get_batch({0, 150}));
+        QVERIFY(!ProbeDataset(4, -1, 0).get_batch({0, 1}).has_value());
+
+        DataLoaderOptions o;
+        o.batch_size = 32;
+        o.shuffle = true;
+        o.seed = 9;
+        o.transform =
+            std::make_shared<Compose>(std::vector<TransformPtr>{std::make_shared<ScaleTo01>()});
+        QVERIFY(o.transform->elementwise());
+        DataLoader gathered(subset, o);
+        o.collate = default_collate; // a collate function of its own: one example at a time
+        DataLoader one_by_one(subset, o);
+        const auto a = all_batches(gathered), b = all_batches(one_by_one);
+        QCOMPARE(a.size(), size_t(5));
+        QCOMPARE(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+            QCOMPARE(a[i].input.dtype(), DType::Float32);
+            QCOMPARE(a[i].input.shape(), b[i].input.shape());
+            QVERIFY(equal(a[i].input, b[i].input));
+            QVERIFY(equal(a[i].target, b[i].target));
+        }
+        QVERIFY(!RandomHorizontalFlip(0.5).elementwise());
+    }
+
     void loader_destroyed_mid_epoch_joins() {
         auto ds = std::make_shared<ProbeDataset>(400, -1, 2);
         {

@@ -1,6 +1,7 @@
 // Speed work must not change numerics: the shipped Fashion-MNIST examples, trained from their
 // seed with capture as shipped on 2 threads, give bit for bit the losses recorded in
-// tests/golden/trajectory_losses.txt (written by gen_trajectory_losses.sh before the speed work).
+// tests/golden/trajectory_losses.txt (written by gen_trajectory_losses.sh before the speed work,
+// re-recorded once when float32 linear moved to oneDNN's matmul: its header names the commit).
 // The bits belong to the CPU's kernels (OpenBLAS core, vector ISA), so on another CPU the test
 // skips, naming both.
 #include <myelin/device.h>

@@ -82,6 +82,7 @@ class DataLoader {
 
     DatasetPtr dataset_;
     DataLoaderOptions options_;
+    bool default_collate_ = false; // no collate given: batches may be gathered at once
     BatchSampler batch_sampler_;
     uint64_t epoch_ = 0;
     uint64_t next_epoch_ = 0;

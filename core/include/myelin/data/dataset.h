@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ class Dataset {
     virtual int64_t label(int64_t index) const;
     // Examples per class (size == classes().size()); empty when the dataset has no classes.
     virtual std::vector<int64_t> class_counts() const;
+    // The examples at `indices` already stacked (inputs [n, ...], targets [n, ...]), equal to
+    // stacking get(i) for each; nullopt where the dataset cannot gather them at once (the
+    // DataLoader then loads them one by one). In-memory datasets gather rows in one copy.
+    virtual std::optional<Example> get_batch(const std::vector<int64_t>& indices) const;
 
   protected:
     // Throws IndexError naming the dataset when index is outside [0, size()).
@@ -44,6 +49,7 @@ class TensorDataset : public Dataset {
     Example get(int64_t index) const override;
     std::vector<std::string> classes() const override { return class_names_; }
     int64_t label(int64_t index) const override;
+    std::optional<Example> get_batch(const std::vector<int64_t>& indices) const override;
     const Tensor& inputs() const { return inputs_; }
     const Tensor& targets() const { return targets_; }
 
@@ -61,6 +67,7 @@ class Subset : public Dataset {
     Example get(int64_t index) const override;
     std::vector<std::string> classes() const override { return dataset_->classes(); }
     int64_t label(int64_t index) const override;
+    std::optional<Example> get_batch(const std::vector<int64_t>& indices) const override;
     const std::vector<int64_t>& indices() const { return indices_; }
     const DatasetPtr& dataset() const { return dataset_; }
 

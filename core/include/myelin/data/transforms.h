@@ -16,6 +16,10 @@ class Transform {
   public:
     virtual ~Transform() = default;
     virtual Tensor operator()(const Tensor& input, Generator& gen) const = 0;
+    // True when the transform maps each element on its own, the same way for every example and
+    // without the generator, so applying it to a stacked batch gives the same values as applying
+    // it to each example (the DataLoader then transforms whole batches).
+    virtual bool elementwise() const { return false; }
 };
 using TransformPtr = std::shared_ptr<const Transform>;
 
@@ -23,6 +27,7 @@ using TransformPtr = std::shared_ptr<const Transform>;
 class ScaleTo01 : public Transform {
   public:
     Tensor operator()(const Tensor& input, Generator& gen) const override;
+    bool elementwise() const override { return true; }
 };
 
 // (x - mean[c]) / std[c] per channel (dim 0); a single mean/std applies to every channel.
@@ -77,6 +82,7 @@ class Compose : public Transform {
   public:
     explicit Compose(std::vector<TransformPtr> transforms);
     Tensor operator()(const Tensor& input, Generator& gen) const override;
+    bool elementwise() const override;
 
   private:
     std::vector<TransformPtr> transforms_;
