@@ -2,25 +2,24 @@
 """Cost model of one data-parallel training step (docs/scaling.md).
 
 One step on N ranks = compute (forward + backward + optimizer, as one rank measures it here) plus
-the part of the gradient allreduce that backward does not hide:
+the part of the gradient allreduce that backward does not hide. Gradients are averaged in buckets
+(reverse parameter order, --bucket-mb, as `myelin train` under MPI does); a bucket's ring
+allreduce starts when its last gradient is ready (gradients are taken as ready at an even rate
+over backward) and after the previous bucket's, on one channel:
 
-    T_ring(N) = 2 (N-1)/N * bytes / bandwidth + 2 (N-1) * latency * buckets
-    hidden    = overlap * min(T_ring(N), t_backward)
-    step(N)   = t_compute + T_ring(N) - hidden
+    T_ring(bytes, N) = 2 (N-1)/N * bytes / bandwidth + 2 (N-1) * latency
+    start_i  = max(ready_i, finish_{i-1}),  finish_i = start_i + T_ring(bucket_i, N)
+    step(N)  = t_compute + max(0, finish_last - t_backward)
 
-`overlap` is the fraction of the backward pass that communication can run beside (measured with 2
-ranks here: the share of the allreduce time that ended before backward did); bytes are the
-gradient bytes per step (float32 parameters x 4), in buckets of --bucket-mb. Throughput is
-N x batch / step(N), efficiency t_compute / step(N).
+Throughput is N x batch / step(N), efficiency t_compute / step(N).
 
 Inputs are measured, not assumed: `--measure` runs `myelin train PROJECT --max-steps K --threads T`
 for each model and reads the training loop's time and the parameter count; or give them as
---model NAME:PARAMS:STEP_MS:BATCH:BACKWARD_SHARE.
+--model NAME:PARAMS:STEP_MS:BATCH.
 
     /usr/bin/python3 bench/scaling_model.py --measure --myelin build/app/myelin --threads 1
 """
 import argparse
-import math
 import os
 import re
 import subprocess
@@ -36,24 +35,31 @@ RANKS = [2, 4, 8, 16, 32, 64, 128, 256]
 LINKS_GBPS = [10, 25, 100]
 
 
-def ring_seconds(ranks, nbytes, gbps, latency_s, buckets):
+def ring_seconds(ranks, nbytes, gbps, latency_s):
     bandwidth = gbps * 1e9 / 8
-    return 2 * (ranks - 1) / ranks * nbytes / bandwidth + 2 * (ranks - 1) * latency_s * buckets
+    return 2 * (ranks - 1) / ranks * nbytes / bandwidth + 2 * (ranks - 1) * latency_s
 
 
-def step_seconds(model, ranks, gbps, latency_s, overlap, bucket_bytes):
-    nbytes = model["params"] * 4
-    buckets = max(1, math.ceil(nbytes / bucket_bytes))
-    comm = ring_seconds(ranks, nbytes, gbps, latency_s, buckets)
+def step_seconds(model, ranks, gbps, latency_s, backward_share, bucket_bytes):
+    """The step time on `ranks` ranks and the communication time left exposed after backward."""
+    total = model["params"] * 4
     t_compute = model["step_s"]
-    hidden = overlap * min(comm, model["backward_share"] * t_compute)
-    return t_compute + comm - hidden, comm
+    t_backward = backward_share * t_compute
+    finish, done = 0.0, 0
+    while done < total:
+        size = min(bucket_bytes, total - done)
+        done += size
+        ready = t_backward * done / total
+        finish = max(ready, finish) + ring_seconds(ranks, size, gbps, latency_s)
+    exposed = max(0.0, finish - t_backward)
+    return t_compute + exposed, exposed
 
 
 def measure(myelin, project, steps, threads):
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
-            [myelin, "train", project, "--max-steps", str(steps), "--threads", str(threads),
+            [myelin, "train", os.path.abspath(project), "--max-steps", str(steps),
+             "--threads", str(threads), "--dist", "none",
              "--store", os.path.join(tmp, "runs.sqlite")],
             capture_output=True, text=True, cwd=tmp)
     text = out.stdout + out.stderr
@@ -72,43 +78,41 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="compute threads per rank")
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--model", action="append", default=[],
-                    help="NAME:PARAMS:STEP_MS:BATCH:BACKWARD_SHARE (instead of --measure)")
+                    help="NAME:PARAMS:STEP_MS:BATCH (instead of --measure)")
     ap.add_argument("--backward-share", type=float, default=0.6,
-                    help="backward's share of the measured step (FLOPs: 2 of 3, less optimizer)")
-    ap.add_argument("--overlap", type=float, default=0.0,
-                    help="fraction of backward that communication runs beside (measured, 2 ranks)")
+                    help="backward's share of the step (FLOPs: 2 of 3, less the optimizer)")
     ap.add_argument("--latency-us", type=float, default=30.0, help="per message, per hop")
     ap.add_argument("--bucket-mb", type=float, default=25.0)
     args = ap.parse_args()
 
     models = []
     for spec in args.model:
-        name, params, step_ms, batch, share = spec.split(":")
+        name, params, step_ms, batch = spec.split(":")
         models.append(dict(name=name, params=int(params), step_s=float(step_ms) / 1e3,
-                           batch=int(batch), backward_share=float(share)))
+                           batch=int(batch)))
     if args.measure:
         for name, project in MODELS:
             params, step_s, batch = measure(args.myelin, project, args.steps, args.threads)
-            models.append(dict(name=name, params=params, step_s=step_s, batch=batch,
-                               backward_share=args.backward_share))
+            models.append(dict(name=name, params=params, step_s=step_s, batch=batch))
     if not models:
         sys.exit("give --measure or --model")
 
     bucket_bytes = args.bucket_mb * 1e6
     latency = args.latency_us * 1e-6
-    print(f"# inputs: {args.threads} thread(s) per rank, latency {args.latency_us:g} us, "
-          f"buckets {args.bucket_mb:g} MB, overlap {args.overlap:g}")
+    print(f"inputs: {args.threads} thread(s) per rank, latency {args.latency_us:g} us, "
+          f"buckets {args.bucket_mb:g} MB, backward {args.backward_share:g} of the step")
     for m in models:
-        print(f"# {m['name']}: {m['params']:,} parameters = {m['params'] * 4 / 1e6:.2f} MB of "
-              f"gradients, step {m['step_s'] * 1e3:.1f} ms at batch {m['batch']} per rank")
+        print(f"{m['name']}: {m['params']:,} parameters = {m['params'] * 4 / 1e6:.2f} MB of "
+              f"gradients, step {m['step_s'] * 1e3:.1f} ms at batch {m['batch']} per rank "
+              f"({m['batch'] / m['step_s']:,.0f} samples/s on one rank)")
     for m in models:
-        print(f"\n### {m['name']}\n")
-        print("| ranks | " + " | ".join(f"{g} Gb/s: samples/s (eff.)" for g in LINKS_GBPS) + " |")
+        print(f"\n{m['name']}: samples/s (efficiency)\n")
+        print("| ranks | " + " | ".join(f"{g} Gb/s" for g in LINKS_GBPS) + " |")
         print("|---|" + "---|" * len(LINKS_GBPS))
         for n in RANKS:
             cells = []
             for g in LINKS_GBPS:
-                step, _ = step_seconds(m, n, g, latency, args.overlap, bucket_bytes)
+                step, _ = step_seconds(m, n, g, latency, args.backward_share, bucket_bytes)
                 cells.append(f"{n * m['batch'] / step:,.0f} ({m['step_s'] / step:.0%})")
             print(f"| {n} | " + " | ".join(cells) + " |")
 
