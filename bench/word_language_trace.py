@@ -14,10 +14,13 @@ sides, and at the end:
   - Myelin's and PyTorch float32's distance from the float64 trajectory (loss and, at each
     snapshot, the weights: the largest ||a - b|| / ||b|| over the tensors): a correct float32 implementation drifts from float64 as much as
     PyTorch float32 does,
+  - the mean training loss of each epoch on each side (after the trajectories part, a bug
+    would show as a systematic difference),
   - with a whole run (--steps 0), the test accuracy of both on Myelin's test split.
 
 usage: python3 bench/word_language_trace.py [PROJECT] [--build DIR] [--seed S] [--steps N]
            [--threads N] [--snapshots K,...] [--trace DIR] [--tolerance T] [--no-double]
+           [--print-every N] [--save-losses FILE]
 --trace DIR reuses a trace written before (the tool is not run).
 """
 import argparse
@@ -112,6 +115,7 @@ def main():
                         help="relative loss difference counted as a divergence")
     parser.add_argument("--no-double", action="store_true", help="skip the float64 replay")
     parser.add_argument("--print-every", type=int, default=20)
+    parser.add_argument("--save-losses", help="write every step's losses (JSON) here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     project = json.load(open(args.project))
@@ -156,6 +160,23 @@ def main():
                 print(line)
         print(f"first step with a relative loss difference > {args.tolerance:g}: "
               f"{first if first is not None else 'none'} (of {len(steps)})")
+        # Once the trajectories have parted, a bug would show as a systematic difference: the
+        # mean training loss per epoch on each side.
+        epochs = sorted({s["epoch"] for s in steps})
+        for e in epochs:
+            idx = [i for i, s in enumerate(steps) if s["epoch"] == e]
+
+            def mean(values):
+                return sum(values[i] for i in idx) / len(idx)
+            line = (f"epoch {e + 1}: mean training loss Myelin {mean(myelin_loss):.4f}, "
+                    f"PyTorch f32 {mean(t32):.4f}")
+            if t64:
+                line += f", PyTorch f64 {mean(t64):.4f}"
+            print(line)
+        if args.save_losses:
+            with open(args.save_losses, "w") as f:
+                json.dump({"epoch": [s["epoch"] for s in steps], "myelin": myelin_loss,
+                           "torch_f32": t32, "torch_f64": t64}, f)
         for k in sorted(snapshots):
             path = os.path.join(trace, f"step_{k}.safetensors")
             if k not in w32 or not os.path.exists(path):
