@@ -160,6 +160,19 @@ def main():
                 print(line)
         print(f"first step with a relative loss difference > {args.tolerance:g}: "
               f"{first if first is not None else 'none'} (of {len(steps)})")
+        if t64:
+            # Rounding alone: how far each float32 trajectory is from the float64 one.
+            for lo, hi in ((0, 50), (50, 200), (200, len(steps))):
+                if lo >= len(steps):
+                    break
+                hi = min(hi, len(steps))
+
+                def median(values):
+                    values = sorted(values)
+                    return values[len(values) // 2]
+                print(f"steps {lo + 1}-{hi}: median relative loss distance from PyTorch f64: "
+                      f"Myelin {median([rel(myelin_loss[i], t64[i]) for i in range(lo, hi)]):.2e}, "
+                      f"PyTorch f32 {median([rel(t32[i], t64[i]) for i in range(lo, hi)]):.2e}")
         # Once the trajectories have parted, a bug would show as a systematic difference: the
         # mean training loss per epoch on each side.
         epochs = sorted({s["epoch"] for s in steps})
