@@ -4,7 +4,9 @@
 // nn.MultiheadAttention / nn.TransformerEncoder by name. Like the sequence kinds, each has a
 // "num_inputs" attribute (1 or 2): with 2, port 1 ("lengths") takes int64 [N] and keys at steps
 // >= a sequence's length are not attended (PyTorch's key_padding_mask); "causal" adds PyTorch's
-// square subsequent mask (step i attends to steps <= i).
+// square subsequent mask (step i attends to steps <= i). MultiheadAttention with "need_weights"
+// has a second output port, "weights": the attention weights, averaged over the heads [N, T, T]
+// (PyTorch's average_attn_weights) or per head [N, num_heads, T, T].
 #include "graph/registry_parts.h"
 
 #include <myelin/error.h>
@@ -32,21 +34,42 @@ F::AttentionMasks node_masks(const TensorList& inputs, bool causal) {
     return masks;
 }
 
+// What the weights port gives: nothing (need_weights off), or the weights averaged over the
+// heads or per head.
+enum class WeightsPort { None, Averaged, PerHead };
+
 // nn::MultiheadAttention as self-attention over one batch-first sequence (and its lengths).
+// With a weights port, outputs() runs the path that keeps the weights (PyTorch's
+// need_weights=True); forward() alone stays on the fused path.
 class EditorSelfAttention : public nn::MultiheadAttention {
   public:
     EditorSelfAttention(int64_t embed_dim, int64_t num_heads,
-                        const nn::MultiheadAttentionOptions& options, bool causal)
-        : MultiheadAttention(embed_dim, num_heads, options), causal_(causal) {}
+                        const nn::MultiheadAttentionOptions& options, bool causal,
+                        WeightsPort weights)
+        : MultiheadAttention(embed_dim, num_heads, options), causal_(causal), weights_(weights) {}
     using MultiheadAttention::forward;
     Tensor forward(const TensorList& inputs) override {
         const Tensor& x = inputs.at(0);
         return MultiheadAttention::forward(x, x, x, node_masks(inputs, causal_));
     }
+    int num_outputs() const override { return weights_ == WeightsPort::None ? 1 : 2; }
+    TensorList forward_outputs(const TensorList& inputs) override {
+        if (weights_ == WeightsPort::None) return {forward(inputs)};
+        const Tensor& x = inputs.at(0);
+        F::AttentionResult r = forward_with_weights(x, x, x, node_masks(inputs, causal_),
+                                                    weights_ == WeightsPort::Averaged);
+        return {std::move(r.output), std::move(r.weights)};
+    }
 
   private:
     bool causal_;
+    WeightsPort weights_;
 };
+
+WeightsPort weights_port(const Attrs& a) {
+    if (!a.get_bool("need_weights")) return WeightsPort::None;
+    return a.get_bool("average_attn_weights") ? WeightsPort::Averaged : WeightsPort::PerHead;
+}
 
 // nn::TransformerEncoder with the causal option (PyTorch's mask argument).
 class EditorTransformerEncoder : public nn::TransformerEncoder {
@@ -142,8 +165,10 @@ void add_attention_kinds(std::vector<LayerKind>& kinds) {
         LayerKind k = attention_kind(
             "MultiheadAttention",
             "Self-attention over [N, T, embed_dim]: queries, keys and values are the input "
-            "(PyTorch's nn.MultiheadAttention, batch first, need_weights=False). With lengths, "
-            "padded steps are not attended; causal: no step attends to a later one.");
+            "(PyTorch's nn.MultiheadAttention, batch first). With lengths, padded steps are not "
+            "attended; causal: no step attends to a later one. need_weights adds the output "
+            "port weights: the attention weights, averaged over the heads unless asked per "
+            "head.");
         k.attrs = {attr::integer("embed_dim", 32,
                                  "Features per step; must equal the input's last dimension.", 1),
                    attr::integer("num_heads", 4, "Attention heads; must divide embed_dim.", 1),
@@ -151,13 +176,33 @@ void add_attention_kinds(std::vector<LayerKind>& kinds) {
                                 0.0, 1.0),
                    attr::flag("bias", true, "Learn in_proj_bias and out_proj.bias."),
                    causal_attr(),
-                   lengths_port_attr("keys after it are not attended.")};
+                   lengths_port_attr("keys after it are not attended."),
+                   attr::flag("need_weights", false,
+                              "A second output port, weights: how much each step attends to "
+                              "each step (PyTorch's need_weights; a slower, unfused path)."),
+                   attr::flag("average_attn_weights", true,
+                              "weights averaged over the heads [N, T, T]; off: per head "
+                              "[N, num_heads, T, T].")};
         k.summary_attrs = {"embed_dim", "num_heads"};
         k.infer = [](const Attrs& a, Inputs in) {
             require_sequence_of_width(in, "embed_dim", a.get_int("embed_dim"));
             require_heads_divide(a.get_int("embed_dim"), a.get_int("num_heads"), "embed_dim",
                                  "num_heads");
             return in[0];
+        };
+        k.output_names = [](const Attrs& a) {
+            return a.get_bool("need_weights") ? std::vector<std::string>{"output", "weights"}
+                                              : std::vector<std::string>{"output"};
+        };
+        k.infer_outputs = [infer = k.infer](const Attrs& a, Inputs in) {
+            std::vector<TensorType> types{infer(a, in)};
+            if (!a.get_bool("need_weights")) return types;
+            const int64_t n = in[0].shape[0], t = in[0].shape[1];
+            types.push_back({a.get_bool("average_attn_weights")
+                                 ? Dims{n, t, t}
+                                 : Dims{n, a.get_int("num_heads"), t, t},
+                             in[0].dtype});
+            return types;
         };
         k.param_count = [](const Attrs& a) {
             return attention_params(a.get_int("embed_dim"), a.get_bool("bias"));
@@ -171,8 +216,9 @@ void add_attention_kinds(std::vector<LayerKind>& kinds) {
             options.dropout = a.get_float("dropout");
             options.bias = a.get_bool("bias");
             options.batch_first = true;
-            return std::make_shared<EditorSelfAttention>(
-                a.get_int("embed_dim"), a.get_int("num_heads"), options, a.get_bool("causal"));
+            return std::make_shared<EditorSelfAttention>(a.get_int("embed_dim"),
+                                                         a.get_int("num_heads"), options,
+                                                         a.get_bool("causal"), weights_port(a));
         };
         kinds.push_back(std::move(k));
     }

@@ -2,6 +2,8 @@
 // test_nn_golden's factories for the attention and sequence layers (nn/attention.h), whose
 // fixtures tests/golden/attention_f32.txt / attention_f64.txt are written by
 // tests/golden/gen_golden_attention.py (the PyTorch side of every kind below is defined there).
+#include <myelin/graph/attributes.h>
+#include <myelin/graph/registry.h>
 #include <myelin/nn/attention.h>
 
 #include <algorithm>
@@ -23,14 +25,10 @@ constexpr int kMinCases = 20; // per file: a truncated fixture must fail
 
 // Kinds that must have cases in both attention files.
 inline const std::vector<std::string>& requiredKinds() {
-    static const std::vector<std::string> kinds = {"MultiheadAttention",
-                                                   "MultiheadAttentionCall",
-                                                   "TransformerEncoderLayer",
-                                                   "TransformerEncoder",
-                                                   "SinusoidalPositionalEncoding",
-                                                   "LearnedPositionalEncoding",
-                                                   "SequenceLast",
-                                                   "SequenceMeanPool"};
+    static const std::vector<std::string> kinds = {
+        "MultiheadAttention",        "MultiheadAttentionCall", "MultiheadAttentionNode",
+        "TransformerEncoderLayer",   "TransformerEncoder",     "SinusoidalPositionalEncoding",
+        "LearnedPositionalEncoding", "SequenceLast",           "SequenceMeanPool"};
     return kinds;
 }
 
@@ -75,6 +73,18 @@ void addFactories(std::map<std::string, std::function<nn::ModulePtr(const Opts&)
     t["MultiheadAttentionCall"] = [mhaOptions](const Opts& o) -> nn::ModulePtr {
         return make_shared<MultiheadAttentionCall>(o.str("call"), o.i("embed_dim"),
                                                    o.i("num_heads"), mhaOptions(o));
+    };
+    // The editor's kind, built by the registry as the graph builds it (need_weights on: two
+    // outputs, the output and the weights).
+    t["MultiheadAttentionNode"] = [](const Opts& o) -> nn::ModulePtr {
+        namespace graph = myelin::graph;
+        const graph::LayerKind& kind = graph::layer_kind("MultiheadAttention");
+        const graph::Attrs given{{"embed_dim", o.i("embed_dim")},
+                                 {"num_heads", o.i("num_heads")},
+                                 {"causal", o.b("causal", false)},
+                                 {"need_weights", true},
+                                 {"average_attn_weights", o.b("average_attn_weights", true)}};
+        return kind.build(graph::with_defaults(kind.attrs, given));
     };
     auto layer = [](const Opts& o) {
         nn::TransformerEncoderLayerOptions c;

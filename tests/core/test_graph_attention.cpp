@@ -112,6 +112,7 @@ class TestGraphAttention : public QObject {
     void lengthsIgnorePadding();
     void causalMaskHidesLaterSteps();
     void forwardAndBackwardRun();
+    void weightsPortShowsWhereStepsLook();
     void transformerExampleTrains();
 };
 
@@ -339,6 +340,98 @@ void TestGraphAttention::forwardAndBackwardRun() {
     // embedding row aside, the embedding as a whole too).
     for (const auto& [name, p] : model->named_parameters())
         QVERIFY2(p.grad().abs().sum().item() > 0, name.c_str());
+}
+
+// Tokens [6] -> Embedding(20, 8) -> MultiheadAttention(8, 2, lengths, `attrs`) -> Output from
+// output port `port` (1: the weights).
+ModelSpec attention_weights_model(Attrs attrs, int port = 1) {
+    ModelSpec spec;
+    NodeId in = spec.add_node(
+        "Input", "tokens", {{"shape", std::vector<int64_t>{6}}, {"dtype", std::string("int64")}});
+    NodeId emb =
+        spec.add_node("Embedding", "embed",
+                      {{"num_embeddings", I(20)}, {"embedding_dim", I(8)}, {"padding_idx", I(0)}});
+    NodeId lengths = spec.add_node("PaddingLengths", "lengths");
+    attrs.set("embed_dim", I(8));
+    attrs.set("num_heads", I(2));
+    attrs.set("num_inputs", I(2));
+    NodeId attention = spec.add_node("MultiheadAttention", "attention", std::move(attrs));
+    NodeId out = spec.add_node("Output");
+    spec.connect(in, emb);
+    spec.connect(in, lengths);
+    spec.connect(emb, attention, 0);
+    spec.connect(lengths, attention, 1);
+    spec.connect(attention, out, 0, port);
+    return spec;
+}
+
+void TestGraphAttention::weightsPortShowsWhereStepsLook() {
+    // The port exists with need_weights only; averaged [N, T, T] or per head [N, H, T, T].
+    ModelSpec averaged = attention_weights_model({{"need_weights", true}, {"causal", true}});
+    const auto [attention, index] = node_named(averaged, "attention");
+    QCOMPARE(output_port_names(averaged.node(attention)),
+             (std::vector<std::string>{"output", "weights"}));
+    Analysis a = analyze(averaged, 2);
+    QVERIFY2(a.ok(), qPrintable(problems_of(averaged, a)));
+    QCOMPARE(a.nodes[index].outputs.size(), size_t(2));
+    QCOMPARE(a.nodes[index].outputs[0].shape, (Dims{2, 6, 8}));
+    QCOMPARE(a.nodes[index].outputs[1].shape, (Dims{2, 6, 6}));
+    ModelSpec per_head = attention_weights_model(
+        {{"need_weights", true}, {"average_attn_weights", false}, {"causal", true}});
+    Analysis h = analyze(per_head, 2);
+    QVERIFY2(h.ok(), qPrintable(problems_of(per_head, h)));
+    QCOMPARE(h.nodes[index].outputs[1].shape, (Dims{2, 2, 6, 6}));
+    ModelSpec without = attention_weights_model({});
+    QCOMPARE(output_port_names(without.node(attention)), (std::vector<std::string>{"output"}));
+    QVERIFY2(problems_of(without, analyze(without)).contains("no such output port"),
+             qPrintable(problems_of(without, analyze(without))));
+
+    // Each row is a distribution over the keys the step may see: none after it (causal), none
+    // at or after the sequence's length (padding).
+    auto model = build(averaged);
+    auto heads = build(per_head);
+    heads->load_state_dict(model->state_dict());
+    const Tensor tokens = padded_tokens(); // lengths 4 and 6
+    const Tensor w = (*model)(TensorList{tokens});
+    QCOMPARE(w.sizes(), (Dims{2, 6, 6}));
+    const std::vector<float> v = w.contiguous().to_vector<float>();
+    const int64_t lengths[] = {4, 6};
+    for (int64_t b = 0; b < 2; ++b)
+        for (int64_t i = 0; i < 6; ++i) {
+            double sum = 0;
+            for (int64_t j = 0; j < 6; ++j) {
+                const float x = v[size_t((b * 6 + i) * 6 + j)];
+                sum += x;
+                if (j > i || j >= lengths[b])
+                    QVERIFY2(x == 0.0f,
+                             qPrintable(
+                                 QString("w[%1,%2,%3] = %4").arg(b).arg(i).arg(j).arg(double(x))));
+            }
+            QVERIFY(std::abs(sum - 1.0) < 1e-5);
+        }
+    // The per-head weights average to the averaged ones.
+    const Tensor per = (*heads)(TensorList{tokens});
+    QCOMPARE(per.sizes(), (Dims{2, 2, 6, 6}));
+    QVERIFY(allclose(per.mean(Dims{1}), w, 1e-5, 1e-6));
+
+    // Port 0 beside the weights is the attention output of the fused path.
+    ModelSpec output_only = attention_weights_model({{"causal", true}}, 0);
+    ModelSpec output_with_weights =
+        attention_weights_model({{"need_weights", true}, {"causal", true}}, 0);
+    auto fused = build(output_only);
+    auto unfused = build(output_with_weights);
+    fused->load_state_dict(model->state_dict());
+    unfused->load_state_dict(model->state_dict());
+    QVERIFY(allclose((*fused)(TensorList{tokens}), (*unfused)(TensorList{tokens}), 1e-5, 1e-6));
+
+    // The weights are differentiable: a loss on them reaches the query and key projections.
+    Tensor loss = ((*model)(TensorList{tokens}) * randn(Dims{2, 6, 6})).sum();
+    loss.backward();
+    const Tensor g = model->named_parameters().at(1).second.grad(); // attention.in_proj_weight
+    QCOMPARE(model->named_parameters().at(1).first, std::string("attention.in_proj_weight"));
+    QVERIFY(g.defined());
+    QVERIFY(g.narrow(0, 0, 16).abs().sum().item() > 0);  // W_q and W_k
+    QVERIFY(g.narrow(0, 16, 8).abs().sum().item() == 0); // W_v does not change the weights
 }
 
 void TestGraphAttention::transformerExampleTrains() {

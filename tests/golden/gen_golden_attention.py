@@ -23,6 +23,11 @@ Kinds (factories in test_nn_golden.cpp / golden_attention_factories.h):
                              key, value, attn_mask), q_kv (key is value), weights_avg /
                              weights_heads (x, key_padding -> the output and the attention
                              weights, flattened and concatenated)
+    MultiheadAttentionNode   the editor's MultiheadAttention kind (core/graph/
+                             registry_attention.cpp, built from the registry): self-attention
+                             over {x [N, T, E]} or {x, lengths}, opt causal, with need_weights two
+                             outputs (out 0: the output, out 1: the weights averaged over the heads
+                             or per head), backward through both at once
     TransformerEncoderLayer, TransformerEncoder, SinusoidalPositionalEncoding,
     LearnedPositionalEncoding, SequenceLast, SequenceMeanPool
 """
@@ -30,6 +35,7 @@ Kinds (factories in test_nn_golden.cpp / golden_attention_factories.h):
 import math
 import os
 import sys
+import zlib
 
 import torch
 import torch.nn as nn
@@ -79,6 +85,23 @@ class MultiheadAttentionCall(nn.MultiheadAttention):
         out, w = super().forward(x, x, x, key_padding_mask=kp, need_weights=True,
                                  average_attn_weights=avg)
         return torch.cat([out.reshape(-1), w.reshape(-1)])
+
+
+class SelfAttentionNode(nn.MultiheadAttention):
+    """The editor kind: batch first, {x} or {x, lengths}, causal, the output and the weights."""
+
+    def __init__(self, embed_dim, num_heads, causal, average):
+        super().__init__(embed_dim, num_heads, batch_first=True)
+        self.causal, self.average = causal, average
+
+    def forward(self, x, lengths=None):
+        steps = x.shape[1]
+        mask = None
+        if self.causal:
+            mask = torch.triu(torch.full((steps, steps), float("-inf"), dtype=x.dtype), 1)
+        return super().forward(x, x, x, key_padding_mask=lengths_to_mask(lengths, steps),
+                               attn_mask=mask, need_weights=True,
+                               average_attn_weights=self.average)
 
 
 def lengths_to_mask(kp, length):
@@ -211,6 +234,65 @@ def mha_cases():
          lambda: MultiheadAttention(E, H, dropout=0.3), lambda: [(U([4, 2, E]), 1)])
 
 
+def node_case(base, opts, make_inputs):
+    """A MultiheadAttentionNode case: both outputs compared, backward through both (one random
+    upstream gradient per output), in train and eval mode (dropout 0: the same numbers)."""
+    for dt in (F32, F64):
+        name = "%s_%s" % (base, G.TAG[dt])
+        assert name not in G.NAMES, "duplicate case " + name
+        G.NAMES.add(name)
+        G.seed_for(base)
+        module = perturb(SelfAttentionNode(opts["embed_dim"], opts["num_heads"],
+                                           opts.get("causal", False),
+                                           opts.get("average_attn_weights", True))).to(dt)
+        raw = [(x.to(dt) if x.is_floating_point() else x, rg) for x, rg in make_inputs()]
+        state = [(k, v.detach().clone()) for k, v in module.state_dict().items()]
+        results = []
+        for mode in ("train", "eval"):
+            module.load_state_dict(dict(state))
+            module.zero_grad(set_to_none=True)
+            module.train(mode == "train")
+            xs = [x.clone().requires_grad_(True) if rg else x for x, rg in raw]
+            outs = list(module(*xs))
+            gouts = [torch.randn(o.shape, dtype=F64, generator=torch.Generator().manual_seed(
+                zlib.crc32(base.encode()) + 1 + k)).to(dt) for k, o in enumerate(outs)]
+            torch.autograd.backward(outs, gouts)
+            results.append(([o.detach().clone() for o in outs], gouts,
+                             [x.grad for x, (_, rg) in zip(xs, raw) if rg],
+                             [(k, p.grad) for k, p in module.named_parameters()]))
+        for oa, ob in zip(results[0][0], results[1][0]):
+            assert torch.equal(oa, ob), name + ": train/eval outputs differ in PyTorch"
+        outs, gouts, in_grads, p_grads = results[0]
+        fx = G.FX[dt]
+        fx.count += 1
+        lines = fx.lines
+        lines += ["case " + name, "layer MultiheadAttentionNode"]
+        lines += ["opt %s %s" % (k, G.fmt_opt(v)) for k, v in opts.items()]
+        lines.append("mode both")
+        lines += ["state %s %s" % (k, G.fmt_tensor(v)) for k, v in state]
+        lines += ["in %d %s" % (int(rg), G.fmt_tensor(x)) for x, rg in raw]
+        lines += ["out %d %s" % (k, G.fmt_tensor(o)) for k, o in enumerate(outs)]
+        lines += ["gout %d %s" % (k, G.fmt_tensor(g)) for k, g in enumerate(gouts)]
+        lines += ["grad %d %s" % (k, G.fmt_tensor(g)) for k, g in enumerate(in_grads)]
+        for k, g in p_grads:
+            assert g is not None, name + ": no grad for " + k
+            lines.append("pgrad %s %s" % (k, G.fmt_tensor(g)))
+        lines.append("end")
+
+
+def node_cases():
+    E = 8
+    node_case("mha_node_weights_avg_lengths_causal",
+              {"embed_dim": E, "num_heads": 2, "causal": True, "average_attn_weights": True},
+              lambda: [(U([3, 5, E]), 1), (torch.tensor([5, 2, 4], dtype=I64), 0)])
+    node_case("mha_node_weights_per_head_lengths",
+              {"embed_dim": E, "num_heads": 4, "causal": False, "average_attn_weights": False},
+              lambda: [(U([2, 4, E]), 1), (torch.tensor([3, 4], dtype=I64), 0)])
+    node_case("mha_node_weights_avg_causal_no_lengths",
+              {"embed_dim": E, "num_heads": 2, "causal": True, "average_attn_weights": True},
+              lambda: [(U([2, 6, E]), 1)])
+
+
 def encoder_cases():
     d, h, ff = 8, 2, 16
     case("encoder_layer_relu_post_norm", "TransformerEncoderLayer",
@@ -282,6 +364,7 @@ def sequence_cases():
 def main():
     torch.set_num_threads(1)
     mha_cases()
+    node_cases()
     encoder_cases()
     positional_cases()
     sequence_cases()
