@@ -4,6 +4,7 @@
 // primitives that read the transposes through strides (no copies) and db as the column sums of g.
 // Primitives are cached per shape and thread count: training reuses the same shapes every step.
 #include "autograd/function.h"
+#include "backend/backend.h"
 #include "nn/dnnl_util.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
@@ -113,8 +114,13 @@ Operand weight_operand(const Tensor& w, bool as_transpose) {
 } // namespace
 
 bool linear_f32_applies(const Tensor& x, const Tensor& w, const Tensor& b) {
+    // oneDNN reads host memory: the CPU's, or that of a host-backed device (the test device
+    // that stands in for a GPU), which then computes the CPU's bits.
     const auto cpu_f32 = [](const Tensor& t) {
-        return t.dtype() == DType::Float32 && t.device().is_cpu();
+        if (t.dtype() != DType::Float32) return false;
+        if (t.device().is_cpu()) return true;
+        const backend::Backend* b = backend::find(t.device().type);
+        return b != nullptr && b->host_addressable();
     };
     return cpu_f32(x) && cpu_f32(w) && (!b.defined() || cpu_f32(b)) && x.numel() > 0 &&
            w.numel() > 0;
