@@ -58,7 +58,7 @@ def step_seconds(model, ranks, gbps, latency_s, backward_share, bucket_bytes):
 def measure(myelin, project, steps, threads):
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
-            [myelin, "train", os.path.abspath(project), "--max-steps", str(steps),
+            [os.path.abspath(myelin), "train", os.path.abspath(project), "--max-steps", str(steps),
              "--threads", str(threads), "--dist", "none",
              "--store", os.path.join(tmp, "runs.sqlite")],
             capture_output=True, text=True, cwd=tmp)
