@@ -33,12 +33,25 @@ enum class Primitive : uint8_t {
 };
 
 inline const char* primitive_name(Primitive p) {
-    static constexpr const char* kNames[] = {"copy",         "fill",   "unary",      "binary",
-                                             "where",        "reduce", "softmax",    "batched_gemm",
-                                             "index_select", "gather", "scatter_add",
-                                             "conv_forward", "conv_backward_data",
-                                             "conv_backward_weights", "max_pool2d", "avg_pool2d",
-                                             "adaptive_avg_pool2d", "batch_norm", "layer_norm",
+    static constexpr const char* kNames[] = {"copy",
+                                             "fill",
+                                             "unary",
+                                             "binary",
+                                             "where",
+                                             "reduce",
+                                             "softmax",
+                                             "batched_gemm",
+                                             "index_select",
+                                             "gather",
+                                             "scatter_add",
+                                             "conv_forward",
+                                             "conv_backward_data",
+                                             "conv_backward_weights",
+                                             "max_pool2d",
+                                             "avg_pool2d",
+                                             "adaptive_avg_pool2d",
+                                             "batch_norm",
+                                             "layer_norm",
                                              "group_norm"};
     static_assert(sizeof kNames / sizeof kNames[0] == size_t(Primitive::Count));
     return kNames[size_t(p)];
