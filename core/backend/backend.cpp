@@ -4,7 +4,7 @@
 #include <myelin/error.h>
 
 #ifdef MYELIN_WITH_CUDA_BACKEND
-#include "backend/cuda/cuda_probe.h"
+#include "backend/cuda_loader.h"
 #endif
 
 #include <array>
@@ -23,7 +23,7 @@ Backend* find(DeviceType type) {
     ensure_cpu_registered();
 #ifdef MYELIN_WITH_CUDA_BACKEND
     // Probing the driver costs a moment: only when someone asks for CUDA.
-    if (type == DeviceType::CUDA) cuda::ensure_registered();
+    if (type == DeviceType::CUDA) cuda_module::ensure_registered();
 #endif
     return registry()[static_cast<int>(type)];
 }

@@ -6,7 +6,7 @@
 #include <myelin/error.h>
 
 #ifdef MYELIN_WITH_CUDA_BACKEND
-#include "backend/cuda/cuda_probe.h"
+#include "backend/cuda_loader.h"
 #endif
 
 #include <charconv>
@@ -38,7 +38,7 @@ std::string GpuInfo::summary() const {
 const CudaStatus& cuda_status() {
     static const CudaStatus status = [] {
 #ifdef MYELIN_WITH_CUDA_BACKEND
-        return backend::cuda::probe();
+        return backend::cuda_module::probe();
 #else
         CudaStatus s;
         s.reason = "this build has no CUDA backend (built without the CUDA toolkit)";

@@ -276,3 +276,12 @@ void ensure_registered() {
 }
 
 } // namespace myelin::backend::cuda
+
+// The module's entry points (backend/cuda/cuda_probe.h), found by the core's loader with dlsym.
+extern "C" void myelin_cuda_module_probe(myelin::CudaStatus* out) {
+    *out = myelin::backend::cuda::probe();
+}
+
+extern "C" void myelin_cuda_module_register() {
+    myelin::backend::cuda::ensure_registered();
+}
