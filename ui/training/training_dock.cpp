@@ -363,7 +363,12 @@ void TrainingDock::updateHeader() {
         deviceLabel_->clear();
         return;
     }
-    deviceLabel_->setText(deviceMemoryText());
+    // A finished run's tensors are freed: what is left to say is the peak it reached.
+    deviceLabel_->setText(state == TrainingController::State::Idle
+                              ? tr("CPU  ·  peak %1")
+                                    .arg(QLocale().formattedDataSize(
+                                        memory_stats(DeviceType::CPU).peak_allocated_bytes, 0))
+                              : deviceMemoryText());
     QStringList stats{progressText(progress_)};
     if (progress_.samples_per_second > 0)
         stats << tr("%1 samples/s").arg(progress_.samples_per_second, 0, 'f', 0);
