@@ -236,6 +236,11 @@ void MainWindow::createMenus() {
     exportAction_->setShortcut(Qt::CTRL | Qt::Key_E);
     exportAction_->setStatusTip(
         tr("Write a run's checkpoint as ONNX, PyTorch code or self-describing safetensors"));
+    QAction* openStore =
+        file->addAction(tr("Open &Run Store…"), this, &MainWindow::showOpenRunStoreDialog);
+    openStore->setObjectName(QStringLiteral("actionOpenRunStore"));
+    openStore->setStatusTip(tr("Read runs from another run store (e.g. one a cluster run wrote) "
+                               "and record new runs in it"));
     file->addSeparator();
     closeAction_ = file->addAction(tr("&Close Project"), this, &MainWindow::closeProject);
     closeAction_->setObjectName(QStringLiteral("actionCloseProject"));

@@ -66,6 +66,11 @@ class MainWindow : public QMainWindow {
     // The open project's file; empty when none is open or it was never saved.
     QString projectPath() const;
 
+    // Reads runs from this store from now on (Runs, Evaluate and the inspection tabs) and records
+    // new runs in it — e.g. the store a cluster run wrote. Refused while a run trains; a file that
+    // is not a run store is refused with a message naming it. True when it was taken.
+    bool openRunStore(const QString& path);
+
     ProjectDocument* document() const { return document_; }
     ModelEditor* editor() const { return editor_; }
     LayerPalette* palette() const { return palette_; }
@@ -120,6 +125,7 @@ class MainWindow : public QMainWindow {
     void evaluateRun(qint64 run);
     // File > Export…: a run's checkpoint as ONNX, PyTorch code or safetensors.
     void showExportDialog();
+    void showOpenRunStoreDialog();
     void showBackendsDialog();
     // Train > Breakpoints…: the conditions that pause the runs started here.
     void showBreakpointsDialog();

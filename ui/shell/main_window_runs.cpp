@@ -4,15 +4,20 @@
 #include "shell/main_window.h"
 
 #include "document/project_document.h"
+#include "inspect/gradient_flow_view.h"
 #include "runs/runs_browser.h"
 #include "runs/runs_compare_view.h"
 #include "shell/evaluate_page.h"
 #include "shell/export_dialog.h"
 #include "training/training_controller.h"
 
+#include <myelin/store/run_store.h>
+
 #include <QDir>
 #include <QDockWidget>
+#include <QFileDialog>
 #include <QFileInfo>
+#include <QMessageBox>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -99,6 +104,40 @@ void MainWindow::showExportDialog() {
                                : QFileInfo(document_->filePath()).path();
     ExportDialog dialog(training_->storePath(), run, folder, this);
     dialog.exec();
+}
+
+void MainWindow::showOpenRunStoreDialog() {
+    const QString current = training_->storePath();
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open Run Store"), QFileInfo(current).absolutePath(),
+                                     tr("Run stores (*.sqlite *.db);;All files (*)"));
+    if (!path.isEmpty()) openRunStore(path);
+}
+
+bool MainWindow::openRunStore(const QString& path) {
+    if (training_->isActive()) {
+        statusBar()->showMessage(tr("A run is training: open another run store when it has ended."),
+                                 kStatusMs);
+        return false;
+    }
+    try {
+        // Opening checks that it is a run store (and migrates an older schema) before any view
+        // reads it; runs of processes on other hosts are left as they are.
+        store::RunStore::open(path.toStdString());
+    } catch (const std::exception& e) {
+        QMessageBox::warning(this, tr("Open Run Store"),
+                             tr("%1 cannot be opened as a run store:\n%2")
+                                 .arg(QDir::toNativeSeparators(path), QString::fromUtf8(e.what())));
+        return false;
+    }
+    training_->setStorePath(path);
+    gradientFlow_->setStorePath(path);
+    updateRunsViews();
+    statusBar()->showMessage(tr("Run store %1: the Runs, Evaluate and inspection tabs read it; new "
+                                "runs are recorded in it")
+                                 .arg(QDir::toNativeSeparators(path)),
+                             kStatusMs);
+    return true;
 }
 
 } // namespace myelin::ui
