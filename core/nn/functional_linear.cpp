@@ -2,99 +2,35 @@
 // than OpenBLAS's sgemm on the batch-128 products of an MLP, on one and two threads). Forward is
 // one primitive with the bias fused; backward computes dx = g W and dW = g^T x as two more
 // primitives that read the transposes through strides (no copies) and db as the column sums of g.
-// Primitives are cached per shape and thread count: training reuses the same shapes every step.
+// The products are nn/onednn_matmul.h's (shared with the recurrent layers' sequence GEMMs).
 #include "autograd/function.h"
 #include "backend/backend.h"
-#include "nn/dnnl_util.h"
 #include "nn/functional_common.h"
+#include "nn/onednn_matmul.h"
 #include "tensor/tensor_impl.h"
 
-#include <omp.h>
+#include <string>
 
 namespace myelin::nn::detail {
 
 using autograd::Node;
 using autograd::SavedTensor;
-using dnnl::memory;
 using myelin::detail::make_tensor;
-namespace du = myelin::nn::dnnl_util;
 
 namespace {
 
-struct MatmulEntry {
-    memory::desc a, b, bias, c;
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul prim;
-};
-
-du::PrimitiveCache<MatmulEntry>& matmul_cache() {
-    static du::PrimitiveCache<MatmulEntry> cache;
-    return cache;
-}
-
-// A [rows, cols] float32 matrix stored row-major (element (r, c) at r * ld + c) or, when
-// `transposed`, column-major (at c * ld + r).
-struct Operand {
-    const float* data;
-    int64_t ld;
-    bool transposed;
-};
-
-memory::desc desc_of(int64_t rows, int64_t cols, const Operand& o) {
-    return memory::desc({rows, cols}, memory::data_type::f32,
-                        o.transposed ? memory::dims{1, o.ld} : memory::dims{o.ld, 1});
-}
-
-// Below this many multiply-adds a product runs on the calling thread alone, as OpenBLAS does
-// (its SMP threshold, 4 x 65536): a thread team's fork and join cost more than they save, and
-// on a busy machine every join waits for the partner thread to be scheduled.
-constexpr int64_t kSerialMacs = int64_t(1) << 18;
-
-// Sets the calling thread's OpenMP team size for its lifetime, then restores it.
-class TeamSize {
-  public:
-    explicit TeamSize(int threads) : saved_(omp_get_max_threads()) {
-        if (threads != saved_) omp_set_num_threads(threads);
-    }
-    ~TeamSize() {
-        if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
-    }
-    TeamSize(const TeamSize&) = delete;
-    TeamSize& operator=(const TeamSize&) = delete;
-
-  private:
-    int saved_;
-};
-
 // c [M, N] (row-major, contiguous) = a [M, K] @ b [K, N] (+ bias [N] on every row).
-void matmul(const Operand& a, const Operand& b, const float* bias, float* c, int64_t M, int64_t N,
-            int64_t K) {
-    const TeamSize team(M * N * K < kSerialMacs ? 1 : omp_get_max_threads());
-    // oneDNN sizes a primitive's work split by the thread count when it is created.
-    const int threads = omp_get_max_threads();
-    const auto e = matmul_cache().get(
-        {M, N, K, a.ld, a.transposed, b.ld, b.transposed, bias != nullptr, threads}, [&] {
-            auto entry = std::make_shared<MatmulEntry>();
-            entry->a = desc_of(M, K, a);
-            entry->b = desc_of(K, N, b);
-            entry->c = memory::desc({M, N}, memory::data_type::f32, memory::format_tag::ab);
-            entry->bias = memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab);
-            const auto d = bias ? dnnl::matmul::desc(entry->a, entry->b, entry->bias, entry->c)
-                                : dnnl::matmul::desc(entry->a, entry->b, entry->c);
-            entry->pd = dnnl::matmul::primitive_desc(d, du::user_scratchpad(), du::engine());
-            entry->prim = dnnl::matmul(entry->pd);
-            return entry;
-        });
-    auto mem = [](const memory::desc& md, const float* p) {
-        return memory(md, du::engine(), const_cast<float*>(p));
-    };
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(e->a, a.data)},
-                                         {DNNL_ARG_WEIGHTS, mem(e->b, b.data)},
-                                         {DNNL_ARG_DST, mem(e->c, c)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, mem(e->bias, bias));
-    const Tensor scratch = du::add_scratchpad(e->pd.scratchpad_desc(), args);
-    e->prim.execute(du::stream(), args);
-    du::stream().wait();
+void matmul(GemmOperand<float> a, GemmOperand<float> b, const float* bias, float* c, int64_t M,
+            int64_t N, int64_t K) {
+    if (!onednn_matmul(M, N, K, a, b, bias, c, N, false))
+        throw Error("linear: oneDNN has no matmul for " + std::to_string(M) + " x " +
+                    std::to_string(K) + " @ " + std::to_string(K) + " x " + std::to_string(N));
+}
+
+// A row-major [rows, cols] matrix with rows `ld` apart, or (transposed) its transpose read in
+// place.
+GemmOperand<float> operand(const float* p, int64_t ld, bool transposed) {
+    return transposed ? GemmOperand<float>{p, 1, ld} : GemmOperand<float>{p, ld, 1};
 }
 
 // The weight [N, K] as oneDNN reads it: row-major, or the transpose of a row-major [K, N] (a
@@ -105,10 +41,10 @@ Tensor plain_weight(const Tensor& w) {
     return row_major || col_major ? w : w.contiguous();
 }
 
-Operand weight_operand(const Tensor& w, bool as_transpose) {
+GemmOperand<float> weight_operand(const Tensor& w, bool as_transpose) {
     const bool col_major = w.stride(1) != 1;
     const int64_t ld = col_major ? w.stride(1) : w.stride(0);
-    return {w.data<float>(), ld, col_major != as_transpose};
+    return operand(w.data<float>(), ld, col_major != as_transpose);
 }
 
 } // namespace
@@ -135,31 +71,32 @@ Tensor linear_f32(const Tensor& x, const Tensor& w, const Tensor& b) {
     out_shape[out_shape.size() - 1] = N;
     Tensor y = make_tensor(out_shape, DType::Float32, x.device());
     // y [M, N] = x [M, K] @ w^T [K, N] + b
-    matmul({xc.data<float>(), K, false}, weight_operand(wp, true),
+    matmul(operand(xc.data<float>(), K, false), weight_operand(wp, true),
            bc.defined() ? bc.data<float>() : nullptr, y.data<float>(), M, N, K);
     if (autograd::needs_grad({&x, &w, &b}))
-        autograd::record(b.defined() ? "AddmmBackward0" : "MmBackward0", {&x, &w, &b}, y,
-                         [sx = SavedTensor(x), sw = SavedTensor(w), in_shape = x.shape(), M, N,
-                          K](const Tensor& grad, const Node& n) {
-                             const Tensor g = grad.contiguous();
-                             TensorList r(3);
-                             if (n.needs_input_grad(0)) { // dx [M, K] = g [M, N] @ w [N, K]
-                                 const Tensor wv = plain_weight(sw.unpack(n).detach());
-                                 Tensor dx = make_tensor(in_shape, DType::Float32, g.device());
-                                 matmul({g.data<float>(), N, false}, weight_operand(wv, false),
-                                        nullptr, dx.data<float>(), M, K, N);
-                                 r[0] = dx;
-                             }
-                             if (n.needs_input_grad(1)) { // dW [N, K] = g^T [N, M] @ x [M, K]
-                                 const Tensor xv = sx.unpack(n).detach().contiguous();
-                                 Tensor dw = make_tensor({N, K}, DType::Float32, g.device());
-                                 matmul({g.data<float>(), N, true}, {xv.data<float>(), K, false},
-                                        nullptr, dw.data<float>(), N, K, M);
-                                 r[1] = dw;
-                             }
-                             if (n.needs_input_grad(2)) r[2] = g.view({M, N}).sum({0});
-                             return r;
-                         });
+        autograd::record(
+            b.defined() ? "AddmmBackward0" : "MmBackward0", {&x, &w, &b}, y,
+            [sx = SavedTensor(x), sw = SavedTensor(w), in_shape = x.shape(), M, N,
+             K](const Tensor& grad, const Node& n) {
+                const Tensor g = grad.contiguous();
+                TensorList r(3);
+                if (n.needs_input_grad(0)) { // dx [M, K] = g [M, N] @ w [N, K]
+                    const Tensor wv = plain_weight(sw.unpack(n).detach());
+                    Tensor dx = make_tensor(in_shape, DType::Float32, g.device());
+                    matmul(operand(g.data<float>(), N, false), weight_operand(wv, false), nullptr,
+                           dx.data<float>(), M, K, N);
+                    r[0] = dx;
+                }
+                if (n.needs_input_grad(1)) { // dW [N, K] = g^T [N, M] @ x [M, K]
+                    const Tensor xv = sx.unpack(n).detach().contiguous();
+                    Tensor dw = make_tensor({N, K}, DType::Float32, g.device());
+                    matmul(operand(g.data<float>(), N, true), operand(xv.data<float>(), K, false),
+                           nullptr, dw.data<float>(), N, K, M);
+                    r[1] = dw;
+                }
+                if (n.needs_input_grad(2)) r[2] = g.view({M, N}).sum({0});
+                return r;
+            });
     return y;
 }
 

@@ -131,12 +131,6 @@ template class StepGemm<double>;
 
 namespace {
 
-struct SequenceMatmul {
-    memory::desc a, b, bias, y;
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul prim;
-};
-
 // The BLAS form of sequence_gemm (float64, and float32 where oneDNN declines).
 template <typename T>
 void sequence_blas(int64_t M, int64_t N, int64_t K, GemmOperand<T> a, GemmOperand<T> b,
@@ -171,44 +165,7 @@ void sequence_gemm(int64_t M, int64_t N, int64_t K, GemmOperand<T> a, GemmOperan
         return;
     }
     if constexpr (std::is_same_v<T, float>) {
-        std::shared_ptr<SequenceMatmul> e;
-        try {
-            static du::PrimitiveCache<SequenceMatmul> cache;
-            e = cache.get({M, N, K, a.rs, a.cs, b.rs, b.cs, ldy, bias ? 1 : 0, accumulate}, [&] {
-                const auto f32 = memory::data_type::f32;
-                auto m = std::make_shared<SequenceMatmul>();
-                m->a = memory::desc({M, K}, f32, memory::dims{a.rs, a.cs});
-                m->b = memory::desc({K, N}, f32, memory::dims{b.rs, b.cs});
-                m->y = memory::desc({M, N}, f32, memory::dims{ldy, 1});
-                if (bias) m->bias = memory::desc({1, N}, f32, memory::dims{N, 1});
-                dnnl::primitive_attr attr = du::user_scratchpad();
-                if (accumulate) {
-                    dnnl::post_ops ops;
-                    ops.append_sum(1.0f);
-                    attr.set_post_ops(ops);
-                }
-                m->pd = dnnl::matmul::primitive_desc(
-                    bias ? dnnl::matmul::desc(m->a, m->b, m->bias, m->y)
-                         : dnnl::matmul::desc(m->a, m->b, m->y),
-                    attr, du::engine());
-                m->prim = dnnl::matmul(m->pd);
-                return m;
-            });
-        } catch (const dnnl::error&) {
-            e.reset();
-        }
-        if (e) {
-            std::unordered_map<int, memory> args{
-                {DNNL_ARG_SRC, memory(e->a, du::engine(), const_cast<T*>(a.p))},
-                {DNNL_ARG_WEIGHTS, memory(e->b, du::engine(), const_cast<T*>(b.p))},
-                {DNNL_ARG_DST, memory(e->y, du::engine(), y)}};
-            if (bias)
-                args.emplace(DNNL_ARG_BIAS, memory(e->bias, du::engine(), const_cast<T*>(bias)));
-            const Tensor scratch = du::add_scratchpad(e->pd.scratchpad_desc(), args);
-            e->prim.execute(du::stream(), args);
-            du::stream().wait();
-            return;
-        }
+        if (onednn_matmul(M, N, K, a, b, bias, y, ldy, accumulate)) return;
     }
     sequence_blas(M, N, K, a, b, bias, y, ldy, accumulate);
 }

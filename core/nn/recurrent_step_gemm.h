@@ -4,6 +4,8 @@
 // float32 this runs oneDNN's matmul on weights reordered once into its blocked layout (about 1.3x
 // faster per step at batch 64, hidden 256); float64 (no oneDNN matmul) calls BLAS.
 // sequence_gemm: the GEMMs over all steps at once, also on oneDNN for float32.
+#include "nn/onednn_matmul.h"
+
 #include <cstdint>
 #include <memory>
 
@@ -34,12 +36,6 @@ template <typename T> class StepGemm {
     StepWeights<T> w_;
     bool accumulate_;
     std::unique_ptr<Packed> packed_; // float32 on oneDNN; null: BLAS
-};
-
-// One GEMM operand: element (i, k) at p[i * rs + k * cs]; rs or cs is 1.
-template <typename T> struct GemmOperand {
-    const T* p;
-    int64_t rs, cs;
 };
 
 // y [M, N] (= or += with accumulate) a [M, K] @ b [K, N], plus bias [N] (may be null; only

@@ -1,0 +1,92 @@
+// dnnl_util.h first: it names myelin::detail as `detail`, which inside myelin::nn would find
+// nn::detail once that is declared.
+#include "nn/dnnl_util.h"
+
+#include "nn/onednn_matmul.h"
+
+#include <omp.h>
+
+#include <unordered_map>
+
+namespace myelin::nn::detail {
+
+namespace du = myelin::nn::dnnl_util;
+using dnnl::memory;
+
+namespace {
+
+struct MatmulEntry {
+    memory::desc a, b, bias, y;
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+};
+
+// Below this many multiply-adds a product runs on the calling thread alone, as OpenBLAS does
+// (its SMP threshold, 4 x 65536): a thread team's fork and join cost more than they save, and
+// on a busy machine every join waits for the partner thread to be scheduled.
+constexpr int64_t kSerialMacs = int64_t(1) << 18;
+
+// Sets the calling thread's OpenMP team size for its lifetime, then restores it.
+class TeamSize {
+  public:
+    explicit TeamSize(int threads) : saved_(omp_get_max_threads()) {
+        if (threads != saved_) omp_set_num_threads(threads);
+    }
+    ~TeamSize() {
+        if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+    }
+    TeamSize(const TeamSize&) = delete;
+    TeamSize& operator=(const TeamSize&) = delete;
+
+  private:
+    int saved_;
+};
+
+} // namespace
+
+bool onednn_matmul(int64_t M, int64_t N, int64_t K, GemmOperand<float> a, GemmOperand<float> b,
+                   const float* bias, float* y, int64_t ldy, bool accumulate) {
+    const TeamSize team(M * N * K < kSerialMacs ? 1 : omp_get_max_threads());
+    // oneDNN sizes a primitive's work split by the thread count when it is created.
+    const int threads = omp_get_max_threads();
+    std::shared_ptr<MatmulEntry> e;
+    try {
+        static du::PrimitiveCache<MatmulEntry> cache;
+        e = cache.get({M, N, K, a.rs, a.cs, b.rs, b.cs, ldy, bias ? 1 : 0, accumulate, threads},
+                      [&] {
+                          const auto f32 = memory::data_type::f32;
+                          auto m = std::make_shared<MatmulEntry>();
+                          m->a = memory::desc({M, K}, f32, memory::dims{a.rs, a.cs});
+                          m->b = memory::desc({K, N}, f32, memory::dims{b.rs, b.cs});
+                          m->y = memory::desc({M, N}, f32, memory::dims{ldy, 1});
+                          if (bias) m->bias = memory::desc({1, N}, f32, memory::dims{N, 1});
+                          dnnl::primitive_attr attr = du::user_scratchpad();
+                          if (accumulate) {
+                              dnnl::post_ops ops;
+                              ops.append_sum(1.0f);
+                              attr.set_post_ops(ops);
+                          }
+                          m->pd = dnnl::matmul::primitive_desc(
+                              bias ? dnnl::matmul::desc(m->a, m->b, m->bias, m->y)
+                                   : dnnl::matmul::desc(m->a, m->b, m->y),
+                              attr, du::engine());
+                          m->prim = dnnl::matmul(m->pd);
+                          return m;
+                      });
+    } catch (const dnnl::error&) {
+        return false;
+    }
+    auto mem = [](const memory::desc& md, const float* p) {
+        return memory(md, du::engine(), const_cast<float*>(p));
+    };
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(e->a, a.p)},
+                                         {DNNL_ARG_WEIGHTS, mem(e->b, b.p)},
+                                         {DNNL_ARG_DST, mem(e->y, y)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, mem(e->bias, bias));
+    const Tensor scratch = du::add_scratchpad(e->pd.scratchpad_desc(), args);
+    e->prim.execute(du::stream(), args);
+    du::stream().wait();
+    return true;
+}
+
+} // namespace myelin::nn::detail
