@@ -237,7 +237,7 @@ void MainWindow::createMenus() {
     exportAction_->setStatusTip(
         tr("Write a run's checkpoint as ONNX, PyTorch code or self-describing safetensors"));
     QAction* openStore =
-        file->addAction(tr("Open &Run Store…"), this, &MainWindow::showOpenRunStoreDialog);
+        file->addAction(tr("Open Run S&tore…"), this, &MainWindow::showOpenRunStoreDialog);
     openStore->setObjectName(QStringLiteral("actionOpenRunStore"));
     openStore->setStatusTip(tr("Read runs from another run store (e.g. one a cluster run wrote) "
                                "and record new runs in it"));

@@ -107,10 +107,12 @@ void MainWindow::showExportDialog() {
 }
 
 void MainWindow::showOpenRunStoreDialog() {
-    const QString current = training_->storePath();
-    const QString path =
-        QFileDialog::getOpenFileName(this, tr("Open Run Store"), QFileInfo(current).absolutePath(),
-                                     tr("Run stores (*.sqlite *.db);;All files (*)"));
+    // The current store's folder; the home folder before any run has created it (a folder that
+    // does not exist would open the dialog in the working folder with its name as the file).
+    QString folder = QFileInfo(training_->storePath()).absolutePath();
+    if (!QDir(folder).exists()) folder = QDir::homePath();
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open Run Store"), folder, tr("Run stores (*.sqlite *.db);;All files (*)"));
     if (!path.isEmpty()) openRunStore(path);
 }
 
