@@ -7,6 +7,7 @@
 #include <myelin/store/run_store.h>
 #include <myelin/train/class_weights.h>
 #include <myelin/train/evaluation.h>
+#include <myelin/train/event_lines.h>
 #include <myelin/train/recorded_run.h>
 #include <myelin/train/trainer.h>
 
@@ -143,6 +144,59 @@ class ProgressPrinter final : public train::EventSink {
     std::chrono::steady_clock::time_point last_print_{};
 };
 
+// --events jsonl: every event the line format carries as one JSON line on stdout, for a program
+// that launched this one (the studio's multi-process runs); also turns Ctrl-C into a clean stop
+// as the progress printer does.
+class EventLineWriter final : public train::EventSink {
+  public:
+    explicit EventLineWriter(train::Trainer& trainer) : trainer_(trainer) {}
+    void on_event(const train::Event& e) override {
+        if (g_interrupted && !stop_requested_) {
+            stop_requested_ = true;
+            trainer_.stop();
+        }
+        const std::string line = train::event_line(e);
+        if (line.empty()) return;
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fputc('\n', stdout);
+        std::fflush(stdout);
+    }
+
+  private:
+    train::Trainer& trainer_;
+    bool stop_requested_ = false;
+};
+
+// --stop-file PATH: once the file exists the run stops after the current step (checked at most
+// ten times a second, at step boundaries), exactly as for Ctrl-C; in a data-parallel run rank 0
+// checks it and every rank stops at the same step.
+class StopFileWatcher final : public train::EventSink {
+  public:
+    StopFileWatcher(train::Trainer& trainer, std::filesystem::path path)
+        : trainer_(trainer), path_(std::move(path)) {}
+    void on_event(const train::Event& e) override {
+        if (stop_requested_ || (!e.get<train::StepMetrics>() && !e.get<train::Progress>())) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_check_ < std::chrono::milliseconds(100)) return;
+        last_check_ = now;
+        std::error_code ec;
+        if (!std::filesystem::exists(path_, ec)) return;
+        stop_requested_ = true;
+        trainer_.stop();
+    }
+
+  private:
+    train::Trainer& trainer_;
+    std::filesystem::path path_;
+    bool stop_requested_ = false;
+    std::chrono::steady_clock::time_point last_check_{};
+};
+
+void print_event_line(const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+}
+
 } // namespace
 
 namespace {
@@ -152,9 +206,11 @@ int train_process(const Args& args, train::TrainerOptions& options,
 
 int cmd_train(const std::vector<std::string_view>& raw) {
     Args args(raw,
-              {"--epochs", "--seed", "--threads", "--store", "--name", "--resume", "--fork", "--lr",
-               "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on", "--device",
-               "--dist", "--bucket-mb", "--dist-check", "--dist-timeout"},
+              {"--epochs",        "--seed",         "--threads", "--store",          "--name",
+               "--resume",        "--fork",         "--lr",      "--checkpoint-dir", "--max-steps",
+               "--init-weights",  "--break-on",     "--device",  "--dist",           "--bucket-mb",
+               "--dist-check",    "--dist-timeout", "--events",  "--stop-file",      "--data-dir",
+               "--record-project"},
               {"--dist-no-overlap"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
@@ -179,6 +235,8 @@ int cmd_train(const std::vector<std::string_view>& raw) {
             throw UsageError{e.what()};
         }
     }
+    if (auto format = args.get("--events"); format && *format != "jsonl")
+        throw UsageError{"--events: the one format is 'jsonl', got '" + *format + "'"};
     if (fork && args.get("--resume")) throw UsageError{"--fork and --resume exclude each other"};
     if (options.lr && args.get("--resume"))
         throw UsageError{"--lr with --resume: a resume goes on with the checkpoint's learning "
@@ -248,6 +306,9 @@ int train_process(const Args& args, train::TrainerOptions& options,
         return kExitError;
     }
     options.project_dir = project_path.parent_path().empty() ? "." : project_path.parent_path();
+    // A copy of a project trained elsewhere (the studio's multi-process runs): its data paths
+    // resolve in the original's folder, and the original is the file recorded with the run.
+    if (auto dir = args.get("--data-dir")) options.project_dir = *dir;
     options.run_name = args.get("--name").value_or(
         project.name.empty() ? project_path.stem().string() : project.name);
     split_cores_between_ranks(project, options);
@@ -258,15 +319,21 @@ int train_process(const Args& args, train::TrainerOptions& options,
     recorded.resume = args.get("--resume").value_or("");
     recorded.fork = fork;
     recorded.checkpoint_dir = args.get("--checkpoint-dir").value_or("");
-    recorded.project_path = project_path;
+    recorded.project_path = args.get("--record-project").value_or(project_path.string());
+    const bool event_lines = args.get("--events").has_value();
     // The run exists in the store before anything can fail, so a failed setup is recorded too.
     train::RecordedRun run(project, options, recorded);
     const int64_t run_id = run.id();
+    if (event_lines) print_event_line(train::run_created_line({run_id, recorded.store_path}));
     train::Trainer* trainer = nullptr;
     try {
         trainer = &run.prepare();
     } catch (const Error& e) {
         std::fprintf(stderr, "myelin: error: %s\n", e.what());
+        if (event_lines) {
+            print_event_line(train::event_line(train::RunError{e.what(), 0, 0, std::nullopt}));
+            print_event_line(train::event_line(train::Finished{train::RunStatus::Failed, 0, 0}));
+        }
         return kExitError;
     }
     std::printf("run %lld \"%s\" in %s\n", (long long)run_id, options.run_name.c_str(),
@@ -296,11 +363,19 @@ int train_process(const Args& args, train::TrainerOptions& options,
         std::printf("loss %s %s\n", trainer->spec().loss.kind.c_str(), line.c_str());
 
     ProgressPrinter printer(*trainer, ::isatty(STDOUT_FILENO) == 1);
+    EventLineWriter line_writer(*trainer);
+    train::FanOut sinks;
+    if (event_lines)
+        sinks.add(line_writer);
+    else
+        sinks.add(printer);
+    std::optional<StopFileWatcher> stop_file;
+    if (auto path = args.get("--stop-file")) sinks.add(stop_file.emplace(*trainer, *path));
     g_interrupted = false;
     auto previous = std::signal(SIGINT, on_sigint);
     train::TrainResult result;
     try {
-        result = run.run(&printer);
+        result = run.run(&sinks);
     } catch (const std::exception& e) { // the store failed
         std::signal(SIGINT, previous);
         printer.end_line();
