@@ -21,8 +21,10 @@
 #include <QLineEdit>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QSettings>
 #include <QShowEvent>
 #include <QSpinBox>
+#include <QThread>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -75,6 +77,7 @@ TrainingPage::TrainingPage(ProjectDocument* document, QWidget* parent)
 
     classCounts_ = new ClassCountsLoader(this);
     buildUi();
+    buildProcessesRow();
     // Once the classes are known, class weights by name are checked against them.
     connect(classCounts_, &ClassCountsLoader::changed, this, &TrainingPage::updatePreview);
 
@@ -489,6 +492,82 @@ void TrainingPage::commitCaptureLayers() {
     commit([&](spec::TrainSpec& t) { t.capture.layers = layers; },
            layers.empty() ? tr("Capture every layer")
                           : tr("Capture layers %1").arg(names.join(QStringLiteral(", "))));
+}
+
+// --- processes on this machine -------------------------------------------------------------------
+
+namespace {
+const QString kProcessesKey = QStringLiteral("training/processes");
+}
+
+// Below Threads in the Run section; hidden until the shell says a multi-process run can start.
+void TrainingPage::buildProcessesRow() {
+    auto* row = new QWidget(settings_);
+    row->setObjectName(QStringLiteral("processesRow"));
+    processes_ = intSpin(QStringLiteral("trainProcesses"), 1, 1,
+                         tr("Train data-parallel in this many processes on this machine "
+                            "(mpirun and the myelin command-line tool), the threads split "
+                            "between them; 1 trains in the studio."),
+                         row);
+    processesNote_ = noteLabel(QStringLiteral("processesNote"), row);
+    processesNote_->setProperty("class", QStringLiteral("componentDoc"));
+    auto* layout = new QVBoxLayout(row);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(2);
+    layout->addWidget(processes_);
+    layout->addWidget(processesNote_);
+    for (QFormLayout* form : settings_->findChildren<QFormLayout*>()) {
+        int at = -1;
+        QFormLayout::ItemRole role;
+        form->getWidgetPosition(threads_, &at, &role);
+        if (at < 0) continue;
+        form->insertRow(at + 1, tr("Processes"), row);
+        form->setRowVisible(row, false);
+        break;
+    }
+    connect(processes_, &QSpinBox::valueChanged, this, [this](int n) {
+        QSettings().setValue(kProcessesKey, n);
+        updateProcessesNote();
+    });
+    connect(threads_, &QSpinBox::valueChanged, this, [this] { updateProcessesNote(); });
+    updateProcessesNote();
+}
+
+void TrainingPage::setProcessesAvailable(bool available, int maxProcesses) {
+    processesAvailable_ = available;
+    {
+        const QSignalBlocker blocker(processes_);
+        processes_->setMaximum(std::max(1, maxProcesses));
+        processes_->setValue(available ? QSettings().value(kProcessesKey, 1).toInt() : 1);
+    }
+    for (QFormLayout* form : settings_->findChildren<QFormLayout*>()) {
+        int at = -1;
+        QFormLayout::ItemRole role;
+        form->getWidgetPosition(processes_->parentWidget(), &at, &role);
+        if (at >= 0) form->setRowVisible(at, available);
+    }
+    updateProcessesNote();
+}
+
+int TrainingPage::processes() const {
+    return processesAvailable_ ? processes_->value() : 1;
+}
+
+void TrainingPage::updateProcessesNote() {
+    const int n = processes_->value();
+    if (n <= 1) {
+        processesNote_->setText(tr("On this machine. 1 trains in the studio; more train "
+                                   "data-parallel in that many processes (mpirun)."));
+        return;
+    }
+    const int total = threads_->value() > 0 ? threads_->value() : QThread::idealThreadCount();
+    const int each = std::max(1, total / n);
+    processesNote_->setText(
+        (each == 1 ? tr("On this machine, data-parallel with mpirun: %1 processes, 1 thread each.")
+                   : tr("On this machine, data-parallel with mpirun: %1 processes, %2 threads "
+                        "each."))
+            .arg(n)
+            .arg(each));
 }
 
 } // namespace myelin::ui

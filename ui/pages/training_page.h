@@ -66,6 +66,13 @@ class TrainingPage : public QWidget {
     ClassWeightsEditor* classWeightsEditor() const { return classWeights_; }
     ClassCountsLoader* classCounts() const { return classCounts_; }
 
+    // "Processes on this machine" in the Run section: a studio setting (remembered, not part of
+    // the project). The shell shows it when it can launch a multi-process run (mpirun and the
+    // CLI are there); hidden, processes() is 1. More than 1: a data-parallel run in that many
+    // processes, the threads split between them.
+    void setProcessesAvailable(bool available, int maxProcesses);
+    int processes() const;
+
   protected:
     bool eventFilter(QObject* watched, QEvent* event) override; // hides the hover on leave
     void showEvent(QShowEvent* event) override; // the data's classes are read once shown
@@ -153,6 +160,11 @@ class TrainingPage : public QWidget {
     QLabel* seedError_ = nullptr;
     QSpinBox* validateEvery_ = nullptr;
     QSpinBox* threads_ = nullptr;
+    QSpinBox* processes_ = nullptr; // shown only when setProcessesAvailable(true, ...)
+    QLabel* processesNote_ = nullptr;
+    bool processesAvailable_ = false;
+    void buildProcessesRow();
+    void updateProcessesNote();
 
     QCheckBox* esEnabled_ = nullptr;
     QComboBox* esMetric_ = nullptr;

@@ -19,6 +19,7 @@
 #include "runs/fork_dialog.h"
 #include "shell/welcome_page.h"
 #include "training/breakpoints_dialog.h"
+#include "training/process_run.h"
 #include "training/training_controller.h"
 #include "training/training_dock.h"
 
@@ -32,6 +33,7 @@
 #include <QProgressBar>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QThread>
 #include <QTimer>
 #include <QToolBar>
 #include <QUndoStack>
@@ -42,6 +44,7 @@
 namespace myelin::ui {
 
 void MainWindow::createTraining() {
+    trainingPage_->setProcessesAvailable(ProcessRun::available(), QThread::idealThreadCount());
     trainToolBar_ = addToolBar(tr("Training"));
     trainToolBar_->setObjectName(QStringLiteral("trainToolBar"));
     trainToolBar_->setMovable(false);
@@ -67,9 +70,9 @@ void MainWindow::createTraining() {
                     trainProgress_->setRange(0, int(std::min<int64_t>(p.total_steps, INT_MAX)));
                     trainProgress_->setValue(int(std::min<int64_t>(p.step, INT_MAX)));
                 }
-                trainStatus_->setText(
-                    tr("%1  ·  ETA %2  ·  %3")
-                        .arg(progressText(p), formatDuration(p.eta_seconds), deviceMemoryText()));
+                trainStatus_->setText(tr("%1  ·  ETA %2  ·  %3")
+                                          .arg(progressText(p), formatDuration(p.eta_seconds),
+                                               runPlaceText(*training_)));
             });
     connect(training_, &TrainingController::runError, this, &MainWindow::onTrainingError);
     connect(training_, &TrainingController::breakpointHit, this, &MainWindow::onBreakpoint);
@@ -138,7 +141,7 @@ void MainWindow::updateTrainingActions() {
     const auto state = training_->state();
     const bool open = document_->isOpen();
     trainAction_->setEnabled(open && state == TrainingController::State::Idle);
-    pauseAction_->setEnabled(state == TrainingController::State::Running);
+    pauseAction_->setEnabled(state == TrainingController::State::Running && training_->canPause());
     resumeAction_->setEnabled(state == TrainingController::State::Paused);
     stopAction_->setEnabled(state == TrainingController::State::Running ||
                             state == TrainingController::State::Paused);
@@ -189,6 +192,7 @@ bool MainWindow::startTraining() {
     if (options.runName.endsWith(QStringLiteral(".myelin")))
         options.runName.chop(int(qstrlen(".myelin")));
     options.projectPath = document_->filePath();
+    options.processes = trainingPage_->processes();
     return startRun(document_->project(), document_->dataDirectory(), options);
 }
 

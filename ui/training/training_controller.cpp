@@ -1,5 +1,7 @@
 #include "training/training_controller.h"
 
+#include "training/process_run.h"
+
 #include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/store/run_store.h>
@@ -8,6 +10,7 @@
 #include <QThread>
 #include <QTimer>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 
@@ -41,6 +44,7 @@ TrainingController::TrainingController(QObject* parent)
 }
 
 TrainingController::~TrainingController() {
+    delete process_; // stops its processes (they finish the step and checkpoint)
     if (thread_ != nullptr) {
         stop();
         thread_->wait();
@@ -51,6 +55,8 @@ TrainingController::~TrainingController() {
 bool TrainingController::start(const io::Project& project, const QString& projectDir,
                                const TrainingStartOptions& options) {
     if (isActive()) return false;
+    runProcesses_ = std::max(1, options.processes);
+    if (options.processes > 1) return startProcesses(project, projectDir, options);
     session_ = std::make_shared<Session>();
     session_->storePath = storePath_.toStdString();
     session_->breakpoints->set(options.breakpoints);
@@ -76,7 +82,7 @@ void TrainingController::setBreakpoints(const std::vector<train::BreakCondition>
 }
 
 void TrainingController::pause() {
-    if (state_ != State::Running || !session_) return;
+    if (state_ != State::Running || !session_ || process_) return;
     session_->control->pause();
     setState(State::Paused);
 }
@@ -88,12 +94,18 @@ void TrainingController::resume() {
 }
 
 void TrainingController::stop() {
+    if (isActive() && process_) {
+        process_->stop();
+        setState(State::Stopping);
+        return;
+    }
     if (!isActive() || !session_) return;
     session_->control->stop();
     setState(State::Stopping);
 }
 
 bool TrainingController::wait(int timeoutMs) {
+    if (process_) return process_->wait(timeoutMs);
     if (thread_ == nullptr) return true;
     return thread_->wait(QDeadlineTimer(timeoutMs));
 }
@@ -131,6 +143,7 @@ void TrainingController::dispatch(const train::Event& event) {
     } else if (const auto* e = event.get<train::LogMessage>()) {
         emit logMessage(QString::fromStdString(e->text), e->level == train::LogLevel::Warning);
     } else if (const auto* e = event.get<train::RunError>()) {
+        errorReported_ = true;
         emit runError(QString::fromStdString(e->message),
                       e->module ? QString::fromStdString(*e->module) : QString());
     } else if (const auto* e = event.get<train::BreakpointFired>()) {

@@ -22,6 +22,8 @@ class QTimer;
 
 namespace myelin::ui {
 
+class ProcessRun;
+
 struct TrainingStartOptions {
     std::optional<int64_t> epochs; // override the project's
     int64_t maxSteps = 0;          // stop after this many optimizer steps; 0: no limit
@@ -30,10 +32,14 @@ struct TrainingStartOptions {
     // Fork: a new run branching off this run's checkpoint (the project passed to start() is the
     // fork's, its differences from the parent's are recorded). Excludes `resume`.
     std::optional<train::ForkSource> fork;
-    QString projectPath;           // the project file, recorded with the run; empty: unsaved
+    QString projectPath; // the project file, recorded with the run; empty: unsaved
     // Conditions that pause the run at the step where one holds (breakpointHit tells); they
     // can be changed while it goes (setBreakpoints).
     std::vector<train::BreakCondition> breakpoints;
+    // More than 1: the run trains data-parallel in this many processes on this machine, launched
+    // with mpirun (ProcessRun; needs ProcessRun::available()). Its events arrive as they do from
+    // a run in the studio; it cannot pause, and a breakpoint stops it.
+    int processes = 1;
 };
 
 class TrainingController : public QObject {
@@ -67,6 +73,12 @@ class TrainingController : public QObject {
     bool wait(int timeoutMs);
 
     State state() const { return state_; }
+    // False for a run in other processes (they have no pause).
+    bool canPause() const { return process_ == nullptr; }
+    // The run trains in other processes (TrainingStartOptions::processes > 1).
+    bool isMultiProcess() const { return process_ != nullptr; }
+    // Processes the current (or last) run trains in: 1 for a run in the studio.
+    int runProcesses() const { return runProcesses_; }
     bool isActive() const { return state_ != State::Idle; }
     // The run's id in the store; -1 before it is created.
     int64_t runId() const { return runId_; }
@@ -97,6 +109,10 @@ class TrainingController : public QObject {
     void dispatch(const train::Event& event);
     void setState(State state);
     void onThreadFinished();
+    // A run in other processes (training_controller_process.cpp).
+    bool startProcesses(const io::Project& project, const QString& projectDir,
+                        const TrainingStartOptions& options);
+    void onProcessEnded(int exitCode, const QString& errorText);
 
     QString storePath_;
     std::shared_ptr<Session> session_;
@@ -106,6 +122,9 @@ class TrainingController : public QObject {
     int64_t runId_ = -1;
     train::Progress progress_;
     std::optional<train::RunStatus> finalStatus_; // from the Finished event
+    ProcessRun* process_ = nullptr;
+    int runProcesses_ = 1;
+    bool errorReported_ = false; // a RunError arrived (a process run's stderr is then not shown)
 };
 
 } // namespace myelin::ui

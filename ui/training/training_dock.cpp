@@ -136,6 +136,11 @@ QString progressText(const train::Progress& p) {
     return parts.join(QStringLiteral("  ·  "));
 }
 
+QString runPlaceText(const TrainingController& controller) {
+    if (controller.runProcesses() <= 1) return deviceMemoryText();
+    return QObject::tr("CPU  ·  %1 processes (mpirun)").arg(controller.runProcesses());
+}
+
 QString deviceMemoryText() {
     const MemoryStats stats = memory_stats(DeviceType::CPU);
     const QLocale locale;
@@ -364,7 +369,8 @@ void TrainingDock::updateHeader() {
         return;
     }
     // A finished run's tensors are freed: what is left to say is the peak it reached.
-    deviceLabel_->setText(state == TrainingController::State::Idle
+    deviceLabel_->setText(controller_->runProcesses() > 1 ? runPlaceText(*controller_)
+                          : state == TrainingController::State::Idle
                               ? tr("CPU  ·  peak %1")
                                     .arg(QLocale().formattedDataSize(
                                         memory_stats(DeviceType::CPU).peak_allocated_bytes, 0))

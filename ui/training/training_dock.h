@@ -23,6 +23,9 @@ class TrainingController;
 // the device's caching allocator (process-wide, as torch.cuda.memory_allocated). Training runs
 // on the CPU in this build (the CUDA backend cannot train yet).
 QString deviceMemoryText();
+// deviceMemoryText() for a run in the studio; "CPU  ·  2 processes (mpirun)" for a run in other
+// processes, whose memory the studio does not see.
+QString runPlaceText(const TrainingController& controller);
 
 class TrainingDock : public QWidget {
     Q_OBJECT
