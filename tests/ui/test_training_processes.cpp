@@ -24,11 +24,13 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 using myelin::test::writeBlobsProject;
@@ -67,6 +69,8 @@ class TestTrainingProcesses : public QObject {
     void twoProcessesTrainToTheEnd();
     void projectTheCliCannotReadIsReported();
     void missingDataIsShownInTheStudio();
+    void failingRankShowsRankZerosMessage();
+    void closingTheStudioAsksAndStopsTheRun();
 
   private:
     bool skipWithoutMpi();
@@ -268,6 +272,72 @@ void TestTrainingProcesses::missingDataIsShownInTheStudio() {
     QVERIFY(controller->runId() > 0);
     QCOMPARE(int(storedStatus(store, controller->runId())), int(myelin::store::RunStatus::Failed));
     QVERIFY(!w.document()->isLocked());
+}
+
+void TestTrainingProcesses::failingRankShowsRankZerosMessage() {
+    if (skipWithoutMpi()) QSKIP("no mpirun or no MPI build of the CLI (see the log)");
+    QTemporaryDir dir;
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    MainWindow w;
+    w.trainingController()->setStorePath(store);
+    QVERIFY(w.openProject(writeBlobsProject(dir.path(), 100, 600)));
+    w.trainingPage()->setProcessesAvailable(true, 4);
+    processesSpin(w)->setValue(2);
+    TrainingController* controller = w.trainingController();
+    QSignalSpy errors(controller, &TrainingController::runError);
+    QSignalSpy finished(controller, &TrainingController::finished);
+    // The CLI's fault injection (tests/dist): rank 1 throws at its 5th step. The ranks inherit
+    // mpirun's environment, which is the studio's.
+    qputenv("MYELIN_TEST_DIST_FAULT", "1:5:throw");
+    const bool started = w.startTraining();
+    qunsetenv("MYELIN_TEST_DIST_FAULT");
+    QVERIFY(started);
+    QVERIFY(finished.wait(kRunTimeoutMs));
+    QCOMPARE(finished.at(0).at(0).value<myelin::train::RunStatus>(),
+             myelin::train::RunStatus::Failed);
+    QVERIFY(errors.count() >= 1);
+    const QString message = errors.at(0).at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("rank 1 failed: injected failure")),
+             qPrintable(message));
+    auto* box = w.findChild<QMessageBox*>(QStringLiteral("trainingErrorBox"));
+    QVERIFY(box);
+    QVERIFY2(box->informativeText().contains(QStringLiteral("rank 1")),
+             qPrintable(box->informativeText()));
+    QCOMPARE(int(storedStatus(store, controller->runId())), int(myelin::store::RunStatus::Failed));
+}
+
+void TestTrainingProcesses::closingTheStudioAsksAndStopsTheRun() {
+    if (skipWithoutMpi()) QSKIP("no mpirun or no MPI build of the CLI (see the log)");
+    QTemporaryDir dir;
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    MainWindow w;
+    w.trainingController()->setStorePath(store);
+    w.show();
+    QVERIFY(w.openProject(writeBlobsProject(dir.path(), 100000, 600)));
+    w.trainingPage()->setProcessesAvailable(true, 4);
+    processesSpin(w)->setValue(2);
+    TrainingController* controller = w.trainingController();
+    QSignalSpy steps(controller, &TrainingController::stepMetrics);
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 5, kRunTimeoutMs);
+    const qint64 run = controller->runId();
+    QVERIFY(run > 0);
+    // The question comes first; answer it with Yes.
+    bool asked = false;
+    QTimer answer;
+    answer.setInterval(50);
+    connect(&answer, &QTimer::timeout, this, [&] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        if (!box) return;
+        asked = box->text().contains(QStringLiteral("Stop the training run"));
+        box->button(QMessageBox::Yes)->click();
+    });
+    answer.start();
+    QVERIFY(w.close());
+    answer.stop();
+    QVERIFY(asked);
+    QVERIFY(!controller->isActive());
+    QCOMPARE(int(storedStatus(store, run)), int(myelin::store::RunStatus::Stopped));
 }
 
 QTEST_MAIN(TestTrainingProcesses)
