@@ -152,10 +152,11 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
     auto* statusLine =
-        makeLabel(tr("Not in this build yet: training on a GPU; training across several "
-                     "processes or machines (data-parallel over MPI) runs from the command line "
-                     "only (mpirun myelin train, see the README); recurrent and attention layers "
-                     "do not export to ONNX or PyTorch code yet."),
+        makeLabel(tr("Not in this build yet: training on a GPU; training across machines "
+                     "(data-parallel over MPI) runs from the command line (mpirun myelin train, "
+                     "see the README), several processes on this machine also from the Training "
+                     "page where Open MPI is installed; recurrent and attention layers do not "
+                     "export to ONNX or PyTorch code yet."),
                   "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
