@@ -14,6 +14,7 @@
 #include "ui_test_support.h"
 #include "widgets/theme.h"
 
+#include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
 
 #include <qcustomplot.h>
@@ -32,6 +33,8 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
+
+#include <memory>
 
 using myelin::test::writeBlobsProject;
 using myelin::ui::MainWindow;
@@ -71,6 +74,7 @@ class TestTrainingProcesses : public QObject {
     void missingDataIsShownInTheStudio();
     void failingRankShowsRankZerosMessage();
     void closingTheStudioAsksAndStopsTheRun();
+    void destroyingTheControllerStopsTheRun();
 
   private:
     bool skipWithoutMpi();
@@ -337,6 +341,23 @@ void TestTrainingProcesses::closingTheStudioAsksAndStopsTheRun() {
     answer.stop();
     QVERIFY(asked);
     QVERIFY(!controller->isActive());
+    QCOMPARE(int(storedStatus(store, run)), int(myelin::store::RunStatus::Stopped));
+}
+
+void TestTrainingProcesses::destroyingTheControllerStopsTheRun() {
+    if (skipWithoutMpi()) QSKIP("no mpirun or no MPI build of the CLI (see the log)");
+    QTemporaryDir dir;
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const QString path = writeBlobsProject(dir.path(), 100000, 600);
+    auto controller = std::make_unique<TrainingController>();
+    controller->setStorePath(store);
+    QSignalSpy steps(controller.get(), &TrainingController::stepMetrics);
+    myelin::ui::TrainingStartOptions options;
+    options.processes = 2;
+    QVERIFY(controller->start(myelin::io::load_project(path.toStdString()), dir.path(), options));
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 5, kRunTimeoutMs);
+    const qint64 run = controller->runId();
+    controller.reset(); // asks the processes to stop and waits for them
     QCOMPARE(int(storedStatus(store, run)), int(myelin::store::RunStatus::Stopped));
 }
 

@@ -44,7 +44,11 @@ TrainingController::TrainingController(QObject* parent)
 }
 
 TrainingController::~TrainingController() {
-    delete process_; // stops its processes (they finish the step and checkpoint)
+    if (process_ != nullptr) {
+        // Stops its processes (they finish the step and checkpoint); nobody hears of it now.
+        process_->disconnect(this);
+        delete process_;
+    }
     if (thread_ != nullptr) {
         stop();
         thread_->wait();
