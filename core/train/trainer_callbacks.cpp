@@ -106,15 +106,23 @@ TrainingFailure nonfinite_gradient(int64_t step, const std::optional<std::string
 } // namespace
 
 void GradientMonitor::after_backward(Trainer& trainer) {
-    norms_now_ = norms_every_ > 0 && (trainer.step() + 1) % norms_every_ == 0;
+    // Loss scaling skips a step whose gradients overflowed: nothing to measure, nothing wrong.
+    skipped_ = trainer.gradients_overflowed();
+    norms_now_ = !skipped_ && norms_every_ > 0 && (trainer.step() + 1) % norms_every_ == 0;
     const spec::TrainSpec& spec = trainer.spec();
-    fused_ =
-        trainer.optimizer().supports_step_stats() && !spec.clip_grad_norm && !spec.clip_grad_value;
+    fused_ = !skipped_ && trainer.optimizer().supports_step_stats() && !spec.clip_grad_norm &&
+             !spec.clip_grad_value;
     trainer.optimizer().collect_step_stats(fused_);
+    if (skipped_) {
+        stats_.clear();
+        before_.clear();
+        return;
+    }
     if (!fused_) measure_before_step(trainer);
 }
 
 void GradientMonitor::after_optimizer_step(Trainer& trainer, StepMetrics& metrics) {
+    if (skipped_) return;
     if (fused_) {
         trainer.optimizer().collect_step_stats(false);
         after_fused_step(trainer, metrics);
