@@ -40,9 +40,12 @@ void SummaryCapture::before_step(Trainer& trainer) {
             }));
         hooks_.push_back(layer->register_full_backward_hook(
             [t, name = name](nn::Module&, const TensorList&, const TensorList& grad_out) {
-                if (!grad_out.empty() && grad_out[0].defined())
-                    t->report(TensorSummaryEvent{name, SummaryKind::Gradient, t->epoch(),
-                                                 t->step() + 1, summarize(grad_out[0])});
+                if (grad_out.empty() || !grad_out[0].defined()) return;
+                // Loss scaling: backward runs on the scaled loss; summarise the true gradient.
+                const double scale = t->grad_scaler() ? t->grad_scaler()->get_scale() : 1.0;
+                const Tensor g = scale == 1.0 ? grad_out[0] : grad_out[0] * (1.0 / scale);
+                t->report(TensorSummaryEvent{name, SummaryKind::Gradient, t->epoch(), t->step() + 1,
+                                             summarize(g)});
             }));
     }
 }

@@ -27,6 +27,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <tuple>
 
 using namespace myelin;
 using namespace myelin::train;
@@ -92,8 +93,12 @@ std::vector<float> weights_of(Trainer& t) {
 
 struct Recorder final : EventSink {
     std::vector<StepMetrics> steps;
+    std::vector<std::tuple<std::string, int64_t, double, double>>
+        gradients; // layer, step, mean, std
     void on_event(const Event& e) override {
         if (auto* m = e.get<StepMetrics>()) steps.push_back(*m);
+        if (auto* g = e.get<TensorSummaryEvent>(); g && g->kind == SummaryKind::Gradient)
+            gradients.emplace_back(g->layer, g->step, g->summary.mean, g->summary.std);
     }
     std::vector<double> losses() const {
         std::vector<double> out;
@@ -165,11 +170,13 @@ class TestTrainerPrecision : public QObject {
     }
 
     // A power-of-two scale is exact: with no overflow the run is the unscaled run, bit for bit,
-    // also when clipping acts (so the gradients were unscaled before it).
+    // also when clipping acts (so the gradients were unscaled before it), gradient summaries
+    // included (they are of the unscaled gradients).
     void scalingWithoutOverflowChangesNothing() {
         for (const bool clip : {false, true}) {
             io::Project p = blobs_project(csv_, 2);
             if (clip) p.train.clip_grad_norm = 0.05;
+            p.train.capture.summaries_every = 4; // gradient summaries show the true gradients
             Recorder plain, scaled;
             Trainer a(p, {});
             a.set_sink(&plain);
@@ -183,6 +190,8 @@ class TestTrainerPrecision : public QObject {
             QCOMPARE(scaled.steps.size(), size_t(20));
             QVERIFY(scaled.losses() == plain.losses());
             QVERIFY(weights_of(a) == weights_of(b));
+            QCOMPARE(scaled.gradients.size(), size_t(5 * 3)); // steps 4..20, fc1 act fc2
+            QVERIFY(scaled.gradients == plain.gradients);
             for (const StepMetrics& m : scaled.steps) {
                 QCOMPARE(m.grad_scale.value_or(0), 65536.0); // 20 steps: no growth yet
                 QVERIFY(!m.step_skipped);

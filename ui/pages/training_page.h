@@ -36,6 +36,7 @@ namespace myelin::ui {
 
 class ClassCountsLoader;
 class ClassWeightsEditor;
+class DevicePicker;
 class ProjectDocument;
 
 class TrainingPage : public QWidget {
@@ -153,6 +154,7 @@ class TrainingPage : public QWidget {
     QLabel* seedError_ = nullptr;
     QSpinBox* validateEvery_ = nullptr;
     QSpinBox* threads_ = nullptr;
+    DevicePicker* device_ = nullptr; // training.device (pages/training_device.h)
 
     QCheckBox* esEnabled_ = nullptr;
     QComboBox* esMetric_ = nullptr;
