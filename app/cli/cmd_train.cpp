@@ -282,25 +282,19 @@ int train_process(const Args& args, train::TrainerOptions& options,
     const std::filesystem::path project_path = args.positional()[0];
     std::optional<train::ForkSource> fork; // checked by cmd_train
     if (auto source = args.get("--fork")) fork = train::parse_fork_source(*source);
-    // The device first: a run on a device it cannot use is refused before anything starts.
+    std::optional<Device> requested; // --device overrides the project's training.device
     if (auto text = args.get("--device")) {
-        Device device;
         try {
-            device = parse_device(*text);
+            requested = parse_device(*text);
         } catch (const Error& e) {
             throw UsageError{std::string("--device: ") + e.what()};
         }
-        try {
-            check_training_device(device);
-        } catch (const Error& e) {
-            std::fprintf(stderr, "myelin: error: %s\n", e.what());
-            return kExitError;
-        }
-        options.device = device;
     }
     io::Project project;
     try {
         project = io::load_project(project_path);
+        // A run on a device it cannot use is refused before anything is created.
+        options.device = train::training_device(project, requested);
     } catch (const Error& e) {
         std::fprintf(stderr, "myelin: error: %s\n", e.what());
         return kExitError;

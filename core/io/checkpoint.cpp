@@ -286,6 +286,14 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& c) {
     }
     if (c.scheduler) metadata.emplace_back("scheduler", scheduler_json(*c.scheduler).dump());
     if (!c.project_json.empty()) metadata.emplace_back("project", c.project_json);
+    if (!c.grad_scaler.empty()) {
+        json scaler = json::object(); // as torch's state_dict: the counts are integers
+        for (const auto& [key, value] : c.grad_scaler)
+            scaler[key] = key == "growth_interval" || key == "_growth_tracker"
+                              ? json(int64_t(value))
+                              : json(value);
+        metadata.emplace_back("grad_scaler", scaler.dump());
+    }
     describe(metadata, c);
     save_safetensors(path, tensors, metadata);
 }
@@ -380,6 +388,12 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     }
     if (auto s = meta_json("scheduler")) c.scheduler = scheduler_from(*s, where + ": scheduler");
     if (auto p = file.metadata_value("project")) c.project_json = *p;
+    if (auto scaler = meta_json("grad_scaler")) {
+        if (!scaler->is_object())
+            throw Error(where + ": metadata 'grad_scaler': expected an object");
+        for (auto it = scaler->begin(); it != scaler->end(); ++it)
+            c.grad_scaler[it.key()] = number_of(*it, where + ": grad_scaler." + it.key());
+    }
     c.description = description_from(file, meta_json, where);
     return c;
 }

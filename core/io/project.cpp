@@ -6,6 +6,7 @@
 #include <myelin/io/project.h>
 #include <myelin/spec/components.h>
 
+#include "project_json.h"
 #include "table_json.h"
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,7 @@
 
 namespace myelin::io {
 
-using json = nlohmann::ordered_json;
+using namespace detail;
 using spec::Choice;
 using spec::DataSpec;
 using spec::TrainSpec;
@@ -28,117 +29,6 @@ ProjectError::ProjectError(std::string file, std::string location, std::string m
       file_(std::move(file)), location_(std::move(location)), reason_(std::move(message)) {}
 
 namespace {
-
-const char* json_type(const json& v) {
-    switch (v.type()) {
-    case json::value_t::null:
-        return "null";
-    case json::value_t::boolean:
-        return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-        return "an integer";
-    case json::value_t::number_float:
-        return "a number";
-    case json::value_t::string:
-        return "a string";
-    case json::value_t::array:
-        return "an array";
-    case json::value_t::object:
-        return "an object";
-    default:
-        return "an unsupported value";
-    }
-}
-
-// A JSON value with its path, for reading with located errors.
-class Reader {
-  public:
-    Reader(const json& value, std::string path, const std::string& file)
-        : v_(value), path_(std::move(path)), file_(file) {}
-
-    [[noreturn]] void fail(const std::string& message) const {
-        throw ProjectError(file_, path_.empty() ? "(top level)" : path_, message);
-    }
-    const json& value() const { return v_; }
-    const std::string& path() const { return path_; }
-
-    Reader at(const std::string& key) const {
-        auto it = object().find(key);
-        if (it == v_.end()) fail("missing field '" + key + "'");
-        return {*it, child_path(key), file_};
-    }
-    bool has(const std::string& key) const { return object().contains(key); }
-    Reader at(size_t index) const {
-        return {v_[index], path_ + "[" + std::to_string(index) + "]", file_};
-    }
-    const json& object() const {
-        if (!v_.is_object()) fail(std::string("expected an object, got ") + json_type(v_));
-        return v_;
-    }
-    size_t array_size() const {
-        if (!v_.is_array()) fail(std::string("expected an array, got ") + json_type(v_));
-        return v_.size();
-    }
-    // Fails on keys other than `known` (a typo must not be silently ignored).
-    void only(std::initializer_list<const char*> known) const {
-        for (auto it = object().begin(); it != v_.end(); ++it) {
-            bool ok = false;
-            for (const char* k : known)
-                ok = ok || it.key() == k;
-            if (!ok) {
-                std::string list;
-                for (const char* k : known)
-                    list += (list.empty() ? "" : ", ") + std::string(k);
-                Reader(*it, child_path(it.key()), file_)
-                    .fail("unknown field (expected one of " + list + ")");
-            }
-        }
-    }
-
-    std::string str() const {
-        if (!v_.is_string()) fail(std::string("expected a string, got ") + json_type(v_));
-        return v_.get<std::string>();
-    }
-    bool boolean() const {
-        if (!v_.is_boolean()) fail(std::string("expected true or false, got ") + json_type(v_));
-        return v_.get<bool>();
-    }
-    int64_t integer(int64_t min = INT64_MIN) const {
-        if (!v_.is_number_integer()) fail(std::string("expected an integer, got ") + json_type(v_));
-        if (v_.is_number_unsigned() && v_.get<uint64_t>() > uint64_t(INT64_MAX))
-            fail("integer out of range");
-        int64_t x = v_.get<int64_t>();
-        if (x < min) fail("expected an integer >= " + std::to_string(min) + ", got " + v_.dump());
-        return x;
-    }
-    double number() const {
-        if (!v_.is_number()) fail(std::string("expected a number, got ") + json_type(v_));
-        return v_.get<double>();
-    }
-
-    // Optional fields: the default when absent.
-    std::string str_or(const std::string& key, std::string def) const {
-        return has(key) ? at(key).str() : def;
-    }
-    bool bool_or(const std::string& key, bool def) const {
-        return has(key) ? at(key).boolean() : def;
-    }
-    int64_t int_or(const std::string& key, int64_t def, int64_t min = INT64_MIN) const {
-        return has(key) ? at(key).integer(min) : def;
-    }
-    double number_or(const std::string& key, double def) const {
-        return has(key) ? at(key).number() : def;
-    }
-
-  private:
-    std::string child_path(const std::string& key) const {
-        return path_.empty() ? key : path_ + "." + key;
-    }
-    const json& v_;
-    std::string path_;
-    const std::string& file_;
-};
 
 // --- attribute values --------------------------------------------------------------------------
 
@@ -254,7 +144,9 @@ graph::Attrs read_unknown_options(const Reader& r) {
     return attrs;
 }
 
-Choice read_choice(const Reader& r, spec::Family family) {
+} // namespace
+
+Choice detail::read_choice(const Reader& r, spec::Family family) {
     std::string kind = r.at("kind").str();
     const spec::ComponentKind* k = spec::find_component(family, kind);
     if (!k) {
@@ -272,6 +164,8 @@ Choice read_choice(const Reader& r, spec::Family family) {
     return c;
 }
 
+namespace {
+
 const graph::AttrDesc* find_desc(const std::vector<graph::AttrDesc>* descs,
                                  const std::string& name) {
     if (descs)
@@ -280,7 +174,9 @@ const graph::AttrDesc* find_desc(const std::vector<graph::AttrDesc>* descs,
     return nullptr;
 }
 
-json write_choice(const Choice& c, spec::Family family) {
+} // namespace
+
+json detail::write_choice(const Choice& c, spec::Family family) {
     json out = json::object();
     out["kind"] = c.kind;
     const spec::ComponentKind* kind = spec::find_component(family, c.kind);
@@ -293,6 +189,8 @@ json write_choice(const Choice& c, spec::Family family) {
     }
     return out;
 }
+
+namespace {
 
 // --- sections ----------------------------------------------------------------------------------
 
@@ -416,115 +314,6 @@ json write_data(const DataSpec& d) {
     return o;
 }
 
-std::string read_enum(const Reader& r, const std::string& key, std::string def,
-                      std::initializer_list<const char*> allowed) {
-    if (!r.has(key)) return def;
-    std::string v = r.at(key).str();
-    std::string list;
-    for (const char* a : allowed) {
-        if (v == a) return v;
-        list += (list.empty() ? "" : ", ") + std::string(a);
-    }
-    r.at(key).fail("expected one of " + list + ", got \"" + v + "\"");
-}
-
-TrainSpec read_train(const Reader& r) {
-    r.only({"loss", "optimizer", "scheduler", "scheduler_interval", "plateau_metric", "epochs",
-            "accumulation_steps", "clip_grad_norm", "clip_grad_value", "precision", "seed",
-            "validate_every_steps", "threads", "early_stopping", "checkpoints", "capture"});
-    TrainSpec t;
-    t.loss = read_choice(r.at("loss"), spec::Family::Loss);
-    t.optimizer = read_choice(r.at("optimizer"), spec::Family::Optimizer);
-    if (r.has("scheduler") && !r.at("scheduler").value().is_null())
-        t.scheduler = read_choice(r.at("scheduler"), spec::Family::Scheduler);
-    t.scheduler_interval = read_enum(r, "scheduler_interval", "epoch", {"epoch", "step"});
-    t.plateau_metric = r.str_or("plateau_metric", t.plateau_metric);
-    t.epochs = r.int_or("epochs", t.epochs, 1);
-    t.accumulation_steps = r.int_or("accumulation_steps", t.accumulation_steps, 1);
-    auto positive_or_null = [&](const char* key) -> std::optional<double> {
-        if (!r.has(key) || r.at(key).value().is_null()) return std::nullopt;
-        double v = r.at(key).number();
-        if (!(v > 0)) r.at(key).fail("expected a number > 0 (or null for none)");
-        return v;
-    };
-    t.clip_grad_norm = positive_or_null("clip_grad_norm");
-    t.clip_grad_value = positive_or_null("clip_grad_value");
-    t.precision = read_enum(r, "precision", "float32", {"float32", "bfloat16"});
-    t.seed = uint64_t(r.int_or("seed", 0, 0));
-    t.validate_every_steps = r.int_or("validate_every_steps", 0, 0);
-    t.threads = int(r.int_or("threads", 0, 0));
-    if (r.has("early_stopping")) {
-        Reader e = r.at("early_stopping");
-        e.only({"enabled", "metric", "mode", "patience", "min_delta"});
-        t.early_stopping.enabled = e.bool_or("enabled", false);
-        t.early_stopping.metric = e.str_or("metric", t.early_stopping.metric);
-        t.early_stopping.mode = read_enum(e, "mode", "min", {"min", "max"});
-        t.early_stopping.patience = e.int_or("patience", t.early_stopping.patience, 1);
-        t.early_stopping.min_delta = e.number_or("min_delta", 0.0);
-        if (t.early_stopping.min_delta < 0) e.at("min_delta").fail("expected a number >= 0");
-    }
-    if (r.has("checkpoints")) {
-        Reader c = r.at("checkpoints");
-        c.only({"every_epochs", "keep_best", "keep_last"});
-        t.checkpoints.every_epochs = c.int_or("every_epochs", 1, 0);
-        t.checkpoints.keep_best = c.bool_or("keep_best", true);
-        t.checkpoints.keep_last = c.int_or("keep_last", 2, 1);
-    }
-    if (r.has("capture")) {
-        Reader c = r.at("capture");
-        c.only({"layer_norms", "layer_norms_every", "summaries_every", "feature_maps_every",
-                "layers"});
-        t.capture.layer_norms = c.bool_or("layer_norms", true);
-        t.capture.layer_norms_every = c.int_or("layer_norms_every", 1, 1);
-        t.capture.summaries_every = c.int_or("summaries_every", 100, 0);
-        t.capture.feature_maps_every = c.int_or("feature_maps_every", 500, 0);
-        if (c.has("layers")) {
-            Reader l = c.at("layers");
-            for (size_t i = 0; i < l.array_size(); ++i)
-                t.capture.layers.push_back(l.at(i).str());
-        }
-    }
-    return t;
-}
-
-json write_train(const TrainSpec& t) {
-    json o = json::object();
-    o["loss"] = write_choice(t.loss, spec::Family::Loss);
-    o["optimizer"] = write_choice(t.optimizer, spec::Family::Optimizer);
-    o["scheduler"] =
-        t.scheduler ? write_choice(*t.scheduler, spec::Family::Scheduler) : json(nullptr);
-    o["scheduler_interval"] = t.scheduler_interval;
-    o["plateau_metric"] = t.plateau_metric;
-    o["epochs"] = t.epochs;
-    o["accumulation_steps"] = t.accumulation_steps;
-    o["clip_grad_norm"] = t.clip_grad_norm ? json(*t.clip_grad_norm) : json(nullptr);
-    o["clip_grad_value"] = t.clip_grad_value ? json(*t.clip_grad_value) : json(nullptr);
-    o["precision"] = t.precision;
-    o["seed"] = t.seed;
-    o["validate_every_steps"] = t.validate_every_steps;
-    o["threads"] = t.threads;
-    json e = json::object();
-    e["enabled"] = t.early_stopping.enabled;
-    e["metric"] = t.early_stopping.metric;
-    e["mode"] = t.early_stopping.mode;
-    e["patience"] = t.early_stopping.patience;
-    e["min_delta"] = t.early_stopping.min_delta;
-    o["early_stopping"] = std::move(e);
-    json c = json::object();
-    c["every_epochs"] = t.checkpoints.every_epochs;
-    c["keep_best"] = t.checkpoints.keep_best;
-    c["keep_last"] = t.checkpoints.keep_last;
-    o["checkpoints"] = std::move(c);
-    json cap = json::object();
-    cap["layer_norms"] = t.capture.layer_norms;
-    cap["layer_norms_every"] = t.capture.layer_norms_every;
-    cap["summaries_every"] = t.capture.summaries_every;
-    cap["feature_maps_every"] = t.capture.feature_maps_every;
-    cap["layers"] = t.capture.layers;
-    o["capture"] = std::move(cap);
-    return o;
-}
-
 std::string line_column(std::string_view text, size_t byte) {
     size_t line = 1, column = 1;
     for (size_t i = 0; i < byte && i < text.size(); ++i) {
@@ -638,7 +427,7 @@ Project parse_project(std::string_view text, const std::string& source_name) {
 
 std::string serialize_project(const Project& p) {
     json doc = json::object();
-    doc["format_version"] = required_format_version(p.model);
+    doc["format_version"] = required_format_version(p);
     doc["name"] = p.name;
     if (!p.description.empty()) doc["description"] = p.description;
     doc["model"] = write_model(p.model);

@@ -100,6 +100,11 @@ void GradScaler::update() {
     }
 }
 
+bool GradScaler::found_inf(const Optimizer& optimizer) const {
+    const auto it = iteration_.find(&optimizer);
+    return it != iteration_.end() && it->second.found_inf;
+}
+
 double GradScaler::get_scale() const {
     return options_.enabled ? double(scale_) : 1.0;
 }

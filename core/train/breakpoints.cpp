@@ -196,7 +196,9 @@ class BreakpointMonitor final : public TrainerCallback {
         };
         const BreakCondition* nonfinite = find(BreakCondition::Kind::NonFinite);
         const BreakCondition* spike = find(BreakCondition::Kind::GradSpike);
-        if (nonfinite || spike) {
+        // With loss scaling an overflowed step is skipped, not a failure: its gradients are
+        // not looked at.
+        if ((nonfinite || spike) && !trainer.gradients_overflowed()) {
             for (const auto& [name, layer] : layers_) {
                 double squares = 0;
                 bool has_grad = false;

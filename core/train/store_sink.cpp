@@ -31,6 +31,10 @@ void StoreSink::on_event(const Event& e) {
             {run_, "loss", m->step, m->loss, t},
             {run_, "lr", m->step, m->lr, t},
             {run_, "samples_per_second", m->step, m->samples_per_second, t}};
+        if (m->grad_scale) { // loss scaling: the scale and the steps an overflow skipped
+            points.push_back({run_, "grad_scale", m->step, *m->grad_scale, t});
+            points.push_back({run_, "skipped_step", m->step, m->step_skipped ? 1.0 : 0.0, t});
+        }
         for (const auto& l : m->layers) {
             points.push_back({run_, "grad_norm/" + l.layer, m->step, l.grad_norm, t});
             points.push_back({run_, "weight_norm/" + l.layer, m->step, l.weight_norm, t});
@@ -99,7 +103,7 @@ store::RunInfo run_info(const io::Project& project, const TrainerOptions& option
     store::RunInfo info;
     info.name = options.run_name;
     info.project_json = io::serialize_project(project);
-    info.device = "cpu";
+    info.device = options.device.str(); // where it computes: "cpu", "cuda:0"
     info.threads = options.threads > 0         ? options.threads
                    : project.train.threads > 0 ? project.train.threads
                                                : get_num_threads();
@@ -114,7 +118,9 @@ void record_run_params(store::RunStore& store, int64_t run, const Trainer& train
         {"optimizer", trainer.spec().optimizer.kind},
         {"loss", trainer.spec().loss.kind},
         {"batch_size", std::to_string(project.data.batch_size)},
-        {"threads", std::to_string(get_num_threads())}};
+        {"threads", std::to_string(get_num_threads())},
+        {"device", trainer.options().device.str()},
+        {"precision", trainer.spec().precision}};
     for (auto& [key, value] : trainer.distributed_params()) // world size, hosts, backend
         params[key] = value;
     store.set_params(run, params);

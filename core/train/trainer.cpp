@@ -13,7 +13,6 @@
 #include <myelin/io/checkpoint.h>
 #include <myelin/io/safetensors.h>
 #include <myelin/nn/loss.h>
-#include <myelin/optim/clip_grad.h>
 #include <myelin/optim/optimizer.h>
 #include <myelin/train/capture.h>
 #include <myelin/train/class_weights.h>
@@ -36,11 +35,12 @@ namespace myelin::train {
 
 namespace {
 
-// training.precision "bfloat16" runs every forward pass (training, evaluation, probes) under
-// bf16 autocast, so evaluation measures the model as it trains; backward and the optimizer
-// step stay outside it.
+// training.precision "bfloat16" ("float16") runs every forward pass (training, evaluation,
+// probes) under bf16 (fp16) autocast, so evaluation measures the model as it trains; backward
+// and the optimizer step stay outside it.
 std::optional<DType> autocast_for(const spec::TrainSpec& spec) {
     if (spec.precision == "bfloat16") return DType::BFloat16;
+    if (spec.precision == "float16") return DType::Float16;
     return std::nullopt;
 }
 
@@ -64,6 +64,7 @@ io::Project effective_project(const io::Project& project, const TrainerOptions& 
     if (options.seed) p.train.seed = *options.seed;
     if (options.lr) p.train.optimizer.options.set("lr", *options.lr);
     if (options.threads > 0) p.train.threads = options.threads;
+    p.train.device = options.device.str(); // where it trains ("cpu" is not written)
     return p;
 }
 
@@ -79,6 +80,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
                     "change it");
     if (spec_.threads > 0) set_num_threads(spec_.threads);
     check_training_backend(options_.device); // before anything is built
+    check_precision(spec_.precision, options_.device);
 
     // The model is initialised from the seed, as torch.manual_seed(seed) before building it.
     manual_seed(spec_.seed);
@@ -124,6 +126,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     if (groups.empty()) throw Error("the model has no trainable parameters (all frozen?)");
     parameters_ = model_->parameters();
     optimizer_ = make_optimizer(spec_.optimizer, std::move(groups));
+    setup_loss_scaling();
 
     // Loader workers only on cores the compute threads leave free: where the OpenMP team holds
     // every core a worker just takes turns with it (fashion_mlp on 2 cores, 2 threads: 4% faster
@@ -425,6 +428,7 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
         for (auto& [key, t] : state)
             t = t.to(kCPU);
     if (schedule_) c.scheduler = schedule_->state_dict();
+    if (scaler_) c.grad_scaler = scaler_->state_dict();
     c.position = {epoch, batch_in_epoch, step_, world_size()};
     c.generator_state = default_generator().get_state();
     if (early_stopping_->has_best()) c.best_metric = early_stopping_->best();
@@ -527,6 +531,7 @@ int64_t Trainer::train_epoch() {
 int64_t Trainer::train_step(int64_t micro, int64_t last) {
     tracker_->restart_step_timer();
     optimizer_->zero_grad();
+    unscaled_ = overflowed_ = false;
     int64_t group_samples = 0; // to weight each micro-batch's loss by its share
     for (int64_t b = micro; b < last; ++b) {
         const int64_t start = b * project_.data.batch_size;
@@ -540,19 +545,23 @@ int64_t Trainer::train_step(int64_t micro, int64_t last) {
         if (!batch) return micro;
         forward_backward(on_device(*batch), group_samples, group_loss);
     }
-    for (auto& callback : callbacks_)
+    // Loss scaling: the gradients are unscaled once the data-parallel average is in (every
+    // rank then sees the same overflow) and before any other callback reads them.
+    for (auto& callback : callbacks_) {
+        if (callback != data_parallel_) unscale_gradients();
         callback->after_backward(*this);
+    }
 
-    if (spec_.clip_grad_norm) optim::clip_grad_norm_(parameters_, *spec_.clip_grad_norm);
-    if (spec_.clip_grad_value) optim::clip_grad_value_(parameters_, *spec_.clip_grad_value);
-    optimizer_->step();
-    ++step_;
+    StepMetrics metrics{epoch_, step_ + 1, 0.0, 0.0, 0.0, {}, std::nullopt, false};
     const double lr = optimizer_->param_groups()[0].options.at("lr");
+    clip_and_step(metrics); // a step with an overflowed gradient is skipped, and still counts
+    ++step_;
     if (schedule_ && schedules_per_step(spec_)) schedule_->step();
     tracker_->step_done(group_samples);
     result_.train_samples += group_samples;
-    StepMetrics metrics{
-        epoch_, step_, group_loss / double(group_samples), lr, tracker_->samples_per_second(), {}};
+    metrics.loss = group_loss / double(group_samples);
+    metrics.lr = lr;
+    metrics.samples_per_second = tracker_->samples_per_second();
     for (auto& callback : callbacks_)
         callback->after_optimizer_step(*this, metrics);
     report(std::move(metrics));
@@ -584,7 +593,8 @@ void Trainer::forward_backward(const data::Example& batch, int64_t group_samples
     for (auto& callback : callbacks_)
         callback->after_forward(*this, ForwardPass{batch, out, loss, loss_value});
     const double weight = sum_reduction_ ? 1.0 : double(n) / double(group_samples);
-    (weight == 1.0 ? loss : loss * weight).backward();
+    const Tensor weighted = weight == 1.0 ? loss : loss * weight;
+    (scaler_ ? scaler_->scale(weighted) : weighted).backward();
     const double mean_loss = sum_reduction_ ? loss_value / double(n) : loss_value;
     group_loss += mean_loss * double(n);
     epoch_loss_.add(mean_loss, n);

@@ -40,9 +40,12 @@ void SummaryCapture::before_step(Trainer& trainer) {
             }));
         hooks_.push_back(layer->register_full_backward_hook(
             [t, name = name](nn::Module&, const TensorList&, const TensorList& grad_out) {
-                if (!grad_out.empty() && grad_out[0].defined())
-                    t->report(TensorSummaryEvent{name, SummaryKind::Gradient, t->epoch(),
-                                                 t->step() + 1, summarize(grad_out[0])});
+                if (grad_out.empty() || !grad_out[0].defined()) return;
+                // Loss scaling: backward runs on the scaled loss; summarise the true gradient.
+                const double scale = t->grad_scaler() ? t->grad_scaler()->get_scale() : 1.0;
+                const Tensor g = scale == 1.0 ? grad_out[0] : grad_out[0] * (1.0 / scale);
+                t->report(TensorSummaryEvent{name, SummaryKind::Gradient, t->epoch(), t->step() + 1,
+                                             summarize(g)});
             }));
     }
 }
@@ -106,15 +109,23 @@ TrainingFailure nonfinite_gradient(int64_t step, const std::optional<std::string
 } // namespace
 
 void GradientMonitor::after_backward(Trainer& trainer) {
-    norms_now_ = norms_every_ > 0 && (trainer.step() + 1) % norms_every_ == 0;
+    // Loss scaling skips a step whose gradients overflowed: nothing to measure, nothing wrong.
+    skipped_ = trainer.gradients_overflowed();
+    norms_now_ = !skipped_ && norms_every_ > 0 && (trainer.step() + 1) % norms_every_ == 0;
     const spec::TrainSpec& spec = trainer.spec();
-    fused_ =
-        trainer.optimizer().supports_step_stats() && !spec.clip_grad_norm && !spec.clip_grad_value;
+    fused_ = !skipped_ && trainer.optimizer().supports_step_stats() && !spec.clip_grad_norm &&
+             !spec.clip_grad_value;
     trainer.optimizer().collect_step_stats(fused_);
+    if (skipped_) {
+        stats_.clear();
+        before_.clear();
+        return;
+    }
     if (!fused_) measure_before_step(trainer);
 }
 
 void GradientMonitor::after_optimizer_step(Trainer& trainer, StepMetrics& metrics) {
+    if (skipped_) return;
     if (fused_) {
         trainer.optimizer().collect_step_stats(false);
         after_fused_step(trainer, metrics);

@@ -71,6 +71,7 @@ class GradientMonitor final : public TrainerCallback {
     int64_t norms_every_;
     bool norms_now_ = false; // this step reports per-layer statistics
     bool fused_ = false;     // this step's statistics come from the optimizer
+    bool skipped_ = false;   // loss scaling skips this step (a gradient overflowed)
     std::vector<LayerStats> stats_;
     std::vector<std::vector<Tensor>> before_; // parameters before the step, per layer
 };

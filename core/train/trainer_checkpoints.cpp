@@ -177,6 +177,7 @@ void Trainer::load_resume_checkpoint() {
                                           ": optimizer state starts fresh"});
     }
     if (schedule_ && c.scheduler) schedule_->load_state_dict(*c.scheduler);
+    restore_loss_scaling(c, where);
     // A weights-only file (an export) has no generator state: the seeded one goes on.
     if (!c.generator_state.empty()) default_generator().set_state(c.generator_state);
     epoch_ = c.position.epoch;

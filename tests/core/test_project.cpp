@@ -73,6 +73,7 @@ class TestProject : public QObject {
     void jsonSyntaxErrorsHaveLineAndColumn();
     void fieldErrorsHaveJsonPaths();
     void newerFormatIsRefused();
+    void deviceIsWrittenOnlyWhenNotCpu();
     void attributeRangeIsLeftToValidation();
     void unknownLayerKindsAreKept();
     void uiObjectIsKeptVerbatim();
@@ -187,7 +188,16 @@ void TestProject::fieldErrorsHaveJsonPaths() {
          "p.myelin:training.epochs: expected an integer, got a number"},
         {"\"loss\": {\"kind\": \"MSELoss\"}",
          "\"loss\": {\"kind\": \"MSELoss\"}, \"precision\": \"fp8\"",
-         "p.myelin:training.precision: expected one of float32, bfloat16, got \"fp8\""},
+         "p.myelin:training.precision: expected one of float32, bfloat16, float16, got \"fp8\""},
+        {"\"loss\": {\"kind\": \"MSELoss\"}",
+         "\"loss\": {\"kind\": \"MSELoss\"}, \"device\": \"gpu0\"",
+         "p.myelin:training.device: expected \"cpu\", \"cuda\" or \"cuda:N\" (N = 0, 1, ...), "
+         "got \"gpu0\""},
+        {"\"loss\": {\"kind\": \"MSELoss\"}",
+         "\"loss\": {\"kind\": \"MSELoss\"}, \"device\": \"cuda:-1\"",
+         "p.myelin:training.device: expected \"cpu\", \"cuda\" or \"cuda:N\""},
+        {"\"loss\": {\"kind\": \"MSELoss\"}", "\"loss\": {\"kind\": \"MSELoss\"}, \"device\": 0",
+         "p.myelin:training.device: expected a string, got an integer"},
         {"\"loss\": {\"kind\": \"MSELoss\"}",
          "\"loss\": {\"kind\": \"CrossEntropyLoss\", "
          "\"label_smoothing\": 2}",
@@ -220,10 +230,42 @@ void TestProject::fieldErrorsHaveJsonPaths() {
 void TestProject::newerFormatIsRefused() {
     QString e = parse_error(edited("\"format_version\": 1", "\"format_version\": 7"));
     QCOMPARE(e, QStringLiteral("p.myelin:format_version: this project needs format version 7; "
-                               "this build of Myelin reads up to version 2 (update Myelin to "
+                               "this build of Myelin reads up to version 3 (update Myelin to "
                                "open it)"));
     e = parse_error(edited("\"format_version\": 1", "\"format_version\": 0"));
     QVERIFY2(e.contains("format_version: expected an integer >= 1"), qPrintable(e));
+}
+
+// training.device: absent means "cpu" and a file without it saves byte for byte the same (the
+// examples above); another device is written, read back, and makes the file version 3 so that
+// older builds refuse it by its version; float16 does too.
+void TestProject::deviceIsWrittenOnlyWhenNotCpu() {
+    Project p = parse_project(kMinimal);
+    QCOMPARE(p.train.device, std::string("cpu"));
+    QVERIFY(serialize_project(p).find("\"device\"") == std::string::npos);
+    QVERIFY(serialize_project(p).find("\"format_version\": 1,") != std::string::npos);
+    // Written as "cpu" by hand: read, and left out when saved (the default).
+    Project cpu = parse_project(edited("\"loss\": {\"kind\": \"MSELoss\"}",
+                                       "\"device\": \"cpu\", \"loss\": {\"kind\": \"MSELoss\"}"));
+    QVERIFY(cpu == p);
+    for (const char* device : {"cuda", "cuda:0", "cuda:3"}) {
+        Project gpu = p;
+        gpu.train.device = device;
+        const std::string text = serialize_project(gpu);
+        QVERIFY2(text.find("\"device\": \"" + std::string(device) + "\"") != std::string::npos,
+                 text.c_str());
+        QVERIFY2(text.find("\"format_version\": 3,") != std::string::npos, text.c_str());
+        Project back = parse_project(text);
+        QCOMPARE(back.train.device, std::string(device));
+        QCOMPARE(back.format_version, 3);
+        back.format_version = p.format_version;
+        QVERIFY(back == gpu);
+        QCOMPARE(serialize_project(back), text);
+    }
+    Project half = p;
+    half.train.precision = "float16";
+    QVERIFY(serialize_project(half).find("\"format_version\": 3,") != std::string::npos);
+    QCOMPARE(parse_project(serialize_project(half)).train.precision, std::string("float16"));
 }
 
 void TestProject::attributeRangeIsLeftToValidation() {

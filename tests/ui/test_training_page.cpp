@@ -140,9 +140,12 @@ void TestTrainingPage::showsTheProjectsSettings() {
     QVERIFY(!f.find<QCheckBox>("trainClipNormEnabled")->isChecked());
     QVERIFY(!f.find<QDoubleSpinBox>("trainClipNorm")->isEnabled());
     QVERIFY(!f.find<QCheckBox>("earlyStoppingEnabled")->isChecked());
-    // float32 and bfloat16 autocast, both choosable; the project's value is shown.
+    // float32 and bfloat16 autocast, both choosable, and float16 (CUDA only: greyed with the
+    // reason where no device here trains in it, test_training_project_device); the project's
+    // value is shown.
     auto* precision = f.find<QComboBox>("trainPrecision");
-    QCOMPARE(precision->count(), 2);
+    QCOMPARE(precision->count(), 3);
+    QCOMPARE(precision->itemData(2).toString(), QStringLiteral("float16"));
     QVERIFY(precision->isEnabled());
     QCOMPARE(precision->currentData().toString(), QStringLiteral("float32"));
     QVERIFY(precision->toolTip().contains(QStringLiteral("bfloat16")));

@@ -3,6 +3,8 @@
 // training_page_settings.cpp, the learning-rate preview in training_page_lr_preview.cpp.
 #include "pages/training_page.h"
 
+#include "pages/training_device.h"
+
 #include "document/project_document.h"
 #include "pages/class_weights_editor.h"
 #include "pages/page_text.h"
@@ -161,6 +163,7 @@ void TrainingPage::refresh() {
     }
     showInt(validateEvery_, t.validate_every_steps);
     showInt(threads_, t.threads);
+    device_->setDevice(QString::fromStdString(t.device));
 
     {
         const QSignalBlocker b(esEnabled_);

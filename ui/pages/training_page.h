@@ -36,6 +36,7 @@ namespace myelin::ui {
 
 class ClassCountsLoader;
 class ClassWeightsEditor;
+class DevicePicker;
 class ProjectDocument;
 
 class TrainingPage : public QWidget {
@@ -165,6 +166,7 @@ class TrainingPage : public QWidget {
     bool processesAvailable_ = false;
     void buildProcessesRow();
     void updateProcessesNote();
+    DevicePicker* device_ = nullptr; // training.device (pages/training_device.h)
 
     QCheckBox* esEnabled_ = nullptr;
     QComboBox* esMetric_ = nullptr;

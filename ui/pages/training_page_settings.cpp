@@ -9,7 +9,10 @@
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
 
+#include <myelin/cuda.h>
+#include <myelin/error.h>
 #include <myelin/train/metrics.h>
+#include <myelin/train/trainer.h>
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -21,6 +24,7 @@
 #include <QRegularExpressionValidator>
 #include <QResizeEvent>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -132,6 +136,33 @@ void setUnits(QSpinBox* spin, const QString& one, const QString& many) {
 } // namespace training_form
 
 using namespace training_form;
+
+namespace {
+
+// float16 trains only on a CUDA device whose autocast has it: greyed, with the reason, where no
+// device here can (a project that asks for it still shows it).
+void addFloat16Item(QComboBox* precision) {
+    precision->addItem(QObject::tr("float16 (mixed, CUDA)"), QStringLiteral("float16"));
+    QString refusal = QObject::tr("float16 needs a CUDA device: %1")
+                          .arg(QString::fromStdString(cuda_status().reason));
+    for (const GpuInfo& gpu : cuda_status().devices) {
+        try {
+            check_training_device(cuda_device(gpu.index));
+            train::check_precision("float16", cuda_device(gpu.index));
+            refusal.clear();
+            break;
+        } catch (const Error& e) {
+            refusal = QString::fromStdString(e.what());
+        }
+    }
+    if (refusal.isEmpty()) return;
+    const int row = precision->count() - 1;
+    precision->setItemData(row, refusal, Qt::ToolTipRole);
+    if (auto* model = qobject_cast<QStandardItemModel*>(precision->model()))
+        model->item(row)->setEnabled(false);
+}
+
+} // namespace
 
 QWidget* TrainingPage::buildSettings() {
     settings_ = new QWidget;
@@ -274,10 +305,11 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
     precision_->setObjectName(QStringLiteral("trainPrecision"));
     precision_->addItem(QStringLiteral("float32"), QStringLiteral("float32"));
     precision_->addItem(tr("bfloat16 (mixed)"), QStringLiteral("bfloat16"));
+    addFloat16Item(precision_);
     precision_->setToolTip(
         tr("float32: everything in float32. bfloat16: linear layers and convolutions multiply "
            "in bfloat16 (autocast); weights, gradients, optimizer state, normalisations and the "
-           "loss stay float32."));
+           "loss stay float32. float16 (CUDA only): the same in float16, with loss scaling."));
     run->addRow(tr("Precision"), precision_);
     connect(precision_, &QComboBox::currentIndexChanged, this, [this] {
         const QString precision = precision_->currentData().toString();
@@ -318,7 +350,12 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
                QStringLiteral("train.threads"));
     });
 
-    run->addRow(tr("Device"), makeDevicePicker(settings_));
+    device_ = new DevicePicker(settings_);
+    run->addRow(tr("Device"), device_);
+    connect(device_, &DevicePicker::deviceChosen, this, [this](const QString& device) {
+        commit([&](spec::TrainSpec& t) { t.device = device.toStdString(); },
+               tr("Train on %1").arg(device));
+    });
 }
 
 // Whether, on which metric and how patiently training stops early.

@@ -23,10 +23,13 @@
 #include "training/training_controller.h"
 #include "training/training_dock.h"
 
+#include <myelin/error.h>
 #include <myelin/graph/analysis.h>
+#include <myelin/train/trainer.h>
 
 #include <QAction>
 #include <QDockWidget>
+#include <QGridLayout>
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
@@ -229,6 +232,26 @@ bool MainWindow::resumeOrForkRun(qint64 run, bool fork) {
 
 bool MainWindow::startRun(const io::Project& project, const QString& dataDir,
                           TrainingStartOptions options) {
+    // A device (or precision) this machine cannot train on is refused before a run is created.
+    try {
+        train::training_device(project);
+    } catch (const Error& e) {
+        auto* box = new QMessageBox(QMessageBox::Warning, tr("Cannot Train on This Device"),
+                                    tr("The project's training device cannot be used here."),
+                                    QMessageBox::Close, this);
+        box->setObjectName(QStringLiteral("cannotTrainDeviceBox"));
+        QString reason = QString::fromStdString(e.what());
+        if (reason.startsWith(QStringLiteral("the "))) reason[0] = QLatin1Char('T'); // a sentence
+        box->setInformativeText(reason + QStringLiteral("\n\n") +
+                                tr("Choose the device and precision on the Training page."));
+        // Wide enough for the reason's device names ("cuda:0") to stay on one line.
+        if (auto* grid = qobject_cast<QGridLayout*>(box->layout()))
+            grid->addItem(new QSpacerItem(480, 0, QSizePolicy::Minimum, QSizePolicy::Fixed),
+                          grid->rowCount(), 0, 1, grid->columnCount());
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+        return false;
+    }
     options.breakpoints = storedBreakpoints();
     if (!training_->start(project, dataDir, options)) return false;
     setEditingLocked(true);

@@ -190,6 +190,7 @@ void TrainingController::trainInSession(const std::shared_ptr<Session>& session,
         options.max_steps = start.maxSteps;
         options.breakpoints = session->breakpoints;
         options.on_break = train::BreakAction::Pause;
+        options.device = train::training_device(project); // checked by the window already
         options.run_name = !start.runName.isEmpty() ? start.runName.toStdString()
                            : !project.name.empty()  ? project.name
                                                     : std::string("untitled");

@@ -14,6 +14,7 @@
 #include <myelin/spec/training.h>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -66,6 +67,9 @@ struct Checkpoint {
     int64_t bad_epochs = 0;
     int64_t early_stopping_updates = 0;
     std::string project_json; // the project the run was started from
+    // Loss scaling's state (optim::GradScaler::state_dict(), PyTorch's names: scale,
+    // growth_factor, backoff_factor, growth_interval, _growth_tracker); empty without it.
+    std::map<std::string, double> grad_scaler;
     CheckpointDescription description;
 };
 

@@ -23,7 +23,8 @@ namespace myelin::io {
 // the lowest version that holds it (required_format_version), so files without such edges stay
 // version 1, byte for byte, and a reader of version 1 refuses a version-2 file by its version
 // instead of meeting an unknown field.
-inline constexpr int kProjectFormatVersion = 2;
+// Version 3 adds training.device other than "cpu" and training.precision "float16".
+inline constexpr int kProjectFormatVersion = 3;
 
 struct Project {
     int format_version = kProjectFormatVersion;
@@ -58,6 +59,12 @@ inline int required_format_version(const graph::ModelSpec& model) {
     for (const auto& e : model.edges)
         if (e.from_port != 0) return 2;
     return 1;
+}
+// The format_version serialize_project writes for `project`: 3 when its training asks for a
+// device other than the CPU or for float16, else the model's.
+inline int required_format_version(const Project& project) {
+    if (project.train.device != "cpu" || project.train.precision == "float16") return 3;
+    return required_format_version(project.model);
 }
 // Writes to a temporary file in the same folder, then renames it over `path`: a failed save
 // leaves the previous file intact.

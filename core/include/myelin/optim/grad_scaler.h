@@ -44,6 +44,9 @@ class GradScaler {
     // growth_interval finite ones) and starts the next iteration.
     void update();
 
+    // Whether unscale_() found an inf/NaN gradient of `optimizer` this iteration (its step() will
+    // be skipped); false before unscale_() and when disabled.
+    bool found_inf(const Optimizer& optimizer) const;
     double get_scale() const; // 1.0 when disabled
     int64_t growth_tracker() const { return growth_tracker_; }
     bool is_enabled() const { return options_.enabled; }

@@ -69,8 +69,12 @@ struct TrainSpec {
     int64_t accumulation_steps = 1;       // micro-batches per optimizer step
     std::optional<double> clip_grad_norm; // max total L2 norm
     std::optional<double> clip_grad_value;
-    // "float32", or "bfloat16": forward passes under bf16 autocast (myelin/autocast.h).
+    // "float32"; "bfloat16": forward passes under bf16 autocast (myelin/autocast.h); "float16":
+    // float16 autocast with loss scaling (optim/grad_scaler.h), on a CUDA device only.
     std::string precision = "float32";
+    // Where training runs: "cpu", "cuda" (= cuda:0) or "cuda:N". The file holds the key only when
+    // it is not "cpu". The CLI's --device overrides it.
+    std::string device = "cpu";
     uint64_t seed = 0;
     int64_t validate_every_steps = 0; // 0: once per epoch
     int threads = 0;                  // 0: the machine's default

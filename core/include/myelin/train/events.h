@@ -47,6 +47,10 @@ struct StepMetrics {
     double lr = 0.0;
     double samples_per_second = 0.0;
     std::vector<LayerStats> layers; // empty when per-layer capture is off
+    // Loss scaling (training.precision "float16"): the scale after this step's update, and
+    // whether the step was skipped because a gradient overflowed (inf/NaN). Unset without it.
+    std::optional<double> grad_scale;
+    bool step_skipped = false;
 };
 
 struct EpochMetrics {

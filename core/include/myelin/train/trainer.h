@@ -13,6 +13,7 @@
 #include <myelin/device.h>
 #include <myelin/graph/build.h>
 #include <myelin/io/project.h>
+#include <myelin/optim/grad_scaler.h>
 #include <myelin/spec/components.h>
 #include <myelin/train/breakpoints.h>
 #include <myelin/train/callbacks.h>
@@ -95,8 +96,13 @@ struct TrainerOptions {
 
     // Where the model (its parameters, buffers, gradients and optimizer state) and each batch
     // live. A device the run cannot use is refused by the constructor (check_training_backend:
-    // CUDA in this version). Checkpoints are written from host copies.
+    // CUDA in this version). Checkpoints are written from host copies. The CLI and the studio
+    // set it with training_device() (the project's training.device, or --device).
     Device device = kCPU;
+    // Loss scaling with these options whatever training.precision says (training.precision
+    // "float16" scales with the defaults, torch.cuda.amp.GradScaler's): the float16 path's
+    // scaler with float32 compute, for tests on the CPU. Unset: as the precision says.
+    std::optional<optim::GradScalerOptions> grad_scaler;
 };
 
 struct TrainResult {
@@ -121,6 +127,16 @@ struct TrainResult {
 // The project as a Trainer with these options trains it: the overrides (epochs, seed, lr,
 // threads) written into its training spec. What checkpoints record and forks compare.
 io::Project effective_project(const io::Project& project, const TrainerOptions& options);
+
+// The device a run of `project` trains on: `requested` (the CLI's --device) or else the
+// project's training.device. Throws Error saying why when training cannot run there (the device
+// is absent or its backend cannot train: check_training_device) or when training.precision
+// does not fit it (check_precision). The CLI and the studio call it before a run is created.
+Device training_device(const io::Project& project, std::optional<Device> requested = std::nullopt);
+// Throws Error naming training.precision when `precision` cannot train on `device`: "float16"
+// needs a CUDA device (PyTorch's CPU autocast is bfloat16, which "bfloat16" gives) whose
+// autocast supports it.
+void check_precision(const std::string& precision, const Device& device);
 
 // Why a checkpoint's model tensors do not fit the project's model, one "missing: / unexpected: /
 // shape: ..." line each; empty when they fit. Builds the model (the default generator is left as
@@ -198,6 +214,12 @@ class Trainer {
     }
     // The dtype forward passes autocast to (training.precision), or none.
     std::optional<DType> autocast_dtype() const;
+    // Loss scaling (training.precision "float16" or TrainerOptions::grad_scaler), or null.
+    const optim::GradScaler* grad_scaler() const { return scaler_.get(); }
+    // With loss scaling, from after_backward on: a gradient of this step is inf/NaN once
+    // unscaled, so the optimizer step is skipped and the scale backs off. Callbacks that read
+    // gradients leave this step's alone (an overflow is expected there, not a failure).
+    bool gradients_overflowed() const { return overflowed_; }
     // The mean training loss of the epoch so far.
     double epoch_loss() const { return epoch_loss_.mean(); }
     // A metric by its name in the project ("val_loss", "train_accuracy"); throws Error naming
@@ -241,6 +263,14 @@ class Trainer {
     // One optimizer step over micro-batches [micro, last); returns the next micro-batch.
     int64_t train_step(int64_t micro, int64_t last);
     void forward_backward(const data::Example& batch, int64_t group_samples, double& group_loss);
+    // Loss scaling (trainer_precision.cpp): the scaler as the precision and the options ask;
+    // the gradients unscaled once per step (after data-parallel averaging, before anything else
+    // reads them); clipping and the optimizer step, skipped when a gradient overflowed, then
+    // the scale's update.
+    void setup_loss_scaling();
+    void unscale_gradients();
+    void clip_and_step(StepMetrics& metrics);
+    void restore_loss_scaling(const io::Checkpoint& checkpoint, const std::string& where);
     // Validation, schedule, epoch metrics, on_epoch_end; true when the run ends here.
     bool end_epoch();
     void stop_mid_epoch(int64_t micro);
@@ -267,6 +297,9 @@ class Trainer {
     int64_t steps_per_epoch_ = 0;
     bool sum_reduction_ = false;
     std::shared_ptr<DataParallel> data_parallel_; // null: one process
+    std::unique_ptr<optim::GradScaler> scaler_;   // null: no loss scaling
+    bool unscaled_ = false;                       // this step's gradients are unscaled
+    bool overflowed_ = false;                     // ... and one of them is inf/NaN
     int64_t examples_per_epoch_ = 0;              // this rank's shard
 
     // Position (what a checkpoint records).
