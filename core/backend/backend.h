@@ -116,7 +116,8 @@ struct OpParams {
     double b = 0.0;
 };
 
-class NnKernels; // nn_kernels.h: convolution, pooling, normalisation
+class NnKernels;    // nn_kernels.h: convolution, pooling, normalisation
+class TrainKernels; // train_kernels.h: optimizer steps, class losses, dropout, norms
 
 class Backend {
   public:
@@ -187,10 +188,13 @@ class Backend {
     // The device's NN-kernel table; nullptr when it has none (backend::nn_kernels() then
     // refuses the op by name).
     virtual NnKernels* nn_kernels() { return nullptr; }
+    // The device's training table (optimizer steps, class losses, dropout, gradient norms);
+    // nullptr when it has none (backend::train_kernels() then refuses the op by name).
+    virtual TrainKernels* train_kernels() { return nullptr; }
 
     // Whether this device's memory is host memory that host code may read and write (the CPU's).
-    // The ops with no device form yet (optimizer steps, losses, linear's bf16 path, attention,
-    // the recurrent kernels) read raw host pointers: training runs only on such a device.
+    // The ops with no device form (linear's bf16 path, attention, the recurrent kernels) read
+    // raw host pointers: a model using them trains only on such a device.
     virtual bool host_addressable() const { return false; }
 };
 

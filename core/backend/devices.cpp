@@ -72,11 +72,37 @@ void check_training_backend(const Device& device) {
     if (!b)
         throw DeviceError("training on " + device.str() + ": no " + device_type_name(device.type) +
                           " backend in this process (" + cuda_status().reason + ")");
-    if (!b->host_addressable())
-        throw DeviceError("training on " + device.str() +
-                          " is not available in this version: its convolution, pooling and "
-                          "normalisation kernels are there, but the optimizers' steps, the losses, "
-                          "attention and the recurrent layers still run on host memory only");
+    if (!b->host_addressable() && !b->train_kernels())
+        throw DeviceError("training on " + device.str() + " is not available: the " +
+                          b->info().name + " backend (" + b->info().details +
+                          ") has no training kernels (optimizer steps, losses, dropout) in this "
+                          "build");
+}
+
+bool layer_kind_needs_host_memory(const std::string& kind) {
+    static const char* const kHostOnly[] = {"MultiheadAttention",
+                                            "TransformerEncoder",
+                                            "TransformerEncoderLayer",
+                                            "LSTM",
+                                            "GRU",
+                                            "RNN"};
+    for (const char* k : kHostOnly)
+        if (kind == k) return true;
+    return false;
+}
+
+void check_training_layers(const Device& device,
+                           const std::vector<std::pair<std::string, std::string>>& layers) {
+    if (device.is_cpu()) return;
+    const backend::Backend* b = backend::find(device.type);
+    if (b && b->host_addressable()) return;
+    for (const auto& [kind, name] : layers)
+        if (layer_kind_needs_host_memory(kind))
+            throw DeviceError("training on " + device.str() + ": the model's " + kind + " layer" +
+                              (name.empty() ? std::string() : " '" + name + "'") +
+                              " runs on host memory only in this version (attention and the "
+                              "recurrent layers have no device kernels yet); train this model "
+                              "on the CPU");
 }
 
 std::vector<std::string> describe_devices() {

@@ -29,6 +29,11 @@ enum class Primitive : uint8_t {
     BatchNorm,
     LayerNorm,
     GroupNorm,
+    // The training table (train_kernels.h).
+    OptimizerStep,
+    ClassLoss,
+    Dropout,
+    GradNorm,
     Count
 };
 
@@ -52,7 +57,11 @@ inline const char* primitive_name(Primitive p) {
                                              "adaptive_avg_pool2d",
                                              "batch_norm",
                                              "layer_norm",
-                                             "group_norm"};
+                                             "group_norm",
+                                             "optimizer_step",
+                                             "class_loss",
+                                             "dropout",
+                                             "grad_norm"};
     static_assert(sizeof kNames / sizeof kNames[0] == size_t(Primitive::Count));
     return kNames[size_t(p)];
 }

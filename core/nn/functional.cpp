@@ -2,7 +2,7 @@
 // with small dedicated backward rules: linear, bilinear, dropout, dropout2d, embedding, pad,
 // upsample_nearest2d, one_hot, hardswish, prelu.
 #include "autograd/function.h"
-#include "backend/kernels/dropout.h"
+#include "backend/train_kernels.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
@@ -37,31 +37,27 @@ void check_p(const char* op, double p) {
                     std::to_string(p));
 }
 
-// Dropout on the CPU in one pass (kernels/dropout.h): the output and a byte mask, which the
-// backward multiplies the gradient by. Drawing the mask as bernoulli noise, scaling it and
-// multiplying took three passes and two Mersenne Twister draws per element.
+// Dropout in one pass (kernels/dropout.h, through the device's training table): the output and
+// a byte mask, which the backward multiplies the gradient by. The mask is a counter-based stream
+// from one draw of the generator, so every device computes the same bits. Drawing the mask as
+// bernoulli noise, scaling it and multiplying took three passes and two Mersenne Twister draws
+// per element.
 Tensor fused_dropout(const Tensor& x, double p, Generator& gen) {
     const Tensor xc = x.contiguous();
-    const kernels::DropoutStream stream(gen.next_u64(), p);
-    const int64_t n = x.numel();
+    const uint64_t seed = gen.next_u64();
     Tensor out = myelin::detail::make_tensor(x.shape(), x.dtype(), x.device());
     Tensor mask = myelin::detail::make_tensor(x.shape(), DType::UInt8, x.device());
-    if (x.dtype() == DType::Float64)
-        kernels::dropout_forward(stream, xc.data<double>(), n, out.data<double>(),
-                                 mask.data<uint8_t>());
-    else
-        kernels::dropout_forward(stream, xc.data<float>(), n, out.data<float>(),
-                                 mask.data<uint8_t>());
+    backend::train_kernels(myelin::detail::backend_for(xc), backend::Primitive::Dropout, xc.dtype())
+        .dropout_forward(seed, p, myelin::detail::view_of(xc), myelin::detail::view_of(out),
+                         myelin::detail::view_of(mask));
     if (autograd::needs_grad({&x}))
-        record("NativeDropoutBackward0", {&x}, out, [stream, mask](const Tensor& g, const Node&) {
+        record("NativeDropoutBackward0", {&x}, out, [seed, p, mask](const Tensor& g, const Node&) {
             const Tensor gc = g.contiguous();
             Tensor dx = myelin::detail::make_tensor(gc.shape(), gc.dtype(), gc.device());
-            if (gc.dtype() == DType::Float64)
-                kernels::dropout_backward(stream, gc.data<double>(), mask.data<uint8_t>(),
-                                          gc.numel(), dx.data<double>());
-            else
-                kernels::dropout_backward(stream, gc.data<float>(), mask.data<uint8_t>(),
-                                          gc.numel(), dx.data<float>());
+            backend::train_kernels(myelin::detail::backend_for(gc), backend::Primitive::Dropout,
+                                   gc.dtype())
+                .dropout_backward(seed, p, myelin::detail::view_of(gc),
+                                  myelin::detail::view_of(mask), myelin::detail::view_of(dx));
             return TensorList{dx};
         });
     return out;
@@ -126,8 +122,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
     require_floating("dropout", "input", x);
     if (!training || p == 0.0) return x;
     if (p == 1.0) return x * zeros_like(x);
-    const bool fused =
-        x.device().is_cpu() && (x.dtype() == DType::Float32 || x.dtype() == DType::Float64);
+    const bool fused = (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) &&
+                       myelin::detail::backend_for(x).train_kernels() != nullptr;
     if (fused) return fused_dropout(x, p, gen ? *gen : default_generator());
     Tensor noise =
         bernoulli(x.shape(), 1.0 - p, TensorOptions(x.dtype()).with_device(x.device()), gen);
@@ -169,7 +165,10 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
         if (*pad < 0) *pad += num;
     }
     const Tensor idx = indices.detach().contiguous().reshape({-1});
-    const int64_t* ip = idx.data<int64_t>();
+    // Checked on a host copy when the indices' memory is not the host's.
+    const Tensor idx_host =
+        myelin::detail::backend_for(idx).host_addressable() ? idx : idx.to(kCPU);
+    const int64_t* ip = idx_host.data<int64_t>();
     for (int64_t i = 0; i < idx.numel(); ++i)
         if (ip[i] < 0 || ip[i] >= num)
             throw IndexError(std::string(op) + ": index " + std::to_string(ip[i]) +

@@ -124,6 +124,11 @@ struct Dims3 {
 
 Dims3 check_inputs(const Tensor& q, const Tensor& k, const Tensor& v,
                    const MultiheadAttentionParams& p) {
+    // The fused kernels below read host pointers: a device whose memory is not the host's is
+    // refused by name instead of crashing (check_training_layers refuses it before a run).
+    if (!myelin::detail::backend_for(q).host_addressable())
+        throw DeviceError(std::string(kOp) + ": runs on host memory only in this version, got " +
+                          "a query on " + q.device().str());
     nn::detail::require_f32_f64(kOp, "query", q);
     nn::detail::require_same_dtype(kOp, "key", k, q);
     nn::detail::require_same_dtype(kOp, "value", v, q);

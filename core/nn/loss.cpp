@@ -4,6 +4,8 @@
 #include <myelin/nn/loss.h>
 
 #include "autograd/function.h"
+#include "backend/train_kernels.h"
+#include "tensor/tensor_impl.h"
 
 #include <algorithm>
 #include <array>
@@ -180,121 +182,56 @@ struct ClassLossParams {
     double smoothing = 0.0;
     int64_t ignore_index = -100;
     Reduction reduction = Reduction::Mean;
+
+    backend::ClassLossGeometry geometry() const {
+        backend::ClassLossGeometry g;
+        g.n = l.n;
+        g.c = l.c;
+        g.s = l.s;
+        g.logits = logits;
+        g.smoothing = smoothing;
+        g.ignore_index = ignore_index;
+        g.reduction = reduction == Reduction::None ? 0 : reduction == Reduction::Sum ? 2 : 1;
+        return g;
+    }
 };
 
-// Forward. Writes per-row losses (None) or the reduced value into out; for logits, the per-row
-// log-sum-exp into lse. Returns the denominators of the mean: {sum of target weights, smoothing}.
-template <typename T>
-void class_loss_forward(const T* x, const int64_t* t, const T* w, const ClassLossParams& p, T* out,
-                        double* lse, double* denominators) {
-    const int64_t C = p.l.c, S = p.l.s, R = p.l.rows();
-    const double ls = p.smoothing;
-    double nll_total = 0.0, smooth_total = 0.0, weight_total = 0.0;
-    for (int64_t r = 0; r < R; ++r) {
-        const int64_t n = r / S, s = r % S;
-        const T* row = x + n * C * S + s;
-        const int64_t target = t[r];
-        double nll = 0.0, smooth = 0.0;
-        if (p.logits) {
-            double m = -std::numeric_limits<double>::infinity();
-            for (int64_t c = 0; c < C; ++c)
-                m = std::max(m, static_cast<double>(row[c * S]));
-            double se = 0.0;
-            for (int64_t c = 0; c < C; ++c)
-                se += std::exp(static_cast<double>(row[c * S]) - m);
-            lse[r] = m + std::log(se);
-        }
-        if (target != p.ignore_index) {
-            const double wt = w ? static_cast<double>(w[target]) : 1.0;
-            const double off = p.logits ? lse[r] : 0.0;
-            nll = -(static_cast<double>(row[target * S]) - off) * wt;
-            weight_total += wt;
-            if (ls > 0.0) {
-                for (int64_t c = 0; c < C; ++c)
-                    smooth -= (static_cast<double>(row[c * S]) - off) *
-                              (w ? static_cast<double>(w[c]) : 1.0);
-            }
-        }
-        if (p.reduction == Reduction::None)
-            out[r] = static_cast<T>((1.0 - ls) * nll + ls / static_cast<double>(C) * smooth);
-        nll_total += nll;
-        smooth_total += smooth;
-    }
-    const double smooth_den = weight_total; // PyTorch 1.13: non-ignored targets (weighted)
-    denominators[0] = weight_total;
-    denominators[1] = smooth_den;
-    if (p.reduction == Reduction::Sum)
-        out[0] =
-            static_cast<T>((1.0 - ls) * nll_total + ls / static_cast<double>(C) * smooth_total);
-    else if (p.reduction == Reduction::Mean)
-        out[0] = static_cast<T>(
-            (1.0 - ls) * (nll_total / weight_total) +
-            (ls > 0.0 ? ls / static_cast<double>(C) * (smooth_total / smooth_den) : 0.0));
-}
-
-template <typename T>
-void class_loss_backward(const T* x, const int64_t* t, const T* w, const ClassLossParams& p,
-                         const double* lse, const double* denominators, const T* g, T* gx) {
-    const int64_t C = p.l.c, S = p.l.s, R = p.l.rows();
-    const double ls = p.smoothing;
-    double wsum_all = 0.0;
-    for (int64_t c = 0; c < C; ++c)
-        wsum_all += w ? static_cast<double>(w[c]) : 1.0;
-    const bool none = p.reduction == Reduction::None;
-    const double g0 = none ? 0.0 : static_cast<double>(g[0]);
-    const double nll_scale = p.reduction == Reduction::Mean ? 1.0 / denominators[0] : 1.0;
-    const double smooth_scale = p.reduction == Reduction::Mean ? 1.0 / denominators[1] : 1.0;
-    for (int64_t r = 0; r < R; ++r) {
-        const int64_t n = r / S, s = r % S;
-        const int64_t base = n * C * S + s;
-        T* grow = gx + base;
-        const int64_t target = t[r];
-        if (target == p.ignore_index) {
-            for (int64_t c = 0; c < C; ++c)
-                grow[c * S] = T(0);
-            continue;
-        }
-        const double gr = none ? static_cast<double>(g[r]) : g0;
-        const double wt = w ? static_cast<double>(w[target]) : 1.0;
-        const double a = gr * (1.0 - ls) * wt * nll_scale;
-        if (!p.logits) {
-            for (int64_t c = 0; c < C; ++c)
-                grow[c * S] = T(0);
-            grow[target * S] = static_cast<T>(-a);
-            continue;
-        }
-        const double b = gr * ls / static_cast<double>(C) * smooth_scale;
-        const T* row = x + base;
-        for (int64_t c = 0; c < C; ++c) {
-            const double pc = std::exp(static_cast<double>(row[c * S]) - lse[r]);
-            double v = a * (pc - (c == target ? 1.0 : 0.0));
-            if (ls > 0.0) v += b * (pc * wsum_all - (w ? static_cast<double>(w[c]) : 1.0));
-            grow[c * S] = static_cast<T>(v);
-        }
-    }
-}
-
-template <typename T>
-Tensor class_loss_typed(const char* node_name, const Tensor& input, const Tensor& xc,
+// The fused forward and backward run on x's device through its training table
+// (backend/train_kernels.h; the row math in backend/kernels/class_loss.h). The row log-sum-exps
+// and the mean's denominators are Float64 tensors on that device, saved for the backward.
+Tensor class_loss_fused(const char* node_name, const Tensor& input, const Tensor& xc,
                         const Tensor& tc, const Tensor& wc, const ClassLossParams& p,
                         const Dims& target_shape) {
     const int64_t R = p.l.rows();
-    auto lse = std::make_shared<std::vector<double>>(p.logits ? R : 0);
-    auto den = std::make_shared<std::array<double, 2>>();
-    Tensor out = p.reduction == Reduction::None ? empty(target_shape, TensorOptions(xc.dtype()))
-                                                : empty({}, TensorOptions(xc.dtype()));
-    class_loss_forward<T>(xc.data<T>(), tc.data<int64_t>(), wc.defined() ? wc.data<T>() : nullptr,
-                          p, out.data<T>(), lse->data(), den->data());
+    const TensorOptions on_device = TensorOptions(xc.dtype()).with_device(xc.device());
+    const TensorOptions doubles = TensorOptions(DType::Float64).with_device(xc.device());
+    const Tensor lse = empty({p.logits ? R : 0}, doubles);
+    const Tensor den = zeros({2}, doubles);
+    Tensor out =
+        p.reduction == Reduction::None ? empty(target_shape, on_device) : empty({}, on_device);
+    backend::TrainKernels& table = backend::train_kernels(
+        myelin::detail::backend_for(xc), backend::Primitive::ClassLoss, xc.dtype());
+    const backend::ClassLossGeometry geometry = p.geometry();
+    backend::View w_view;
+    if (wc.defined()) w_view = myelin::detail::view_of(wc);
+    table.class_loss_forward(geometry, myelin::detail::view_of(xc), myelin::detail::view_of(tc),
+                             wc.defined() ? &w_view : nullptr, myelin::detail::view_of(out),
+                             myelin::detail::view_of(lse), myelin::detail::view_of(den));
     if (autograd::needs_grad({&input})) {
         autograd::record(
             node_name, {&input}, out,
-            [sx = SavedTensor(xc), tc, wc, p, lse, den](const Tensor& g, const Node& node) {
+            [sx = SavedTensor(xc), tc, wc, geometry, lse, den](const Tensor& g, const Node& node) {
                 const Tensor xv = sx.unpack(node);
                 const Tensor gc = g.to(xv.dtype()).contiguous();
-                Tensor gx = empty(xv.shape(), TensorOptions(xv.dtype()));
-                class_loss_backward<T>(xv.data<T>(), tc.data<int64_t>(),
-                                       wc.defined() ? wc.data<T>() : nullptr, p, lse->data(),
-                                       den->data(), gc.data<T>(), gx.data<T>());
+                Tensor gx = empty(xv.shape(), TensorOptions(xv.dtype()).with_device(xv.device()));
+                backend::View wv;
+                if (wc.defined()) wv = myelin::detail::view_of(wc);
+                backend::train_kernels(myelin::detail::backend_for(xv),
+                                       backend::Primitive::ClassLoss, xv.dtype())
+                    .class_loss_backward(geometry, myelin::detail::view_of(xv),
+                                         myelin::detail::view_of(tc), wc.defined() ? &wv : nullptr,
+                                         myelin::detail::view_of(lse), myelin::detail::view_of(den),
+                                         myelin::detail::view_of(gc), myelin::detail::view_of(gx));
                 return TensorList{gx};
             });
     }
@@ -311,13 +248,17 @@ Tensor class_loss(const char* op, const char* node_name, const Tensor& input, co
             .to(dt);
     p.l = class_layout(input);
     check_weight(op, weight, p.l.c);
+    myelin::detail::check_same_device(input, target, op);
     const Tensor tc = target.contiguous();
-    check_targets_in_range(op, tc.data<int64_t>(), p.l.rows(), p.l.c, p.ignore_index);
+    {
+        // Checked on a host copy (the rows' targets) when the device's memory is not the host's.
+        const Tensor th = myelin::detail::backend_for(tc).host_addressable() ? tc : tc.to(kCPU);
+        check_targets_in_range(op, th.data<int64_t>(), p.l.rows(), p.l.c, p.ignore_index);
+    }
     const Tensor xc = input.is_contiguous() ? input : input.contiguous();
-    const Tensor wc = weight.defined() ? weight.detach().to(dt).contiguous() : Tensor();
-    if (dt == DType::Float64)
-        return class_loss_typed<double>(node_name, input, xc, tc, wc, p, target.shape());
-    return class_loss_typed<float>(node_name, input, xc, tc, wc, p, target.shape());
+    Tensor wc = weight.defined() ? weight.detach().to(dt).contiguous() : Tensor();
+    if (wc.defined() && wc.device() != xc.device()) wc = wc.to(xc.device());
+    return class_loss_fused(node_name, input, xc, tc, wc, p, target.shape());
 }
 
 // Shape of the weight broadcast over the class dim of an input of `dim` dims.

@@ -3,6 +3,7 @@
 #include <myelin/error.h>
 #include <myelin/optim/clip_grad.h>
 
+#include "backend/train_kernels.h"
 #include "tensor/tensor_impl.h"
 
 #include <algorithm>
@@ -13,35 +14,17 @@
 namespace myelin::optim {
 namespace {
 
-// Norm of one gradient (accumulated in double). p = inf: max |g|.
+backend::TrainKernels& table(const Tensor& g) {
+    return backend::train_kernels(detail::backend_for(g), backend::Primitive::GradNorm, g.dtype());
+}
+
+// Norm of one gradient (accumulated in double by the device's table). p = inf: max |g|.
 double grad_norm(const Tensor& g, double p) {
+    if (g.dtype() != DType::Float32 && g.dtype() != DType::Float64)
+        return norm(g.to(DType::Float64), p).item();
     const Tensor c = g.contiguous();
-    const int64_t n = c.numel();
-    const bool is_inf = std::isinf(p);
-    double acc = 0.0;
-    auto run = [&](auto* d) {
-        for (int64_t i = 0; i < n; ++i) {
-            const double a = std::fabs(static_cast<double>(d[i]));
-            if (is_inf)
-                acc = std::isnan(a) || std::isnan(acc) ? std::numeric_limits<double>::quiet_NaN()
-                                                       : std::max(acc, a);
-            else if (p == 2.0)
-                acc += a * a;
-            else if (p == 1.0)
-                acc += a;
-            else if (p == 0.0)
-                acc += a != 0.0 ? 1.0 : 0.0;
-            else
-                acc += std::pow(a, p);
-        }
-    };
-    if (c.dtype() == DType::Float32)
-        run(c.data<float>());
-    else if (c.dtype() == DType::Float64)
-        run(c.data<double>());
-    else
-        return norm(c.to(DType::Float64), p).item();
-    if (is_inf || p == 0.0 || p == 1.0) return acc;
+    const double acc = table(c).norm_accumulate(detail::view_of(c), p);
+    if (std::isinf(p) || p == 0.0 || p == 1.0) return acc;
     if (p == 2.0) return std::sqrt(acc);
     return std::pow(acc, 1.0 / p);
 }
@@ -102,11 +85,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     }
     for (auto& g : grads) {
         if (g.is_contiguous() && g.dtype() == DType::Float32) {
-            float* d = g.data<float>();
-            const float cf = static_cast<float>(coef);
-            const int64_t n = g.numel();
-            for (int64_t i = 0; i < n; ++i)
-                d[i] = d[i] * cf;
+            table(g).scale_(detail::view_of(g), coef);
             detail::bump_version(g);
         } else {
             g.mul_(coef);

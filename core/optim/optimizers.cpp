@@ -1,21 +1,21 @@
-// SGD, Adam/AdamW, RMSprop, Adagrad. Each parameter update is one fused loop over contiguous
-// data that performs PyTorch 1.13's single-tensor ops element by element in the same order and
-// precision (scalars rounded to the parameter's dtype, like PyTorch's CPU kernels), so
-// trajectories agree to float32 rounding.
+// SGD, Adam/AdamW, RMSprop, Adagrad. Each parameter update is one fused kernel of the device's
+// training table (backend/train_kernels.h; the math in backend/kernels/optim_update.h) that
+// performs PyTorch 1.13's single-tensor ops element by element in the same order and precision
+// (scalars rounded to the parameter's dtype, like PyTorch's CPU kernels), so trajectories agree
+// to float32 rounding. This file computes the scalars (Python float math, in double) and keeps
+// the state; it never reads a tensor's memory, so the step runs on any device.
 #include <myelin/error.h>
 #include <myelin/optim/optim.h>
 
-#include "optim/step_update.h"
+#include "backend/train_kernels.h"
 #include "tensor/tensor_impl.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-// Rounding must follow PyTorch's op by op: no contraction of a * b + c into an FMA except where
-// written (std::fma), and no errno from sqrt, so the loops vectorise: core/CMakeLists.txt
-// compiles this file with -ffp-contract=off -fno-math-errno. (Not `#pragma GCC optimize`: GCC
-// then refuses to inline std::sqrt into the loops, which stops them vectorising.)
+// The scalars follow Python's float math: no contraction of a * b + c into an FMA
+// (core/CMakeLists.txt compiles this file with -ffp-contract=off).
 
 namespace myelin::optim {
 namespace {
@@ -55,7 +55,9 @@ Slot prepare(const char* who, const Tensor& p) {
 Tensor& state_tensor(ParamState& st, const char* key, const Tensor& like, double fill = 0.0) {
     auto it = st.find(key);
     if (it == st.end())
-        it = st.emplace(key, full(like.shape(), fill, TensorOptions(like.dtype()))).first;
+        it = st.emplace(key, full(like.shape(), fill,
+                                  TensorOptions(like.dtype()).with_device(like.device())))
+                 .first;
     return it->second;
 }
 
@@ -64,6 +66,8 @@ double increment_step(ParamState& st) {
     auto it = st.find("step");
     if (it == st.end()) it = st.emplace("step", zeros({}, TensorOptions(DType::Float32))).first;
     Tensor& t = it->second;
+    // On the host, as PyTorch keeps it (a resumed run may have moved it to the device).
+    if (!t.device().is_cpu()) t = t.to(kCPU);
     if (t.dtype() != DType::Float32 || !t.is_contiguous()) t = t.to(DType::Float32).contiguous();
     float* v = t.data<float>();
     *v += 1.0f;
@@ -84,178 +88,38 @@ void check_nonneg(const char* what, double v) {
     if (!(v >= 0.0)) throw Error(std::string("Invalid ") + what + ": " + std::to_string(v));
 }
 
-// ---------------------------------------------------------------------------------------------
-// Kernels (T = float or double). Each line mirrors one PyTorch op:
-//   x.add(y, alpha=a) -> x + a * y;  x.addcmul_(y, z, value=v) -> x + v * y * z;
-//   x.addcdiv_(y, z, value=v) -> x + v * y / z.
-
-// PyTorch's CPU kernels (built with FMA) round x.add(y, alpha=a) as fma(a, y, x) and
-// x.addcmul(y, z, value=v) as fma(v * y, z, x); we do the same so trajectories match to the ulp.
-// addcdiv (x + v * y / z) has no fused form.
-template <typename T> inline T add_alpha(T x, T alpha, T y) {
-    return std::fma(alpha, y, x);
-}
-template <typename T> inline T addcmul(T x, T value, T y, T z) {
-    return std::fma(value * y, z, x);
+// The device's training table for `work` (the CPU's runs the fused loops; a GPU's its kernels).
+backend::TrainKernels& table(const Tensor& work) {
+    return backend::train_kernels(myelin::detail::backend_for(work),
+                                  backend::Primitive::OptimizerStep, work.dtype());
 }
 
-// The update loops run in a copy compiled for FMA hardware when the CPU has it (std::fma is a
-// slow library call otherwise); other multiply-adds are never contracted (see the pragma).
-#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
-template <typename F> __attribute__((target("fma"), flatten)) void run_with_fma(const F& f) {
-    f();
-}
-bool cpu_has_fma() {
-    static const bool has = __builtin_cpu_supports("fma");
-    return has;
-}
-template <typename F> void run_kernel(const F& f) {
-    if (cpu_has_fma())
-        run_with_fma(f);
-    else
-        f();
-}
-#else
-template <typename F> void run_kernel(const F& f) {
-    f();
-}
-#endif
-
-using step_update::run_update;
-
-// `p + offset`, or null for an absent state tensor.
-template <typename T> T* offset(T* p, int64_t by) {
-    return p ? p + by : nullptr;
-}
-
-template <typename T> struct SgdArgs {
-    T lr, momentum, dampening_c, weight_decay;
-    bool nesterov, maximize, first;
+// The trainer's statistics for this parameter, gathered by the kernel (null: none asked for).
+struct StatsOut {
+    StepStats* slot;
+    backend::UpdateStats sums;
+    backend::UpdateStats* kernel() { return slot ? &sums : nullptr; }
+    void publish() {
+        if (!slot) return;
+        slot->grad_squares = sums.grad_squares;
+        slot->grad_abs = sums.grad_abs;
+        slot->grad_max_abs = sums.grad_max_abs;
+        slot->weight_squares = sums.weight_squares;
+        slot->update_squares = sums.update_squares;
+        slot->count = sums.count;
+    }
 };
-template <typename T>
-void sgd_kernel(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n,
-                const SgdArgs<T>& a) {
-    const T neg_lr = -a.lr;
-    for (int64_t i = 0; i < n; ++i) {
-        T d = a.maximize ? -g[i] : g[i];
-        if (a.weight_decay != T(0)) d = add_alpha(d, a.weight_decay, p[i]);
-        if (buf) {
-            if (a.first) {
-                buf[i] = d;
-            } else {
-                buf[i] = buf[i] * a.momentum;
-                buf[i] = add_alpha(buf[i], a.dampening_c, d);
-            }
-            d = a.nesterov ? add_alpha(d, a.momentum, buf[i]) : buf[i];
-        }
-        p[i] = add_alpha(p[i], neg_lr, d);
-    }
-}
 
-template <typename T> struct AdamArgs {
-    T beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, decay_factor,
-        bias_correction2_sqrt, neg_step_size;
-    bool decoupled, amsgrad, maximize;
-};
-// Adam's common configurations (no amsgrad, no maximize; L2 decay only when set) without
-// per-element branches, so the loop vectorises. Same operations, same rounding as the general
-// loop below.
-template <typename T, bool kDecoupled>
-void adam_fast(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t n,
-               const AdamArgs<T>& a) {
-    for (int64_t i = 0; i < n; ++i) {
-        T grad = g[i];
-        if constexpr (kDecoupled) p[i] = p[i] * a.decay_factor;
-        m[i] = add_alpha(m[i] * a.beta1, a.one_minus_beta1, grad);
-        v[i] = addcmul(v[i] * a.beta2, a.one_minus_beta2, grad, grad);
-        const T denom = std::sqrt(v[i]) / a.bias_correction2_sqrt + a.eps;
-        p[i] = p[i] + a.neg_step_size * m[i] / denom;
-    }
-}
-
-template <typename T>
-void adam_kernel(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
-                 T* __restrict vmax, int64_t n, const AdamArgs<T>& a) {
-    if (!a.amsgrad && !a.maximize && (a.decoupled || a.weight_decay == T(0))) {
-        if (a.decoupled)
-            adam_fast<T, true>(p, g, m, v, n, a);
-        else
-            adam_fast<T, false>(p, g, m, v, n, a);
-        return;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-        T grad = a.maximize ? -g[i] : g[i];
-        if (a.decoupled)
-            p[i] = p[i] * a.decay_factor;
-        else if (a.weight_decay != T(0))
-            grad = add_alpha(grad, a.weight_decay, p[i]);
-        m[i] = m[i] * a.beta1;
-        m[i] = add_alpha(m[i], a.one_minus_beta1, grad);
-        v[i] = v[i] * a.beta2;
-        v[i] = addcmul(v[i], a.one_minus_beta2, grad, grad);
-        T second = v[i];
-        if (a.amsgrad) {
-            vmax[i] = std::max(vmax[i], v[i]);
-            second = vmax[i];
-        }
-        const T denom = std::sqrt(second) / a.bias_correction2_sqrt + a.eps;
-        p[i] = p[i] + a.neg_step_size * m[i] / denom;
-    }
-}
-
-template <typename T> struct RmsArgs {
-    T alpha, one_minus_alpha, eps, weight_decay, momentum, neg_lr;
-    bool centered, maximize;
-};
-template <typename T>
-void rmsprop_kernel(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict ga,
-                    T* __restrict buf, int64_t n, const RmsArgs<T>& a) {
-    for (int64_t i = 0; i < n; ++i) {
-        T grad = a.maximize ? -g[i] : g[i];
-        if (a.weight_decay != T(0)) grad = add_alpha(grad, a.weight_decay, p[i]);
-        sq[i] = sq[i] * a.alpha;
-        sq[i] = addcmul(sq[i], a.one_minus_alpha, grad, grad);
-        T avg;
-        if (a.centered) {
-            ga[i] = ga[i] * a.alpha;
-            ga[i] = add_alpha(ga[i], a.one_minus_alpha, grad);
-            avg = std::sqrt(addcmul(sq[i], T(-1), ga[i], ga[i]));
-        } else {
-            avg = std::sqrt(sq[i]);
-        }
-        avg = avg + a.eps;
-        if (buf) {
-            buf[i] = buf[i] * a.momentum;
-            buf[i] = buf[i] + T(1) * grad / avg;
-            p[i] = add_alpha(p[i], a.neg_lr, buf[i]);
-        } else {
-            p[i] = p[i] + a.neg_lr * grad / avg;
-        }
-    }
-}
-
-template <typename T> struct AdagradArgs {
-    T weight_decay, eps, neg_clr;
-    bool maximize;
-};
-template <typename T>
-void adagrad_kernel(T* __restrict p, const T* __restrict g, T* __restrict sum, int64_t n,
-                    const AdagradArgs<T>& a) {
-    for (int64_t i = 0; i < n; ++i) {
-        T grad = a.maximize ? -g[i] : g[i];
-        if (a.weight_decay != T(0)) grad = add_alpha(grad, a.weight_decay, p[i]);
-        sum[i] = addcmul(sum[i], T(1), grad, grad);
-        const T std_ = std::sqrt(sum[i]) + a.eps;
-        p[i] = p[i] + a.neg_clr * grad / std_;
-    }
-}
-
-template <typename T> T* ptr(Tensor& t) {
-    return t.defined() ? t.data<T>() : nullptr;
+// The view of an optional state tensor, or null.
+const backend::View* view_or_null(const Tensor& t, backend::View& storage) {
+    if (!t.defined()) return nullptr;
+    storage = myelin::detail::view_of(t);
+    return &storage;
 }
 
 // Makes a state tensor contiguous in the parameter's dtype (after load_state_dict).
 Tensor& normalized(Tensor& t, const Tensor& like) {
+    if (t.device() != like.device()) t = t.to(like.device());
     if (t.dtype() != like.dtype() || !t.is_contiguous()) t = t.to(like.dtype()).contiguous();
     return t;
 }
@@ -303,32 +167,12 @@ void SGD::step_group(ParamGroup& group, std::vector<ParamState>& state) {
             state_tensor(st, "momentum_buffer", s.work);
             buf = normalized(st["momentum_buffer"], s.work);
         }
-        const int64_t n = s.work.numel();
-        if (s.work.dtype() == DType::Float64) {
-            SgdArgs<double> a{lr, momentum, 1.0 - dampening, wd, nesterov, maximize, first};
-            double *w = s.work.data<double>(), *b = ptr<double>(buf);
-            const double* g = s.grad.data<double>();
-            run_kernel([&] {
-                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
-                    sgd_kernel<double>(w + i, g + i, offset(b, i), len, a);
-                });
-            });
-        } else {
-            SgdArgs<float> a{static_cast<float>(lr),
-                             static_cast<float>(momentum),
-                             static_cast<float>(1.0 - dampening),
-                             static_cast<float>(wd),
-                             nesterov,
-                             maximize,
-                             first};
-            float *w = s.work.data<float>(), *b = ptr<float>(buf);
-            const float* g = s.grad.data<float>();
-            run_kernel([&] {
-                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
-                    sgd_kernel<float>(w + i, g + i, offset(b, i), len, a);
-                });
-            });
-        }
+        backend::SgdStep a{lr, momentum, 1.0 - dampening, wd, nesterov, maximize, first};
+        backend::View b_view;
+        StatsOut stats{stats_slot(s.param), {}};
+        table(s.work).sgd_step(a, myelin::detail::view_of(s.work), myelin::detail::view_of(s.grad),
+                               view_or_null(buf, b_view), stats.kernel());
+        stats.publish();
         s.commit();
     }
 }
@@ -395,40 +239,14 @@ void Adam::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         const double step_size = lr / bias_correction1;
         const double bc2_sqrt = std::sqrt(bias_correction2);
         const double decay = 1.0 - lr * wd;
-        const int64_t n = s.work.numel();
-        if (s.work.dtype() == DType::Float64) {
-            AdamArgs<double> a{beta1, 1.0 - beta1, beta2,      1.0 - beta2, eps,     wd,
-                               decay, bc2_sqrt,    -step_size, decoupled_,  amsgrad, maximize};
-            double *w = s.work.data<double>(), *mp = m.data<double>(), *vp = v.data<double>();
-            double* vm = ptr<double>(vmax);
-            const double* g = s.grad.data<double>();
-            run_kernel([&] {
-                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
-                    adam_kernel<double>(w + i, g + i, mp + i, vp + i, offset(vm, i), len, a);
-                });
-            });
-        } else {
-            AdamArgs<float> a{static_cast<float>(beta1),
-                              static_cast<float>(1.0 - beta1),
-                              static_cast<float>(beta2),
-                              static_cast<float>(1.0 - beta2),
-                              static_cast<float>(eps),
-                              static_cast<float>(wd),
-                              static_cast<float>(decay),
-                              static_cast<float>(bc2_sqrt),
-                              static_cast<float>(-step_size),
-                              decoupled_,
-                              amsgrad,
-                              maximize};
-            float *w = s.work.data<float>(), *mp = m.data<float>(), *vp = v.data<float>();
-            float* vm = ptr<float>(vmax);
-            const float* g = s.grad.data<float>();
-            run_kernel([&] {
-                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
-                    adam_kernel<float>(w + i, g + i, mp + i, vp + i, offset(vm, i), len, a);
-                });
-            });
-        }
+        backend::AdamStep a{beta1, 1.0 - beta1, beta2,      1.0 - beta2, eps,     wd,
+                            decay, bc2_sqrt,    -step_size, decoupled_,  amsgrad, maximize};
+        backend::View vmax_view;
+        StatsOut stats{stats_slot(s.param), {}};
+        table(s.work).adam_step(a, myelin::detail::view_of(s.work), myelin::detail::view_of(s.grad),
+                                myelin::detail::view_of(m), myelin::detail::view_of(v),
+                                view_or_null(vmax, vmax_view), stats.kernel());
+        stats.publish();
         s.commit();
     }
 }
@@ -480,37 +298,14 @@ void RMSprop::step_group(ParamGroup& group, std::vector<ParamState>& state) {
             state_tensor(st, "grad_avg", s.work);
             ga = normalized(st["grad_avg"], s.work);
         }
-        const int64_t n = s.work.numel();
-        if (s.work.dtype() == DType::Float64) {
-            RmsArgs<double> a{alpha, 1.0 - alpha, eps, wd, momentum, -lr, centered, maximize};
-            double *w = s.work.data<double>(), *sp = sq.data<double>();
-            double *gap = ptr<double>(ga), *b = ptr<double>(buf);
-            const double* g = s.grad.data<double>();
-            run_kernel([&] {
-                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
-                    rmsprop_kernel<double>(w + i, g + i, sp + i, offset(gap, i), offset(b, i), len,
-                                           a);
-                });
-            });
-        } else {
-            RmsArgs<float> a{static_cast<float>(alpha),
-                             static_cast<float>(1.0 - alpha),
-                             static_cast<float>(eps),
-                             static_cast<float>(wd),
-                             static_cast<float>(momentum),
-                             static_cast<float>(-lr),
-                             centered,
-                             maximize};
-            float *w = s.work.data<float>(), *sp = sq.data<float>();
-            float *gap = ptr<float>(ga), *b = ptr<float>(buf);
-            const float* g = s.grad.data<float>();
-            run_kernel([&] {
-                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
-                    rmsprop_kernel<float>(w + i, g + i, sp + i, offset(gap, i), offset(b, i), len,
-                                          a);
-                });
-            });
-        }
+        backend::RmspropStep a{alpha, 1.0 - alpha, eps, wd, momentum, -lr, centered, maximize};
+        backend::View ga_view, buf_view;
+        StatsOut stats{stats_slot(s.param), {}};
+        table(s.work).rmsprop_step(a, myelin::detail::view_of(s.work),
+                                   myelin::detail::view_of(s.grad), myelin::detail::view_of(sq),
+                                   view_or_null(ga, ga_view), view_or_null(buf, buf_view),
+                                   stats.kernel());
+        stats.publish();
         s.commit();
     }
 }
@@ -544,7 +339,7 @@ void Adagrad::check_options(const Options& o) const {
 void Adagrad::init_state(const ParamGroup& group, const Tensor& param, ParamState& state) {
     state["step"] = zeros({}, TensorOptions(DType::Float32));
     state["sum"] = full(param.shape(), value(group.options, "initial_accumulator_value"),
-                        TensorOptions(param.dtype()));
+                        TensorOptions(param.dtype()).with_device(param.device()));
 }
 
 void Adagrad::step_group(ParamGroup& group, std::vector<ParamState>& state) {
@@ -560,27 +355,12 @@ void Adagrad::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         state_tensor(st, "sum", s.work, value(o, "initial_accumulator_value"));
         Tensor sum = normalized(st["sum"], s.work);
         const double clr = lr / (1.0 + (step - 1.0) * lr_decay);
-        const int64_t n = s.work.numel();
-        if (s.work.dtype() == DType::Float64) {
-            AdagradArgs<double> a{wd, eps, -clr, maximize};
-            double *w = s.work.data<double>(), *sp = sum.data<double>();
-            const double* g = s.grad.data<double>();
-            run_kernel([&] {
-                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
-                    adagrad_kernel<double>(w + i, g + i, sp + i, len, a);
-                });
-            });
-        } else {
-            AdagradArgs<float> a{static_cast<float>(wd), static_cast<float>(eps),
-                                 static_cast<float>(-clr), maximize};
-            float *w = s.work.data<float>(), *sp = sum.data<float>();
-            const float* g = s.grad.data<float>();
-            run_kernel([&] {
-                run_update(w, g, n, stats_slot(s.param), [&](int64_t i, int64_t len) {
-                    adagrad_kernel<float>(w + i, g + i, sp + i, len, a);
-                });
-            });
-        }
+        backend::AdagradStep a{wd, eps, -clr, maximize};
+        StatsOut stats{stats_slot(s.param), {}};
+        table(s.work).adagrad_step(a, myelin::detail::view_of(s.work),
+                                   myelin::detail::view_of(s.grad), myelin::detail::view_of(sum),
+                                   stats.kernel());
+        stats.publish();
         s.commit();
     }
 }

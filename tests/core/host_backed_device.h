@@ -4,6 +4,7 @@
 // tests can check that ops, tensors and modules reach "the other device" and come back intact.
 #include "backend/backend.h"
 #include "backend/nn_kernels.h"
+#include "backend/train_kernels.h"
 
 #include <map>
 #include <string>
@@ -173,6 +174,8 @@ class HostBackedDevice final : public Backend {
         return cpu().int_range(x, lo, hi);
     }
     NnKernels* nn_kernels() override { return table; }
+    // Host memory: the CPU's training table runs on it as it is.
+    backend::TrainKernels* train_kernels() override { return cpu().train_kernels(); }
 };
 
 // Registers a test device in the CUDA slot when no real CUDA backend holds it (never destroyed:

@@ -48,6 +48,8 @@ class CpuBackend final : public Backend {
 
     // cpu_nn.h: convolution, pooling, normalisation (cpu_conv.cpp, cpu_pool.cpp, cpu_norm.cpp)
     NnKernels* nn_kernels() override;
+    // cpu_train.h: optimizer steps, class losses, dropout, gradient norms (cpu_train*.cpp)
+    TrainKernels* train_kernels() override;
 };
 
 // Work below this many elements runs on one thread: spawning a team costs more than it saves.

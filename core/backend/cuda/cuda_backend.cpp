@@ -4,6 +4,7 @@
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_probe.h"
+#include "backend/cuda/cuda_train.h"
 #ifdef MYELIN_CUDNN
 #include "backend/cuda/cuda_nn.h"
 #endif
@@ -65,6 +66,7 @@ CudaBackend::CudaBackend(const GpuInfo& gpu)
 #ifdef MYELIN_CUDNN
     nn_ = std::make_unique<CudaNnKernels>(*this);
 #endif
+    train_ = std::make_unique<CudaTrainKernels>(*this);
 }
 
 CudaBackend::~CudaBackend() {
@@ -103,6 +105,12 @@ bool CudaBackend::supports(Primitive p, DType dtype) const {
     case Primitive::LayerNorm:
     case Primitive::GroupNorm:
         return nn_ && (dtype == DType::Float32 || dtype == DType::Float64);
+    // The training table (cuda_train.cu): float32 and float64.
+    case Primitive::OptimizerStep:
+    case Primitive::ClassLoss:
+    case Primitive::Dropout:
+    case Primitive::GradNorm:
+        return train_ && (dtype == DType::Float32 || dtype == DType::Float64);
     case Primitive::Count:
         break;
     }

@@ -6,6 +6,7 @@
 #include "backend/device_allocator.h"
 #include "backend/nn_kernels.h"
 #include "backend/primitives.h"
+#include "backend/train_kernels.h"
 
 #include <myelin/cuda.h>
 
@@ -48,6 +49,8 @@ class CudaBackend final : public Backend {
     bool int_range(const View& x, int64_t* min_out, int64_t* max_out) override;
     // cuda_nn.h: built with cuDNN (MYELIN_CUDNN); nullptr otherwise, and supports() says no.
     NnKernels* nn_kernels() override { return nn_.get(); }
+    // cuda_train.h: optimizer steps, class losses, dropout, gradient norms.
+    TrainKernels* train_kernels() override { return train_.get(); }
 
     // TF32 tensor-core math in float32 GEMMs and convolutions: off by default (results as exact
     // as PyTorch's with torch.backends.cuda.matmul.allow_tf32 = False).
@@ -60,6 +63,7 @@ class CudaBackend final : public Backend {
     std::unique_ptr<DeviceMemory> memory_;
     std::unique_ptr<DeviceCachingAllocator> allocator_;
     std::unique_ptr<NnKernels> nn_;
+    std::unique_ptr<TrainKernels> train_;
     void* cublas_ = nullptr; // cublasHandle_t
     bool allow_tf32_ = false;
 };

@@ -4,6 +4,8 @@
 // once per call (the seed), so a mask costs a few vector instructions per element instead of two
 // Mersenne Twister draws, any slice of it can be computed on its own (the loops vectorise and
 // split across threads), and the result does not depend on the thread count.
+#include "backend/kernels/elementwise.h" // MYELIN_HD
+
 #include <cmath>
 #include <cstdint>
 
@@ -19,7 +21,7 @@ struct DropoutStream {
           keep_scale(p < 1.0 ? 1.0 / (1.0 - p) : 0.0) {}
 
     // Whether element i is kept (SplitMix64's output function on the i-th counter value).
-    bool keep(uint64_t i) const {
+    MYELIN_HD bool keep(uint64_t i) const {
         uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -28,6 +30,7 @@ struct DropoutStream {
     }
 };
 
+#ifndef __CUDACC__ // the CPU loops (the CUDA kernels call keep() per element)
 // Enough elements per thread to pay for the OpenMP team.
 inline constexpr int64_t kDropoutParallel = 65536;
 
@@ -56,5 +59,6 @@ void dropout_backward(const DropoutStream& s, const T* g, const uint8_t* mask, i
     for (int64_t i = 0; i < n; ++i)
         dx[i] = g[i] * (mask[i] ? scale : T(0));
 }
+#endif
 
 } // namespace myelin::kernels

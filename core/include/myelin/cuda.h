@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace myelin {
@@ -46,9 +47,17 @@ void check_device_usable(const Device& device);
 // run there (check_training_backend).
 void check_training_device(const Device& device);
 // The registered backend's side alone (what the Trainer checks): one is registered for the
-// device, and its memory is host-addressable, since the optimizers, losses, attention and
-// recurrent kernels have no device form yet (so CUDA is refused with that reason).
+// device, and it has the training kernels (optimizer steps, class losses, dropout, gradient
+// norms) or its memory is host-addressable.
 void check_training_backend(const Device& device);
+
+// The layer kinds whose kernels read host memory (attention, the recurrent layers): a model with
+// one of them trains only on the CPU (or a host-addressable device) in this version.
+bool layer_kind_needs_host_memory(const std::string& kind);
+// Throws DeviceError naming the first such layer (kind and name) of `layers` ({kind, name}
+// pairs) when `device`'s memory is not host memory; returns otherwise.
+void check_training_layers(const Device& device,
+                           const std::vector<std::pair<std::string, std::string>>& layers);
 
 // Lines for `myelin --version` and the studio: the CUDA backend (compiled in or not, and why),
 // then each device or the reason no device is usable.

@@ -1,5 +1,5 @@
 #pragma once
-// The threading of the optimizers' element-wise updates, and the StepStats they gather on the way.
+// The threading of the CPU optimizers' element-wise updates, and the UpdateStats they gather.
 // An update kernel is a serial loop over a range, `update(begin, count)`; run_update splits
 // [0, n) into one contiguous range per thread (as `omp parallel for schedule(static)` did), so
 // every element gets the same arithmetic whether or not statistics are gathered, and on any
@@ -10,7 +10,7 @@
 // update on the chunk and sums the change. The sums read data the update is about to touch or
 // has just touched, so the trainer's per-layer norms and update ratios cost no pass over memory
 // and no copy of the model.
-#include <myelin/optim/optimizer.h>
+#include "backend/train_kernels.h"
 
 #include <omp.h>
 
@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace myelin::optim::step_update {
+namespace myelin::backend::step_update {
 
 // Below this many elements a thread team costs more than it saves.
 constexpr int64_t kParallelElements = 1 << 16;
@@ -65,7 +65,7 @@ template <typename T> struct LaneSums {
         }
     }
     // Adds the lanes into `out` (double) and clears them.
-    void flush(StepStats& out) {
+    void flush(UpdateStats& out) {
         for (int j = 0; j < kLanes; ++j) {
             out.grad_squares += double(grad_squares[j]);
             out.grad_abs += double(grad_abs[j]);
@@ -88,7 +88,7 @@ inline void thread_range(int64_t n, int t, int threads, int64_t& begin, int64_t&
 // when it is not null (a non-finite gradient shows in grad_squares; the per-thread sums are
 // added in thread order, so the statistics are deterministic too).
 template <typename T, typename Update>
-void run_update(T* w, const T* g, int64_t n, StepStats* stats, const Update& update) {
+void run_update(T* w, const T* g, int64_t n, UpdateStats* stats, const Update& update) {
     if (!stats) {
 #pragma omp parallel if (n >= kParallelElements)
         {
@@ -100,7 +100,7 @@ void run_update(T* w, const T* g, int64_t n, StepStats* stats, const Update& upd
     }
     constexpr int64_t kChunk = 2048;
     const bool parallel = n >= kParallelElements;
-    std::vector<StepStats> parts(size_t(parallel ? omp_get_max_threads() : 1));
+    std::vector<UpdateStats> parts(size_t(parallel ? omp_get_max_threads() : 1));
 #pragma omp parallel if (parallel)
     {
         int64_t begin = 0, count = 0;
@@ -117,9 +117,9 @@ void run_update(T* w, const T* g, int64_t n, StepStats* stats, const Update& upd
             lanes.flush(parts[size_t(t)]);
         }
     }
-    StepStats total;
+    UpdateStats total;
     total.count = n;
-    for (const StepStats& part : parts) {
+    for (const UpdateStats& part : parts) {
         total.grad_squares += part.grad_squares;
         total.grad_abs += part.grad_abs;
         total.grad_max_abs = std::max(total.grad_max_abs, part.grad_max_abs);
@@ -129,4 +129,4 @@ void run_update(T* w, const T* g, int64_t n, StepStats* stats, const Update& upd
     *stats = total;
 }
 
-} // namespace myelin::optim::step_update
+} // namespace myelin::backend::step_update

@@ -1,0 +1,275 @@
+#pragma once
+// A test device whose memory the host cannot read by accident: a backend in the CUDA slot that
+// keeps its data in host memory but hands out pointers moved into the non-canonical half of the
+// x86-64 address space (tag 2^62 added), which no host load or store can reach: a direct read of
+// a tensor's memory anywhere in the program (data<T>() on a device tensor) crashes the test
+// instead of passing silently. Its kernels take the tag off and run the CPU's kernels, so a run
+// on it is the CPU's bit for bit; it reports host_addressable() == false, exactly like CUDA.
+#include "backend/backend.h"
+#include "backend/nn_kernels.h"
+#include "backend/train_kernels.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace opaque_device {
+
+using namespace myelin;
+using backend::Backend;
+using backend::NnKernels;
+using backend::TrainKernels;
+using backend::View;
+
+inline constexpr uintptr_t kTag = uintptr_t(1) << 62;
+
+inline void* tag(void* p) {
+    return p ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) + kTag) : nullptr;
+}
+inline void* untag(const void* p) {
+    return p ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) - kTag) : nullptr;
+}
+// The view with its data pointer untagged; `u(&v)` for an optional one.
+inline View u(const View& v) {
+    View o = v;
+    o.data = untag(v.data);
+    return o;
+}
+struct Opt {
+    View v;
+    const View* p = nullptr;
+    explicit Opt(const View* src) {
+        if (src) {
+            v = u(*src);
+            p = &v;
+        }
+    }
+};
+
+inline Backend& cpu() {
+    return backend::get(DeviceType::CPU);
+}
+
+// The CPU's NN kernels over untagged views, counting calls per entry.
+class OpaqueNnKernels final : public NnKernels {
+  public:
+    std::map<std::string, int> calls;
+    NnKernels& c() { return *cpu().nn_kernels(); }
+    void conv_forward(const backend::ConvGeometry& g, const View& x, const View& w, const View* b,
+                      const View& y) override {
+        ++calls["conv_forward"];
+        c().conv_forward(g, u(x), u(w), Opt(b).p, u(y));
+    }
+    void conv_backward_data(const backend::ConvGeometry& g, const View& gy, const View& w,
+                            const View& gx) override {
+        ++calls["conv_backward_data"];
+        c().conv_backward_data(g, u(gy), u(w), u(gx));
+    }
+    void conv_backward_weights(const backend::ConvGeometry& g, const View& x, const View& gy,
+                               const View& gw, const View* gb) override {
+        ++calls["conv_backward_weights"];
+        c().conv_backward_weights(g, u(x), u(gy), u(gw), Opt(gb).p);
+    }
+    void conv_backward(const backend::ConvGeometry& g, const View& x, const View& w, const View& gy,
+                       const View* gx, const View* gw, const View* gb) override {
+        ++calls["conv_backward"];
+        c().conv_backward(g, u(x), u(w), u(gy), Opt(gx).p, Opt(gw).p, Opt(gb).p);
+    }
+    bool max_pool_uses_codes(const backend::PoolGeometry& g) const override {
+        return cpu().nn_kernels()->max_pool_uses_codes(g);
+    }
+    void max_pool_forward(const backend::PoolGeometry& g, const View& x, const View& y,
+                          const View* i, const View* cd) override {
+        ++calls["max_pool_forward"];
+        c().max_pool_forward(g, u(x), u(y), Opt(i).p, Opt(cd).p);
+    }
+    void max_pool_backward(const backend::PoolGeometry& g, const View& gy, const View* i,
+                           const View* cd, const View& gx) override {
+        ++calls["max_pool_backward"];
+        c().max_pool_backward(g, u(gy), Opt(i).p, Opt(cd).p, u(gx));
+    }
+    void avg_pool_forward(const backend::PoolGeometry& g, backend::AvgDivisor d, const View& x,
+                          const View& y) override {
+        ++calls["avg_pool_forward"];
+        c().avg_pool_forward(g, d, u(x), u(y));
+    }
+    void avg_pool_backward(const backend::PoolGeometry& g, backend::AvgDivisor d, const View& gy,
+                           const View& gx) override {
+        ++calls["avg_pool_backward"];
+        c().avg_pool_backward(g, d, u(gy), u(gx));
+    }
+    void adaptive_avg_pool_forward(const backend::PoolGeometry& g, const View& x,
+                                   const View& y) override {
+        ++calls["adaptive_avg_pool_forward"];
+        c().adaptive_avg_pool_forward(g, u(x), u(y));
+    }
+    void adaptive_avg_pool_backward(const backend::PoolGeometry& g, const View& gy,
+                                    const View& gx) override {
+        ++calls["adaptive_avg_pool_backward"];
+        c().adaptive_avg_pool_backward(g, u(gy), u(gx));
+    }
+    void batch_norm_stats(const backend::BatchNormGeometry& g, const View& x, const View& m,
+                          const View& v) override {
+        ++calls["batch_norm_stats"];
+        c().batch_norm_stats(g, u(x), u(m), u(v));
+    }
+    void batch_norm_forward(const backend::BatchNormGeometry& g, const View& x, const View* w,
+                            const View* b, const View& m, const View& r, const View& y) override {
+        ++calls["batch_norm_forward"];
+        c().batch_norm_forward(g, u(x), Opt(w).p, Opt(b).p, u(m), u(r), u(y));
+    }
+    void batch_norm_backward(const backend::BatchNormGeometry& g, const View& x, const View* w,
+                             const View& gy, const View& m, const View& r, bool batch_stats,
+                             const View* gx, const View* gw, const View* gb) override {
+        ++calls["batch_norm_backward"];
+        c().batch_norm_backward(g, u(x), Opt(w).p, u(gy), u(m), u(r), batch_stats, Opt(gx).p,
+                                Opt(gw).p, Opt(gb).p);
+    }
+    void row_norm_forward(const backend::RowNormGeometry& g, const View& x, const View* w,
+                          const View* b, double eps, const View& y, const View& m,
+                          const View& r) override {
+        ++calls["row_norm_forward"];
+        c().row_norm_forward(g, u(x), Opt(w).p, Opt(b).p, eps, u(y), u(m), u(r));
+    }
+    void row_norm_backward_input(const backend::RowNormGeometry& g, const View& x, const View* w,
+                                 const View& gy, const View& m, const View& r,
+                                 const View& gx) override {
+        ++calls["row_norm_backward_input"];
+        c().row_norm_backward_input(g, u(x), Opt(w).p, u(gy), u(m), u(r), u(gx));
+    }
+    void row_norm_backward_affine(const backend::RowNormGeometry& g, const View& x, const View& gy,
+                                  const View& m, const View& r, const View& gw,
+                                  const View& gb) override {
+        ++calls["row_norm_backward_affine"];
+        c().row_norm_backward_affine(g, u(x), u(gy), u(m), u(r), u(gw), u(gb));
+    }
+};
+
+// The CPU's training kernels over untagged views, counting calls per entry.
+class OpaqueTrainKernels final : public TrainKernels {
+  public:
+    std::map<std::string, int> calls;
+    TrainKernels& c() { return *cpu().train_kernels(); }
+    void sgd_step(const backend::SgdStep& a, const View& w, const View& g, const View* m,
+                  backend::UpdateStats* s) override {
+        ++calls["sgd_step"];
+        c().sgd_step(a, u(w), u(g), Opt(m).p, s);
+    }
+    void adam_step(const backend::AdamStep& a, const View& w, const View& g, const View& m,
+                   const View& v, const View* vmax, backend::UpdateStats* s) override {
+        ++calls["adam_step"];
+        c().adam_step(a, u(w), u(g), u(m), u(v), Opt(vmax).p, s);
+    }
+    void rmsprop_step(const backend::RmspropStep& a, const View& w, const View& g, const View& sq,
+                      const View* ga, const View* m, backend::UpdateStats* s) override {
+        ++calls["rmsprop_step"];
+        c().rmsprop_step(a, u(w), u(g), u(sq), Opt(ga).p, Opt(m).p, s);
+    }
+    void adagrad_step(const backend::AdagradStep& a, const View& w, const View& g, const View& sum,
+                      backend::UpdateStats* s) override {
+        ++calls["adagrad_step"];
+        c().adagrad_step(a, u(w), u(g), u(sum), s);
+    }
+    void class_loss_forward(const backend::ClassLossGeometry& p, const View& x, const View& t,
+                            const View* w, const View& out, const View& lse,
+                            const View& den) override {
+        ++calls["class_loss_forward"];
+        c().class_loss_forward(p, u(x), u(t), Opt(w).p, u(out), u(lse), u(den));
+    }
+    void class_loss_backward(const backend::ClassLossGeometry& p, const View& x, const View& t,
+                             const View* w, const View& lse, const View& den, const View& gy,
+                             const View& gx) override {
+        ++calls["class_loss_backward"];
+        c().class_loss_backward(p, u(x), u(t), Opt(w).p, u(lse), u(den), u(gy), u(gx));
+    }
+    void dropout_forward(uint64_t seed, double p, const View& x, const View& out,
+                         const View& mask) override {
+        ++calls["dropout_forward"];
+        c().dropout_forward(seed, p, u(x), u(out), u(mask));
+    }
+    void dropout_backward(uint64_t seed, double p, const View& g, const View& mask,
+                          const View& gx) override {
+        ++calls["dropout_backward"];
+        c().dropout_backward(seed, p, u(g), u(mask), u(gx));
+    }
+    double norm_accumulate(const View& x, double p) override {
+        ++calls["norm_accumulate"];
+        return c().norm_accumulate(u(x), p);
+    }
+    void scale_(const View& x, double scale) override {
+        ++calls["scale_"];
+        c().scale_(u(x), scale);
+    }
+};
+
+// The device: every primitive is the CPU's over untagged views.
+class OpaqueDevice final : public Backend {
+  public:
+    OpaqueNnKernels nn;
+    OpaqueTrainKernels train;
+
+    DeviceType type() const override { return DeviceType::CUDA; }
+    bool host_addressable() const override { return false; } // as CUDA
+    BackendInfo info() const override { return {DeviceType::CUDA, "Opaque", "opaque:0"}; }
+    void* allocate(size_t n) override { return tag(cpu().allocate(n)); }
+    void deallocate(void* p, size_t n) override { cpu().deallocate(untag(p), n); }
+    void copy_from_host(void* d, const void* s, size_t n) override {
+        cpu().copy_from_host(untag(d), s, n);
+    }
+    void copy_to_host(void* d, const void* s, size_t n) override {
+        cpu().copy_to_host(d, untag(s), n);
+    }
+    void copy(const View& s, const View& d) override { cpu().copy(u(s), u(d)); }
+    void fill(const View& d, double v) override { cpu().fill(u(d), v); }
+    void unary(backend::UnaryOp op, const View& x, const View& o,
+               const backend::OpParams& p) override {
+        cpu().unary(op, u(x), u(o), p);
+    }
+    void binary(backend::BinaryOp op, const View& a, const View& b, const View& o,
+                const backend::OpParams& p) override {
+        cpu().binary(op, u(a), u(b), u(o), p);
+    }
+    void where(const View& c, const View& a, const View& b, const View& o) override {
+        cpu().where(u(c), u(a), u(b), u(o));
+    }
+    void reduce(backend::ReduceOp op, const View& x, int dims, const View& o, const View* i,
+                const backend::OpParams& p) override {
+        cpu().reduce(op, u(x), dims, u(o), Opt(i).p, p);
+    }
+    void softmax(const View& x, int dim, bool log, const View& o) override {
+        cpu().softmax(u(x), dim, log, u(o));
+    }
+    void softmax_backward(const View& y, const View& gy, int dim, bool log,
+                          const View& gx) override {
+        cpu().softmax_backward(u(y), u(gy), dim, log, u(gx));
+    }
+    void batched_gemm(const View& a, const View& b, const View& c, bool acc) override {
+        cpu().batched_gemm(u(a), u(b), u(c), acc);
+    }
+    void index_select(const View& x, int dim, const View& i, const View& o) override {
+        cpu().index_select(u(x), dim, u(i), u(o));
+    }
+    void gather(const View& x, int dim, const View& i, const View& o) override {
+        cpu().gather(u(x), dim, u(i), u(o));
+    }
+    void scatter_add(const View& s, int dim, const View& i, const View& src) override {
+        cpu().scatter_add(u(s), dim, u(i), u(src));
+    }
+    bool int_range(const View& x, int64_t* lo, int64_t* hi) override {
+        return cpu().int_range(u(x), lo, hi);
+    }
+    NnKernels* nn_kernels() override { return &nn; }
+    TrainKernels* train_kernels() override { return &train; }
+};
+
+// Registers the opaque device in the CUDA slot when no real CUDA backend holds it (never
+// destroyed: tensors on it may be freed during exit); nullptr when a GPU is present. A process
+// holds one device in the slot: use it or the host-backed one, not both.
+inline OpaqueDevice* register_if_no_gpu() {
+    if (backend::find(DeviceType::CUDA)) return nullptr;
+    auto* device = new OpaqueDevice;
+    backend::register_backend(DeviceType::CUDA, device);
+    return device;
+}
+
+} // namespace opaque_device
