@@ -101,6 +101,31 @@ class TestElementwisePaths : public QObject {
         }
     }
 
+    void large_misaligned_and_in_place_operands_match_scalar_loops() {
+        // Operands larger than the last-level cache (3 x 16 MB), an input whose data starts 12
+        // bytes past a cache line, and an in-place product into such a view.
+        ThreadsGuard guard;
+        const int64_t n = (int64_t(4) << 20) + 37;
+        const auto av = pattern(n + 3, 0.0007f, 0.2f), bv = pattern(n, 0.0013f, -0.1f);
+        const Tensor a = from_vector(av, {n + 3}).narrow(0, 3, n); // data 12 bytes past a line
+        const Tensor b = from_vector(bv, {n});
+        for (int threads : {1, 2}) {
+            set_num_threads(threads);
+            const auto sum = add(a, b).to_vector<float>();
+            const auto rel = relu(a).to_vector<float>();
+            Tensor inplace = from_vector(av, {n + 3}).narrow(0, 3, n);
+            inplace.mul_(b);
+            const auto prod = inplace.to_vector<float>();
+            for (int64_t i = 0; i < n; ++i) {
+                const size_t k = static_cast<size_t>(i);
+                const float x = av[k + 3], y = bv[k];
+                if (!same_bits(sum[k], x + y) || !same_bits(rel[k], x < 0.0f ? 0.0f : x) ||
+                    !same_bits(prod[k], x * y))
+                    QFAIL(qPrintable(QString("element %1 (threads %2)").arg(i).arg(threads)));
+            }
+        }
+    }
+
     void one_and_two_threads_give_the_same_bits() {
         ThreadsGuard guard;
         const int64_t n = 3 * 65537; // odd, and [3, 65537] below
