@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""The same workloads as bench_ops.cpp in PyTorch; prints {"workload": seconds_per_iteration}.
+"""The same workloads as bench_ops.cpp in PyTorch; prints {"workload": seconds_per_iteration}
+(wall) and {"cpu_workload": ...} (this thread's CPU time, less disturbed by other processes).
 
-usage: /usr/bin/python3 bench/torch_ops.py --threads T    (needs: apt-get install python3-torch)
+usage: /usr/bin/python3 bench/torch_ops.py --threads T [--only add_4M,small_add_fwd_bwd]
+       [--min-time S]    (needs: apt-get install python3-torch)
 """
 import argparse, json, time
 import torch
@@ -10,18 +12,20 @@ import torch
 def timeit(fn, min_time=1.0, warmup=3):
     for _ in range(warmup):
         fn()
-    n, start = 0, time.perf_counter()
+    n, start, cpu_start = 0, time.perf_counter(), time.thread_time()
     while True:
         fn()
         n += 1
         elapsed = time.perf_counter() - start
         if elapsed >= min_time and n >= 5:
-            return elapsed / n
+            return elapsed / n, (time.thread_time() - cpu_start) / n
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
+    ap.add_argument("--min-time", type=float, default=1.0)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -34,15 +38,21 @@ def main():
     def small():
         (p + q).backward(g)
 
-    out = {
-        "sgemm_1024": timeit(lambda: torch.mm(a, b)),
-        "add_4M": timeit(lambda: torch.add(x, y)),
-        "mul_4M": timeit(lambda: torch.mul(x, y)),
-        "relu_4M": timeit(lambda: torch.relu(x)),
-        "softmax_4096x1000": timeit(lambda: torch.softmax(s, 1)),
-        "small_add_fwd_bwd": timeit(small),
-        "torch_version": torch.__version__,
+    workloads = {
+        "sgemm_1024": lambda: torch.mm(a, b),
+        "add_4M": lambda: torch.add(x, y),
+        "mul_4M": lambda: torch.mul(x, y),
+        "relu_4M": lambda: torch.relu(x),
+        "softmax_4096x1000": lambda: torch.softmax(s, 1),
+        "small_add_fwd_bwd": small,
     }
+    only = [w for w in args.only.split(",") if w]
+    out = {}
+    for name, fn in workloads.items():
+        if only and name not in only:
+            continue
+        out[name], out["cpu_" + name] = timeit(fn, args.min_time)
+    out["torch_version"] = torch.__version__
     print(json.dumps(out))
 
 

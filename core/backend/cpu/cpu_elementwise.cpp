@@ -5,6 +5,8 @@
 
 #include <myelin/error.h>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -125,15 +127,26 @@ void for_each_run(const Iter& it, int64_t begin, int64_t end, Body&& body) {
     }
 }
 
+// Threads for an element-wise op over `numel` elements: every thread gets at least
+// kParallelGrain of them (PyTorch's parallel_for rule), so an op under two grains — the MLP's
+// [128, 256] activations — runs on the calling thread without waking the team, whose join costs
+// more than the op and, on a busy machine, waits for a descheduled partner.
+int threads_for(int64_t numel) {
+    if (numel < 2 * kParallelGrain || omp_in_parallel()) return 1;
+    return static_cast<int>(std::min<int64_t>(omp_get_max_threads(), numel / kParallelGrain));
+}
+
 // Runs body over all runs; in parallel when the work is large. A single long run (the common
-// contiguous case) is split into chunks so every thread gets work.
+// contiguous case) is split into one contiguous share per thread, cut at multiples of 64
+// elements so no two threads write the same cache line.
 template <typename Body> void run(const Iter& it, Body&& body) {
     if (it.numel == 0) return;
     const int inner = it.ndim - 1;
     const int64_t inner_size = it.shape[inner];
     const int64_t rows = it.numel / inner_size;
-    if (it.numel < kParallelGrain) {
-        if (it.ndim == 1) { // one run (small contiguous tensors): no index arithmetic at all
+    const int nt = threads_for(it.numel);
+    if (nt == 1) {
+        if (it.ndim == 1) { // one run (contiguous tensors): no index arithmetic at all
             char* ptrs[kMaxOperands] = {};
             int64_t strides[kMaxOperands] = {};
             for (int o = 0; o < it.nops; ++o) {
@@ -147,23 +160,27 @@ template <typename Body> void run(const Iter& it, Body&& body) {
         return;
     }
     if (rows == 1) {
-        constexpr int64_t kChunk = 16384;
-        const int64_t nchunks = (inner_size + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < nchunks; ++c) {
-            const int64_t start = c * kChunk;
-            char* ptrs[kMaxOperands] = {};
-            int64_t strides[kMaxOperands] = {};
-            for (int o = 0; o < it.nops; ++o) {
-                strides[o] = it.strides[o][inner];
-                ptrs[o] = it.base[o] + start * strides[o] * static_cast<int64_t>(it.elem[o]);
+        constexpr int64_t kAlign = 64;
+        const int64_t units = (inner_size + kAlign - 1) / kAlign;
+#pragma omp parallel num_threads(nt)
+        {
+            const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+            const int64_t start = std::min(inner_size, units * t / n * kAlign);
+            const int64_t stop = std::min(inner_size, units * (t + 1) / n * kAlign);
+            if (stop > start) {
+                char* ptrs[kMaxOperands] = {};
+                int64_t strides[kMaxOperands] = {};
+                for (int o = 0; o < it.nops; ++o) {
+                    strides[o] = it.strides[o][inner];
+                    ptrs[o] = it.base[o] + start * strides[o] * static_cast<int64_t>(it.elem[o]);
+                }
+                body(ptrs, strides, stop - start);
             }
-            body(ptrs, strides, std::min(kChunk, inner_size - start));
         }
         return;
     }
     const int64_t blocks = std::min<int64_t>(rows, 64);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t b = 0; b < blocks; ++b)
         for_each_run(it, b * rows / blocks, (b + 1) * rows / blocks, body);
 }

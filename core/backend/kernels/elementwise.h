@@ -99,8 +99,8 @@ template <backend::UnaryOp OP, typename T> MYELIN_HD T apply_unary(T x, const Op
         return std::tanh(x);
     case U::Sigmoid:
         return T(1) / (T(1) + fast_exp(-x));
-    case U::Relu:
-        return x > T(0) ? x : T(0);
+    case U::Relu: // PyTorch's clamp_min(x, 0): NaN and -0.0 pass through
+        return x < T(0) ? T(0) : x;
     case U::LeakyRelu:
         return x > T(0) ? x : x * T(p.a);
     case U::Elu:
@@ -219,8 +219,8 @@ template <backend::BinaryOp OP, typename T> MYELIN_HD T apply_binary(T a, T b, c
         return a > b;
     case B::Ge:
         return a >= b;
-    case B::ReluBackward:
-        return b > T(0) ? a : T(0);
+    case B::ReluBackward: // PyTorch's threshold_backward: a NaN input passes the gradient
+        return b <= T(0) ? T(0) : a;
     case B::LeakyReluBackward:
         return b > T(0) ? a : a * T(p.a);
     case B::EluBackward:
