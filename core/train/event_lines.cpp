@@ -123,6 +123,8 @@ void write(json& j, const StepMetrics& e) {
                           {"grad_mean_abs", number(l.grad_mean_abs)},
                           {"grad_max_abs", number(l.grad_max_abs)}});
     j["layers"] = std::move(layers);
+    if (e.grad_scale) j["grad_scale"] = number(*e.grad_scale);
+    if (e.step_skipped) j["step_skipped"] = true;
 }
 
 void write(json& j, const EpochMetrics& e) {
@@ -193,7 +195,14 @@ std::optional<EventPayload> read_payload(const std::string& kind, const json& j)
                       get_double(j, "loss"),
                       get_double(j, "lr"),
                       get_double(j, "samples_per_second"),
-                      {}};
+                      {},
+                      std::nullopt,
+                      false};
+        if (j.contains("grad_scale")) e.grad_scale = get_double(j, "grad_scale");
+        if (j.contains("step_skipped")) {
+            if (!j["step_skipped"].is_boolean()) malformed("'step_skipped' is not true or false");
+            e.step_skipped = j["step_skipped"].get<bool>();
+        }
         const json& layers = field(j, "layers");
         if (!layers.is_array()) malformed("'layers' is not a list");
         for (const json& l : layers)

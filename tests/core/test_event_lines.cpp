@@ -42,7 +42,7 @@ class TestEventLines : public QObject {
             QCOMPARE(back.wall_time, t);
         }
         {
-            StepMetrics m{2, 137, 0.123456789012345, 1e-3, 5000.5, {}};
+            StepMetrics m{2, 137, 0.123456789012345, 1e-3, 5000.5, {}, std::nullopt, false};
             m.layers.push_back({"features.0", 1.5, 2.5, 0.01, 0.002, 0.3});
             const Event back = roundTrip(Event(m, t));
             const auto* e = back.get<StepMetrics>();
@@ -53,6 +53,17 @@ class TestEventLines : public QObject {
             QCOMPARE(e->layers.size(), size_t(1));
             QCOMPARE(e->layers[0].layer, std::string("features.0"));
             QCOMPARE(e->layers[0].grad_max_abs, 0.3);
+            QVERIFY(!e->grad_scale);
+            QVERIFY(!e->step_skipped);
+        }
+        {
+            // float16's loss scaling: the scale and a skipped step travel too.
+            StepMetrics m{0, 9, 0.5, 1e-3, 100.0, {}, 32768.0, true};
+            const Event back = roundTrip(Event(m, t));
+            const auto* e = back.get<StepMetrics>();
+            QVERIFY(e && e->grad_scale);
+            QCOMPARE(*e->grad_scale, 32768.0);
+            QVERIFY(e->step_skipped);
         }
         {
             EpochMetrics m{0, 68, {{"loss", 0.5}, {"accuracy", 0.75}}, {{"loss", 0.6}}, {}};
@@ -116,7 +127,8 @@ class TestEventLines : public QObject {
 
     void nonFiniteNumbersSurvive() {
         const double inf = std::numeric_limits<double>::infinity();
-        StepMetrics m{0, 1, std::numeric_limits<double>::quiet_NaN(), inf, -inf, {}};
+        StepMetrics m{
+            0, 1, std::numeric_limits<double>::quiet_NaN(), inf, -inf, {}, std::nullopt, false};
         const Event back = roundTrip(Event(m));
         const auto* e = back.get<StepMetrics>();
         QVERIFY(e);
