@@ -13,6 +13,16 @@ void NnKernels::conv_backward(const ConvGeometry& g, const View& x, const View& 
     if (grad_w) conv_backward_weights(g, x, grad_y, *grad_w, grad_bias);
 }
 
+// Only called where conv_relu_fused() said yes, which the default never does.
+void NnKernels::conv_relu_forward(const ConvGeometry&, const View&, const View&, const View*,
+                                  const View&) {
+    throw Error("conv_relu_forward: this backend does not fuse convolution and ReLU");
+}
+void NnKernels::conv_relu_backward(const ConvGeometry&, const View&, const View&, const View&,
+                                   const View&, const View*, const View*, const View*) {
+    throw Error("conv_relu_backward: this backend does not fuse convolution and ReLU");
+}
+
 NnKernels& nn_kernels(Backend& backend, Primitive p, DType dtype) {
     NnKernels* kernels = backend.nn_kernels();
     if (!kernels)

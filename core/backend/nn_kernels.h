@@ -74,6 +74,16 @@ class NnKernels {
     virtual void conv_backward(const ConvGeometry& g, const View& x, const View& w,
                                const View& grad_y, const View* grad_x, const View* grad_w,
                                const View* grad_bias);
+    // A convolution followed by ReLU, fused where conv_relu_fused(g) (float32 Views): forward
+    // writes y = relu(conv(x)), the same bits as conv_forward then ReLU; backward takes the
+    // gradient of that y and applies ReLU's backward (grad_y where y > 0, else 0) on its way into
+    // both convolution passes, the same bits as ReLU's backward then conv_backward.
+    virtual bool conv_relu_fused(const ConvGeometry&, bool /*has_bias*/) { return false; }
+    virtual void conv_relu_forward(const ConvGeometry& g, const View& x, const View& w,
+                                   const View* bias, const View& y);
+    virtual void conv_relu_backward(const ConvGeometry& g, const View& x, const View& w,
+                                    const View& y, const View& grad_y, const View* grad_x,
+                                    const View* grad_w, const View* grad_bias);
 
     // Max pool. A backend keeps what its backward needs in `indices` (Int64, PyTorch's flat
     // per-plane positions, y's shape) or, where max_pool_uses_codes(g), in `codes` (UInt8, one

@@ -5,6 +5,7 @@
 #include <myelin/graph/analysis.h>
 #include <myelin/graph/build.h>
 #include <myelin/graph/registry.h>
+#include <myelin/nn/layers.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -34,7 +35,21 @@ Tensor GraphModule::forward(const TensorList& inputs) {
     for (size_t i = 0; i < inputs.size(); ++i)
         slots[size_t(input_slots_[i])] = inputs[i];
     TensorList args;
-    for (const Step& step : steps_) {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+        const Step& step = steps_[i];
+        if (step.relu_follows) {
+            const Step& relu = steps_[i + 1];
+            Tensor fused =
+                nn::fused_conv_relu(*step.module, *relu.module, slots[size_t(step.input_slots[0])]);
+            if (fused.defined()) {
+                slots[size_t(relu.output_slot)] = std::move(fused);
+                for (const Step* done : {&step, &relu})
+                    for (int s : done->release_after)
+                        slots[size_t(s)] = Tensor();
+                ++i;
+                continue;
+            }
+        }
         args.clear();
         for (int s : step.input_slots)
             args.push_back(slots[size_t(s)]);
@@ -125,6 +140,18 @@ std::shared_ptr<GraphModule> build(const ModelSpec& spec) {
         for (int k = 0; k < output_count; ++k)
             made_by[size_t(slot + k)] = step_index;
         module->steps_.push_back(std::move(step));
+    }
+    // Conv2d -> ReLU pairs whose pre-activation nothing else reads may run fused.
+    auto& steps = module->steps_;
+    for (size_t k = 0; k + 1 < steps.size(); ++k) {
+        const auto& conv = steps[k];
+        const auto& relu = steps[k + 1];
+        steps[k].relu_follows =
+            conv.module && relu.module && conv.output_count == 1 && relu.output_count == 1 &&
+            conv.input_slots.size() == 1 && relu.input_slots.size() == 1 &&
+            relu.input_slots[0] == conv.output_slot && conv.output_slot != module->output_slot_ &&
+            last_use[size_t(conv.output_slot)] == int(k + 1) &&
+            dynamic_cast<nn::Conv2d*>(conv.module) && dynamic_cast<nn::ReLU*>(relu.module);
     }
     // Free each slot after its last reader (never the Output's); an output port nobody reads
     // (an LSTM's c_n) right after the step that made it.

@@ -108,6 +108,31 @@ TensorList conv2d_backward(const Tensor& gy, const SavedTensor& sx, const SavedT
     return r;
 }
 
+// conv2d_relu's backward: ReLU's backward (from the saved output y) fused into both passes.
+TensorList conv2d_relu_backward(const Tensor& gy, const SavedTensor& sx, const SavedTensor& sw,
+                                const SavedTensor& sy, const Geom& g, const Node& n) {
+    const bool want_x = n.needs_input_grad(0);
+    const bool want_w = n.needs_input_grad(1) || n.needs_input_grad(2);
+    TensorList r(3);
+    if (!want_x && !want_w) return r;
+    backend::NnKernels& k =
+        kernels(gy, want_w ? Primitive::ConvBackwardWeights : Primitive::ConvBackwardData, g);
+    const Tensor ys = sy.unpack(n);
+    const Tensor ws = want_x ? sw.unpack(n) : Tensor();
+    const Tensor xs = want_w ? sx.unpack(n) : Tensor();
+    if (want_x) r[0] = make_tensor({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
+    const Tensor gw =
+        want_w ? make_tensor({g.O, g.C / g.G, g.KH, g.KW}, gy.dtype(), gy.device()) : Tensor();
+    if (n.needs_input_grad(2)) r[2] = make_tensor({g.O}, gy.dtype(), gy.device());
+    backend::View vx, vw, vgx, vgw, vgb;
+    if (xs.defined()) vx = view_of(xs);
+    if (ws.defined()) vw = view_of(ws);
+    k.conv_relu_backward(g, vx, vw, view_of(ys), view_of(gy), optional_view(r[0], vgx),
+                         optional_view(gw, vgw), optional_view(r[2], vgb));
+    if (n.needs_input_grad(1)) r[1] = gw;
+    return r;
+}
+
 // The differentiable conv2d on validated, 4-D operands.
 Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& b, Geom g) {
     g.bf16 = autocast_bf16(x);
@@ -188,6 +213,32 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
     const Geom g = conv_geom("conv2d", x, weight, bias, o.stride, o.padding, o.dilation, o.groups,
                              o.same_padding, false);
     return conv2d_impl(x, weight, bias, g);
+}
+
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Conv2dOptions& o) {
+    check_common("conv2d", x, weight, bias);
+    Geom g = conv_geom("conv2d", x, weight, bias, o.stride, o.padding, o.dilation, o.groups,
+                       o.same_padding, false);
+    g.bf16 = autocast_bf16(x);
+    backend::NnKernels* k = nullptr;
+    if (x.dtype() == DType::Float32 && !g.bf16) {
+        k = &kernels(x, Primitive::ConvForward, g);
+        if (!k->conv_relu_fused(g, bias.defined())) k = nullptr;
+    }
+    if (!k) return relu(conv2d_impl(x, weight, bias, g));
+    const Tensor xc = x.detach().contiguous(), wc = weight.detach().contiguous();
+    const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
+    Tensor y = make_tensor({g.N, g.O, g.OH, g.OW}, x.dtype(), x.device());
+    backend::View vb;
+    k->conv_relu_forward(g, view_of(xc), view_of(wc), optional_view(bc, vb), view_of(y));
+    if (autograd::needs_grad({&x, &weight, &bias}))
+        record("ConvolutionReluBackward0", {&x, &weight, &bias}, y,
+               [sx = SavedTensor(xc), sw = SavedTensor(wc), sy = SavedTensor(y, true),
+                g](const Tensor& grad, const Node& n) {
+                   return conv2d_relu_backward(grad.contiguous(), sx, sw, sy, g, n);
+               });
+    return y;
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv1dOptions& o) {

@@ -152,7 +152,20 @@ void Conv2d::reset_parameters() {
 }
 
 Tensor Conv2d::forward(const TensorList& inputs) {
-    const Tensor& x = inputs[0];
+    return run(inputs[0], false);
+}
+
+Tensor Conv2d::forward_relu(const Tensor& x) {
+    return run(x, true);
+}
+
+Tensor fused_conv_relu(Module& conv, Module& relu, const Tensor& x) {
+    auto* c = dynamic_cast<Conv2d*>(&conv);
+    if (!c || !dynamic_cast<ReLU*>(&relu) || conv.has_hooks() || relu.has_hooks()) return {};
+    return c->forward_relu(x);
+}
+
+Tensor Conv2d::run(const Tensor& x, bool relu) {
     const std::string expected = "[N, " + std::to_string(in_channels) + ", H, W]";
     if ((x.dim() != 3 && x.dim() != 4) || x.size(-3) != in_channels) bad_input(*this, expected, x);
     const Conv2dOptions& o = options;
@@ -165,15 +178,16 @@ Tensor Conv2d::forward(const TensorList& inputs) {
     F::Conv2dOptions fo{o.stride.arr(), o.padding.arr(), o.dilation.arr(), o.groups,
                         o.same_padding};
     const Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
+    const auto conv = relu ? F::conv2d_relu : F::conv2d;
     Tensor y;
     if (o.padding_mode == "zeros") {
-        y = F::conv2d(x4, weight, bias, fo);
+        y = conv(x4, weight, bias, fo);
     } else {
         fo.padding = {0, 0};
         fo.same_padding = false;
-        y = F::conv2d(pad_for_conv(*this, x4, kernel_size, o.dilation, o.padding, o.same_padding,
-                                   o.padding_mode),
-                      weight, bias, fo);
+        y = conv(pad_for_conv(*this, x4, kernel_size, o.dilation, o.padding, o.same_padding,
+                              o.padding_mode),
+                 weight, bias, fo);
     }
     return x.dim() == 3 ? y.squeeze(0) : y;
 }

@@ -204,9 +204,19 @@ int Sequential::num_inputs() const {
 
 Tensor Sequential::forward(const TensorList& inputs) {
     if (modules_.empty()) return inputs[0];
-    Tensor x = (*modules_[0])(inputs);
-    for (size_t i = 1; i < modules_.size(); ++i)
-        x = (*modules_[i])(x);
+    Tensor x;
+    for (size_t i = 0; i < modules_.size(); ++i) {
+        // Conv2d then ReLU with no hooks on either: one fused pass, the same bits.
+        if (i + 1 < modules_.size() && (i > 0 || inputs.size() == 1)) {
+            Tensor fused = fused_conv_relu(*modules_[i], *modules_[i + 1], i ? x : inputs[0]);
+            if (fused.defined()) {
+                x = std::move(fused);
+                ++i;
+                continue;
+            }
+        }
+        x = i ? (*modules_[i])(x) : (*modules_[0])(inputs);
+    }
     return x;
 }
 

@@ -9,10 +9,17 @@
 #include "backend/cpu/dnnl_util.h"
 
 #include <myelin/dtype.h>
+#include <myelin/error.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define MYELIN_CONV_AVX512 1
+#endif
 
 namespace myelin::backend {
 
@@ -143,6 +150,15 @@ struct ConvEntry {
     dnnl::convolution_backward_weights::primitive_desc bw_pd;
     dnnl::convolution_backward_weights bw;
     bool has_bias = false;
+    dnnl::algorithm algo = dnnl::algorithm::convolution_direct; // of fwd_pd
+    // The forward with ReLU as a post-op (conv followed by ReLU, nothing observing the
+    // pre-activation). Used only when oneDNN runs it with the same implementation and formats as
+    // `fwd`: then the convolution's values are those of `fwd`, and oneDNN's ReLU, max(v, 0) with
+    // 0 as the second operand, is ours (v > 0 ? v : 0: NaN and -0 give +0).
+    std::once_flag relu_once;
+    bool relu_ok = false;
+    dnnl::convolution_forward::primitive_desc fwd_relu_pd;
+    dnnl::convolution_forward fwd_relu;
 };
 
 du::PrimitiveCache<ConvEntry>& conv_cache() {
@@ -165,6 +181,19 @@ template <typename MakePd> auto with_algorithm(const Geom& g, MakePd&& make) {
     return make(dnnl::algorithm::convolution_direct);
 }
 
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvEntry& e, dnnl::algorithm algo,
+                                                     const dnnl::primitive_attr& attr) {
+    const memory::desc any_w = e.any(e.user_w.dims(), e.lo);
+    const auto fd = e.has_bias
+                        ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
+                                                          e.any_src, any_w, e.bias, e.any_dst,
+                                                          e.strides, e.dilates, e.pad_l, e.pad_r)
+                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
+                                                          e.any_src, any_w, e.any_dst, e.strides,
+                                                          e.dilates, e.pad_l, e.pad_r);
+    return dnnl::convolution_forward::primitive_desc(fd, attr, du::engine());
+}
+
 std::shared_ptr<ConvEntry> conv_entry(const Geom& g, bool has_bias) {
     const std::vector<int64_t> key{g.N,  g.C,  g.H,  g.W,  g.O,  g.KH, g.KW, g.OH,     g.OW,
                                    g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, g.G,  has_bias, g.bf16};
@@ -179,7 +208,6 @@ std::shared_ptr<ConvEntry> conv_entry(const Geom& g, bool has_bias) {
         e->user_w = g.G == 1
                         ? memory::desc({g.O, g.C, g.KH, g.KW}, f32, tag::oihw)
                         : memory::desc({g.G, g.O / g.G, g.C / g.G, g.KH, g.KW}, f32, tag::goihw);
-        const memory::desc any_w = e->any(e->user_w.dims(), e->lo);
         e->bias = memory::desc({g.O}, f32, tag::x);
         // Activations: let oneDNN pick (blocked nChw8c/16c gets the direct JIT kernels, far
         // faster than the gemm-based nchw ones); inputs and outputs are reordered at the edges.
@@ -190,20 +218,36 @@ std::shared_ptr<ConvEntry> conv_entry(const Geom& g, bool has_bias) {
         e->pad_l = {g.ph, g.pw};
         e->pad_r = {g.phr(), g.pwr()};
         e->fwd_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
-            const auto fd =
-                has_bias
-                    ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
-                                                      e->any_src, any_w, e->bias, e->any_dst,
-                                                      e->strides, e->dilates, e->pad_l, e->pad_r)
-                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
-                                                      e->any_src, any_w, e->any_dst, e->strides,
-                                                      e->dilates, e->pad_l, e->pad_r);
-            return dnnl::convolution_forward::primitive_desc(fd, du::user_scratchpad(),
-                                                             du::engine());
+            e->algo = algo;
+            return forward_pd(*e, algo, du::user_scratchpad());
         });
         e->fwd = dnnl::convolution_forward(e->fwd_pd);
         return e;
     });
+}
+
+// The entry's forward with ReLU fused, when oneDNN runs it as it runs the plain forward.
+bool relu_forward_ready(ConvEntry& e) {
+    std::call_once(e.relu_once, [&] {
+        if (e.lo != memory::data_type::f32) return;
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+        dnnl::primitive_attr attr = du::user_scratchpad();
+        attr.set_post_ops(ops);
+        try {
+            auto pd = forward_pd(e, e.algo, attr);
+            if (pd.impl_info_str() != e.fwd_pd.impl_info_str() ||
+                pd.src_desc() != e.fwd_pd.src_desc() ||
+                pd.weights_desc() != e.fwd_pd.weights_desc() ||
+                pd.dst_desc() != e.fwd_pd.dst_desc())
+                return;
+            e.fwd_relu_pd = pd;
+            e.fwd_relu = dnnl::convolution_forward(pd);
+            e.relu_ok = true;
+        } catch (const dnnl::error&) { // no post-op for this implementation
+        }
+    });
+    return e.relu_ok;
 }
 
 // `t`'s data as a memory of format `want` (reordered into a scratch memory when it differs).
@@ -285,21 +329,25 @@ template <typename T> T* ptr(const View* v) {
     return v ? static_cast<T*>(v->data) : nullptr;
 }
 
-void forward_raw(const View& x, const View& w, const View* b, const View& y, const Geom& g) {
+// `relu`: with ReLU fused (only where relu_forward_ready).
+void forward_raw(const View& x, const View& w, const View* b, const View& y, const Geom& g,
+                 bool relu = false) {
     if (g.bf16 && !onednn_ok(x, g)) {
         const RoundedBf16 xr(x), wr(w);
         return forward_raw(xr.view(), wr.view(), b, y, as_f32(g));
     }
     if (onednn_ok(x, g)) {
         auto e = conv_entry(g, b != nullptr);
-        memory src = input_as(e->fwd_pd.src_desc(), e->src, x.data);
-        memory wm = input_as(e->fwd_pd.weights_desc(), e->user_w, w.data);
-        OutputMem dst(e->fwd_pd.dst_desc(), e->dst, y.data);
+        if (relu && !relu_forward_ready(*e)) throw Error("conv_relu_forward: not fused here");
+        const auto& pd = relu ? e->fwd_relu_pd : e->fwd_pd;
+        memory src = input_as(pd.src_desc(), e->src, x.data);
+        memory wm = input_as(pd.weights_desc(), e->user_w, w.data);
+        OutputMem dst(pd.dst_desc(), e->dst, y.data);
         std::unordered_map<int, memory> args{
             {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst.mem}};
         if (b) args.emplace(DNNL_ARG_BIAS, du::memory_at(e->bias, b->data));
-        const auto scratch = add_scratchpad(e->fwd_pd.scratchpad_desc(), args);
-        e->fwd.execute(du::stream(), args);
+        const auto scratch = add_scratchpad(pd.scratchpad_desc(), args);
+        (relu ? e->fwd_relu : e->fwd).execute(du::stream(), args);
         dst.finish();
         du::stream().wait();
     } else if (x.dtype == DType::Float32) {
@@ -309,6 +357,46 @@ void forward_raw(const View& x, const View& w, const View* b, const View& y, con
     }
 }
 
+// The entry with its backward-data primitive.
+std::shared_ptr<ConvEntry> backward_data_entry(const Geom& g) {
+    auto e = conv_entry(g, false);
+    std::call_once(e->bd_once, [&] {
+        const auto f32 = memory::data_type::f32;
+        e->bd_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
+            const dnnl::convolution_backward_data::desc d(
+                algo, e->any(e->src.dims(), f32), e->any(e->user_w.dims(), e->lo),
+                e->any(e->dst.dims(), e->lo), e->strides, e->dilates, e->pad_l, e->pad_r);
+            return dnnl::convolution_backward_data::primitive_desc(d, du::user_scratchpad(),
+                                                                   du::engine(), e->fwd_pd);
+        });
+        e->bd = dnnl::convolution_backward_data(e->bd_pd);
+    });
+    return e;
+}
+
+// The entry with its backward-weights primitive.
+std::shared_ptr<ConvEntry> backward_weights_entry(const Geom& g, bool has_bias) {
+    auto e = conv_entry(g, has_bias);
+    std::call_once(e->bw_once, [&] {
+        const memory::desc any_w = e->any(e->user_w.dims(), memory::data_type::f32);
+        const memory::desc any_dd = e->any(e->dst.dims(), e->lo);
+        e->bw_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
+            const auto d =
+                e->has_bias
+                    ? dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, e->bias,
+                                                               any_dd, e->strides, e->dilates,
+                                                               e->pad_l, e->pad_r)
+                    : dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, any_dd,
+                                                               e->strides, e->dilates, e->pad_l,
+                                                               e->pad_r);
+            return dnnl::convolution_backward_weights::primitive_desc(d, du::user_scratchpad(),
+                                                                      du::engine(), e->fwd_pd);
+        });
+        e->bw = dnnl::convolution_backward_weights(e->bw_pd);
+    });
+    return e;
+}
+
 void backward_data_raw(const View& gy, const View& w, const View& gx, const Geom& g,
                        memory* dd_cache = nullptr) {
     if (g.bf16 && !onednn_ok(gy, g)) {
@@ -316,18 +404,7 @@ void backward_data_raw(const View& gy, const View& w, const View& gx, const Geom
         return backward_data_raw(gyr.view(), wr.view(), gx, as_f32(g));
     }
     if (onednn_ok(gy, g)) {
-        auto e = conv_entry(g, false);
-        std::call_once(e->bd_once, [&] {
-            const auto f32 = memory::data_type::f32;
-            e->bd_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
-                const dnnl::convolution_backward_data::desc d(
-                    algo, e->any(e->src.dims(), f32), e->any(e->user_w.dims(), e->lo),
-                    e->any(e->dst.dims(), e->lo), e->strides, e->dilates, e->pad_l, e->pad_r);
-                return dnnl::convolution_backward_data::primitive_desc(d, du::user_scratchpad(),
-                                                                       du::engine(), e->fwd_pd);
-            });
-            e->bd = dnnl::convolution_backward_data(e->bd_pd);
-        });
+        auto e = backward_data_entry(g);
         memory dd = diff_dst_as(e->bd_pd.diff_dst_desc(), e->dst, gy.data, dd_cache);
         memory wm = input_as(e->bd_pd.weights_desc(), e->user_w, w.data);
         OutputMem ds(e->bd_pd.diff_src_desc(), e->src, gx.data);
@@ -352,24 +429,7 @@ void backward_weights_raw(const View& x, const View& gy, const View& gw, const V
         return backward_weights_raw(xr.view(), gyr.view(), gw, gb, as_f32(g));
     }
     if (onednn_ok(x, g)) {
-        auto e = conv_entry(g, gb != nullptr);
-        std::call_once(e->bw_once, [&] {
-            const memory::desc any_w = e->any(e->user_w.dims(), memory::data_type::f32);
-            const memory::desc any_dd = e->any(e->dst.dims(), e->lo);
-            e->bw_pd = with_algorithm(g, [&](dnnl::algorithm algo) {
-                const auto d =
-                    e->has_bias
-                        ? dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, e->bias,
-                                                                   any_dd, e->strides, e->dilates,
-                                                                   e->pad_l, e->pad_r)
-                        : dnnl::convolution_backward_weights::desc(algo, e->any_src, any_w, any_dd,
-                                                                   e->strides, e->dilates, e->pad_l,
-                                                                   e->pad_r);
-                return dnnl::convolution_backward_weights::primitive_desc(d, du::user_scratchpad(),
-                                                                          du::engine(), e->fwd_pd);
-            });
-            e->bw = dnnl::convolution_backward_weights(e->bw_pd);
-        });
+        auto e = backward_weights_entry(g, gb != nullptr);
         memory src = input_as(e->bw_pd.src_desc(), e->src, x.data);
         memory dd = diff_dst_as(e->bw_pd.diff_dst_desc(), e->dst, gy.data, dd_cache);
         OutputMem dw(e->bw_pd.diff_weights_desc(), e->user_w, gw.data);
@@ -386,6 +446,130 @@ void backward_weights_raw(const View& x, const View& gy, const View& gw, const V
         ref_backward_weights(cptr<double>(&x), cptr<double>(&gy), ptr<double>(&gw), ptr<double>(gb),
                              g);
     }
+}
+
+// --- convolution followed by ReLU ----------------------------------------------------------
+
+#ifdef MYELIN_CONV_AVX512
+// r[i] lane j -> r[j] lane i (unpack pairs, then 4x4 blocks within 128-bit lanes, then lanes).
+// (The maskz forms with every lane set: GCC 12 warns that the plain ones' undefined pass-through
+// register may be used uninitialised.)
+inline void transpose16(__m512 r[16]) {
+    constexpr __mmask16 all = 0xFFFF;
+    __m512 t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_maskz_unpacklo_ps(all, r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_maskz_unpackhi_ps(all, r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 4; ++j) {
+            t[8 * i + j] = _mm512_maskz_shuffle_f32x4(all, r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] =
+                _mm512_maskz_shuffle_f32x4(all, r[8 * i + j], r[8 * i + 4 + j], 0xDD);
+        }
+    for (int j = 0; j < 8; ++j) {
+        r[j] = _mm512_maskz_shuffle_f32x4(all, t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_maskz_shuffle_f32x4(all, t[j], t[8 + j], 0xDD);
+    }
+}
+#endif
+
+// ReLU's backward on the way into oneDNN's nChw16c layout: out = (y > 0 ? gy : 0), gy and y nchw
+// [N, C, HW] with C a multiple of 16, out [N, C/16, HW, 16]. The select is ReLU's backward
+// (BinaryOp::ReluBackward); the layout change is a pure copy, as oneDNN's reorder. Each block of
+// 16 channels is masked row by row (two sequential streams) into a per-thread buffer that stays in
+// cache, then transposed 16 x 16 from there: reading the 32 rows side by side was slower.
+void relu_backward_to_nchw16c(const float* gy, const float* y, float* out, int64_t N, int64_t C,
+                              int64_t HW) {
+    const int64_t blocks = N * (C / 16);
+#pragma omp parallel if (blocks * HW * 16 > 32768)
+    {
+#ifdef MYELIN_CONV_AVX512
+        std::vector<float> rows(size_t(16 * HW));
+#endif
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < blocks; ++b) {
+            const float* g = gy + b * 16 * HW;
+            const float* v = y + b * 16 * HW;
+            float* o = out + b * 16 * HW;
+#ifdef MYELIN_CONV_AVX512
+            float* t = rows.data();
+            for (int64_t i = 0; i < 16 * HW; i += 16) {
+                const auto lanes =
+                    static_cast<__mmask16>((1u << std::min<int64_t>(16, 16 * HW - i)) - 1);
+                const __m512 gv = _mm512_maskz_loadu_ps(lanes, g + i);
+                const __m512 yv = _mm512_maskz_loadu_ps(lanes, v + i);
+                const __mmask16 positive = _mm512_cmp_ps_mask(yv, _mm512_setzero_ps(), _CMP_GT_OQ);
+                _mm512_mask_storeu_ps(t + i, lanes, _mm512_maskz_mov_ps(positive, gv));
+            }
+            for (int64_t hw0 = 0; hw0 < HW; hw0 += 16) {
+                const int64_t n = std::min<int64_t>(16, HW - hw0);
+                const auto lanes = static_cast<__mmask16>((1u << n) - 1);
+                __m512 r[16];
+                for (int c = 0; c < 16; ++c)
+                    r[c] = _mm512_maskz_loadu_ps(lanes, t + c * HW + hw0);
+                transpose16(r);
+                if (n == 16)
+                    for (int h = 0; h < 16; ++h)
+                        _mm512_storeu_ps(o + (hw0 + h) * 16, r[h]);
+                else
+                    for (int64_t h = 0; h < n; ++h)
+                        _mm512_storeu_ps(o + (hw0 + h) * 16, r[h]);
+            }
+#else
+            for (int64_t hw = 0; hw < HW; ++hw)
+                for (int64_t c = 0; c < 16; ++c)
+                    o[hw * 16 + c] = v[c * HW + hw] > 0.0f ? g[c * HW + hw] : 0.0f;
+#endif
+        }
+    }
+}
+
+// The fused path runs where oneDNN runs the plain float32 forward with ReLU as a post-op on the
+// same implementation (relu_forward_ready).
+bool conv_relu_ok(const Geom& g, bool has_bias) {
+    if (g.bf16 || g.phr() < 0 || g.pwr() < 0) return false;
+    try {
+        return relu_forward_ready(*conv_entry(g, has_bias));
+    } catch (const dnnl::error&) {
+        return false;
+    }
+}
+
+void conv_relu_backward_raw(const View& x, const View& w, const View& y, const View& gy,
+                            const View* gx, const View* gw, const View* gb, const Geom& g) {
+    // The diff_dst both backward primitives take; built once, with ReLU's backward applied.
+    std::shared_ptr<ConvEntry> bd = gx ? backward_data_entry(g) : nullptr;
+    std::shared_ptr<ConvEntry> bw = gw ? backward_weights_entry(g, gb != nullptr) : nullptr;
+    if (!bd && !bw) return;
+    const memory::desc blocked({g.N, g.O, g.OH, g.OW}, memory::data_type::f32,
+                               memory::format_tag::nChw16c);
+    const bool direct = g.O % 16 == 0 && (!bd || bd->bd_pd.diff_dst_desc() == blocked) &&
+                        (!bw || bw->bw_pd.diff_dst_desc() == blocked);
+    const auto* gyp = static_cast<const float*>(gy.data);
+    const auto* yp = static_cast<const float*>(y.data);
+    const int64_t count = g.N * g.O * g.OH * g.OW;
+    HostScratch masked(size_t(count) * sizeof(float));
+    auto* mp = static_cast<float*>(masked.data());
+    memory dd;
+    View gy_masked = gy;
+    if (direct) {
+        relu_backward_to_nchw16c(gyp, yp, mp, g.N, g.O, g.OH * g.OW);
+        dd = du::memory_at(blocked, mp);
+    } else { // ReLU's backward in nchw, then the usual reorder
+#pragma omp parallel for schedule(static) if (count > 32768)
+        for (int64_t i = 0; i < count; ++i)
+            mp[i] = yp[i] > 0.0f ? gyp[i] : 0.0f;
+        gy_masked.data = mp;
+    }
+    if (gx) backward_data_raw(gy_masked, w, *gx, g, &dd);
+    if (gw) backward_weights_raw(x, gy_masked, *gw, gb, g, &dd);
 }
 
 } // namespace
@@ -416,6 +600,22 @@ void CpuNnKernels::conv_backward_data(const ConvGeometry& g, const View& grad_y,
 void CpuNnKernels::conv_backward_weights(const ConvGeometry& g, const View& x, const View& grad_y,
                                          const View& grad_w, const View* grad_bias) {
     backward_weights_raw(x, grad_y, grad_w, grad_bias, g);
+}
+
+bool CpuNnKernels::conv_relu_fused(const ConvGeometry& g, bool has_bias) {
+    return conv_relu_ok(g, has_bias);
+}
+
+void CpuNnKernels::conv_relu_forward(const ConvGeometry& g, const View& x, const View& w,
+                                     const View* bias, const View& y) {
+    if (!onednn_ok(x, g) || g.bf16) throw Error("conv_relu_forward: not fused for this input");
+    forward_raw(x, w, bias, y, g, true);
+}
+
+void CpuNnKernels::conv_relu_backward(const ConvGeometry& g, const View& x, const View& w,
+                                      const View& y, const View& grad_y, const View* grad_x,
+                                      const View* grad_w, const View* grad_bias) {
+    conv_relu_backward_raw(x, w, y, grad_y, grad_x, grad_w, grad_bias, g);
 }
 
 void CpuNnKernels::conv_backward(const ConvGeometry& g, const View& x, const View& w,

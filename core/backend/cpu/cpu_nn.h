@@ -20,6 +20,12 @@ class CpuNnKernels final : public NnKernels {
                                const View& grad_w, const View* grad_bias) override;
     void conv_backward(const ConvGeometry& g, const View& x, const View& w, const View& grad_y,
                        const View* grad_x, const View* grad_w, const View* grad_bias) override;
+    bool conv_relu_fused(const ConvGeometry& g, bool has_bias) override;
+    void conv_relu_forward(const ConvGeometry& g, const View& x, const View& w, const View* bias,
+                           const View& y) override;
+    void conv_relu_backward(const ConvGeometry& g, const View& x, const View& w, const View& y,
+                            const View& grad_y, const View* grad_x, const View* grad_w,
+                            const View* grad_bias) override;
 
     // cpu_pool.cpp
     bool max_pool_uses_codes(const PoolGeometry& g) const override;

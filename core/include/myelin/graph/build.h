@@ -36,6 +36,9 @@ class GraphModule : public nn::Module {
         int output_slot;                // of output port 0; port k is output_slot + k
         std::vector<int> release_after; // slots whose last use is this step
         int output_count = 1;           // > 1: runs module->outputs() (LSTM: output, h_n, c_n)
+        // The next step is a ReLU reading only this step's output, which nothing else reads:
+        // both may run as one fused pass (nn::fused_conv_relu) when neither has hooks.
+        bool relu_follows = false;
     };
     std::vector<Step> steps_;
     std::vector<NodeId> input_nodes_;

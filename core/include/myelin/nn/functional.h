@@ -27,6 +27,10 @@ struct Conv2dOptions {
 // x [N, C, H, W], weight [O, C/groups, kh, kw], bias [O]
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
               const Conv2dOptions& options = {});
+// relu(conv2d(...)) in one pass where the device fuses the two (one autograd node; the same
+// bits, forward and backward, as the two ops); conv2d then relu elsewhere.
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                   const Conv2dOptions& options = {});
 struct Conv1dOptions {
     int64_t stride = 1;
     int64_t padding = 0;

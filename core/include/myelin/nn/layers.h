@@ -127,7 +127,17 @@ class Conv2d : public Module {
     const Conv2dOptions options;
     Tensor weight; // [out, in / groups, kh, kw]
     Tensor bias;
+    // relu(forward(x)) in one pass where the device fuses the two (same bits as the two layers).
+    Tensor forward_relu(const Tensor& x);
+
+  private:
+    Tensor run(const Tensor& x, bool relu);
 };
+
+// ReLU(Conv2d(x)) in one fused pass when `conv` is a Conv2d, `relu` a ReLU and neither has hooks
+// (nothing observes the pre-activation); an undefined tensor otherwise (run the two layers).
+// Sequential and graph models call it for each Conv2d directly followed by a ReLU.
+Tensor fused_conv_relu(Module& conv, Module& relu, const Tensor& x);
 
 struct ConvTranspose2dOptions {
     Size2 stride = 1;

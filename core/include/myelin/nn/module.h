@@ -105,6 +105,11 @@ class Module : public std::enable_shared_from_this<Module> {
     HookHandle register_forward_pre_hook(ForwardPreHook hook);
     HookHandle register_forward_hook(ForwardHook hook);
     HookHandle register_full_backward_hook(BackwardHook hook);
+    // Whether any hook is registered (a fused path that skips this module's own call may run
+    // only when nothing observes it).
+    bool has_hooks() const {
+        return !forward_pre_hooks_.empty() || !forward_hooks_.empty() || !backward_hooks_.empty();
+    }
 
     // --- state ---
     StateDict state_dict() const;
