@@ -155,7 +155,7 @@ int cmd_train(const std::vector<std::string_view>& raw) {
               {"--epochs", "--seed", "--threads", "--store", "--name", "--resume", "--fork", "--lr",
                "--checkpoint-dir", "--max-steps", "--init-weights", "--break-on", "--device",
                "--dist", "--bucket-mb", "--dist-check", "--dist-timeout"},
-              {"--dist-no-overlap"});
+              {"--dist-no-overlap", "--sync-batchnorm"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
     train::TrainerOptions options;

@@ -63,6 +63,7 @@ const char* const kUsage =
     "      --dist-timeout S             a rank waiting more than S s for the others fails the\n"
     "                                   job (default 300)\n"
     "      --dist-no-overlap            average gradients after backward, not during it\n"
+    "      --sync-batchnorm             BatchNorm statistics over every rank's examples\n"
     "  eval [PROJECT] --checkpoint FILE [--predictions CSV]\n"
     "                                   evaluate a checkpoint on the project's test data (and\n"
     "                                   write every example's target and outputs); for\n"

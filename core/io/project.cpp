@@ -431,7 +431,8 @@ std::string read_enum(const Reader& r, const std::string& key, std::string def,
 TrainSpec read_train(const Reader& r) {
     r.only({"loss", "optimizer", "scheduler", "scheduler_interval", "plateau_metric", "epochs",
             "accumulation_steps", "clip_grad_norm", "clip_grad_value", "precision", "seed",
-            "validate_every_steps", "threads", "early_stopping", "checkpoints", "capture"});
+            "validate_every_steps", "threads", "early_stopping", "checkpoints", "capture",
+            "distributed"});
     TrainSpec t;
     t.loss = read_choice(r.at("loss"), spec::Family::Loss);
     t.optimizer = read_choice(r.at("optimizer"), spec::Family::Optimizer);
@@ -484,6 +485,11 @@ TrainSpec read_train(const Reader& r) {
                 t.capture.layers.push_back(l.at(i).str());
         }
     }
+    if (r.has("distributed")) {
+        Reader d = r.at("distributed");
+        d.only({"sync_batchnorm"});
+        t.distributed.sync_batchnorm = d.bool_or("sync_batchnorm", false);
+    }
     return t;
 }
 
@@ -522,6 +528,8 @@ json write_train(const TrainSpec& t) {
     cap["feature_maps_every"] = t.capture.feature_maps_every;
     cap["layers"] = t.capture.layers;
     o["capture"] = std::move(cap);
+    if (t.distributed != spec::DistributedSpec{}) // older files stay byte for byte
+        o["distributed"] = json{{"sync_batchnorm", t.distributed.sync_batchnorm}};
     return o;
 }
 
