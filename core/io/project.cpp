@@ -485,11 +485,9 @@ TrainSpec read_train(const Reader& r) {
                 t.capture.layers.push_back(l.at(i).str());
         }
     }
-    if (r.has("distributed")) {
-        Reader d = r.at("distributed");
-        d.only({"sync_batchnorm"});
-        t.distributed.sync_batchnorm = d.bool_or("sync_batchnorm", false);
-    }
+    if (r.has("distributed")) r.at("distributed").only({"sync_batchnorm"});
+    t.distributed.sync_batchnorm =
+        r.has("distributed") && r.at("distributed").bool_or("sync_batchnorm", false);
     return t;
 }
 
@@ -528,8 +526,7 @@ json write_train(const TrainSpec& t) {
     cap["feature_maps_every"] = t.capture.feature_maps_every;
     cap["layers"] = t.capture.layers;
     o["capture"] = std::move(cap);
-    if (t.distributed != spec::DistributedSpec{}) // older files stay byte for byte
-        o["distributed"] = json{{"sync_batchnorm", t.distributed.sync_batchnorm}};
+    if (t.distributed.sync_batchnorm) o["distributed"] = json{{"sync_batchnorm", true}};
     return o;
 }
 
