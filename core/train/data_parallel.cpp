@@ -1,6 +1,7 @@
 #include <myelin/autograd.h>
 #include <myelin/data/dataloader.h>
 #include <myelin/data/sampler.h>
+#include <myelin/dist/nccl.h>
 #include <myelin/error.h>
 #include <myelin/nn/layers.h>
 #include <myelin/optim/optimizer.h>
@@ -284,6 +285,11 @@ void Trainer::setup_data_parallel(data::DataLoaderOptions& train_options) {
     if (options_.breakpoints)
         throw Error("training breakpoints are not available in a data-parallel run (each rank "
                     "would break on its own shard)");
+    // GPU ranks: the gradients, parameters and buffers go over NCCL on this rank's GPU (host
+    // values over the communicator it starts over). CUDA training is still refused before
+    // this (check_training_backend), so this runs once it is not.
+    if (!options_.device.is_cpu() && !options_.communicator->reaches(options_.device))
+        options_.communicator = dist::start_nccl(options_.communicator, options_.device);
     const std::shared_ptr<dist::Communicator>& comm = options_.communicator;
     // Every rank draws the epoch's order from the same (seed, epoch) and takes its share.
     data::SamplerPtr order =

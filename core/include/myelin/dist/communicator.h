@@ -8,6 +8,7 @@
 // Faults: a wait never blocks forever. It polls for the collective, for a failure message a
 // peer sent (report_failure) and for a termination signal, and throws PeerFailure naming the
 // failing rank and its error, or after the timeout.
+#include <myelin/device.h>
 #include <myelin/dtype.h>
 
 #include <cstdint>
@@ -72,6 +73,10 @@ class Communicator {
     // grace) for the other ranks' answers.
     virtual bool stop_signalled() { return false; }
     virtual void check_signals() {}
+
+    // Whether collectives can take buffers in `device`'s memory (host memory always; the NCCL
+    // communicator also its GPU's).
+    virtual bool reaches(const Device& device) const { return device.is_cpu(); }
 };
 
 // One process alone: rank 0 of 1, every collective the identity.
