@@ -73,13 +73,27 @@ class TestDistMore : public QObject {
 
   private slots:
     void init() {
-        if (QByteArray(MYELIN_MPIEXEC).isEmpty())
+        if (QByteArray(MYELIN_MPIEXEC).isEmpty() &&
+            QByteArray(QTest::currentTestFunction()) != "distMpiFailsClearlyWithoutMpi")
             QSKIP("Open MPI not found at configure time (install libopenmpi-dev openmpi-bin)");
     }
     void syncBatchNormReproducesOneRank();
     void shardedEvaluationEqualsOneRank();
     void ctrlCToMpirunStopsTheRun();
+    void distMpiFailsClearlyWithoutMpi();
 };
+
+void TestDistMore::distMpiFailsClearlyWithoutMpi() {
+    if (!QByteArray(MYELIN_MPIEXEC).isEmpty()) QSKIP("this build has MPI");
+    QTemporaryDir dir;
+    const QString project = myelin::test::writeBlobsProject(dir.path(), 1);
+    const CliResult r =
+        runCliProcess({"train", project, "--store", dir.filePath("s.db"), "--dist", "mpi"}, 30000);
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("--dist mpi: this build of myelin has no MPI support"),
+             qPrintable(r.err));
+    QVERIFY(!QFile::exists(dir.filePath("s.db"))); // refused before any run exists
+}
 
 void TestDistMore::syncBatchNormReproducesOneRank() {
     QTemporaryDir one, two, local;
