@@ -211,7 +211,7 @@ int cmd_train(const std::vector<std::string_view>& raw) {
                "--init-weights",  "--break-on",     "--device",  "--dist",           "--bucket-mb",
                "--dist-check",    "--dist-timeout", "--events",  "--stop-file",      "--data-dir",
                "--record-project"},
-              {"--dist-no-overlap"});
+              {"--dist-no-overlap", "--sync-batchnorm"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
     train::TrainerOptions options;

@@ -45,6 +45,7 @@ std::shared_ptr<dist::Communicator> start_distributed(const Args& args,
     }
     options.dist_check_every = args.get_int("--dist-check", 1).value_or(0);
     options.dist_overlap = !args.flag("--dist-no-overlap");
+    options.dist_sync_batchnorm = args.flag("--sync-batchnorm");
     dist::MpiOptions mpi;
     mpi.timeout_seconds = double(args.get_int("--dist-timeout", 1).value_or(300));
     dist_timeout_seconds = mpi.timeout_seconds;

@@ -69,6 +69,7 @@ const char* const kUsage =
     "      --stop-file FILE             stop after the step at which FILE exists (as Ctrl-C)\n"
     "      --data-dir DIR               resolve the project's data paths in DIR\n"
     "      --record-project FILE        the project file recorded with the run\n"
+    "      --sync-batchnorm             BatchNorm statistics over every rank's examples\n"
     "  eval [PROJECT] --checkpoint FILE [--predictions CSV]\n"
     "                                   evaluate a checkpoint on the project's test data (and\n"
     "                                   write every example's target and outputs); for\n"

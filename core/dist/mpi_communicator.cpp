@@ -10,23 +10,38 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace myelin::dist {
 
 namespace {
 
 constexpr int kFailureTag = 19;
+constexpr int kTerminatedTag = 20; // "this rank got SIGTERM", to every other rank
 std::atomic<bool> g_terminated{false};
+std::atomic<bool> g_interrupted{false};
 
-extern "C" void on_sigterm(int) {
+extern "C" void on_mpi_rank_sigterm(int) {
     g_terminated = true;
     std::signal(SIGTERM, SIG_DFL); // a second one ends the process at once
+}
+
+extern "C" void on_mpi_rank_sigint(int) {
+    g_interrupted = true;
+    std::signal(SIGINT, SIG_DFL); // a second Ctrl-C quits at once
 }
 
 MPI_Datatype mpi_type(DType dtype) {
@@ -91,7 +106,19 @@ class MpiCommunicator final : public Communicator {
         std::string v(version, size_t(length));
         if (auto comma = v.find(','); comma != std::string::npos) v.resize(comma);
         backend_ = "mpi (" + v + ")";
-        std::signal(SIGTERM, on_sigterm);
+        // Each rank's host and process id: a rank that died on this host is seen at once.
+        const std::string me = host_name() + " " + std::to_string(::getpid());
+        std::vector<char> all(size_t(size_) * 128, '\0');
+        char mine[128] = {};
+        std::snprintf(mine, sizeof mine, "%s", me.c_str());
+        check(MPI_Allgather(mine, 128, MPI_CHAR, all.data(), 128, MPI_CHAR, control_),
+              "MPI_Allgather");
+        for (int r = 0; r < size_; ++r)
+            peers_.push_back(std::string(all.data() + size_t(r) * 128));
+        confirmed_.assign(size_t(size_), false);
+        confirmed_[size_t(rank_)] = true;
+        std::signal(SIGTERM, on_mpi_rank_sigterm);
+        std::signal(SIGINT, on_mpi_rank_sigint);
     }
     ~MpiCommunicator() override {
         MPI_Comm_free(&data_);
@@ -159,6 +186,17 @@ class MpiCommunicator final : public Communicator {
         std::_Exit(exit_code);
     }
 
+    bool stop_signalled() override {
+        if (g_interrupted) return true;
+        if (!g_terminated) return false;
+        // Wait for every rank's answer (they all got SIGTERM too: a stop) or for check_signals
+        // to find one missing (a failure).
+        while (!check_signals_confirmed())
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        return true;
+    }
+    void check_signals() override { check_signals_confirmed(); }
+
     // Between two tests of a collective: a peer's failure message (rank 0), the launcher's
     // SIGTERM, the timeout.
     void poll(const char* what, std::chrono::steady_clock::time_point started) {
@@ -176,11 +214,9 @@ class MpiCommunicator final : public Communicator {
                                                          " failed: " + message);
             }
         }
-        if (g_terminated)
-            throw PeerFailure(-1, "rank " + std::to_string(rank_) +
-                                      " was terminated by the launcher (SIGTERM; did another "
-                                      "rank die?) during " +
-                                      what);
+        // SIGTERM: a stop when every rank got it (the collective completes), a failure
+        // (thrown here) when one is missing.
+        check_signals_confirmed();
         const double waited =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         if (waited > options_.timeout_seconds)
@@ -192,10 +228,73 @@ class MpiCommunicator final : public Communicator {
     }
 
   private:
+    // After SIGTERM: tells every other rank once, collects their notes; true once all ranks
+    // got it (the whole job is being stopped). Throws PeerFailure when one is missing: its
+    // process is gone from this host, or it did not answer within the grace period.
+    bool check_signals_confirmed() {
+        if (!g_terminated) return false;
+        if (all_confirmed_) return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (notes_.empty()) {
+            terminated_at_ = now;
+            static const char note = 1;
+            for (int r = 0; r < size_; ++r) {
+                if (r == rank_) continue;
+                MPI_Request request;
+                if (MPI_Isend(&note, 1, MPI_CHAR, r, kTerminatedTag, control_, &request) ==
+                    MPI_SUCCESS)
+                    notes_.push_back(request);
+            }
+            if (notes_.empty()) notes_.push_back(MPI_REQUEST_NULL);
+        }
+        for (MPI_Request& request : notes_) {
+            int done = 0;
+            if (request != MPI_REQUEST_NULL) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        }
+        for (int flag = 1; flag;) {
+            MPI_Status status;
+            MPI_Iprobe(MPI_ANY_SOURCE, kTerminatedTag, control_, &flag, &status);
+            if (!flag) break;
+            char note = 0;
+            MPI_Recv(&note, 1, MPI_CHAR, status.MPI_SOURCE, kTerminatedTag, control_,
+                     MPI_STATUS_IGNORE);
+            confirmed_[size_t(status.MPI_SOURCE)] = true;
+        }
+        std::vector<int> missing;
+        for (int r = 0; r < size_; ++r)
+            if (!confirmed_[size_t(r)]) missing.push_back(r);
+        if (missing.empty()) return all_confirmed_ = true;
+        const double grace = std::min(options_.timeout_seconds, 10.0);
+        for (int r : missing) {
+            const bool gone = process_gone(r);
+            if (gone || std::chrono::duration<double>(now - terminated_at_).count() > grace)
+                throw PeerFailure(
+                    r, "rank " + std::to_string(rank_) +
+                           " was terminated by the launcher (SIGTERM) and rank " +
+                           std::to_string(r) + " (" + peers_[size_t(r)] + ") " +
+                           (gone ? "is gone: it died" : "did not answer: it died or hangs") +
+                           ", so the launcher is ending the job");
+        }
+        return false;
+    }
+    // Whether rank r ran on this host and its process no longer exists.
+    bool process_gone(int r) const {
+        const std::string& peer = peers_[size_t(r)];
+        const auto space = peer.rfind(' ');
+        if (space == std::string::npos || peer.substr(0, space) != host_name()) return false;
+        const long pid = std::atol(peer.c_str() + space + 1);
+        return pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    }
+
     MpiOptions options_;
     int rank_ = 0, size_ = 1;
     MPI_Comm data_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
     std::string backend_;
+    std::vector<std::string> peers_; // "host pid" per rank
+    std::vector<bool> confirmed_;    // ranks known to have got SIGTERM (this one included)
+    std::vector<MPI_Request> notes_; // this rank's notes to the others, once sent
+    std::chrono::steady_clock::time_point terminated_at_;
+    bool all_confirmed_ = false;
 };
 
 MpiPending::~MpiPending() {

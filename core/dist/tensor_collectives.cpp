@@ -1,3 +1,4 @@
+#include <myelin/autograd.h>
 #include <myelin/device.h>
 #include <myelin/dist/tensor_collectives.h>
 #include <myelin/error.h>
@@ -14,11 +15,11 @@ double now_seconds() {
         .count();
 }
 
-void require_cpu(const Tensor& t, const char* what) {
-    if (!t.device().is_cpu())
-        throw Error(std::string(what) +
-                    ": data-parallel training runs on CPU tensors (NCCL, for GPU ranks, is not "
-                    "built)");
+void require_reachable(const Tensor& t, const Communicator& comm, const char* what) {
+    if (!comm.reaches(t.device()))
+        throw Error(std::string(what) + ": tensors on " + t.device().str() +
+                    " need a communicator that reaches that device (GPU ranks: NCCL); " +
+                    comm.backend() + " takes host memory");
 }
 
 uint64_t fnv1a(const unsigned char* bytes, size_t n) {
@@ -34,9 +35,12 @@ GradientBuckets::GradientBuckets(std::vector<Tensor> parameters, int64_t bucket_
     : parameters_(std::move(parameters)) {
     if (bucket_bytes <= 0) throw Error("bucket size must be positive");
     where_.resize(parameters_.size());
+    if (!parameters_.empty()) device_ = parameters_.front().device();
     for (size_t k = parameters_.size(); k-- > 0;) {
         const Tensor& p = parameters_[k];
-        require_cpu(p, "gradient averaging");
+        if (p.device() != device_)
+            throw Error("gradient averaging: parameters on " + device_.str() + " and " +
+                        p.device().str() + "; a rank trains on one device");
         const DType dtype = p.dtype();
         if (dtype != DType::Float32 && dtype != DType::Float64)
             throw Error(std::string("gradient averaging: parameter dtype ") + dtype_name(dtype) +
@@ -45,27 +49,45 @@ GradientBuckets::GradientBuckets(std::vector<Tensor> parameters, int64_t bucket_
         if (buckets_.empty() || buckets_.back().dtype != dtype ||
             (buckets_.back().count > 0 &&
              (buckets_.back().count * int64_t(dtype_size(dtype)) + bytes > bucket_bytes)))
-            buckets_.push_back(Bucket{dtype, {}, {}, {}, 0, 0, nullptr});
+            buckets_.push_back(Bucket{dtype, {}, {}, {}, Tensor(), 0, 0, nullptr});
         Bucket& b = buckets_.back();
         where_[k] = {buckets_.size() - 1, b.parameters.size()};
         b.parameters.push_back(k);
         b.offsets.push_back(b.count);
         b.count += p.numel();
     }
+    // Host buckets on the CPU; on a GPU, device buckets packed with the device's copies (the
+    // NCCL communicator reduces them in place).
     for (Bucket& b : buckets_)
-        b.buffer.resize(size_t(b.count) * dtype_size(b.dtype));
+        if (device_.is_cpu())
+            b.buffer.resize(size_t(b.count) * dtype_size(b.dtype));
+        else
+            b.device = zeros({b.count}, TensorOptions(device_).with_dtype(b.dtype));
     fired_.assign(parameters_.size(), 0);
 }
 
 int64_t GradientBuckets::bytes() const {
     int64_t total = 0;
     for (const Bucket& b : buckets_)
-        total += int64_t(b.buffer.size());
+        total += b.count * int64_t(dtype_size(b.dtype));
     return total;
+}
+
+void* GradientBuckets::data(Bucket& b) {
+    return b.device.defined() ? b.device.data_ptr() : static_cast<void*>(b.buffer.data());
 }
 
 void GradientBuckets::pack(Bucket& b, size_t slot, const Tensor& gradient) {
     const Tensor& p = parameters_[b.parameters[slot]];
+    if (b.device.defined()) {
+        autograd::NoGradGuard no_grad;
+        Tensor to = b.device.narrow(0, b.offsets[slot], p.numel());
+        if (!gradient.defined())
+            to.zero_();
+        else
+            to.copy_(gradient.reshape({p.numel()}));
+        return;
+    }
     const size_t element = dtype_size(b.dtype);
     unsigned char* to = b.buffer.data() + size_t(b.offsets[slot]) * element;
     const size_t n = size_t(p.numel()) * element;
@@ -101,7 +123,7 @@ void GradientBuckets::gradient_ready(size_t index, const Tensor& incoming, Commu
         const Tensor existing = parameters_[index].grad();
         pack(b, slot, existing.defined() ? existing + incoming : incoming);
         if (++b.ready == b.parameters.size())
-            b.pending = comm.start_allreduce_sum(b.buffer.data(), b.count, b.dtype);
+            b.pending = comm.start_allreduce_sum(data(b), b.count, b.dtype);
     }
     // MPI progresses non-blocking collectives inside MPI calls: nudge the started ones.
     for (Bucket& other : buckets_)
@@ -115,6 +137,11 @@ void GradientBuckets::average(Communicator& comm) {
 
 void GradientBuckets::finish(Communicator& comm) {
     if (comm.size() == 1) return;
+    if (!comm.reaches(device_))
+        throw Error("gradient averaging: parameters on " + device_.str() +
+                    " need a "
+                    "communicator that reaches that device (GPU ranks: NCCL); " +
+                    comm.backend() + " takes host memory");
     const double t0 = now_seconds();
     // A bucket whose parameters' hooks did not each run exactly once is packed again from .grad
     // (after its started allreduce, if any, completes everywhere: every rank started it).
@@ -127,7 +154,7 @@ void GradientBuckets::finish(Communicator& comm) {
         if (redo[i]) overlap_ok_ = false;
         if (!b.pending) {
             pack_from_grads(b);
-            b.pending = comm.start_allreduce_sum(b.buffer.data(), b.count, b.dtype);
+            b.pending = comm.start_allreduce_sum(data(b), b.count, b.dtype);
         }
     }
     const double t1 = now_seconds();
@@ -136,12 +163,26 @@ void GradientBuckets::finish(Communicator& comm) {
     for (size_t i = 0; i < buckets_.size(); ++i)
         if (redo[i]) {
             pack_from_grads(buckets_[i]);
-            comm.allreduce_sum(buckets_[i].buffer.data(), buckets_[i].count, buckets_[i].dtype);
+            comm.allreduce_sum(data(buckets_[i]), buckets_[i].count, buckets_[i].dtype);
         }
     const double t2 = now_seconds();
     const double scale = 1.0 / double(comm.size());
     for (Bucket& b : buckets_) {
         b.pending.reset();
+        if (b.device.defined()) { // on the GPU: scale and copy back with the device's ops
+            autograd::NoGradGuard no_grad;
+            b.device.mul_(scale);
+            for (size_t i = 0; i < b.parameters.size(); ++i) {
+                Tensor& p = parameters_[b.parameters[i]];
+                const Tensor from = b.device.narrow(0, b.offsets[i], p.numel()).view(p.shape());
+                Tensor g = p.grad();
+                if (g.defined())
+                    g.copy_(from);
+                else
+                    p.set_grad(from.clone());
+            }
+            continue;
+        }
         const size_t element = dtype_size(b.dtype);
         if (b.dtype == DType::Float32) {
             float* v = reinterpret_cast<float*>(b.buffer.data());
@@ -172,7 +213,7 @@ void GradientBuckets::finish(Communicator& comm) {
 void broadcast_tensors(const std::vector<Tensor>& tensors, Communicator& comm, int root) {
     if (comm.size() == 1) return;
     for (const Tensor& t : tensors) {
-        require_cpu(t, "parameter broadcast");
+        require_reachable(t, comm, "parameter broadcast");
         if (!t.is_contiguous())
             throw Error("parameter broadcast: tensor of shape " + t.shape().str() +
                         " is not contiguous");
@@ -183,8 +224,7 @@ void broadcast_tensors(const std::vector<Tensor>& tensors, Communicator& comm, i
 int64_t first_divergent_tensor(const std::vector<Tensor>& tensors, Communicator& comm) {
     std::vector<int64_t> sums;
     for (const Tensor& t : tensors) {
-        require_cpu(t, "parameter check");
-        const Tensor c = t.contiguous();
+        const Tensor c = t.to(kCPU).contiguous(); // (the same tensor on the CPU)
         sums.push_back(int64_t(fnv1a(static_cast<const unsigned char*>(c.data_ptr()),
                                      size_t(c.numel()) * c.element_size())));
     }

@@ -25,7 +25,8 @@ std::string detail::read_enum(const Reader& r, const std::string& key, std::stri
 TrainSpec detail::read_train(const Reader& r) {
     r.only({"loss", "optimizer", "scheduler", "scheduler_interval", "plateau_metric", "epochs",
             "accumulation_steps", "clip_grad_norm", "clip_grad_value", "precision", "device",
-            "seed", "validate_every_steps", "threads", "early_stopping", "checkpoints", "capture"});
+            "seed", "validate_every_steps", "threads", "early_stopping", "checkpoints", "capture",
+            "distributed"});
     TrainSpec t;
     t.loss = read_choice(r.at("loss"), spec::Family::Loss);
     t.optimizer = read_choice(r.at("optimizer"), spec::Family::Optimizer);
@@ -87,6 +88,9 @@ TrainSpec detail::read_train(const Reader& r) {
                 t.capture.layers.push_back(l.at(i).str());
         }
     }
+    if (r.has("distributed")) r.at("distributed").only({"sync_batchnorm"});
+    t.distributed.sync_batchnorm =
+        r.has("distributed") && r.at("distributed").bool_or("sync_batchnorm", false);
     return t;
 }
 
@@ -126,6 +130,7 @@ detail::json detail::write_train(const TrainSpec& t) {
     cap["feature_maps_every"] = t.capture.feature_maps_every;
     cap["layers"] = t.capture.layers;
     o["capture"] = std::move(cap);
+    if (t.distributed.sync_batchnorm) o["distributed"] = json{{"sync_batchnorm", true}};
     return o;
 }
 

@@ -7,6 +7,7 @@
 #include <myelin/nn/functional.h>
 #include <myelin/nn/init.h>
 #include <myelin/nn/layers.h>
+#include <myelin/nn/sync_batch_norm.h>
 
 namespace myelin::nn {
 
@@ -61,6 +62,9 @@ Tensor BatchNormBase::forward(const TensorList& inputs) {
         }
         if (!momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
     }
+    if (is_training() && sync_stats)
+        return F::sync_batch_norm(x, running_mean, running_var, weight, bias, factor, eps,
+                                  sync_stats);
     const bool use_batch_stats = is_training() || !track_running_stats;
     const bool pass_stats = !is_training() || track_running_stats;
     return F::batch_norm(x, pass_stats ? running_mean : Tensor(),

@@ -1,16 +1,21 @@
 #include <myelin/autograd.h>
 #include <myelin/data/dataloader.h>
 #include <myelin/data/sampler.h>
+#include <myelin/dist/nccl.h>
 #include <myelin/error.h>
+#include <myelin/nn/layers.h>
 #include <myelin/optim/optimizer.h>
 #include <myelin/train/trainer.h>
 
 #include "data_parallel.h"
 
+#include <myelin/spec/components.h>
+
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 namespace myelin::train {
 
@@ -63,9 +68,11 @@ void DataParallel::on_run_start(Trainer& trainer) {
     overlap_ = overlap_ && trainer.spec().accumulation_steps == 1 && comm_->size() > 1;
     for (size_t k = 0; overlap_ && k < trained.size(); ++k)
         hooks_.push_back(trained[k].register_hook([this, k](const Tensor& incoming) {
+            comm_->check_signals();
             if (armed_) buckets_->gradient_ready(k, incoming, *comm_);
             return Tensor();
         }));
+    install_sync_batchnorm(trainer);
     char bytes[32];
     std::snprintf(bytes, sizeof bytes, "%.2f MB", double(buckets_->bytes()) / 1048576.0);
     trainer.report(LogMessage{
@@ -74,15 +81,37 @@ void DataParallel::on_run_start(Trainer& trainer) {
                             std::to_string(batch_size_) + " x " + std::to_string(comm_->size()) +
                             " = " + std::to_string(batch_size_ * comm_->size()) + "; gradients (" +
                             bytes + ") averaged in " + std::to_string(buckets_->bucket_count()) +
-                            " bucket(s) per step" + (overlap_ ? ", overlapping backward" : "")});
+                            " bucket(s) per step" + (overlap_ ? ", overlapping backward" : "") +
+                            "; validation and test sharded over the ranks"});
+    if (trainer.spec().distributed.sync_batchnorm)
+        trainer.report(LogMessage{LogLevel::Info,
+                                  "sync_batchnorm: " + std::to_string(synced_.size()) +
+                                      " BatchNorm layer(s) normalise by the statistics of all " +
+                                      std::to_string(comm_->size()) + " ranks' batches"});
+}
+
+void DataParallel::install_sync_batchnorm(Trainer& trainer) {
+    if (!trainer.spec().distributed.sync_batchnorm) return;
+    // nn/ knows no communicator: each BatchNorm gets a function that sums its statistics over
+    // the ranks (every rank runs the same layers in the same order, so the collectives match).
+    std::shared_ptr<dist::Communicator> comm = comm_;
+    for (const auto& [name, module] : trainer.model().named_modules())
+        if (auto* bn = dynamic_cast<nn::BatchNormBase*>(module.get())) {
+            bn->sync_stats = [comm](double* data, int64_t count) {
+                comm->allreduce_sum(data, count, DType::Float64);
+            };
+            synced_.push_back(module);
+        }
 }
 
 void DataParallel::before_step(Trainer&) {
+    comm_->check_signals();
     step_samples_ = 0;
     buckets_->begin_step();
 }
 
 void DataParallel::after_forward(Trainer&, const ForwardPass& pass) {
+    comm_->check_signals();
     step_samples_ += pass.batch.input.size(0);
     armed_ = overlap_ && buckets_->overlapped(); // the backward that follows is the step's
 }
@@ -103,7 +132,9 @@ void DataParallel::after_optimizer_step(Trainer&, StepMetrics& metrics) {
 
 void DataParallel::agree_on_stop(Trainer& trainer) {
     // A stop asked on one rank (Ctrl-C, a signal) takes effect on every rank at the same point.
-    int64_t stop = trainer.control().stop_requested() ? 1 : 0;
+    // SIGTERM on every rank (Ctrl-C to mpirun, scancel) is a stop too; with a rank missing,
+    // stop_signalled throws (a failure).
+    int64_t stop = trainer.control().stop_requested() || comm_->stop_signalled() ? 1 : 0;
     comm_->allreduce_sum(&stop, 1, DType::Int64);
     if (stop > 0 && !trainer.control().stop_requested()) trainer.stop();
 }
@@ -133,14 +164,20 @@ void DataParallel::after_step_reported(Trainer& trainer) {
 
 void DataParallel::check_parameters(Trainer& trainer) {
     if (check_every_ > 0 && trainer.step() % check_every_ == 0) {
-        // Parameters only: buffers such as BatchNorm's running statistics are each rank's own
-        // (local statistics; rank 0's are the ones checkpointed).
+        // Parameters, and with sync_batchnorm the buffers too (the running statistics are then
+        // the same on every rank); without it BatchNorm's running statistics are each rank's
+        // own (local statistics; rank 0's are the ones checkpointed).
         std::vector<std::string> names;
         std::vector<Tensor> tensors;
         for (const auto& [name, p] : trainer.model().named_parameters()) {
             names.push_back(name);
             tensors.push_back(p);
         }
+        if (trainer.spec().distributed.sync_batchnorm)
+            for (const auto& [name, b] : trainer.model().named_buffers()) {
+                names.push_back(name);
+                tensors.push_back(b);
+            }
         const int64_t first = dist::first_divergent_tensor(tensors, *comm_);
         if (first >= 0)
             throw Error("--dist-check: after step " + std::to_string(trainer.step()) + " '" +
@@ -166,8 +203,53 @@ void DataParallel::reduce_epoch(RunningMean& loss,
     }
 }
 
+int64_t DataParallel::shard_evaluation(data::DataLoaderOptions& options,
+                                       const data::Dataset& dataset, bool classification) {
+    evaluation_sharded_ = true;
+    for (const spec::MetricKind& kind : spec::metric_kinds())
+        if (kind.fits(classification)) evaluation_sharded_ = false;
+    if (!evaluation_sharded_ || comm_->size() == 1) {
+        evaluation_sharded_ = false;
+        return std::numeric_limits<int64_t>::max();
+    }
+    const int64_t n = dataset.size(), world = comm_->size(), rank = comm_->rank();
+    options.shuffle = false;
+    options.sampler = std::make_shared<data::DistributedSampler>(
+        std::make_shared<data::SequentialSampler>(n), int(world), int(rank), false);
+    // Rank r's k-th example is position r + k*W of the padded order: real while < n.
+    return rank < n ? (n - rank + world - 1) / world : 0;
+}
+
+void DataParallel::reduce_evaluation(RunningMean& loss,
+                                     std::optional<ClassificationMetrics>& classification,
+                                     std::optional<RegressionMetrics>& regression) {
+    if (!evaluation_sharded_) return;
+    evaluation_sharded_ = false;
+    reduce_epoch(loss, classification);
+    if (!regression) return;
+    // Counts and error sums add; the targets' spread merges with Chan's formula around the
+    // global mean.
+    const RegressionMetrics::Sums mine = regression->sums();
+    double first[4] = {double(mine.count), mine.abs_error_sum, mine.squared_error_sum,
+                       double(mine.count) * mine.target_mean};
+    comm_->allreduce_sum(first, 4, DType::Float64);
+    RegressionMetrics::Sums all;
+    all.count = int64_t(first[0]);
+    all.abs_error_sum = first[1];
+    all.squared_error_sum = first[2];
+    all.target_mean = all.count > 0 ? first[3] / first[0] : 0.0;
+    const double d = mine.target_mean - all.target_mean;
+    double m2 = mine.count > 0 ? mine.target_m2 + double(mine.count) * d * d : 0.0;
+    comm_->allreduce_sum(&m2, 1, DType::Float64);
+    all.target_m2 = m2;
+    regression->set_sums(all);
+}
+
 void DataParallel::on_run_end(Trainer& trainer, TrainResult& result) {
     armed_ = false;
+    for (const auto& module : synced_)
+        static_cast<nn::BatchNormBase&>(*module).sync_stats = nullptr;
+    synced_.clear();
     for (auto& hook : hooks_)
         hook.remove();
     hooks_.clear();
@@ -203,6 +285,11 @@ void Trainer::setup_data_parallel(data::DataLoaderOptions& train_options) {
     if (options_.breakpoints)
         throw Error("training breakpoints are not available in a data-parallel run (each rank "
                     "would break on its own shard)");
+    // GPU ranks: the gradients, parameters and buffers go over NCCL on this rank's GPU (host
+    // values over the communicator it starts over). CUDA training is still refused before
+    // this (check_training_backend), so this runs once it is not.
+    if (!options_.device.is_cpu() && !options_.communicator->reaches(options_.device))
+        options_.communicator = dist::start_nccl(options_.communicator, options_.device);
     const std::shared_ptr<dist::Communicator>& comm = options_.communicator;
     // Every rank draws the epoch's order from the same (seed, epoch) and takes its share.
     data::SamplerPtr order =

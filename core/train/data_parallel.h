@@ -8,6 +8,7 @@
 // stops at the same step), and the optional parameter check. Validation and test run in full
 // on every rank: identical results, so early stopping and plateau schedules decide the same
 // everywhere with no communication.
+#include <myelin/data/dataloader.h>
 #include <myelin/dist/communicator.h>
 #include <myelin/dist/tensor_collectives.h>
 #include <myelin/train/callbacks.h>
@@ -34,6 +35,16 @@ class DataParallel final : public TrainerCallback {
     std::vector<std::pair<std::string, std::string>> params() const;
     // Sums the epoch's loss and classification counts over the ranks (collective).
     void reduce_epoch(RunningMean& loss, std::optional<ClassificationMetrics>& classification);
+    // Validation and test: each rank evaluates its shard (positions r, r+W, ... of the dataset
+    // in order; the DistributedSampler pads the last round by wrapping, and the padding is not
+    // counted): sets options.sampler and returns how many of this rank's examples are real.
+    // Where a registered metric kind fits the task (its value cannot be combined across ranks)
+    // every rank evaluates everything and nothing is reduced. Then reduce_evaluation combines
+    // the ranks' loss, classification counts and regression sums (collective).
+    int64_t shard_evaluation(data::DataLoaderOptions& options, const data::Dataset& dataset,
+                             bool classification);
+    void reduce_evaluation(RunningMean& loss, std::optional<ClassificationMetrics>& classification,
+                           std::optional<RegressionMetrics>& regression);
 
     void on_run_start(Trainer& trainer) override;
     void before_step(Trainer&) override;
@@ -46,7 +57,8 @@ class DataParallel final : public TrainerCallback {
 
   private:
     void agree_on_stop(Trainer& trainer);
-    void check_parameters(Trainer& trainer); // --dist-check, every check_every_ steps
+    void check_parameters(Trainer& trainer);       // --dist-check, every check_every_ steps
+    void install_sync_batchnorm(Trainer& trainer); // training.distributed.sync_batchnorm
 
     std::shared_ptr<dist::Communicator> comm_;
     int64_t batch_size_;
@@ -56,8 +68,10 @@ class DataParallel final : public TrainerCallback {
     std::unique_ptr<dist::GradientBuckets> buckets_;
     int64_t step_samples_ = 0;
     bool overlap_ = false;
-    bool armed_ = false; // between the step's last forward and the end of its backward
+    bool armed_ = false;              // between the step's last forward and the end of its backward
+    bool evaluation_sharded_ = false; // the evaluation under way
     std::vector<HookHandle> hooks_;
+    std::vector<std::shared_ptr<nn::Module>> synced_; // BatchNorm layers given sync_stats
 };
 
 } // namespace myelin::train

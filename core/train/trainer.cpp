@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -65,6 +66,7 @@ io::Project effective_project(const io::Project& project, const TrainerOptions& 
     if (options.lr) p.train.optimizer.options.set("lr", *options.lr);
     if (options.threads > 0) p.train.threads = options.threads;
     p.train.device = options.device.str(); // where it trains ("cpu" is not written)
+    if (options.dist_sync_batchnorm) p.train.distributed.sync_batchnorm = true;
     return p;
 }
 
@@ -327,8 +329,14 @@ double Trainer::metric_value(const std::string& name, const MetricMap& train,
 }
 
 MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* confusion) {
-    data::DataLoader loader(dataset,
-                            loader_options(project_.data, spec_.seed, false, data_.eval_transform));
+    data::DataLoaderOptions eval_options =
+        loader_options(project_.data, spec_.seed, false, data_.eval_transform);
+    // Data-parallel: each rank evaluates its shard and the sums are combined (data_parallel.h);
+    // `real_left` counts this rank's examples that are not padding.
+    int64_t real_left = data_parallel_ ? data_parallel_->shard_evaluation(eval_options, *dataset,
+                                                                          data_.classification())
+                                       : std::numeric_limits<int64_t>::max();
+    data::DataLoader loader(dataset, eval_options);
     bool was_training = model_->is_training();
     model_->eval();
     autograd::NoGradGuard no_grad;
@@ -346,9 +354,16 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
         if (kind.fits(data_.classification())) extra.emplace_back(&kind, kind.build());
     loader.start_epoch(0);
     while (auto next = loader.next()) {
-        const auto batch = std::optional<data::Example>(on_device(*next));
+        auto batch = std::optional<data::Example>(on_device(*next));
         Tensor out = (*model_)(batch->input);
         int64_t n = batch->input.size(0);
+        if (n > real_left) { // the shard's padding (repeated examples) is weighted out
+            n = std::max<int64_t>(real_left, 0);
+            if (n == 0) break;
+            out = out.narrow(0, 0, n);
+            batch->target = batch->target.narrow(0, 0, n);
+        }
+        real_left -= n;
         double l = (*loss_)(out, batch->target).item<double>();
         loss.add(sum_reduction_ ? l / double(n) : l, n);
         if (cls && out.dim() == 2) cls->update(out, batch->target);
@@ -357,6 +372,7 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
             metric->update(out, batch->target);
     }
     model_->train(was_training);
+    if (data_parallel_) data_parallel_->reduce_evaluation(loss, cls, reg);
     MetricMap m;
     m["loss"] = loss.mean();
     if (cls) {

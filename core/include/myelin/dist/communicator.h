@@ -8,6 +8,7 @@
 // Faults: a wait never blocks forever. It polls for the collective, for a failure message a
 // peer sent (report_failure) and for a termination signal, and throws PeerFailure naming the
 // failing rank and its error, or after the timeout.
+#include <myelin/device.h>
 #include <myelin/dtype.h>
 
 #include <cstdint>
@@ -61,6 +62,21 @@ class Communicator {
     virtual void report_failure(const std::string& message) noexcept = 0;
     // Ends every rank of the job with `exit_code` (MPI_Abort). Does not return.
     [[noreturn]] virtual void abort(int exit_code) noexcept = 0;
+
+    // Signals, told apart (the MPI communicator; alone: never). A stop is SIGINT on this rank,
+    // or SIGTERM on every rank (mpirun turns Ctrl-C into SIGTERM to each rank, Slurm's scancel
+    // sends it to each task): every rank that gets SIGTERM tells the others, and once all have,
+    // stop_signalled() is true. A failure is SIGTERM while a rank is missing (the launcher ends
+    // the job because that rank died): check_signals() throws PeerFailure naming it, at once
+    // when the missing rank's process is gone from this host, else after a grace period.
+    // check_signals is cheap; call it between collectives. stop_signalled may wait (within the
+    // grace) for the other ranks' answers.
+    virtual bool stop_signalled() { return false; }
+    virtual void check_signals() {}
+
+    // Whether collectives can take buffers in `device`'s memory (host memory always; the NCCL
+    // communicator also its GPU's).
+    virtual bool reaches(const Device& device) const { return device.is_cpu(); }
 };
 
 // One process alone: rank 0 of 1, every collective the identity.

@@ -1,7 +1,8 @@
 #pragma once
 // Collectives over tensors for data-parallel training: gradients averaged in fused buckets,
 // parameters broadcast from rank 0, and a cross-rank checksum that names the first tensor whose
-// values differ. CPU tensors only (GPU ranks would go over NCCL, not built).
+// values differ. CPU tensors over any communicator; GPU tensors over one that reaches the GPU
+// (NCCL, dist/nccl.h): their buckets are device buffers.
 #include <myelin/dist/communicator.h>
 #include <myelin/tensor.h>
 
@@ -50,16 +51,19 @@ class GradientBuckets {
   private:
     struct Bucket {
         DType dtype;
-        std::vector<size_t> parameters; // indices into parameters_
-        std::vector<int64_t> offsets;   // element offset of each in the buffer
-        std::vector<unsigned char> buffer;
+        std::vector<size_t> parameters;    // indices into parameters_
+        std::vector<int64_t> offsets;      // element offset of each in the buffer
+        std::vector<unsigned char> buffer; // on the CPU
+        Tensor device;                     // [count] on the parameters' device, when not the CPU
         int64_t count = 0;
         size_t ready = 0;
         std::unique_ptr<PendingCollective> pending;
     };
     void pack(Bucket& bucket, size_t slot, const Tensor& gradient);
     void pack_from_grads(Bucket& bucket);
+    static void* data(Bucket& bucket);
     std::vector<Tensor> parameters_;
+    Device device_ = kCPU;
     std::vector<Bucket> buckets_;
     std::vector<std::pair<size_t, size_t>> where_; // parameter -> (bucket, slot)
     std::vector<int> fired_;                       // hook calls this step, per parameter

@@ -13,6 +13,7 @@
 // tensors: change their values in place (copy_, init::*), never assign a new tensor to them.
 // Wrongly shaped input throws ShapeError naming the layer, the expected and the actual shape.
 #include <myelin/nn/module.h>
+#include <myelin/nn/sync_batch_norm.h>
 
 #include <array>
 #include <map>
@@ -230,6 +231,9 @@ class BatchNormBase : public Module {
     const bool track_running_stats;
     Tensor weight, bias;                                   // [C] when affine
     Tensor running_mean, running_var, num_batches_tracked; // when track_running_stats
+    // Set by data-parallel training with sync_batchnorm (train::DataParallel): in training the
+    // batch statistics are summed over the ranks through it (sync_batch_norm.h); empty: local.
+    StatsReducer sync_stats;
 
   protected:
     BatchNormBase(std::string type_name, int64_t num_features, double eps,

@@ -59,6 +59,14 @@ struct CaptureSpec {
     bool operator==(const CaptureSpec& other) const = default;
 };
 
+// Data-parallel runs (issue 19; a single process ignores it). Written only when not default.
+struct DistributedSpec {
+    // BatchNorm's batch statistics (and its backward's reductions) over every rank's examples,
+    // as torch.nn.SyncBatchNorm; off: each rank normalises by its own batch (PyTorch DDP's).
+    bool sync_batchnorm = false;
+    bool operator==(const DistributedSpec& other) const = default;
+};
+
 struct TrainSpec {
     Choice loss{"CrossEntropyLoss", {}};
     Choice optimizer{"Adam", {}};
@@ -81,6 +89,7 @@ struct TrainSpec {
     EarlyStoppingSpec early_stopping;
     CheckpointSpec checkpoints;
     CaptureSpec capture;
+    DistributedSpec distributed;
     bool operator==(const TrainSpec& other) const = default;
 };
 

@@ -111,6 +111,22 @@ class RegressionMetrics {
     MetricMap scalars() const;               // mae, mse, rmse, r2
     static std::vector<std::string> names(); // the names scalars() has
 
+    // What the results are computed from (data-parallel evaluation combines the ranks').
+    struct Sums {
+        int64_t count = 0;
+        double abs_error_sum = 0.0, squared_error_sum = 0.0, target_mean = 0.0, target_m2 = 0.0;
+    };
+    Sums sums() const {
+        return {count_, abs_error_sum_, squared_error_sum_, target_mean_, target_m2_};
+    }
+    void set_sums(const Sums& s) {
+        count_ = s.count;
+        abs_error_sum_ = s.abs_error_sum;
+        squared_error_sum_ = s.squared_error_sum;
+        target_mean_ = s.target_mean;
+        target_m2_ = s.target_m2;
+    }
+
   private:
     int64_t count_ = 0;
     double abs_error_sum_ = 0.0;

@@ -93,6 +93,9 @@ struct TrainerOptions {
     double dist_bucket_mb = 25;
     int64_t dist_check_every = 0;
     bool dist_overlap = true; // start allreduces from gradient hooks during backward
+    // BatchNorm statistics over every rank (training.distributed.sync_batchnorm; true here
+    // turns it on whatever the project says: myelin train --sync-batchnorm).
+    bool dist_sync_batchnorm = false;
 
     // Where the model (its parameters, buffers, gradients and optimizer state) and each batch
     // live. A device the run cannot use is refused by the constructor (check_training_backend:
