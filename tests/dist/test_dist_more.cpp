@@ -169,7 +169,10 @@ void TestDistMore::shardedEvaluationEqualsOneRank() {
 
 void TestDistMore::ctrlCToMpirunStopsTheRun() {
     QTemporaryDir dir;
-    const QString project = myelin::test::writeBlobsProject(dir.path(), 400, 3200);
+    // Epochs long enough (~0.3 s) that the signal lands inside one, as on a real run: with
+    // epochs of a few ms, each ending in validation and two checkpoint files, rank 0 is seen
+    // killed by mpirun before it records the stop (README, "Train on a cluster").
+    const QString project = myelin::test::writeBlobsProject(dir.path(), 40, 64000);
     QVERIFY(!project.isEmpty());
     const QString store = dir.filePath("s.db");
     QProcess process;

@@ -12,6 +12,8 @@
 #include <myelin/error.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -153,8 +155,9 @@ struct ConvEntry {
     dnnl::algorithm algo = dnnl::algorithm::convolution_direct; // of fwd_pd
     // The forward with ReLU as a post-op (conv followed by ReLU, nothing observing the
     // pre-activation). Used only when oneDNN runs it with the same implementation and formats as
-    // `fwd`: then the convolution's values are those of `fwd`, and oneDNN's ReLU, max(v, 0) with
-    // 0 as the second operand, is ours (v > 0 ? v : 0: NaN and -0 give +0).
+    // `fwd`: then the convolution's values are those of `fwd`. oneDNN's ReLU, max(v, 0), maps a
+    // NaN to 0 where ours (PyTorch's clamp_min) keeps it, so the post-op runs only where no NaN
+    // can arise (relu_post_op_exact).
     std::once_flag relu_once;
     bool relu_ok = false;
     dnnl::convolution_forward::primitive_desc fwd_relu_pd;
@@ -329,6 +332,32 @@ template <typename T> T* ptr(const View* v) {
     return v ? static_cast<T*>(v->data) : nullptr;
 }
 
+// The largest |v| of `n` floats, or +inf when one is NaN or infinite.
+float max_abs_or_inf(const float* p, int64_t n) {
+    float m = 0.0f;
+    bool finite = true;
+#pragma omp parallel for schedule(static) reduction(max : m) reduction(&& : finite) if (n > 262144)
+    for (int64_t i = 0; i < n; ++i) {
+        const float a = std::fabs(p[i]);
+        finite = finite && (p[i] - p[i] == 0.0f); // false for NaN and +-inf
+        m = a > m ? a : m;
+    }
+    return finite ? m : std::numeric_limits<float>::infinity();
+}
+
+// Whether conv(x, w) + b cannot produce a NaN: every operand finite and every sum bounded far
+// below FLT_MAX (the margin covers Winograd's transforms, which scale tiles by up to ~10^3), so
+// no inf - inf. Then ReLU as oneDNN's post-op gives our ReLU's bits. Reads x once (a fraction of
+// the convolution's own traffic).
+bool relu_post_op_exact(const View& x, const View& w, const View* b, const Geom& g) {
+    const double mx = max_abs_or_inf(static_cast<const float*>(x.data), x.numel());
+    const double mw = max_abs_or_inf(static_cast<const float*>(w.data), w.numel());
+    const double mb = b ? max_abs_or_inf(static_cast<const float*>(b->data), b->numel()) : 0.0;
+    const double terms = double(g.C / g.G) * double(g.KH) * double(g.KW);
+    const double bound = mb + terms * mx * mw; // inf when an operand is not finite
+    return bound < 1e-8 * double(std::numeric_limits<float>::max());
+}
+
 // `relu`: with ReLU fused (only where relu_forward_ready).
 void forward_raw(const View& x, const View& w, const View* b, const View& y, const Geom& g,
                  bool relu = false) {
@@ -480,7 +509,8 @@ inline void transpose16(__m512 r[16]) {
 }
 #endif
 
-// ReLU's backward on the way into oneDNN's nChw16c layout: out = (y > 0 ? gy : 0), gy and y nchw
+// ReLU's backward on the way into oneDNN's nChw16c layout: out = (y <= 0 ? 0 : gy: a NaN passes
+// the gradient, as PyTorch's threshold_backward and our ReluBackward), gy and y nchw
 // [N, C, HW] with C a multiple of 16, out [N, C/16, HW, 16]. The select is ReLU's backward
 // (BinaryOp::ReluBackward); the layout change is a pure copy, as oneDNN's reorder. Each block of
 // 16 channels is masked row by row (two sequential streams) into a per-thread buffer that stays in
@@ -505,7 +535,7 @@ void relu_backward_to_nchw16c(const float* gy, const float* y, float* out, int64
                     static_cast<__mmask16>((1u << std::min<int64_t>(16, 16 * HW - i)) - 1);
                 const __m512 gv = _mm512_maskz_loadu_ps(lanes, g + i);
                 const __m512 yv = _mm512_maskz_loadu_ps(lanes, v + i);
-                const __mmask16 positive = _mm512_cmp_ps_mask(yv, _mm512_setzero_ps(), _CMP_GT_OQ);
+                const __mmask16 positive = _mm512_cmp_ps_mask(yv, _mm512_setzero_ps(), _CMP_NLE_UQ);
                 _mm512_mask_storeu_ps(t + i, lanes, _mm512_maskz_mov_ps(positive, gv));
             }
             for (int64_t hw0 = 0; hw0 < HW; hw0 += 16) {
@@ -525,7 +555,7 @@ void relu_backward_to_nchw16c(const float* gy, const float* y, float* out, int64
 #else
             for (int64_t hw = 0; hw < HW; ++hw)
                 for (int64_t c = 0; c < 16; ++c)
-                    o[hw * 16 + c] = v[c * HW + hw] > 0.0f ? g[c * HW + hw] : 0.0f;
+                    o[hw * 16 + c] = v[c * HW + hw] <= 0.0f ? 0.0f : g[c * HW + hw];
 #endif
         }
     }
@@ -565,7 +595,7 @@ void conv_relu_backward_raw(const View& x, const View& w, const View& y, const V
     } else { // ReLU's backward in nchw, then the usual reorder
 #pragma omp parallel for schedule(static) if (count > 32768)
         for (int64_t i = 0; i < count; ++i)
-            mp[i] = yp[i] > 0.0f ? gyp[i] : 0.0f;
+            mp[i] = yp[i] <= 0.0f ? 0.0f : gyp[i];
         gy_masked.data = mp;
     }
     if (gx) backward_data_raw(gy_masked, w, *gx, g, &dd);
@@ -609,7 +639,14 @@ bool CpuNnKernels::conv_relu_fused(const ConvGeometry& g, bool has_bias) {
 void CpuNnKernels::conv_relu_forward(const ConvGeometry& g, const View& x, const View& w,
                                      const View* bias, const View& y) {
     if (!onednn_ok(x, g) || g.bf16) throw Error("conv_relu_forward: not fused for this input");
-    forward_raw(x, w, bias, y, g, true);
+    if (relu_post_op_exact(x, w, bias, g)) return forward_raw(x, w, bias, y, g, true);
+    // A NaN may arise: the plain convolution, then ReLU keeping NaN and -0 (PyTorch's).
+    forward_raw(x, w, bias, y, g);
+    auto* v = static_cast<float*>(y.data);
+    const int64_t count = y.numel();
+#pragma omp parallel for schedule(static) if (count > 32768)
+    for (int64_t i = 0; i < count; ++i)
+        v[i] = v[i] < 0.0f ? 0.0f : v[i];
 }
 
 void CpuNnKernels::conv_relu_backward(const ConvGeometry& g, const View& x, const View& w,
