@@ -34,10 +34,9 @@ constexpr int kTerminatedTag = 20; // "this rank got SIGTERM", to every other ra
 std::atomic<bool> g_terminated{false};
 std::atomic<bool> g_interrupted{false};
 
-// The handler stays: Open MPI's launcher may send SIGTERM more than once while it ends a job,
-// and its SIGKILL follows after odls_base_sigkill_timeout anyway.
 extern "C" void on_mpi_rank_sigterm(int) {
     g_terminated = true;
+    std::signal(SIGTERM, SIG_DFL); // a second one ends the process at once
 }
 
 extern "C" void on_mpi_rank_sigint(int) {
