@@ -119,6 +119,12 @@ void TestTrainingProcesses::controlIsHiddenWhereProcessesCannotStart() {
     auto* note = w.trainingPage()->findChild<QLabel*>(QStringLiteral("processesNote"));
     QVERIFY(note);
     QVERIFY2(note->text().contains(QStringLiteral("thread")), qPrintable(note->text()));
+    // The run overview counts every process's batch (blobs: batch 16, no accumulation).
+    auto* overview = w.trainingPage()->findChild<QLabel*>(QStringLiteral("trainOverview"));
+    QVERIFY(overview);
+    QVERIFY2(overview->text().contains(QStringLiteral("32 examples per optimizer step")) &&
+                 overview->text().contains(QStringLiteral("2 processes")),
+             qPrintable(overview->text()));
     // A studio setting: the next window offers the same number.
     MainWindow again;
     again.trainingPage()->setProcessesAvailable(true, 8);

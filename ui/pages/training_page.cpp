@@ -328,12 +328,24 @@ void TrainingPage::updateOverview() {
             .arg(colors::kMutedText.name(), key, value);
     };
     QString html = QStringLiteral("<table cellspacing='0'>");
-    html +=
-        row(tr("Effective batch"), tr("%1 examples per optimizer step (batch %2 × %3)")
-                                       .arg(groupDigits(p.data.batch_size * t.accumulation_steps))
-                                       .arg(p.data.batch_size)
-                                       .arg(t.accumulation_steps));
-    if (known)
+    const int ranks = processes(); // data-parallel: each process takes its own batch
+    const int64_t perStep = p.data.batch_size * t.accumulation_steps * ranks;
+    html += row(tr("Effective batch"),
+                ranks > 1 ? tr("%1 examples per optimizer step (batch %2 × %3 × %4 processes)")
+                                .arg(groupDigits(perStep))
+                                .arg(p.data.batch_size)
+                                .arg(t.accumulation_steps)
+                                .arg(ranks)
+                          : tr("%1 examples per optimizer step (batch %2 × %3)")
+                                .arg(groupDigits(perStep))
+                                .arg(p.data.batch_size)
+                                .arg(t.accumulation_steps));
+    if (known && ranks > 1) // each process reads 1/N of the examples (padded to equal shares)
+        html += row(tr("Optimizer steps"),
+                    tr("%1 per epoch in one process; about 1/%2 of that in %2 processes")
+                        .arg(groupDigits(*known))
+                        .arg(ranks));
+    else if (known)
         html += row(tr("Optimizer steps"),
                     tr("%1 per epoch, %2 in total")
                         .arg(groupDigits(*known), groupDigits(*known * t.epochs)));
@@ -531,6 +543,7 @@ void TrainingPage::buildProcessesRow() {
     connect(processes_, &QSpinBox::valueChanged, this, [this](int n) {
         QSettings().setValue(kProcessesKey, n);
         updateProcessesNote();
+        updateOverview();
     });
     connect(threads_, &QSpinBox::valueChanged, this, [this] { updateProcessesNote(); });
     updateProcessesNote();
@@ -543,6 +556,7 @@ void TrainingPage::setProcessesAvailable(bool available, int maxProcesses) {
         processes_->setMaximum(std::max(1, maxProcesses));
         processes_->setValue(available ? QSettings().value(kProcessesKey, 1).toInt() : 1);
     }
+    updateOverview();
     for (QFormLayout* form : settings_->findChildren<QFormLayout*>()) {
         int at = -1;
         QFormLayout::ItemRole role;
