@@ -152,11 +152,12 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
     auto* statusLine =
-        makeLabel(tr("Not in this build yet: training on a GPU; training across machines "
+        makeLabel(tr("Training on a CUDA GPU (MLPs and CNNs, float32) is built but has not "
+                     "been run on a GPU yet; float16 is not available. Training across machines "
                      "(data-parallel over MPI) runs from the command line (mpirun myelin train, "
-                     "see the README), several processes on this machine also from the Training "
-                     "page where Open MPI is installed; recurrent and attention layers do not "
-                     "export to ONNX or PyTorch code yet."),
+                     "see the README), and in several processes on this machine from the "
+                     "Training page where Open MPI is installed. Recurrent and attention layers "
+                     "train on the CPU only and do not export to ONNX or PyTorch code yet."),
                   "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
