@@ -12,6 +12,7 @@
 
 #include <qcustomplot.h>
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -24,6 +25,7 @@
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QUndoStack>
+#include <QWheelEvent>
 #include <QtTest>
 
 #include <vector>
@@ -101,8 +103,41 @@ class TestTrainingPage : public QObject {
     void runSettingsAreUndoableEdits();
     void lockingDisablesEditors();
     void noProjectDisablesThePage();
+    void wheelScrollsTheFormNotItsInputs();
     void screenshot();
 };
+
+// Scrolling the settings with the wheel used to change whatever combo box passed under the
+// pointer (seen in a real window: Adam became Adagrad). Unfocused inputs leave it to the form.
+void TestTrainingPage::wheelScrollsTheFormNotItsInputs() {
+    Fixture f;
+    f.page.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&f.page));
+    auto* optimizer = f.find<QComboBox>("optimizerKind");
+    auto* scroll = f.find<QScrollArea>("trainingSettingsScroll");
+    QVERIFY(optimizer && scroll);
+    QVERIFY(scroll->verticalScrollBar()->maximum() > 0);
+    QCOMPARE(optimizer->focusPolicy(), Qt::StrongFocus);
+    const QString kind = optimizer->currentText();
+    const int undoBefore = f.undo().count();
+    // Returns whether the input accepted the wheel. (A real wheel event that the input leaves
+    // unaccepted goes on to its parents, so the scroll area scrolls: seen in a real window.)
+    auto wheelDown = [&] {
+        QWheelEvent down(QPointF(5, 5), optimizer->mapToGlobal(QPointF(5, 5)), QPoint(),
+                         QPoint(0, -120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+        QApplication::sendEvent(optimizer, &down);
+        return down.isAccepted();
+    };
+    QVERIFY(!wheelDown());
+    QCOMPARE(optimizer->currentText(), kind);
+    QCOMPARE(QString::fromStdString(f.train().optimizer.kind), kind);
+    QCOMPARE(f.undo().count(), undoBefore);
+    // Focused (clicked or tabbed to), the input takes the wheel as anywhere in Qt.
+    optimizer->setFocus(Qt::TabFocusReason);
+    QVERIFY(optimizer->hasFocus());
+    QVERIFY(wheelDown());
+    QVERIFY(optimizer->currentText() != kind);
+}
 
 void TestTrainingPage::initTestCase() {
     myelin::ui::applyStudioTheme(*qApp);

@@ -8,6 +8,7 @@
 #include "pages/page_text.h"
 #include "widgets/attr_editor.h"
 #include "widgets/theme.h"
+#include "widgets/wheel_guard.h"
 
 #include <myelin/data/sampler.h>
 #include <myelin/train/components.h>
@@ -68,6 +69,7 @@ QString transformLabel(const spec::Choice& choice, int index) {
 DataPage::DataPage(ProjectDocument* document, QWidget* parent)
     : QWidget(parent), document_(document) {
     setObjectName(QStringLiteral("dataPage"));
+    installWheelGuard(); // the wheel scrolls this form; it edits an input only once focused
     setAttribute(Qt::WA_StyledBackground, true);
 
     auto* scroll = new QScrollArea(this);

@@ -10,6 +10,7 @@
 #include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
+#include "widgets/wheel_guard.h"
 
 #include <myelin/graph/analysis.h>
 #include <myelin/train/metrics.h>
@@ -55,6 +56,7 @@ void showIndexOfData(QComboBox* combo, const QString& data) {
 TrainingPage::TrainingPage(ProjectDocument* document, QWidget* parent)
     : QWidget(parent), document_(document) {
     setObjectName(QStringLiteral("trainingPage"));
+    installWheelGuard(); // the wheel scrolls this form; it edits an input only once focused
     setAttribute(Qt::WA_StyledBackground, true);
 
     loss_.family = spec::Family::Loss;
