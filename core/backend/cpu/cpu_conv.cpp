@@ -7,6 +7,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_nn.h"
 #include "backend/cpu/dnnl_util.h"
+#include "backend/kernels/elementwise.h"
 
 #include <myelin/dtype.h>
 #include <myelin/error.h>
@@ -509,6 +510,12 @@ inline void transpose16(__m512 r[16]) {
 }
 #endif
 
+// ReLU's gradient from its output y, the element-wise rule (BinaryOp::ReluBackward) every path
+// shares.
+inline float relu_grad(float g, float y) {
+    return kernels::apply_binary<BinaryOp::ReluBackward>(g, y, {});
+}
+
 // ReLU's backward on the way into oneDNN's nChw16c layout: out = (y <= 0 ? 0 : gy: a NaN passes
 // the gradient, as PyTorch's threshold_backward and our ReluBackward), gy and y nchw
 // [N, C, HW] with C a multiple of 16, out [N, C/16, HW, 16]. The select is ReLU's backward
@@ -555,7 +562,7 @@ void relu_backward_to_nchw16c(const float* gy, const float* y, float* out, int64
 #else
             for (int64_t hw = 0; hw < HW; ++hw)
                 for (int64_t c = 0; c < 16; ++c)
-                    o[hw * 16 + c] = v[c * HW + hw] <= 0.0f ? 0.0f : g[c * HW + hw];
+                    o[hw * 16 + c] = relu_grad(g[c * HW + hw], v[c * HW + hw]);
 #endif
         }
     }
@@ -595,7 +602,7 @@ void conv_relu_backward_raw(const View& x, const View& w, const View& y, const V
     } else { // ReLU's backward in nchw, then the usual reorder
 #pragma omp parallel for schedule(static) if (count > 32768)
         for (int64_t i = 0; i < count; ++i)
-            mp[i] = yp[i] <= 0.0f ? 0.0f : gyp[i];
+            mp[i] = relu_grad(gyp[i], yp[i]);
         gy_masked.data = mp;
     }
     if (gx) backward_data_raw(gy_masked, w, *gx, g, &dd);
@@ -646,7 +653,7 @@ void CpuNnKernels::conv_relu_forward(const ConvGeometry& g, const View& x, const
     const int64_t count = y.numel();
 #pragma omp parallel for schedule(static) if (count > 32768)
     for (int64_t i = 0; i < count; ++i)
-        v[i] = v[i] < 0.0f ? 0.0f : v[i];
+        v[i] = kernels::apply_unary<UnaryOp::Relu>(v[i], {});
 }
 
 void CpuNnKernels::conv_relu_backward(const ConvGeometry& g, const View& x, const View& w,
