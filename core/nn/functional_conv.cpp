@@ -83,9 +83,10 @@ bool autocast_bf16(const Tensor& x) {
 }
 
 // Both backward passes of conv2d: the input gradient when asked, and the weight gradient when
-// the weight's or the bias's is asked (the bias gradient comes with it).
+// the weight's or the bias's is asked (the bias gradient comes with it). With `sy` (conv2d_relu's
+// saved output y), ReLU's backward is fused into both passes.
 TensorList conv2d_backward(const Tensor& gy, const SavedTensor& sx, const SavedTensor& sw,
-                           const Geom& g, const Node& n) {
+                           const Geom& g, const Node& n, const SavedTensor* sy = nullptr) {
     const bool want_x = n.needs_input_grad(0);
     const bool want_w = n.needs_input_grad(1) || n.needs_input_grad(2);
     TensorList r(3);
@@ -93,6 +94,7 @@ TensorList conv2d_backward(const Tensor& gy, const SavedTensor& sx, const SavedT
     if (want_x) k = &kernels(gy, Primitive::ConvBackwardData, g);
     if (want_w) k = &kernels(gy, Primitive::ConvBackwardWeights, g);
     if (!k) return r;
+    const Tensor ys = sy ? sy->unpack(n) : Tensor();
     const Tensor ws = want_x ? sw.unpack(n) : Tensor();
     const Tensor xs = want_w ? sx.unpack(n) : Tensor();
     if (want_x) r[0] = make_tensor({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
@@ -102,33 +104,12 @@ TensorList conv2d_backward(const Tensor& gy, const SavedTensor& sx, const SavedT
     backend::View vx, vw, vgx, vgw, vgb;
     if (xs.defined()) vx = view_of(xs);
     if (ws.defined()) vw = view_of(ws);
-    k->conv_backward(g, vx, vw, view_of(gy), optional_view(r[0], vgx), optional_view(gw, vgw),
-                     optional_view(r[2], vgb));
-    if (n.needs_input_grad(1)) r[1] = gw;
-    return r;
-}
-
-// conv2d_relu's backward: ReLU's backward (from the saved output y) fused into both passes.
-TensorList conv2d_relu_backward(const Tensor& gy, const SavedTensor& sx, const SavedTensor& sw,
-                                const SavedTensor& sy, const Geom& g, const Node& n) {
-    const bool want_x = n.needs_input_grad(0);
-    const bool want_w = n.needs_input_grad(1) || n.needs_input_grad(2);
-    TensorList r(3);
-    if (!want_x && !want_w) return r;
-    backend::NnKernels& k =
-        kernels(gy, want_w ? Primitive::ConvBackwardWeights : Primitive::ConvBackwardData, g);
-    const Tensor ys = sy.unpack(n);
-    const Tensor ws = want_x ? sw.unpack(n) : Tensor();
-    const Tensor xs = want_w ? sx.unpack(n) : Tensor();
-    if (want_x) r[0] = make_tensor({g.N, g.C, g.H, g.W}, gy.dtype(), gy.device());
-    const Tensor gw =
-        want_w ? make_tensor({g.O, g.C / g.G, g.KH, g.KW}, gy.dtype(), gy.device()) : Tensor();
-    if (n.needs_input_grad(2)) r[2] = make_tensor({g.O}, gy.dtype(), gy.device());
-    backend::View vx, vw, vgx, vgw, vgb;
-    if (xs.defined()) vx = view_of(xs);
-    if (ws.defined()) vw = view_of(ws);
-    k.conv_relu_backward(g, vx, vw, view_of(ys), view_of(gy), optional_view(r[0], vgx),
-                         optional_view(gw, vgw), optional_view(r[2], vgb));
+    if (sy)
+        k->conv_relu_backward(g, vx, vw, view_of(ys), view_of(gy), optional_view(r[0], vgx),
+                              optional_view(gw, vgw), optional_view(r[2], vgb));
+    else
+        k->conv_backward(g, vx, vw, view_of(gy), optional_view(r[0], vgx), optional_view(gw, vgw),
+                         optional_view(r[2], vgb));
     if (n.needs_input_grad(1)) r[1] = gw;
     return r;
 }
@@ -236,7 +217,7 @@ Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
         record("ConvolutionReluBackward0", {&x, &weight, &bias}, y,
                [sx = SavedTensor(xc), sw = SavedTensor(wc), sy = SavedTensor(y, true),
                 g](const Tensor& grad, const Node& n) {
-                   return conv2d_relu_backward(grad.contiguous(), sx, sw, sy, g, n);
+                   return conv2d_backward(grad.contiguous(), sx, sw, g, n, &sy);
                });
     return y;
 }
