@@ -21,11 +21,13 @@ std::optional<int64_t> known_training_examples(const spec::DataSpec& spec) {
     return n - held_out_count(n, spec.validation_fraction);
 }
 
-std::optional<int64_t> known_steps_per_epoch(const spec::DataSpec& data,
-                                             int64_t accumulation_steps) {
+std::optional<int64_t> known_steps_per_epoch(const spec::DataSpec& data, int64_t accumulation_steps,
+                                             int processes) {
     const std::optional<int64_t> examples = known_training_examples(data);
-    if (!examples || *examples <= 0 || data.batch_size <= 0) return std::nullopt;
-    const int64_t micro = data::batch_count(*examples, data.batch_size, data.drop_last);
+    if (!examples || *examples <= 0 || data.batch_size <= 0 || processes < 1) return std::nullopt;
+    const int64_t world = processes;
+    const int64_t share = data.drop_last ? *examples / world : (*examples + world - 1) / world;
+    const int64_t micro = data::batch_count(share, data.batch_size, data.drop_last);
     if (micro == 0) return std::nullopt;
     return optimizer_steps(micro, std::max<int64_t>(1, accumulation_steps));
 }

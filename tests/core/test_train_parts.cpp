@@ -1,6 +1,7 @@
 // The trainer's building blocks: streaming metrics against hand-computed values, tensor summaries
 // and norms against brute-force double computations, the event queue's drop policy and ordering
 // under threads, the progress tracker on a fake clock, and early stopping sequences.
+#include <myelin/data/sampler.h>
 #include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/io/project.h>
@@ -214,6 +215,22 @@ class TestTrainParts : public QObject {
         QCOMPARE(*train::known_steps_per_epoch(d, 4), int64_t(211));
         d.drop_last = true;
         QCOMPARE(*train::known_steps_per_epoch(d, 1), int64_t(843));
+        // Data-parallel: each process steps through its share, as DistributedSampler deals it
+        // (54,000 / 7 = 7,714.3: padded to 7,715 each, or cut to 7,714 with drop_last).
+        d.drop_last = false;
+        QCOMPARE(*train::known_steps_per_epoch(d, 1, 2), int64_t(422)); // 27,000 / 64 = 421.9
+        QCOMPARE(*train::known_steps_per_epoch(d, 1, 7), int64_t(121)); // 7,715 / 64 = 120.5
+        for (bool drop : {false, true})
+            for (int world : {2, 3, 7}) {
+                d.drop_last = drop;
+                auto sampler = std::make_shared<data::DistributedSampler>(
+                    std::make_shared<data::SequentialSampler>(54000), world, world - 1, drop);
+                const int64_t dealt = data::BatchSampler(sampler, 64, drop).size();
+                QCOMPARE(*train::known_steps_per_epoch(d, 1, world), dealt);
+                QCOMPARE(*train::known_steps_per_epoch(d, 2, world), (dealt + 1) / 2);
+            }
+        QVERIFY(!train::known_steps_per_epoch(d, 1, 0));
+        d.drop_last = true;
         d.validation_fraction = 0;
         QCOMPARE(*train::known_training_examples(d), int64_t(60000));
         // Sized by their files: not known without reading them.

@@ -16,6 +16,7 @@
 
 #include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
+#include <myelin/train/data_setup.h>
 
 #include <qcustomplot.h>
 
@@ -68,6 +69,7 @@ class TestTrainingProcesses : public QObject {
   private slots:
     void initTestCase();
     void controlIsHiddenWhereProcessesCannotStart();
+    void previewCountsEachProcesssSteps();
     void twoProcessesTrainLiveAndStop();
     void twoProcessesTrainToTheEnd();
     void projectTheCliCannotReadIsReported();
@@ -138,6 +140,39 @@ void TestTrainingProcesses::controlIsHiddenWhereProcessesCannotStart() {
     QTest::qWait(50);
     myelin::test::saveScreenshot(w, QStringLiteral("training_processes.png"));
     spin->setValue(1);
+}
+
+void TestTrainingProcesses::previewCountsEachProcesssSteps() {
+    // Fashion-MNIST's size is known from the spec: the preview and the overview count the steps
+    // each process takes through its share, which is what its scheduler will see.
+    MainWindow w;
+    QVERIFY(w.openProject(
+        QStringLiteral(MYELIN_TEST_SOURCE_DIR "/resources/examples/fashion_mlp.myelin")));
+    myelin::ui::TrainingPage* page = w.trainingPage();
+    const myelin::io::Project& project = w.document()->project();
+    const int64_t alone =
+        *myelin::train::known_steps_per_epoch(project.data, project.train.accumulation_steps);
+    page->setProcessesAvailable(true, 4);
+    processesSpin(w)->setValue(1);
+    QCOMPARE(page->previewStepsPerEpoch(), alone);
+    processesSpin(w)->setValue(3);
+    const int64_t each =
+        *myelin::train::known_steps_per_epoch(project.data, project.train.accumulation_steps, 3);
+    QVERIFY2(each < alone / 2, qPrintable(QString::number(each)));
+    QCOMPARE(page->previewStepsPerEpoch(), each);
+    QCOMPARE(int64_t(page->previewPositions().size()) > 0, true);
+    QVERIFY(page->previewPositions().back() <= double(each * project.train.epochs));
+    auto* overview = page->findChild<QLabel*>(QStringLiteral("trainOverview"));
+    QVERIFY(overview);
+    QVERIFY2(overview->text().contains(QStringLiteral("in each of 3 processes")),
+             qPrintable(overview->text()));
+    auto* note = page->findChild<QLabel*>(QStringLiteral("processesNote"));
+    QVERIFY(note);
+    QVERIFY2(note->text().contains(QStringLiteral("3 processes")) &&
+                 !note->text().contains(QLatin1Char('%')),
+             qPrintable(note->text()));
+    processesSpin(w)->setValue(1);
+    QCOMPARE(page->previewStepsPerEpoch(), alone);
 }
 
 void TestTrainingProcesses::twoProcessesTrainLiveAndStop() {

@@ -342,11 +342,11 @@ void TrainingPage::updateOverview() {
                                 .arg(groupDigits(perStep))
                                 .arg(p.data.batch_size)
                                 .arg(t.accumulation_steps));
-    if (known && ranks > 1) // each process reads 1/N of the examples (padded to equal shares)
-        html += row(tr("Optimizer steps"),
-                    tr("%1 per epoch in one process; about 1/%2 of that in %2 processes")
-                        .arg(groupDigits(*known))
-                        .arg(ranks));
+    if (known && ranks > 1) // each process reads its share of the examples
+        html +=
+            row(tr("Optimizer steps"), tr("%1 per epoch, %2 in total, in each of %3 processes")
+                                           .arg(groupDigits(*known), groupDigits(*known * t.epochs))
+                                           .arg(ranks));
     else if (known)
         html += row(tr("Optimizer steps"),
                     tr("%1 per epoch, %2 in total")
@@ -545,6 +545,7 @@ void TrainingPage::buildProcessesRow() {
     connect(processes_, &QSpinBox::valueChanged, this, [this](int n) {
         QSettings().setValue(kProcessesKey, n);
         updateProcessesNote();
+        updatePreview(); // steps per epoch depend on the process count
         updateOverview();
     });
     connect(threads_, &QSpinBox::valueChanged, this, [this] { updateProcessesNote(); });
@@ -558,6 +559,7 @@ void TrainingPage::setProcessesAvailable(bool available, int maxProcesses) {
         processes_->setMaximum(std::max(1, maxProcesses));
         processes_->setValue(available ? QSettings().value(kProcessesKey, 1).toInt() : 1);
     }
+    updatePreview();
     updateOverview();
     for (QFormLayout* form : settings_->findChildren<QFormLayout*>()) {
         int at = -1;
@@ -582,11 +584,11 @@ void TrainingPage::updateProcessesNote() {
     const int total = threads_->value() > 0 ? threads_->value() : QThread::idealThreadCount();
     const int each = std::max(1, total / n);
     processesNote_->setText(
-        (each == 1 ? tr("On this machine, data-parallel with mpirun: %1 processes, 1 thread each.")
-                   : tr("On this machine, data-parallel with mpirun: %1 processes, %2 threads "
-                        "each."))
-            .arg(n)
-            .arg(each));
+        each == 1
+            ? tr("On this machine, data-parallel with mpirun: %1 processes, 1 thread each.").arg(n)
+            : tr("On this machine, data-parallel with mpirun: %1 processes, %2 threads each.")
+                  .arg(n)
+                  .arg(each));
 }
 
 } // namespace myelin::ui

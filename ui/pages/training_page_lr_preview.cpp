@@ -158,8 +158,10 @@ QWidget* TrainingPage::buildPreview() {
 
 std::optional<int64_t> TrainingPage::knownStepsPerEpoch() const {
     if (!document_->isOpen()) return std::nullopt;
+    // Data-parallel: each process steps through its own share of the examples, so its
+    // schedule has fewer steps per epoch than one process's.
     return train::known_steps_per_epoch(document_->project().data,
-                                        document_->project().train.accumulation_steps);
+                                        document_->project().train.accumulation_steps, processes());
 }
 
 bool TrainingPage::stepsPerEpochKnown() const {

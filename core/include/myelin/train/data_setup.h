@@ -46,9 +46,11 @@ int64_t held_out_count(int64_t n, double fraction);
 std::optional<int64_t> known_training_examples(const spec::DataSpec& spec);
 // The optimizer steps per epoch the trainer will take, from the spec alone (the hold-out, then
 // batches, then accumulation, as the trainer counts them); unset when the source's size is not
-// known without reading it, or no batch fits.
-std::optional<int64_t> known_steps_per_epoch(const spec::DataSpec& data,
-                                             int64_t accumulation_steps);
+// known without reading it, or no batch fits. With `processes` > 1 (data-parallel), the steps of
+// each process: it reads its share of the examples, padded to equal shares (or cut to them with
+// drop_last), as DistributedSampler hands them out.
+std::optional<int64_t> known_steps_per_epoch(const spec::DataSpec& data, int64_t accumulation_steps,
+                                             int processes = 1);
 
 // Paths in the spec are relative to `project_dir`. Throws myelin::Error naming the source,
 // the option and the file on any problem. A text source encodes with `text_encoding` when
