@@ -11,6 +11,8 @@ usage: /usr/bin/python3 bench/ops_compare.py [--threads 1] [--rounds 3] [--min-t
 """
 import argparse, json, os, statistics, subprocess, sys
 
+import blas_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 
@@ -54,6 +56,7 @@ def main():
     ap.add_argument("--binary", default=os.path.join(ROOT, "build/bench/myelin_bench_ops"))
     ap.add_argument("--before", default="", help="folder holding the old libmyelin_core.so.*")
     args = ap.parse_args()
+    blas = blas_env.apply()  # both sides: OpenBLAS's kernels for this CPU
     only = [w for w in args.only.split(",") if w]
     sides = {"myelin": [], "before": [], "pytorch": []}
     config = ""
@@ -81,6 +84,7 @@ def main():
             if side in med:
                 line[side + "_ratio_wall"] = round(med["pytorch"][0] / med[side][0], 2)
                 line[side + "_ratio_cpu"] = round(med["pytorch"][1] / med[side][1], 2)
+        line.update(blas)
         print(json.dumps(line))
     sys.stdout.flush()
 

@@ -33,7 +33,10 @@ else
   torch_config=glibc-keep
   torch_best=(env MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=67108864)
 fi
-echo "{\"pytorch_config\": \"$torch_config\"}"
+# Both sides: OpenBLAS's kernels for this CPU where it does not recognise the model (blas_env.py).
+blas_override=$(/usr/bin/python3 bench/blas_env.py 2>"$tmp/blas.json")
+if [ -n "$blas_override" ]; then export "${blas_override?}"; fi
+echo "{\"pytorch_config\": \"$torch_config\", \"openblas\": $(cat "$tmp/blas.json")}"
 OMP_NUM_THREADS=$threads MYELIN_NUM_THREADS=$threads build/bench/myelin_bench_ops \
   --benchmark_format=json --benchmark_min_time=1 >"$tmp/myelin.json" 2>/dev/null
 OMP_NUM_THREADS=$threads "${torch_best[@]}" /usr/bin/python3 bench/torch_ops.py \

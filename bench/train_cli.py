@@ -11,7 +11,8 @@ PyTorch runs at its best: with tcmalloc preloaded (Debian's libtcmalloc-minimal4
 PyTorch CPU tuning guide recommends) and with glibc's malloc told to keep freed memory
 (MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_); the faster of the two is the comparison and is
 named in the output. PyTorch with glibc's defaults is printed beside it for reference. Myelin
-runs with glibc's defaults: it has its own caching allocator.
+runs with glibc's defaults: it has its own caching allocator. Where OpenBLAS does not recognise
+the CPU, both sides run with OPENBLAS_CORETYPE set (blas_env.py; named in the output).
 
 usage: /usr/bin/python3 bench/train_cli.py [--threads T] [--rounds R] [--models mlp,cnn]
        [--epochs-mlp E] [--epochs-cnn E] [--myelin build/app/myelin]
@@ -26,6 +27,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import blas_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -81,6 +84,7 @@ def main():
     ap.add_argument("--epochs-cnn", type=int, default=1)
     ap.add_argument("--myelin", default=os.path.join(ROOT, "build", "app", "myelin"))
     a = ap.parse_args()
+    blas = blas_env.apply()  # both sides: OpenBLAS's kernels for this CPU
     configs = (["tcmalloc"] if os.path.exists(TCMALLOC) else []) + ["glibc-keep", "glibc-default"]
     with tempfile.TemporaryDirectory() as tmp:
         for model in a.models.split(","):
@@ -110,7 +114,7 @@ def main():
                 "pytorch_rounds": [round(x) for x in theirs[best]],
                 "myelin_peak_rss_mb": round(statistics.median(ours_rss), 1),
                 "pytorch_peak_rss_mb": round(statistics.median(theirs_rss[best]), 1),
-                "epochs": epochs, "threads": a.threads, "rounds": a.rounds}), flush=True)
+                "epochs": epochs, "threads": a.threads, "rounds": a.rounds, **blas}), flush=True)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 
+import blas_env
 from train_cli import training_loop_rate  # the same parse of myelin's output
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,6 +30,7 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--model", default="cnn")
     a = ap.parse_args()
+    blas_env.apply()  # OpenBLAS's kernels for this CPU, as train_cli.py runs the CLI
     project = os.path.join(ROOT, "resources", "examples", f"fashion_{a.model}.myelin")
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), MYELIN_NUM_THREADS=str(a.threads),
                QT_QPA_PLATFORM="offscreen")
