@@ -211,13 +211,14 @@ int cmd_train(const std::vector<std::string_view>& raw) {
                "--init-weights",  "--break-on",     "--device",  "--dist",           "--bucket-mb",
                "--dist-check",    "--dist-timeout", "--events",  "--stop-file",      "--data-dir",
                "--record-project"},
-              {"--dist-no-overlap", "--sync-batchnorm"});
+              {"--dist-no-overlap", "--sync-batchnorm", "--flush-denormal"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
     train::TrainerOptions options;
     options.epochs = args.get_int("--epochs", 1);
     if (auto s = args.get_int("--seed", 0)) options.seed = uint64_t(*s);
     options.threads = int(args.get_int("--threads", 1).value_or(0));
+    options.flush_denormal = args.flag("--flush-denormal");
     options.max_steps = args.get_int("--max-steps", 1).value_or(0);
     options.init_weights = args.get("--init-weights").value_or("");
     if (auto lr = args.get("--lr")) {

@@ -9,6 +9,9 @@
 
 #include <cblas.h>
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -235,6 +238,38 @@ void set_num_threads(int n) {
 int get_num_threads() {
     return omp_get_max_threads();
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+constexpr unsigned kFlushToZero = 1u << 15, kDenormalsAreZero = 1u << 6; // MXCSR bits
+constexpr unsigned kFlushDenormal = kFlushToZero | kDenormalsAreZero;
+void set_flush_denormal_here(bool on) {
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(on ? csr | kFlushDenormal : csr & ~kFlushDenormal);
+}
+} // namespace
+
+bool set_flush_denormal(bool on) {
+    set_flush_denormal_here(on);
+    // MXCSR is per thread: the team's threads set their own (threads started later inherit the
+    // starting thread's, which is set above).
+#pragma omp parallel
+    set_flush_denormal_here(on);
+    return true;
+}
+
+bool flush_denormal() {
+    return (_mm_getcsr() & kFlushDenormal) == kFlushDenormal;
+}
+#else
+bool set_flush_denormal(bool) {
+    return false;
+}
+
+bool flush_denormal() {
+    return false;
+}
+#endif
 
 const char* version() {
     return MYELIN_VERSION_STRING;

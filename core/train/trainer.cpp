@@ -65,6 +65,7 @@ io::Project effective_project(const io::Project& project, const TrainerOptions& 
     if (options.seed) p.train.seed = *options.seed;
     if (options.lr) p.train.optimizer.options.set("lr", *options.lr);
     if (options.threads > 0) p.train.threads = options.threads;
+    if (options.flush_denormal) p.train.flush_denormal = true;
     p.train.device = options.device.str(); // where it trains ("cpu" is not written)
     if (options.dist_sync_batchnorm) p.train.distributed.sync_batchnorm = true;
     return p;
@@ -472,8 +473,28 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
     return path;
 }
 
+namespace {
+// The project's denormal mode on this thread and its OpenMP team for the run, then the previous.
+class FlushDenormalScope {
+public:
+    explicit FlushDenormalScope(bool on) : before_(flush_denormal()) {
+        if (on != before_) changed_ = set_flush_denormal(on);
+    }
+    ~FlushDenormalScope() {
+        if (changed_) set_flush_denormal(before_);
+    }
+    FlushDenormalScope(const FlushDenormalScope&) = delete;
+    FlushDenormalScope& operator=(const FlushDenormalScope&) = delete;
+
+private:
+    bool before_;
+    bool changed_ = false;
+};
+} // namespace
+
 TrainResult Trainer::run() {
     if (spec_.threads > 0) set_num_threads(spec_.threads); // this thread's OpenMP team
+    const FlushDenormalScope denormals(spec_.flush_denormal);
     result_ = TrainResult();
     tracker_.emplace(steps_per_epoch_ * spec_.epochs);
     report(RunStarted{options_.run_name, spec_.epochs, steps_per_epoch_, epoch_, step_});

@@ -43,6 +43,33 @@ const int64_t kLengths[] = {1,     15,    17,         1000,   32767, 65535,
 class TestElementwisePaths : public QObject {
     Q_OBJECT
   private slots:
+    // set_flush_denormal (torch.set_flush_denormal): off by default, IEEE denormals kept; on, the
+    // calling thread and its OpenMP team flush a denormal product to 0; off again restores them.
+    void flush_denormal_is_opt_in_on_every_team_thread() {
+        ThreadsGuard guard;
+        set_num_threads(2);
+        const int64_t n = 200003; // several shares: both team threads multiply
+        const Tensor tiny = full({n}, 1e-39f), half = full({n}, 0.5f);
+        QVERIFY(!flush_denormal());
+        auto all_zero = [](const std::vector<float>& v) {
+            for (float x : v)
+                if (x != 0.0f) return false;
+            return true;
+        };
+        auto none_zero = [](const std::vector<float>& v) {
+            for (float x : v)
+                if (!(x > 0.0f)) return false;
+            return true;
+        };
+        QVERIFY(none_zero(mul(tiny, half).to_vector<float>())); // IEEE: 5e-40, a denormal
+        if (!set_flush_denormal(true)) QSKIP("this CPU has no flush-to-zero mode");
+        QVERIFY(flush_denormal());
+        QVERIFY(all_zero(mul(tiny, half).to_vector<float>()));
+        QVERIFY(all_zero(add(tiny, full({n}, 0.0f)).to_vector<float>())); // inputs read as 0
+        QVERIFY(set_flush_denormal(false));
+        QVERIFY(!flush_denormal());
+        QVERIFY(none_zero(mul(tiny, half).to_vector<float>()));
+    }
     void contiguous_binary_and_unary_match_scalar_loops() {
         ThreadsGuard guard;
         for (int threads : {1, 2}) {

@@ -74,6 +74,7 @@ class TestProject : public QObject {
     void fieldErrorsHaveJsonPaths();
     void newerFormatIsRefused();
     void deviceIsWrittenOnlyWhenNotCpu();
+    void flushDenormalIsWrittenOnlyWhenOn();
     void attributeRangeIsLeftToValidation();
     void unknownLayerKindsAreKept();
     void uiObjectIsKeptVerbatim();
@@ -230,7 +231,7 @@ void TestProject::fieldErrorsHaveJsonPaths() {
 void TestProject::newerFormatIsRefused() {
     QString e = parse_error(edited("\"format_version\": 1", "\"format_version\": 7"));
     QCOMPARE(e, QStringLiteral("p.myelin:format_version: this project needs format version 7; "
-                               "this build of Myelin reads up to version 3 (update Myelin to "
+                               "this build of Myelin reads up to version 4 (update Myelin to "
                                "open it)"));
     e = parse_error(edited("\"format_version\": 1", "\"format_version\": 0"));
     QVERIFY2(e.contains("format_version: expected an integer >= 1"), qPrintable(e));
@@ -266,6 +267,26 @@ void TestProject::deviceIsWrittenOnlyWhenNotCpu() {
     half.train.precision = "float16";
     QVERIFY(serialize_project(half).find("\"format_version\": 3,") != std::string::npos);
     QCOMPARE(parse_project(serialize_project(half)).train.precision, std::string("float16"));
+}
+
+// training.flush_denormal: off and absent by default (files stay as they were); on, written and
+// read back, and the file is version 4 so that older builds refuse it by its version.
+void TestProject::flushDenormalIsWrittenOnlyWhenOn() {
+    Project p = parse_project(kMinimal);
+    QVERIFY(!p.train.flush_denormal);
+    QVERIFY(serialize_project(p).find("flush_denormal") == std::string::npos);
+    Project on = p;
+    on.train.flush_denormal = true;
+    const std::string text = serialize_project(on);
+    QVERIFY2(text.find("\"flush_denormal\": true") != std::string::npos, text.c_str());
+    QVERIFY2(text.find("\"format_version\": 4,") != std::string::npos, text.c_str());
+    Project back = parse_project(text);
+    QVERIFY(back.train.flush_denormal);
+    QCOMPARE(back.format_version, 4);
+    QCOMPARE(serialize_project(back), text);
+    const QString e = parse_error(edited("\"loss\": {\"kind\": \"MSELoss\"}",
+                                         "\"flush_denormal\": 1, \"loss\": {\"kind\": \"MSELoss\"}"));
+    QVERIFY2(e.contains("training.flush_denormal"), qPrintable(e));
 }
 
 void TestProject::attributeRangeIsLeftToValidation() {

@@ -116,6 +116,7 @@ class TestTrainer : public QObject {
     void initTestCase();
     void learnsAndReports();
     void reproducible();
+    void flushDenormalHoldsForTheRunOnly();
     void resumeEqualsStraightRun();
     void resumeMidEpoch();
     void accumulationEqualsBigBatch();
@@ -226,6 +227,38 @@ void TestTrainer::reproducible() {
     t.set_sink(&rec);
     t.run();
     QVERIFY(rec.losses() != a.first);
+}
+
+// training.flush_denormal: on for the run (every step sees it; a tensor op on the run's thread
+// flushes a denormal product to 0), off again afterwards; the run itself still learns.
+void TestTrainer::flushDenormalHoldsForTheRunOnly() {
+    struct ModeProbe : TrainerCallback {
+        int steps = 0, flushed_steps = 0;
+        bool product_flushed = true;
+        const Tensor tiny = full({70000}, 1e-39f), half = full({70000}, 0.5f); // two shares
+        void after_optimizer_step(Trainer&, StepMetrics&) override {
+            ++steps;
+            if (flush_denormal()) ++flushed_steps;
+            for (float v : mul(tiny, half).to_vector<float>())
+                product_flushed = product_flushed && v == 0.0f;
+        }
+    };
+    QVERIFY(!flush_denormal());
+    io::Project p = blobs_project(csv_, 2);
+    p.train.flush_denormal = true;
+    Trainer t(p, {});
+    auto probe = std::make_shared<ModeProbe>();
+    t.add_callback(probe);
+    const TrainResult r = t.run();
+    QCOMPARE(int(r.status), int(RunStatus::Finished));
+    QCOMPARE(probe->steps, 24);
+    QCOMPARE(probe->flushed_steps, 24);
+    QVERIFY(probe->product_flushed);
+    QVERIFY(!flush_denormal());
+    // The CLI's override sets it the same way.
+    TrainerOptions o;
+    o.flush_denormal = true;
+    QVERIFY(effective_project(blobs_project(csv_, 2), o).train.flush_denormal);
 }
 
 void TestTrainer::resumeEqualsStraightRun() {

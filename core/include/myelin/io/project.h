@@ -24,7 +24,8 @@ namespace myelin::io {
 // version 1, byte for byte, and a reader of version 1 refuses a version-2 file by its version
 // instead of meeting an unknown field.
 // Version 3 adds training.device other than "cpu" and training.precision "float16".
-inline constexpr int kProjectFormatVersion = 3;
+// Version 4 adds training.flush_denormal.
+inline constexpr int kProjectFormatVersion = 4;
 
 struct Project {
     int format_version = kProjectFormatVersion;
@@ -60,9 +61,10 @@ inline int required_format_version(const graph::ModelSpec& model) {
         if (e.from_port != 0) return 2;
     return 1;
 }
-// The format_version serialize_project writes for `project`: 3 when its training asks for a
-// device other than the CPU or for float16, else the model's.
+// The format_version serialize_project writes for `project`: 4 when its training flushes
+// denormals, 3 when it asks for a device other than the CPU or for float16, else the model's.
 inline int required_format_version(const Project& project) {
+    if (project.train.flush_denormal) return 4;
     if (project.train.device != "cpu" || project.train.precision == "float16") return 3;
     return required_format_version(project.model);
 }

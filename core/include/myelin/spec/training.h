@@ -86,6 +86,9 @@ struct TrainSpec {
     uint64_t seed = 0;
     int64_t validate_every_steps = 0; // 0: once per epoch
     int threads = 0;                  // 0: the machine's default
+    // Denormals flushed to zero while training (set_flush_denormal in myelin/device.h); off, as
+    // PyTorch's default. The file holds the key only when on. The CLI's --flush-denormal sets it.
+    bool flush_denormal = false;
     EarlyStoppingSpec early_stopping;
     CheckpointSpec checkpoints;
     CaptureSpec capture;

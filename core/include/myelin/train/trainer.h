@@ -59,6 +59,7 @@ struct TrainerOptions {
     std::optional<uint64_t> seed;            // override the project's
     std::optional<double> lr;                // override the project's optimizer lr
     int threads = 0;                         // 0: the project's setting, else the default
+    bool flush_denormal = false;             // true: as the project's training.flush_denormal
     std::filesystem::path resume_from;       // a checkpoint to continue from
     // resume_from is a fork's branch point: the optimizer options this project (with the
     // overrides) sets differently from the checkpoint's project take effect there, lr by scaling
