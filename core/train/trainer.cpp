@@ -476,7 +476,7 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
 namespace {
 // The project's denormal mode on this thread and its OpenMP team for the run, then the previous.
 class FlushDenormalScope {
-public:
+  public:
     explicit FlushDenormalScope(bool on) : before_(flush_denormal()) {
         if (on != before_) changed_ = set_flush_denormal(on);
     }
@@ -486,7 +486,7 @@ public:
     FlushDenormalScope(const FlushDenormalScope&) = delete;
     FlushDenormalScope& operator=(const FlushDenormalScope&) = delete;
 
-private:
+  private:
     bool before_;
     bool changed_ = false;
 };

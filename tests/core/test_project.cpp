@@ -284,8 +284,9 @@ void TestProject::flushDenormalIsWrittenOnlyWhenOn() {
     QVERIFY(back.train.flush_denormal);
     QCOMPARE(back.format_version, 4);
     QCOMPARE(serialize_project(back), text);
-    const QString e = parse_error(edited("\"loss\": {\"kind\": \"MSELoss\"}",
-                                         "\"flush_denormal\": 1, \"loss\": {\"kind\": \"MSELoss\"}"));
+    const QString e =
+        parse_error(edited("\"loss\": {\"kind\": \"MSELoss\"}",
+                           "\"flush_denormal\": 1, \"loss\": {\"kind\": \"MSELoss\"}"));
     QVERIFY2(e.contains("training.flush_denormal"), qPrintable(e));
 }
 

@@ -4,13 +4,16 @@
 // (core/CMakeLists.txt): rounding follows PyTorch op by op, and sqrt inlines so the loops
 // vectorise. (Not `#pragma GCC optimize`: GCC then refuses to inline std::sqrt into the loops.)
 #include "backend/cpu/cpu_train.h"
+#include "backend/cpu/adam_denormal.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/step_update.h"
 #include "backend/kernels/optim_update.h"
 
 #include <myelin/error.h>
 
+#include <algorithm>
 #include <string>
+#include <type_traits>
 
 namespace myelin::backend {
 namespace {
@@ -60,6 +63,24 @@ void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t
 template <typename T, bool kDecoupled>
 void adam_fast_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
                     int64_t n, const AdamArgs<T>& a) {
+    if constexpr (std::is_same_v<T, float>) {
+        // Chunks holding denormal first moments take the exact path that avoids the CPU's slow
+        // handling of them (adam_denormal.h); the others the plain loop.
+        namespace ad = adam_denormal;
+        if (ad::tiny_path_fits<kDecoupled>(a)) {
+            constexpr int64_t kChunk = 1024;
+            for (int64_t c = 0; c < n; c += kChunk) {
+                const int64_t len = std::min(kChunk, n - c);
+                if (ad::chunk_wants_tiny_path<kDecoupled>(p + c, g + c, m + c, v + c, len)) {
+                    ad::tiny_loop<kDecoupled>(p + c, g + c, m + c, v + c, len, a);
+                } else {
+                    for (int64_t i = c; i < c + len; ++i)
+                        adam_fast_element<T, kDecoupled>(i, p, g, m, v, a);
+                }
+            }
+            return;
+        }
+    }
     for (int64_t i = 0; i < n; ++i)
         adam_fast_element<T, kDecoupled>(i, p, g, m, v, a);
 }
