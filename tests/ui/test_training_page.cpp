@@ -453,6 +453,18 @@ void TestTrainingPage::runSettingsAreUndoableEdits() {
     QCOMPARE(f.train().precision, std::string("bfloat16"));
     QCOMPARE(precision->currentData().toString(), QStringLiteral("bfloat16"));
 
+    auto* flush = f.find<QCheckBox>("trainFlushDenormal");
+    QVERIFY(!flush->isChecked());
+    flush->setChecked(true);
+    QVERIFY(f.train().flush_denormal);
+    QCOMPARE(f.undo().undoText(), QStringLiteral("Flush denormals to zero"));
+    f.undo().undo();
+    QVERIFY(!f.train().flush_denormal);
+    QVERIFY(!flush->isChecked());
+    f.undo().redo();
+    QVERIFY(f.train().flush_denormal);
+    QVERIFY(flush->isChecked());
+
     auto* seed = f.find<QLineEdit>("trainSeed");
     seed->setText(QStringLiteral("42"));
     emit seed->editingFinished();

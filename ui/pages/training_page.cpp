@@ -147,6 +147,10 @@ void TrainingPage::refresh() {
     const bool plateau = t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind);
     showIndexOfData(interval_, QString::fromStdString(t.scheduler_interval));
     showIndexOfData(precision_, QString::fromStdString(t.precision));
+    {
+        const QSignalBlocker b(flushDenormal_);
+        flushDenormal_->setChecked(t.flush_denormal);
+    }
     scheduleForm_->setRowVisible(plateauMetricLabel_, plateau);
 
     showInt(epochs_, t.epochs);

@@ -157,6 +157,7 @@ class TrainingPage : public QWidget {
     QCheckBox* clipValueEnabled_ = nullptr;
     QDoubleSpinBox* clipValue_ = nullptr;
     QComboBox* precision_ = nullptr;
+    QCheckBox* flushDenormal_ = nullptr; // training.flush_denormal
     QLineEdit* seed_ = nullptr;
     QLabel* seedError_ = nullptr;
     QSpinBox* validateEvery_ = nullptr;

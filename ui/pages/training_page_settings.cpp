@@ -317,6 +317,18 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
                tr("Change precision to %1").arg(precision));
     });
 
+    flushDenormal_ = new QCheckBox(tr("flush to zero"), settings_);
+    flushDenormal_->setObjectName(QStringLiteral("trainFlushDenormal"));
+    flushDenormal_->setToolTip(
+        tr("Treat float values below 1.2e-38 as 0 while training (torch.set_flush_denormal). "
+           "Faster once optimizer state decays that far, but results are no longer IEEE-exact "
+           "there. Off, as in PyTorch."));
+    run->addRow(tr("Denormals"), flushDenormal_);
+    connect(flushDenormal_, &QCheckBox::toggled, this, [this](bool on) {
+        commit([on](spec::TrainSpec& t) { t.flush_denormal = on; },
+               on ? tr("Flush denormals to zero") : tr("Keep denormals (IEEE)"));
+    });
+
     seed_ = new QLineEdit(settings_);
     seed_->setObjectName(QStringLiteral("trainSeed"));
     seed_->setValidator(
