@@ -185,6 +185,35 @@ template <typename Body> void run(const Iter& it, Body&& body) {
         for_each_run(it, b * rows / blocks, (b + 1) * rows / blocks, body);
 }
 
+// Runs body over out and its inputs: for contiguous operands of out's shape small enough for one
+// thread, directly over the one flat run (no Iter to build: small ops' per-call cost, e.g. a
+// 16-element add and its two gradient accumulations, is what the PyTorch comparison measures);
+// otherwise through an Iter, flat or coalesced.
+template <typename Body>
+void run_views(const View& out, std::initializer_list<const View*> inputs, Body&& body) {
+    if (is_flat(out, inputs)) {
+        const int64_t n = out.numel();
+        if (threads_for(n) == 1) {
+            if (n == 0) return;
+            char* ptrs[kMaxOperands] = {static_cast<char*>(out.data)};
+            int64_t strides[kMaxOperands] = {1};
+            int op = 1;
+            for (const View* v : inputs) {
+                ptrs[op] = static_cast<char*>(v->data);
+                strides[op++] = 1;
+            }
+            body(ptrs, strides, n);
+            return;
+        }
+        run(flat_iter(out, inputs), body);
+        return;
+    }
+    if (inputs.size() == 1)
+        run(make_iter({&out, *inputs.begin()}), body);
+    else
+        run(make_iter({&out, *inputs.begin(), *(inputs.begin() + 1)}), body);
+}
+
 // --- dtype plumbing ----------------------------------------------------------------------------
 
 template <typename F> void dispatch_any(DType t, F&& f) {
@@ -228,8 +257,7 @@ template <typename D, typename S> inline D convert(S s) {
 
 template <UnaryOp OP, typename T>
 void unary_loop(const View& x, const View& out, const OpParams& p) {
-    Iter it = is_flat(out, {&x}) ? flat_iter(out, {&x}) : make_iter({&out, &x});
-    run(it, [&p](char** ptr, const int64_t* st, int64_t n) {
+    run_views(out, {&x}, [&p](char** ptr, const int64_t* st, int64_t n) {
         T* o = reinterpret_cast<T*>(ptr[0]);
         const T* a = reinterpret_cast<const T*>(ptr[1]);
         const auto f = [&p](T v) {
@@ -270,8 +298,7 @@ template <typename T> void predicate_loop(UnaryOp op, const View& x, const View&
 
 template <BinaryOp OP, typename T, typename Out>
 void binary_loop(const View& a, const View& b, const View& out, const OpParams& p) {
-    Iter it = is_flat(out, {&a, &b}) ? flat_iter(out, {&a, &b}) : make_iter({&out, &a, &b});
-    run(it, [&p](char** ptr, const int64_t* st, int64_t n) {
+    run_views(out, {&a, &b}, [&p](char** ptr, const int64_t* st, int64_t n) {
         Out* o = reinterpret_cast<Out*>(ptr[0]);
         const T* x = reinterpret_cast<const T*>(ptr[1]);
         const T* y = reinterpret_cast<const T*>(ptr[2]);
