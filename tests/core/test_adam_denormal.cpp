@@ -83,6 +83,24 @@ template <bool kDecoupled> void reference(Buffers& b, const kernels::AdamArgs<fl
                                                       b.v.data(), a);
 }
 
+// The scalars torch.optim.Adam (AdamW when decoupled) computes for step `step` (1-based).
+backend::AdamStep adam_scalars(int step, double lr = 1e-3, double beta1 = 0.9,
+                               bool decoupled = false, double weight_decay = 0.0) {
+    const double beta2 = 0.999;
+    backend::AdamStep s;
+    s.beta1 = beta1;
+    s.one_minus_beta1 = 1.0 - beta1;
+    s.beta2 = beta2;
+    s.one_minus_beta2 = 1.0 - beta2;
+    s.eps = 1e-8;
+    s.weight_decay = decoupled ? 0.0 : weight_decay;
+    s.decay_factor = decoupled ? 1.0 - lr * weight_decay : 1.0;
+    s.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, step));
+    s.neg_step_size = -lr / (1.0 - std::pow(beta1, step));
+    s.decoupled = decoupled;
+    return s;
+}
+
 kernels::AdamArgs<float> float_args(const backend::AdamStep& s) {
     return {float(s.beta1),
             float(s.one_minus_beta1),
@@ -136,18 +154,8 @@ class TestAdamDenormal : public QObject {
         QFETCH(double, beta1);
         QFETCH(int, step);
         QFETCH(bool, tiny_grads);
-        const double beta2 = 0.999, eps = 1e-8, weight_decay = decoupled ? 1e-2 : 0.0;
-        backend::AdamStep s;
-        s.beta1 = beta1;
-        s.one_minus_beta1 = 1.0 - beta1;
-        s.beta2 = beta2;
-        s.one_minus_beta2 = 1.0 - beta2;
-        s.eps = eps;
-        s.weight_decay = decoupled ? 0.0 : weight_decay;
-        s.decay_factor = decoupled ? 1.0 - lr * weight_decay : 1.0;
-        s.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, step));
-        s.neg_step_size = -lr / (1.0 - std::pow(beta1, step));
-        s.decoupled = decoupled;
+        const backend::AdamStep s =
+            adam_scalars(step, lr, beta1, decoupled, decoupled ? 1e-2 : 0.0);
         backend::TrainKernels& kernels = backend::train_kernels(
             *backend::find(DeviceType::CPU), backend::Primitive::OptimizerStep, DType::Float32);
         std::mt19937 rng(uint32_t(step) * 7919u + (decoupled ? 1u : 0u) + (tiny_grads ? 2u : 0u));
@@ -175,14 +183,7 @@ class TestAdamDenormal : public QObject {
         namespace ad = backend::adam_denormal;
         std::mt19937 rng(5);
         for (int step : {1, 10, 900}) {
-            backend::AdamStep s;
-            s.beta1 = 0.9;
-            s.one_minus_beta1 = 0.1;
-            s.beta2 = 0.999;
-            s.one_minus_beta2 = 1.0 - 0.999;
-            s.eps = 1e-8;
-            s.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(0.999, step));
-            s.neg_step_size = -1e-3 / (1.0 - std::pow(0.9, step));
+            const backend::AdamStep s = adam_scalars(step);
             const kernels::AdamArgs<float> a = float_args(s);
             QVERIFY(ad::tiny_path_fits<false>(a));
             Buffers ours = random_buffers(rng, 1024, false), plain = ours;
@@ -214,14 +215,7 @@ class TestAdamDenormal : public QObject {
         backend::TrainKernels& kernels = backend::train_kernels(
             *backend::find(DeviceType::CPU), backend::Primitive::OptimizerStep, DType::Float32);
         for (int step = 1; step <= 400; ++step) {
-            backend::AdamStep s;
-            s.beta1 = 0.9;
-            s.one_minus_beta1 = 0.1;
-            s.beta2 = 0.999;
-            s.one_minus_beta2 = 1.0 - 0.999;
-            s.eps = 1e-8;
-            s.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(0.999, step));
-            s.neg_step_size = -1e-3 / (1.0 - std::pow(0.9, step));
+            const backend::AdamStep s = adam_scalars(step);
             reference<false>(plain, float_args(s));
             backend::View w = view(ours.p), g = view(ours.g), m = view(ours.m), v = view(ours.v);
             kernels.adam_step(s, w, g, m, v, nullptr, nullptr);
