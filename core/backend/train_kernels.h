@@ -24,6 +24,8 @@ struct UpdateStats {
     double weight_squares = 0.0; // Σw² before the step
     double update_squares = 0.0; // Σ(w_after − w_before)²
     int64_t count = 0;
+    // Asked for by the caller: only grad_squares and count (a kernel may fill the rest anyway).
+    bool grad_squares_only = false;
 };
 
 // The optimizers' scalars in double, as the front end computes them (PyTorch's Python float

@@ -169,7 +169,7 @@ void SGD::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         }
         backend::SgdStep a{lr, momentum, 1.0 - dampening, wd, nesterov, maximize, first};
         backend::View b_view;
-        StatsOut stats{stats_slot(s.param), {}};
+        StatsOut stats{stats_slot(s.param), {.grad_squares_only = stats_grad_squares_only()}};
         table(s.work).sgd_step(a, myelin::detail::view_of(s.work), myelin::detail::view_of(s.grad),
                                view_or_null(buf, b_view), stats.kernel());
         stats.publish();
@@ -242,7 +242,7 @@ void Adam::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         backend::AdamStep a{beta1, 1.0 - beta1, beta2,      1.0 - beta2, eps,     wd,
                             decay, bc2_sqrt,    -step_size, decoupled_,  amsgrad, maximize};
         backend::View vmax_view;
-        StatsOut stats{stats_slot(s.param), {}};
+        StatsOut stats{stats_slot(s.param), {.grad_squares_only = stats_grad_squares_only()}};
         table(s.work).adam_step(a, myelin::detail::view_of(s.work), myelin::detail::view_of(s.grad),
                                 myelin::detail::view_of(m), myelin::detail::view_of(v),
                                 view_or_null(vmax, vmax_view), stats.kernel());
@@ -300,7 +300,7 @@ void RMSprop::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         }
         backend::RmspropStep a{alpha, 1.0 - alpha, eps, wd, momentum, -lr, centered, maximize};
         backend::View ga_view, buf_view;
-        StatsOut stats{stats_slot(s.param), {}};
+        StatsOut stats{stats_slot(s.param), {.grad_squares_only = stats_grad_squares_only()}};
         table(s.work).rmsprop_step(a, myelin::detail::view_of(s.work),
                                    myelin::detail::view_of(s.grad), myelin::detail::view_of(sq),
                                    view_or_null(ga, ga_view), view_or_null(buf, buf_view),
@@ -356,7 +356,7 @@ void Adagrad::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         Tensor sum = normalized(st["sum"], s.work);
         const double clr = lr / (1.0 + (step - 1.0) * lr_decay);
         backend::AdagradStep a{wd, eps, -clr, maximize};
-        StatsOut stats{stats_slot(s.param), {}};
+        StatsOut stats{stats_slot(s.param), {.grad_squares_only = stats_grad_squares_only()}};
         table(s.work).adagrad_step(a, myelin::detail::view_of(s.work),
                                    myelin::detail::view_of(s.grad), myelin::detail::view_of(sum),
                                    stats.kernel());

@@ -115,7 +115,8 @@ void GradientMonitor::after_backward(Trainer& trainer) {
     const spec::TrainSpec& spec = trainer.spec();
     fused_ = !skipped_ && trainer.optimizer().supports_step_stats() && !spec.clip_grad_norm &&
              !spec.clip_grad_value;
-    trainer.optimizer().collect_step_stats(fused_);
+    // Off the layer-norm steps only Σg² (the non-finite check): no extra pass over the weights.
+    trainer.optimizer().collect_step_stats(fused_, norms_now_);
     if (skipped_) {
         stats_.clear();
         before_.clear();

@@ -126,6 +126,7 @@ class TestOptim : public QObject {
                 const TensorOptions o(dtype);
                 std::vector<Tensor> plain{randn({300001}, o, &gen), randn({37}, o, &gen)};
                 std::vector<Tensor> with_stats{plain[0].clone(), plain[1].clone()};
+                std::vector<Tensor> squares_only{plain[0].clone(), plain[1].clone()};
                 const std::vector<Tensor> grads{randn({300001}, o, &gen), randn({37}, o, &gen)};
                 auto make = [&](std::vector<Tensor> params) -> std::unique_ptr<Optimizer> {
                     const std::string k = kind;
@@ -137,18 +138,21 @@ class TestOptim : public QObject {
                     if (k == "rmsprop") return std::make_unique<RMSprop>(params, RMSpropOptions{});
                     return std::make_unique<Adagrad>(params, AdagradOptions{});
                 };
-                auto a = make(plain), b = make(with_stats);
+                auto a = make(plain), b = make(with_stats), c = make(squares_only);
                 QVERIFY(b->supports_step_stats());
                 b->collect_step_stats(true);
+                c->collect_step_stats(true, false); // Σg² alone, as the trainer off norm steps
                 for (int step = 0; step < 3; ++step) {
                     std::vector<Tensor> before;
                     for (size_t i = 0; i < 2; ++i) {
                         plain[i].set_grad(grads[i].clone());
                         with_stats[i].set_grad(grads[i].clone());
+                        squares_only[i].set_grad(grads[i].clone());
                         before.push_back(with_stats[i].clone());
                     }
                     a->step();
                     b->step();
+                    c->step();
                     QVERIFY(a->step_stats(plain[0]) == nullptr);
                     for (size_t i = 0; i < 2; ++i) {
                         QVERIFY2(equal(plain[i], with_stats[i]),
@@ -170,6 +174,14 @@ class TestOptim : public QObject {
                         QVERIFY(close(s->weight_squares, (w * w).sum().item<double>()));
                         QVERIFY(close(s->update_squares, (d * d).sum().item<double>()));
                         QCOMPARE(s->count, g.numel());
+                        // Σg² alone: the same update, the same sum, nothing else gathered.
+                        QVERIFY(equal(plain[i], squares_only[i]));
+                        const StepStats* q = c->step_stats(squares_only[i]);
+                        QVERIFY(q != nullptr);
+                        QCOMPARE(q->grad_squares, s->grad_squares);
+                        QCOMPARE(q->count, s->count);
+                        QCOMPARE(q->weight_squares, 0.0);
+                        QCOMPARE(q->update_squares, 0.0);
                     }
                 }
             }

@@ -9,7 +9,8 @@
 // it sums the chunk's gradient and weights, keeps a copy of the weights on the stack, runs the
 // update on the chunk and sums the change. The sums read data the update is about to touch or
 // has just touched, so the trainer's per-layer norms and update ratios cost no pass over memory
-// and no copy of the model.
+// and no copy of the model. With `grad_squares_only` (the trainer's steps without layer norms,
+// where Σg² is only the non-finite check) it sums g² alone: no copy, no second read of the weights.
 #include "backend/train_kernels.h"
 
 #include <omp.h>
@@ -51,6 +52,14 @@ template <typename T> struct LaneSums {
             grad_max[j] = grad_max[j] > ga ? grad_max[j] : ga;
             weight_squares[j] += wv * wv;
         }
+    }
+    void add_grad_squares(const T* __restrict g, int64_t count) {
+        int64_t i = 0;
+        for (; i + kLanes <= count; i += kLanes)
+            for (int j = 0; j < kLanes; ++j)
+                grad_squares[j] += g[i + j] * g[i + j];
+        for (int j = 0; i < count; ++i, ++j)
+            grad_squares[j] += g[i] * g[i];
     }
     void add_change(const T* __restrict before, const T* __restrict after, int64_t count) {
         int64_t i = 0;
@@ -99,6 +108,7 @@ void run_update(T* w, const T* g, int64_t n, UpdateStats* stats, const Update& u
         return;
     }
     constexpr int64_t kChunk = 2048;
+    const bool grad_squares_only = stats->grad_squares_only;
     const bool parallel = n >= kParallelElements;
     std::vector<UpdateStats> parts(size_t(parallel ? omp_get_max_threads() : 1));
 #pragma omp parallel if (parallel)
@@ -110,15 +120,21 @@ void run_update(T* w, const T* g, int64_t n, UpdateStats* stats, const Update& u
         alignas(64) T saved[kChunk];
         for (int64_t c = begin; c < begin + count; c += kChunk) {
             const int64_t len = std::min(kChunk, begin + count - c);
-            lanes.add_before(g + c, w + c, len);
-            std::copy(w + c, w + c + len, saved);
-            update(c, len);
-            lanes.add_change(saved, w + c, len);
+            if (grad_squares_only) { // Σg² alone: no copy of the weights, no second read
+                lanes.add_grad_squares(g + c, len);
+                update(c, len);
+            } else {
+                lanes.add_before(g + c, w + c, len);
+                std::copy(w + c, w + c + len, saved);
+                update(c, len);
+                lanes.add_change(saved, w + c, len);
+            }
             lanes.flush(parts[size_t(t)]);
         }
     }
     UpdateStats total;
     total.count = n;
+    total.grad_squares_only = grad_squares_only;
     for (const UpdateStats& part : parts) {
         total.grad_squares += part.grad_squares;
         total.grad_abs += part.grad_abs;

@@ -67,8 +67,13 @@ class Optimizer {
     // optimizer from a plugin may not, and the trainer then measures the step itself).
     virtual bool supports_step_stats() const { return false; }
     // Gather StepStats during the following step() calls (off by default). Numerics of the
-    // update are the same either way.
-    void collect_step_stats(bool on) { collect_stats_ = on; }
+    // update are the same either way. `magnitudes` false: only grad_squares (and count), which is
+    // all the trainer's non-finite check needs on a step without layer norms; the update then
+    // reads no weight twice.
+    void collect_step_stats(bool on, bool magnitudes = true) {
+        collect_stats_ = on;
+        collect_magnitudes_ = magnitudes;
+    }
     // The last step()'s statistics of `param` (null when none were gathered for it: not
     // collecting, no gradient, or not one of this optimizer's parameters).
     const StepStats* step_stats(const Tensor& param) const;
@@ -103,12 +108,15 @@ class Optimizer {
     static double get(const Options& options, const char* key);
     // Where step_group records the statistics of `param` this step; null when not collecting.
     StepStats* stats_slot(const Tensor& param);
+    // Whether this step gathers only grad_squares (collect_step_stats(true, false)).
+    bool stats_grad_squares_only() const { return !collect_magnitudes_; }
 
   private:
     std::vector<ParamGroup> groups_;
     std::vector<std::vector<ParamState>> state_;
     Options defaults_;
     bool collect_stats_ = false;
+    bool collect_magnitudes_ = true;
     std::unordered_map<const void*, StepStats> stats_; // by parameter impl, the last step's
 };
 
