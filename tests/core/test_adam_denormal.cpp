@@ -8,6 +8,8 @@
 #include "backend/kernels/optim_update.h"
 #include "backend/train_kernels.h"
 
+#include <myelin/device.h>
+
 #include <QtTest>
 
 #include <bit>
@@ -197,6 +199,28 @@ class TestAdamDenormal : public QObject {
                   difference("weight", ours.p, plain.p)})
                 QVERIFY2(d.isEmpty(), qPrintable(QString("step %1: %2").arg(step).arg(d)));
         }
+    }
+
+    // With denormals flushed (set_flush_denormal) the kernel gives the flushed results, as the
+    // plain rule does under the same mode: zeros, not the exact path's denormals.
+    void flushed_mode_gives_flushed_results() {
+        std::mt19937 rng(3);
+        Buffers ours = random_buffers(rng, 5000, false), plain = ours;
+        const backend::AdamStep s = adam_scalars(900);
+        backend::TrainKernels& kernels = backend::train_kernels(
+            *backend::find(DeviceType::CPU), backend::Primitive::OptimizerStep, DType::Float32);
+        if (!set_flush_denormal(true)) QSKIP("this CPU has no flush-to-zero mode");
+        reference<false>(plain, float_args(s));
+        backend::View w = view(ours.p), g = view(ours.g), m = view(ours.m), v = view(ours.v);
+        kernels.adam_step(s, w, g, m, v, nullptr, nullptr);
+        set_flush_denormal(false);
+        int64_t denormal = 0;
+        for (float x : ours.m)
+            denormal += x != 0.0f && std::fabs(x) < FLT_MIN ? 1 : 0;
+        QCOMPARE(denormal, int64_t(0));
+        for (const QString& d :
+             {difference("exp_avg", ours.m, plain.m), difference("weight", ours.p, plain.p)})
+            QVERIFY2(d.isEmpty(), qPrintable(d));
     }
 
     // Many steps of one buffer whose gradients stop: the first moments decay through the whole

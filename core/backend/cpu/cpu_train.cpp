@@ -9,6 +9,7 @@
 #include "backend/cpu/step_update.h"
 #include "backend/kernels/optim_update.h"
 
+#include <myelin/device.h>
 #include <myelin/error.h>
 
 #include <algorithm>
@@ -65,9 +66,10 @@ void adam_fast_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* 
                     int64_t n, const AdamArgs<T>& a) {
     if constexpr (std::is_same_v<T, float>) {
         // Chunks holding denormal first moments take the exact path that avoids the CPU's slow
-        // handling of them (adam_denormal.h); the others the plain loop.
+        // handling of them (adam_denormal.h); the others the plain loop. Not with denormals
+        // flushed (set_flush_denormal): there the plain loop is fast and gives the flushed zeros.
         namespace ad = adam_denormal;
-        if (ad::tiny_path_fits<kDecoupled>(a)) {
+        if (!flush_denormal() && ad::tiny_path_fits<kDecoupled>(a)) {
             constexpr int64_t kChunk = 1024;
             for (int64_t c = 0; c < n; c += kChunk) {
                 const int64_t len = std::min(kChunk, n - c);
