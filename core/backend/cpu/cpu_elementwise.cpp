@@ -73,10 +73,11 @@ Iter make_iter(std::initializer_list<const View*> views) {
     return it;
 }
 
-// True when every operand is contiguous with out's shape: one flat run, no coalescing needed.
-bool is_flat(const View& out, std::initializer_list<const View*> inputs) {
-    if (!out.is_contiguous()) return false;
-    for (const View* v : inputs) {
+// True when every operand is contiguous with out's (the first view's) shape: one flat run, no
+// coalescing needed.
+bool is_flat(std::initializer_list<const View*> views) {
+    const View& out = **views.begin();
+    for (const View* v : views) {
         if (v->ndim != out.ndim || !v->is_contiguous()) return false;
         for (int d = 0; d < out.ndim; ++d)
             if (v->shape[d] != out.shape[d]) return false;
@@ -84,22 +85,17 @@ bool is_flat(const View& out, std::initializer_list<const View*> inputs) {
     return true;
 }
 
-Iter flat_iter(const View& out, std::initializer_list<const View*> inputs) {
+Iter flat_iter(std::initializer_list<const View*> views) {
     Iter it;
     it.ndim = 1;
-    it.numel = out.numel();
+    it.numel = (*views.begin())->numel();
     it.shape[0] = it.numel;
-    it.base[0] = static_cast<char*>(out.data);
-    it.elem[0] = dtype_size(out.dtype);
-    it.strides[0][0] = 1;
-    int op = 1;
-    for (const View* v : inputs) {
-        it.base[op] = static_cast<char*>(v->data);
-        it.elem[op] = dtype_size(v->dtype);
-        it.strides[op][0] = 1;
-        ++op;
+    for (const View* v : views) {
+        it.base[it.nops] = static_cast<char*>(v->data);
+        it.elem[it.nops] = dtype_size(v->dtype);
+        it.strides[it.nops][0] = 1;
+        ++it.nops;
     }
-    it.nops = op;
     return it;
 }
 
@@ -185,33 +181,23 @@ template <typename Body> void run(const Iter& it, Body&& body) {
         for_each_run(it, b * rows / blocks, (b + 1) * rows / blocks, body);
 }
 
-// Runs body over out and its inputs: for contiguous operands of out's shape small enough for one
-// thread, directly over the one flat run (no Iter to build: small ops' per-call cost, e.g. a
-// 16-element add and its two gradient accumulations, is what the PyTorch comparison measures);
-// otherwise through an Iter, flat or coalesced.
-template <typename Body>
-void run_views(const View& out, std::initializer_list<const View*> inputs, Body&& body) {
-    if (is_flat(out, inputs)) {
-        const int64_t n = out.numel();
-        if (threads_for(n) == 1) {
-            if (n == 0) return;
-            char* ptrs[kMaxOperands] = {static_cast<char*>(out.data)};
-            int64_t strides[kMaxOperands] = {1};
-            int op = 1;
-            for (const View* v : inputs) {
-                ptrs[op] = static_cast<char*>(v->data);
-                strides[op++] = 1;
-            }
-            body(ptrs, strides, n);
-            return;
-        }
-        run(flat_iter(out, inputs), body);
-        return;
+// Runs body over `views` (the output first, then the inputs): for contiguous operands of one
+// shape small enough for one thread, directly over the one flat run (no Iter to build: small
+// ops' per-call cost, e.g. a 16-element add and its two gradient accumulations, is what the
+// PyTorch comparison measures); otherwise through an Iter, flat or coalesced.
+template <typename Body> void run_views(std::initializer_list<const View*> views, Body&& body) {
+    if (!is_flat(views)) return run(make_iter(views), body);
+    const int64_t n = (*views.begin())->numel();
+    if (threads_for(n) != 1) return run(flat_iter(views), body);
+    if (n == 0) return;
+    char* ptrs[kMaxOperands] = {};
+    int64_t strides[kMaxOperands] = {};
+    int op = 0;
+    for (const View* v : views) {
+        ptrs[op] = static_cast<char*>(v->data);
+        strides[op++] = 1;
     }
-    if (inputs.size() == 1)
-        run(make_iter({&out, *inputs.begin()}), body);
-    else
-        run(make_iter({&out, *inputs.begin(), *(inputs.begin() + 1)}), body);
+    body(ptrs, strides, n);
 }
 
 // --- dtype plumbing ----------------------------------------------------------------------------
@@ -257,7 +243,7 @@ template <typename D, typename S> inline D convert(S s) {
 
 template <UnaryOp OP, typename T>
 void unary_loop(const View& x, const View& out, const OpParams& p) {
-    run_views(out, {&x}, [&p](char** ptr, const int64_t* st, int64_t n) {
+    run_views({&out, &x}, [&p](char** ptr, const int64_t* st, int64_t n) {
         T* o = reinterpret_cast<T*>(ptr[0]);
         const T* a = reinterpret_cast<const T*>(ptr[1]);
         const auto f = [&p](T v) {
@@ -298,7 +284,7 @@ template <typename T> void predicate_loop(UnaryOp op, const View& x, const View&
 
 template <BinaryOp OP, typename T, typename Out>
 void binary_loop(const View& a, const View& b, const View& out, const OpParams& p) {
-    run_views(out, {&a, &b}, [&p](char** ptr, const int64_t* st, int64_t n) {
+    run_views({&out, &a, &b}, [&p](char** ptr, const int64_t* st, int64_t n) {
         Out* o = reinterpret_cast<Out*>(ptr[0]);
         const T* x = reinterpret_cast<const T*>(ptr[1]);
         const T* y = reinterpret_cast<const T*>(ptr[2]);
