@@ -85,6 +85,25 @@ class NnKernels {
                                     const View& y, const View& grad_y, const View* grad_x,
                                     const View* grad_w, const View* grad_bias);
 
+    // Convolution, ReLU and a max pool whose window codes the backend keeps
+    // (max_pool_uses_codes), fused where conv_relu_pool_fused (float32 Views; p pools the
+    // convolution's output): forward writes the pool's output and codes, the same bits as
+    // conv_relu_forward then max_pool_forward, and the activation between them is never a tensor;
+    // backward takes the gradient of the pooled output with the pooled output and codes, the same
+    // bits as max_pool_backward then conv_relu_backward.
+    virtual bool conv_relu_pool_fused(const ConvGeometry&, bool /*has_bias*/,
+                                      const PoolGeometry&) {
+        return false;
+    }
+    virtual void conv_relu_pool_forward(const ConvGeometry& g, const PoolGeometry& p, const View& x,
+                                        const View& w, const View* bias, const View& pooled,
+                                        const View& codes);
+    virtual void conv_relu_pool_backward(const ConvGeometry& g, const PoolGeometry& p,
+                                         const View& x, const View& w, const View& pooled,
+                                         const View& codes, const View& grad_pooled,
+                                         const View* grad_x, const View* grad_w,
+                                         const View* grad_bias);
+
     // Max pool. A backend keeps what its backward needs in `indices` (Int64, PyTorch's flat
     // per-plane positions, y's shape) or, where max_pool_uses_codes(g), in `codes` (UInt8, one
     // window code per output: the CPU's 2x2 / stride-2 path). indices may be given with codes

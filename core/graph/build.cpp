@@ -39,8 +39,20 @@ Tensor GraphModule::forward(const TensorList& inputs) {
         const Step& step = steps_[i];
         if (step.relu_follows) {
             const Step& relu = steps_[i + 1];
-            Tensor fused =
-                nn::fused_conv_relu(*step.module, *relu.module, slots[size_t(step.input_slots[0])]);
+            const Tensor& in = slots[size_t(step.input_slots[0])];
+            if (step.pool_follows) {
+                const Step& pool = steps_[i + 2];
+                Tensor fused = nn::fused_conv_relu_pool(*step.module, *relu.module, *pool.module, in);
+                if (fused.defined()) {
+                    slots[size_t(pool.output_slot)] = std::move(fused);
+                    for (const Step* done : {&step, &relu, &pool})
+                        for (int s : done->release_after)
+                            slots[size_t(s)] = Tensor();
+                    i += 2;
+                    continue;
+                }
+            }
+            Tensor fused = nn::fused_conv_relu(*step.module, *relu.module, in);
             if (fused.defined()) {
                 slots[size_t(relu.output_slot)] = std::move(fused);
                 for (const Step* done : {&step, &relu})
@@ -141,7 +153,7 @@ std::shared_ptr<GraphModule> build(const ModelSpec& spec) {
             made_by[size_t(slot + k)] = step_index;
         module->steps_.push_back(std::move(step));
     }
-    // Conv2d -> ReLU pairs whose pre-activation nothing else reads may run fused.
+    // Conv2d -> ReLU pairs whose pre-activation nothing else reads may run fused ...
     auto& steps = module->steps_;
     for (size_t k = 0; k + 1 < steps.size(); ++k) {
         const auto& conv = steps[k];
@@ -152,6 +164,17 @@ std::shared_ptr<GraphModule> build(const ModelSpec& spec) {
             relu.input_slots[0] == conv.output_slot && conv.output_slot != module->output_slot_ &&
             last_use[size_t(conv.output_slot)] == int(k + 1) &&
             dynamic_cast<nn::Conv2d*>(conv.module) && dynamic_cast<nn::ReLU*>(relu.module);
+    }
+    // ... and of those, the ones whose activation only a MaxPool2d reads.
+    for (size_t k = 0; k + 2 < steps.size(); ++k) {
+        const auto& relu = steps[k + 1];
+        const auto& pool = steps[k + 2];
+        steps[k].pool_follows = steps[k].relu_follows && pool.module && pool.output_count == 1 &&
+                                pool.input_slots.size() == 1 &&
+                                pool.input_slots[0] == relu.output_slot &&
+                                relu.output_slot != module->output_slot_ &&
+                                last_use[size_t(relu.output_slot)] == int(k + 2) &&
+                                dynamic_cast<nn::MaxPool2d*>(pool.module);
     }
     // Free each slot after its last reader (never the Output's); an output port nobody reads
     // (an LSTM's c_n) right after the step that made it.

@@ -82,11 +82,21 @@ bool autocast_bf16(const Tensor& x) {
     return x.dtype() == DType::Float32 && autocast_dtype() == DType::BFloat16;
 }
 
+// What conv2d_relu_max_pool2d keeps for its backward: the pooled output, each window's code and
+// the pool's geometry.
+struct SavedPool {
+    SavedTensor pooled;
+    Tensor codes;
+    backend::PoolGeometry geom;
+};
+
 // Both backward passes of conv2d: the input gradient when asked, and the weight gradient when
 // the weight's or the bias's is asked (the bias gradient comes with it). With `sy` (conv2d_relu's
-// saved output y), ReLU's backward is fused into both passes.
+// saved output y), ReLU's backward is fused into both passes; with `pool`, gy is the pooled
+// output's gradient and the pool's and ReLU's backwards are.
 TensorList conv2d_backward(const Tensor& gy, const SavedTensor& sx, const SavedTensor& sw,
-                           const Geom& g, const Node& n, const SavedTensor* sy = nullptr) {
+                           const Geom& g, const Node& n, const SavedTensor* sy = nullptr,
+                           const SavedPool* pool = nullptr) {
     const bool want_x = n.needs_input_grad(0);
     const bool want_w = n.needs_input_grad(1) || n.needs_input_grad(2);
     TensorList r(3);
@@ -104,7 +114,11 @@ TensorList conv2d_backward(const Tensor& gy, const SavedTensor& sx, const SavedT
     backend::View vx, vw, vgx, vgw, vgb;
     if (xs.defined()) vx = view_of(xs);
     if (ws.defined()) vw = view_of(ws);
-    if (sy)
+    if (pool)
+        k->conv_relu_pool_backward(g, pool->geom, vx, vw, view_of(pool->pooled.unpack(n)),
+                                   view_of(pool->codes), view_of(gy), optional_view(r[0], vgx),
+                                   optional_view(gw, vgw), optional_view(r[2], vgb));
+    else if (sy)
         k->conv_relu_backward(g, vx, vw, view_of(ys), view_of(gy), optional_view(r[0], vgx),
                               optional_view(gw, vgw), optional_view(r[2], vgb));
     else
@@ -218,6 +232,52 @@ Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                [sx = SavedTensor(xc), sw = SavedTensor(wc), sy = SavedTensor(y, true),
                 g](const Tensor& grad, const Node& n) {
                    return conv2d_backward(grad.contiguous(), sx, sw, g, n, &sy);
+               });
+    return y;
+}
+
+Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                              const Conv2dOptions& o, const Pool2dOptions& pool) {
+    check_common("conv2d", x, weight, bias);
+    Geom g = conv_geom("conv2d", x, weight, bias, o.stride, o.padding, o.dilation, o.groups,
+                       o.same_padding, false);
+    g.bf16 = autocast_bf16(x);
+    const std::array<int64_t, 2> two{2, 2}, zero{0, 0}, one{1, 1};
+    const bool window_2x2 = pool.kernel_size == two && pool.stride.value_or(two) == two &&
+                            pool.padding == zero && pool.dilation == one && !pool.ceil_mode &&
+                            g.OH >= 2 && g.OW >= 2;
+    const backend::PoolGeometry pg{.planes = g.N * g.O,
+                                   .H = g.OH,
+                                   .W = g.OW,
+                                   .OH = g.OH / 2,
+                                   .OW = g.OW / 2,
+                                   .kh = 2,
+                                   .kw = 2,
+                                   .sh = 2,
+                                   .sw = 2,
+                                   .ph = 0,
+                                   .pw = 0,
+                                   .dh = 1,
+                                   .dw = 1};
+    backend::NnKernels* k = nullptr;
+    if (window_2x2 && x.dtype() == DType::Float32 && !g.bf16) {
+        k = &kernels(x, Primitive::ConvForward, g);
+        if (!k->conv_relu_pool_fused(g, bias.defined(), pg)) k = nullptr;
+    }
+    if (!k) return max_pool2d(conv2d_relu(x, weight, bias, o), pool);
+    const Tensor xc = x.detach().contiguous(), wc = weight.detach().contiguous();
+    const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
+    Tensor y = make_tensor({g.N, g.O, pg.OH, pg.OW}, x.dtype(), x.device());
+    Tensor codes = make_tensor({g.N, g.O, pg.OH, pg.OW}, DType::UInt8, x.device());
+    backend::View vb;
+    k->conv_relu_pool_forward(g, pg, view_of(xc), view_of(wc), optional_view(bc, vb), view_of(y),
+                              view_of(codes));
+    if (autograd::needs_grad({&x, &weight, &bias}))
+        record("ConvolutionReluMaxPoolBackward0", {&x, &weight, &bias}, y,
+               [sx = SavedTensor(xc), sw = SavedTensor(wc),
+                sp = SavedPool{SavedTensor(y, true), codes, pg},
+                g](const Tensor& grad, const Node& n) {
+                   return conv2d_backward(grad.contiguous(), sx, sw, g, n, nullptr, &sp);
                });
     return y;
 }

@@ -165,7 +165,29 @@ Tensor fused_conv_relu(Module& conv, Module& relu, const Tensor& x) {
     return c->forward_relu(x);
 }
 
-Tensor Conv2d::run(const Tensor& x, bool relu) {
+Tensor fused_conv_relu_pool(Module& conv, Module& relu, Module& pool, const Tensor& x) {
+    auto* c = dynamic_cast<Conv2d*>(&conv);
+    auto* p = dynamic_cast<MaxPool2d*>(&pool);
+    if (!c || !p || !dynamic_cast<ReLU*>(&relu) || conv.has_hooks() || relu.has_hooks() ||
+        pool.has_hooks())
+        return {};
+    const MaxPool2dOptions& po = p->options;
+    if (!(p->kernel_size == Size2(2) && p->stride == Size2(2) && po.padding == Size2(0) &&
+          po.dilation == Size2(1) && !po.ceil_mode))
+        return {};
+    // The convolution's output must fill one window (else the layers report it, unfused).
+    if ((x.dim() != 3 && x.dim() != 4) || x.size(-3) != c->in_channels) return {};
+    const Conv2dOptions& o = c->options;
+    const auto out_size = [&](int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
+        return o.same_padding ? in : pooled_size(in, k, s, pad, d, false);
+    };
+    if (out_size(x.size(-2), c->kernel_size.h, o.stride.h, o.padding.h, o.dilation.h) < 2 ||
+        out_size(x.size(-1), c->kernel_size.w, o.stride.w, o.padding.w, o.dilation.w) < 2)
+        return {};
+    return c->run(x, true, true);
+}
+
+Tensor Conv2d::run(const Tensor& x, bool relu, bool pool_2x2) {
     const std::string expected = "[N, " + std::to_string(in_channels) + ", H, W]";
     if ((x.dim() != 3 && x.dim() != 4) || x.size(-3) != in_channels) bad_input(*this, expected, x);
     const Conv2dOptions& o = options;
@@ -178,16 +200,19 @@ Tensor Conv2d::run(const Tensor& x, bool relu) {
     F::Conv2dOptions fo{o.stride.arr(), o.padding.arr(), o.dilation.arr(), o.groups,
                         o.same_padding};
     const Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
-    const auto conv = relu ? F::conv2d_relu : F::conv2d;
+    const auto conv = [&](const Tensor& input) {
+        if (pool_2x2) return F::conv2d_relu_max_pool2d(input, weight, bias, fo, F::Pool2dOptions{});
+        return relu ? F::conv2d_relu(input, weight, bias, fo) : F::conv2d(input, weight, bias, fo);
+    };
     Tensor y;
     if (o.padding_mode == "zeros") {
-        y = conv(x4, weight, bias, fo);
+        y = conv(x4);
     } else {
+        const Tensor padded = pad_for_conv(*this, x4, kernel_size, o.dilation, o.padding,
+                                           o.same_padding, o.padding_mode);
         fo.padding = {0, 0};
         fo.same_padding = false;
-        y = conv(pad_for_conv(*this, x4, kernel_size, o.dilation, o.padding, o.same_padding,
-                              o.padding_mode),
-                 weight, bias, fo);
+        y = conv(padded);
     }
     return x.dim() == 3 ? y.squeeze(0) : y;
 }

@@ -206,9 +206,19 @@ Tensor Sequential::forward(const TensorList& inputs) {
     if (modules_.empty()) return inputs[0];
     Tensor x;
     for (size_t i = 0; i < modules_.size(); ++i) {
-        // Conv2d then ReLU with no hooks on either: one fused pass, the same bits.
+        // Conv2d, ReLU (and a 2x2 MaxPool2d) with no hooks: one fused pass, the same bits.
         if (i + 1 < modules_.size() && (i > 0 || inputs.size() == 1)) {
-            Tensor fused = fused_conv_relu(*modules_[i], *modules_[i + 1], i ? x : inputs[0]);
+            const Tensor& in = i ? x : inputs[0];
+            if (i + 2 < modules_.size()) {
+                Tensor fused = fused_conv_relu_pool(*modules_[i], *modules_[i + 1],
+                                                    *modules_[i + 2], in);
+                if (fused.defined()) {
+                    x = std::move(fused);
+                    i += 2;
+                    continue;
+                }
+            }
+            Tensor fused = fused_conv_relu(*modules_[i], *modules_[i + 1], in);
             if (fused.defined()) {
                 x = std::move(fused);
                 ++i;

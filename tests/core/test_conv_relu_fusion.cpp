@@ -1,6 +1,7 @@
 // Conv2d followed by ReLU runs as one fused pass (oneDNN's ReLU post-op forward, ReLU's backward
 // applied while the gradient is laid out for the convolution's backward), where nothing observes
-// the pre-activation. The fused path must give the same bits as the two ops, forward and every
+// the pre-activation; with a 2x2 MaxPool2d after the ReLU, the three run as one (the pool reads
+// the convolution's blocked output, its backward writes the blocked gradient). The fused path must give the same bits as the two ops, forward and every
 // gradient, and a hook on the convolution must still see the pre-activation (and then the model
 // runs unfused).
 #include <myelin/autograd.h>
@@ -75,6 +76,35 @@ void compare_fused(const Dims& xs, const Dims& ws, bool bias, const F::Conv2dOpt
     // Not vacuous: ReLU cut something, and the gradients are not all zero.
     QVERIFY(sum(eq(a.y, 0.0).to(DType::Int64)).item<int64_t>() > 0);
     QVERIFY(sum(ne(a.gw, 0.0).to(DType::Int64)).item<int64_t>() > 0);
+}
+
+// The same through conv2d_relu_max_pool2d (2x2 pool) against conv2d, relu, max_pool2d.
+void compare_fused_pool(const Dims& xs, const Dims& ws, bool bias, const F::Conv2dOptions& o,
+                        bool with_nan, float x_scale = 1.0f) {
+    Tensor x = rnd(xs, 1) * x_scale, w = rnd(ws, 2) * 0.3f, b = bias ? rnd({ws[0]}, 3) : Tensor();
+    if (with_nan) {
+        x = x.clone();
+        x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+    }
+    const F::Pool2dOptions window; // 2x2, stride 2
+    const auto pass = [&](bool fused, const Tensor& up) {
+        Tensor xg = x.detach().requires_grad_(true), wg = w.detach().requires_grad_(true);
+        Tensor bg = b.defined() ? b.detach().requires_grad_(true) : Tensor();
+        Tensor y = fused ? F::conv2d_relu_max_pool2d(xg, wg, bg, o, window)
+                         : F::max_pool2d(relu(F::conv2d(xg, wg, bg, o)), window);
+        if (up.defined()) sum(y * up).backward();
+        return Pass{y.detach(), xg.grad(), wg.grad(), bg.defined() ? bg.grad() : Tensor()};
+    };
+    const Tensor up = rnd(pass(false, Tensor()).y.shape(), 4);
+    const Pass a = pass(false, up), f = pass(true, up);
+    QVERIFY2(same_bits(a.y, f.y), "forward differs");
+    QVERIFY2(same_bits(a.gx, f.gx), "input gradient differs");
+    QVERIFY2(same_bits(a.gw, f.gw), "weight gradient differs");
+    QVERIFY2(same_bits(a.gb, f.gb), "bias gradient differs");
+    if (with_nan) QVERIFY(sum(ne(f.gw, f.gw).to(DType::Int64)).item<int64_t>() > 0);
+    // Not vacuous: windows whose maximum ReLU cut to 0 (their gradient stops), and others.
+    QVERIFY(sum(eq(a.y, 0.0).to(DType::Int64)).item<int64_t>() > 0);
+    QVERIFY(sum(ne(a.gx, 0.0).to(DType::Int64)).item<int64_t>() > 0);
 }
 
 F::Conv2dOptions pad(int64_t p, int64_t stride = 1) {
@@ -155,6 +185,55 @@ class TestConvReluFusion : public QObject {
         }
     }
 
+    void fused_pool_matches_conv_relu_pool_data() {
+        QTest::addColumn<int>("which");
+        for (int i = 0; i < 8; ++i)
+            QTest::newRow(qPrintable(QString::number(i))) << i;
+    }
+    void fused_pool_matches_conv_relu_pool() {
+        QFETCH(int, which);
+        switch (which) {
+        case 0: // fashion_cnn's first stage: 28x28 -> 14x14 (rows of 14 windows)
+            return compare_fused_pool({8, 1, 28, 28}, {32, 1, 3, 3}, true, pad(1), false);
+        case 1: // its second: Winograd, 14x14 -> 7x7
+            return compare_fused_pool({8, 32, 14, 14}, {64, 32, 3, 3}, true, pad(1), false);
+        case 2: // odd height and width: the last row and column are in no window; no bias
+            return compare_fused_pool({4, 16, 11, 9}, {32, 16, 3, 3}, false, pad(1), false);
+        case 3: // rows of more than 16 windows (36 -> 18)
+            return compare_fused_pool({2, 16, 40, 36}, {16, 16, 3, 3}, true, pad(1), false);
+        case 4: // output channels not a multiple of 16: the nchw path
+            return compare_fused_pool({4, 3, 10, 10}, {20, 3, 5, 5}, true, pad(2), false);
+        case 5: // a NaN in the input: no post-op, the ops' own NaN rules
+            return compare_fused_pool({4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), true);
+        case 6: // values near float's range
+            return compare_fused_pool({4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), false, 1e36f);
+        default: // strided convolution, 2x2 output (one window per plane)
+            return compare_fused_pool({3, 16, 8, 8}, {32, 16, 3, 3}, true, pad(1, 3), false);
+        }
+    }
+
+    void fused_pool_is_one_node_and_falls_back_elsewhere() {
+        Tensor x = rnd({2, 16, 8, 8}, 5).requires_grad_(true), w = rnd({16, 16, 3, 3}, 6);
+        const F::Pool2dOptions window;
+        const Tensor y = F::conv2d_relu_max_pool2d(x, w, Tensor(), pad(1), window);
+        QCOMPARE(QString(y.grad_fn()->name()), QStringLiteral("ConvolutionReluMaxPoolBackward0"));
+        QCOMPARE(y.shape(), Dims({2, 16, 4, 4}));
+        // float64, and pools other than 2x2 / stride 2: the three ops, the same values.
+        const Tensor xd = x.detach().to(DType::Float64), wd = w.to(DType::Float64);
+        QVERIFY(same_bits(F::conv2d_relu_max_pool2d(xd, wd, Tensor(), pad(1), window),
+                          F::max_pool2d(relu(F::conv2d(xd, wd, Tensor(), pad(1))), window)));
+        F::Pool2dOptions wide;
+        wide.kernel_size = {3, 3};
+        wide.stride = std::array<int64_t, 2>{1, 1};
+        const Tensor z = F::conv2d_relu_max_pool2d(x, w, Tensor(), pad(1), wide);
+        QCOMPARE(QString(z.grad_fn()->name()), QStringLiteral("MaxPool2DWithIndicesBackward0"));
+        QVERIFY(same_bits(z, F::max_pool2d(relu(F::conv2d(x, w, Tensor(), pad(1))), wide)));
+        // A pooled output changed in place before backward is refused, as any saved output.
+        Tensor v = F::conv2d_relu_max_pool2d(x, w, Tensor(), pad(1), window);
+        v.mul_(2.0);
+        QVERIFY_THROWS_EXCEPTION(Error, sum(v).backward());
+    }
+
     void fused_op_is_one_node_and_float64_falls_back() {
         Tensor x = rnd({2, 16, 8, 8}, 5).requires_grad_(true), w = rnd({16, 16, 3, 3}, 6);
         const Tensor y = F::conv2d_relu(x, w, Tensor(), pad(1));
@@ -168,6 +247,18 @@ class TestConvReluFusion : public QObject {
     void sequential_fuses_and_matches_unfused() {
         auto model = small_cnn();
         const Tensor x = rnd({6, 1, 14, 14}, 9);
+        // The second convolution's input: the first Conv2d-ReLU-MaxPool2d fused into one node,
+        // except while the pool has a hook (next).
+        std::string conv2_from;
+        auto conv2_handle = model->children().at(3)->register_forward_hook(
+            [&conv2_from](nn::Module&, const TensorList& in, const Tensor&) {
+                conv2_from = in.at(0).grad_fn()->name();
+                return Tensor();
+            });
+        const ModelPass all_fused = model_pass(*model, x);
+        QCOMPARE(QString::fromStdString(conv2_from),
+                 QStringLiteral("ConvolutionReluMaxPoolBackward0"));
+        conv2_handle.remove();
         std::string pooled_from; // which node made the max pool's input
         auto pool_handle = model->children().at(2)->register_forward_hook(
             [&pooled_from](nn::Module&, const TensorList& in, const Tensor&) {
@@ -176,6 +267,7 @@ class TestConvReluFusion : public QObject {
             });
         const ModelPass fused = model_pass(*model, x);
         QCOMPARE(QString::fromStdString(pooled_from), QStringLiteral("ConvolutionReluBackward0"));
+        compare_passes(all_fused, fused);
         // A hook on the first convolution observes its pre-activation: that pair runs unfused.
         Tensor seen;
         auto conv = model->children().at(0);
@@ -212,7 +304,18 @@ class TestConvReluFusion : public QObject {
             io::load_project(kSource / "resources/examples/fashion_cnn.myelin");
         auto model = graph::build(project.model);
         const Tensor x = rnd({4, 1, 28, 28}, 11);
+        // Both Conv2d-ReLU-MaxPool2d stages run as one node each: what Flatten reads says so.
+        std::string flattened_from;
+        for (const auto& [name, layer] : model->named_children())
+            if (layer->type_name() == "Flatten")
+                layer->register_forward_hook(
+                    [&flattened_from](nn::Module&, const TensorList& in, const Tensor&) {
+                        flattened_from = in.at(0).grad_fn()->name();
+                        return Tensor();
+                    });
         const ModelPass fused = model_pass(*model, x);
+        QCOMPARE(QString::fromStdString(flattened_from),
+                 QStringLiteral("ConvolutionReluMaxPoolBackward0"));
         std::vector<HookHandle> hooks;
         int seen_negative = 0;
         for (const auto& [name, layer] : model->named_children())

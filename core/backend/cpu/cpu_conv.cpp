@@ -7,6 +7,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_nn.h"
 #include "backend/cpu/dnnl_util.h"
+#include "backend/cpu/nchw16c.h"
 #include "backend/kernels/elementwise.h"
 
 #include <myelin/dtype.h>
@@ -20,10 +21,6 @@
 #include <mutex>
 #include <vector>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#define MYELIN_CONV_AVX512 1
-#endif
 
 namespace myelin::backend {
 
@@ -363,9 +360,10 @@ bool relu_post_op_exact(const View& x, const View& w, const View* b, const Geom&
     return bound < 1e-8 * double(std::numeric_limits<float>::max());
 }
 
-// `relu`: with ReLU fused (only where relu_forward_ready).
+// `relu`: with ReLU fused (only where relu_forward_ready). `keep_layout`: y is left in the
+// primitive's dst format (a scratch buffer for a kernel that reads that layout), not nchw.
 void forward_raw(const View& x, const View& w, const View* b, const View& y, const Geom& g,
-                 bool relu = false) {
+                 bool relu = false, bool keep_layout = false) {
     if (g.bf16 && !onednn_ok(x, g)) {
         const RoundedBf16 xr(x), wr(w);
         return forward_raw(xr.view(), wr.view(), b, y, as_f32(g));
@@ -376,7 +374,7 @@ void forward_raw(const View& x, const View& w, const View* b, const View& y, con
         const auto& pd = relu ? e->fwd_relu_pd : e->fwd_pd;
         memory src = input_as(pd.src_desc(), e->src, x.data);
         memory wm = input_as(pd.weights_desc(), e->user_w, w.data);
-        OutputMem dst(pd.dst_desc(), e->dst, y.data);
+        OutputMem dst(pd.dst_desc(), keep_layout ? pd.dst_desc() : e->dst, y.data);
         std::unordered_map<int, memory> args{
             {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst.mem}};
         if (b) args.emplace(DNNL_ARG_BIAS, du::memory_at(e->bias, b->data));
@@ -484,93 +482,6 @@ void backward_weights_raw(const View& x, const View& gy, const View& gw, const V
 
 // --- convolution followed by ReLU ----------------------------------------------------------
 
-#ifdef MYELIN_CONV_AVX512
-// r[i] lane j -> r[j] lane i (unpack pairs, then 4x4 blocks within 128-bit lanes, then lanes).
-// (The maskz forms with every lane set: GCC 12 warns that the plain ones' undefined pass-through
-// register may be used uninitialised.)
-inline void transpose16(__m512 r[16]) {
-    constexpr __mmask16 all = 0xFFFF;
-    __m512 t[16];
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_maskz_unpacklo_ps(all, r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_maskz_unpackhi_ps(all, r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; ++i) {
-        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 4; ++j) {
-            t[8 * i + j] = _mm512_maskz_shuffle_f32x4(all, r[8 * i + j], r[8 * i + 4 + j], 0x88);
-            t[8 * i + 4 + j] =
-                _mm512_maskz_shuffle_f32x4(all, r[8 * i + j], r[8 * i + 4 + j], 0xDD);
-        }
-    for (int j = 0; j < 8; ++j) {
-        r[j] = _mm512_maskz_shuffle_f32x4(all, t[j], t[8 + j], 0x88);
-        r[8 + j] = _mm512_maskz_shuffle_f32x4(all, t[j], t[8 + j], 0xDD);
-    }
-}
-#endif
-
-// ReLU's gradient from its output y, the element-wise rule (BinaryOp::ReluBackward) every path
-// shares.
-inline float relu_grad(float g, float y) {
-    return kernels::apply_binary<BinaryOp::ReluBackward>(g, y, {});
-}
-
-// ReLU's backward on the way into oneDNN's nChw16c layout: out = (y <= 0 ? 0 : gy: a NaN passes
-// the gradient, as PyTorch's threshold_backward and our ReluBackward), gy and y nchw
-// [N, C, HW] with C a multiple of 16, out [N, C/16, HW, 16]. The select is ReLU's backward
-// (BinaryOp::ReluBackward); the layout change is a pure copy, as oneDNN's reorder. Each block of
-// 16 channels is masked row by row (two sequential streams) into a per-thread buffer that stays in
-// cache, then transposed 16 x 16 from there: reading the 32 rows side by side was slower.
-void relu_backward_to_nchw16c(const float* gy, const float* y, float* out, int64_t N, int64_t C,
-                              int64_t HW) {
-    const int64_t blocks = N * (C / 16);
-#pragma omp parallel if (blocks * HW * 16 > 32768)
-    {
-#ifdef MYELIN_CONV_AVX512
-        std::vector<float> rows(size_t(16 * HW));
-#endif
-#pragma omp for schedule(static)
-        for (int64_t b = 0; b < blocks; ++b) {
-            const float* g = gy + b * 16 * HW;
-            const float* v = y + b * 16 * HW;
-            float* o = out + b * 16 * HW;
-#ifdef MYELIN_CONV_AVX512
-            float* t = rows.data();
-            for (int64_t i = 0; i < 16 * HW; i += 16) {
-                const auto lanes =
-                    static_cast<__mmask16>((1u << std::min<int64_t>(16, 16 * HW - i)) - 1);
-                const __m512 gv = _mm512_maskz_loadu_ps(lanes, g + i);
-                const __m512 yv = _mm512_maskz_loadu_ps(lanes, v + i);
-                const __mmask16 positive = _mm512_cmp_ps_mask(yv, _mm512_setzero_ps(), _CMP_NLE_UQ);
-                _mm512_mask_storeu_ps(t + i, lanes, _mm512_maskz_mov_ps(positive, gv));
-            }
-            for (int64_t hw0 = 0; hw0 < HW; hw0 += 16) {
-                const int64_t n = std::min<int64_t>(16, HW - hw0);
-                const auto lanes = static_cast<__mmask16>((1u << n) - 1);
-                __m512 r[16];
-                for (int c = 0; c < 16; ++c)
-                    r[c] = _mm512_maskz_loadu_ps(lanes, t + c * HW + hw0);
-                transpose16(r);
-                if (n == 16)
-                    for (int h = 0; h < 16; ++h)
-                        _mm512_storeu_ps(o + (hw0 + h) * 16, r[h]);
-                else
-                    for (int64_t h = 0; h < n; ++h)
-                        _mm512_storeu_ps(o + (hw0 + h) * 16, r[h]);
-            }
-#else
-            for (int64_t hw = 0; hw < HW; ++hw)
-                for (int64_t c = 0; c < 16; ++c)
-                    o[hw * 16 + c] = relu_grad(g[c * HW + hw], v[c * HW + hw]);
-#endif
-        }
-    }
-}
 
 // The fused path runs where oneDNN runs the plain float32 forward with ReLU as a post-op on the
 // same implementation (relu_forward_ready).
@@ -583,34 +494,62 @@ bool conv_relu_ok(const Geom& g, bool has_bias) {
     }
 }
 
-void conv_relu_backward_raw(const View& x, const View& w, const View& y, const View& gy,
-                            const View* gx, const View* gw, const View* gb, const Geom& g) {
-    // The diff_dst both backward primitives take; built once, with ReLU's backward applied.
+// A float32 View of the convolution's output shape [N, O, OH, OW], nchw, over `data`.
+View output_view(const Geom& g, void* data) {
+    View v;
+    v.data = data;
+    v.dtype = DType::Float32;
+    v.ndim = 4;
+    const int64_t shape[4] = {g.N, g.O, g.OH, g.OW};
+    int64_t stride = 1;
+    for (int d = 3; d >= 0; --d) {
+        v.shape[d] = shape[d];
+        v.strides[d] = stride;
+        stride *= shape[d];
+    }
+    return v;
+}
+
+// The oneDNN layout of an output gradient both backward primitives take directly.
+memory::desc blocked_output(const Geom& g) {
+    return memory::desc({g.N, g.O, g.OH, g.OW}, memory::data_type::f32,
+                        memory::format_tag::nChw16c);
+}
+
+// Both backward passes of a convolution whose output gradient `fill` writes: fill(true, out) in
+// nChw16c where both primitives take that layout (then no reorder), fill(false, out) nchw
+// otherwise (reordered as usual). The ReLU and pool backwards fused before the convolution's
+// write it there, so it is built once, in the layout the primitives read.
+template <typename Fill>
+void conv_backward_filled(const View& x, const View& w, const View* gx, const View* gw,
+                          const View* gb, const Geom& g, Fill&& fill) {
     std::shared_ptr<ConvEntry> bd = gx ? backward_data_entry(g) : nullptr;
     std::shared_ptr<ConvEntry> bw = gw ? backward_weights_entry(g, gb != nullptr) : nullptr;
     if (!bd && !bw) return;
-    const memory::desc blocked({g.N, g.O, g.OH, g.OW}, memory::data_type::f32,
-                               memory::format_tag::nChw16c);
+    const memory::desc blocked = blocked_output(g);
     const bool direct = g.O % 16 == 0 && (!bd || bd->bd_pd.diff_dst_desc() == blocked) &&
                         (!bw || bw->bw_pd.diff_dst_desc() == blocked);
+    HostScratch grad(size_t(g.N * g.O * g.OH * g.OW) * sizeof(float));
+    auto* gp = static_cast<float*>(grad.data());
+    fill(direct, gp);
+    memory dd;
+    if (direct) dd = du::memory_at(blocked, gp);
+    const View gy = output_view(g, gp);
+    if (gx) backward_data_raw(gy, w, *gx, g, &dd);
+    if (gw) backward_weights_raw(x, gy, *gw, gb, g, &dd);
+}
+
+void conv_relu_backward_raw(const View& x, const View& w, const View& y, const View& gy,
+                            const View* gx, const View* gw, const View* gb, const Geom& g) {
     const auto* gyp = static_cast<const float*>(gy.data);
     const auto* yp = static_cast<const float*>(y.data);
-    const int64_t count = g.N * g.O * g.OH * g.OW;
-    HostScratch masked(size_t(count) * sizeof(float));
-    auto* mp = static_cast<float*>(masked.data());
-    memory dd;
-    View gy_masked = gy;
-    if (direct) {
-        relu_backward_to_nchw16c(gyp, yp, mp, g.N, g.O, g.OH * g.OW);
-        dd = du::memory_at(blocked, mp);
-    } else { // ReLU's backward in nchw, then the usual reorder
+    conv_backward_filled(x, w, gx, gw, gb, g, [&](bool blocked, float* out) {
+        if (blocked) return nchw16c::relu_backward_to_blocked(gyp, yp, out, g.N, g.O, g.OH * g.OW);
+        const int64_t count = g.N * g.O * g.OH * g.OW;
 #pragma omp parallel for schedule(static) if (count > 32768)
         for (int64_t i = 0; i < count; ++i)
-            mp[i] = relu_grad(gyp[i], yp[i]);
-        gy_masked.data = mp;
-    }
-    if (gx) backward_data_raw(gy_masked, w, *gx, g, &dd);
-    if (gw) backward_weights_raw(x, gy_masked, *gw, gb, g, &dd);
+            out[i] = nchw16c::relu_grad(gyp[i], yp[i]);
+    });
 }
 
 } // namespace
@@ -664,6 +603,60 @@ void CpuNnKernels::conv_relu_backward(const ConvGeometry& g, const View& x, cons
                                       const View& y, const View& grad_y, const View* grad_x,
                                       const View* grad_w, const View* grad_bias) {
     conv_relu_backward_raw(x, w, y, grad_y, grad_x, grad_w, grad_bias, g);
+}
+
+// Conv2d-ReLU-MaxPool2d(2): the pool reads oneDNN's blocked output directly (no reorder to
+// nchw, no ReLU output tensor), and its backward writes the blocked gradient the convolution's
+// backward reads (no nchw gradient, no separate ReLU pass).
+bool CpuNnKernels::conv_relu_pool_fused(const ConvGeometry& g, bool has_bias,
+                                        const PoolGeometry& p) {
+    return max_pool_uses_codes(p) && p.planes == g.N * g.O && p.H == g.OH && p.W == g.OW &&
+           conv_relu_ok(g, has_bias);
+}
+
+void CpuNnKernels::conv_relu_pool_forward(const ConvGeometry& g, const PoolGeometry& p,
+                                          const View& x, const View& w, const View* bias,
+                                          const View& pooled, const View& codes) {
+    HostScratch activation(size_t(g.N * g.O * g.OH * g.OW) * sizeof(float));
+    const View y = output_view(g, activation.data());
+    auto e = conv_entry(g, bias != nullptr);
+    if (g.O % 16 == 0 && relu_forward_ready(*e) &&
+        e->fwd_relu_pd.dst_desc() == blocked_output(g) && relu_post_op_exact(x, w, bias, g)) {
+        forward_raw(x, w, bias, y, g, true, true);
+        nchw16c::max_pool_2x2_from_blocked(static_cast<const float*>(y.data),
+                                           static_cast<float*>(pooled.data),
+                                           static_cast<uint8_t*>(codes.data),
+                                           {g.N, g.O, g.OH, g.OW, p.OH, p.OW});
+        return;
+    }
+    conv_relu_forward(g, x, w, bias, y);
+    max_pool_forward(p, y, pooled, nullptr, &codes);
+}
+
+void CpuNnKernels::conv_relu_pool_backward(const ConvGeometry& g, const PoolGeometry& p,
+                                           const View& x, const View& w, const View& pooled,
+                                           const View& codes, const View& grad_pooled,
+                                           const View* grad_x, const View* grad_w,
+                                           const View* grad_bias) {
+    const auto* gp = static_cast<const float*>(grad_pooled.data);
+    const auto* yp = static_cast<const float*>(pooled.data);
+    const auto* cp = static_cast<const uint8_t*>(codes.data);
+    conv_backward_filled(x, w, grad_x, grad_w, grad_bias, g, [&](bool blocked, float* out) {
+        if (blocked)
+            return nchw16c::relu_max_pool_2x2_backward_to_blocked(
+                gp, yp, cp, out, {g.N, g.O, g.OH, g.OW, p.OH, p.OW});
+        // ReLU's backward on the pooled gradient (a winner's ReLU output is the pooled value;
+        // every other input's gradient is 0 either way), then the pool's backward.
+        const int64_t count = grad_pooled.numel();
+        HostScratch masked(size_t(count) * sizeof(float));
+        auto* mp = static_cast<float*>(masked.data());
+#pragma omp parallel for schedule(static) if (count > 32768)
+        for (int64_t i = 0; i < count; ++i)
+            mp[i] = nchw16c::relu_grad(gp[i], yp[i]);
+        View masked_view = grad_pooled;
+        masked_view.data = mp;
+        max_pool_backward(p, masked_view, nullptr, &codes, output_view(g, out));
+    });
 }
 
 void CpuNnKernels::conv_backward(const ConvGeometry& g, const View& x, const View& w,

@@ -26,6 +26,14 @@ class CpuNnKernels final : public NnKernels {
     void conv_relu_backward(const ConvGeometry& g, const View& x, const View& w, const View& y,
                             const View& grad_y, const View* grad_x, const View* grad_w,
                             const View* grad_bias) override;
+    bool conv_relu_pool_fused(const ConvGeometry& g, bool has_bias, const PoolGeometry& p) override;
+    void conv_relu_pool_forward(const ConvGeometry& g, const PoolGeometry& p, const View& x,
+                                const View& w, const View* bias, const View& pooled,
+                                const View& codes) override;
+    void conv_relu_pool_backward(const ConvGeometry& g, const PoolGeometry& p, const View& x,
+                                 const View& w, const View& pooled, const View& codes,
+                                 const View& grad_pooled, const View* grad_x, const View* grad_w,
+                                 const View* grad_bias) override;
 
     // cpu_pool.cpp
     bool max_pool_uses_codes(const PoolGeometry& g) const override;

@@ -39,6 +39,9 @@ class GraphModule : public nn::Module {
         // The next step is a ReLU reading only this step's output, which nothing else reads:
         // both may run as one fused pass (nn::fused_conv_relu) when neither has hooks.
         bool relu_follows = false;
+        // With relu_follows: the step after the ReLU is a MaxPool2d, the only reader of the
+        // ReLU's output; the three may run as one (nn::fused_conv_relu_pool).
+        bool pool_follows = false;
     };
     std::vector<Step> steps_;
     std::vector<NodeId> input_nodes_;

@@ -63,6 +63,11 @@ struct Pool2dOptions {
     std::optional<int64_t> divisor_override;
 };
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
+// max_pool2d(relu(conv2d(...))) in one autograd node where the device fuses the three (a 2x2 /
+// stride-2 pool: the activation between them is never a tensor; the same bits, forward and
+// backward); the ops one after another elsewhere.
+Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                              const Conv2dOptions& options, const Pool2dOptions& pool);
 // Values and the flat (h * W + w) index of each maximum within its input plane, as PyTorch.
 ValuesIndices max_pool2d_with_indices(const Tensor& x, const Pool2dOptions& options);
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);

@@ -132,13 +132,19 @@ class Conv2d : public Module {
     Tensor forward_relu(const Tensor& x);
 
   private:
-    Tensor run(const Tensor& x, bool relu);
+    // `pool_2x2`: with ReLU and a 2x2 / stride-2 max pool after it, fused.
+    Tensor run(const Tensor& x, bool relu, bool pool_2x2 = false);
+    friend Tensor fused_conv_relu_pool(Module&, Module&, Module&, const Tensor&);
 };
 
 // ReLU(Conv2d(x)) in one fused pass when `conv` is a Conv2d, `relu` a ReLU and neither has hooks
 // (nothing observes the pre-activation); an undefined tensor otherwise (run the two layers).
 // Sequential and graph models call it for each Conv2d directly followed by a ReLU.
 Tensor fused_conv_relu(Module& conv, Module& relu, const Tensor& x);
+// MaxPool2d(ReLU(Conv2d(x))) in one fused pass (F::conv2d_relu_max_pool2d) when `pool` is a 2x2 /
+// stride-2 MaxPool2d, none of the three has hooks and the convolution's output is at least 2x2;
+// an undefined tensor otherwise. Tried before fused_conv_relu.
+Tensor fused_conv_relu_pool(Module& conv, Module& relu, Module& pool, const Tensor& x);
 
 struct ConvTranspose2dOptions {
     Size2 stride = 1;
