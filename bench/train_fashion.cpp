@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
                 "\"train_samples_per_s\": %.1f, \"epoch_s\": %.3f, \"infer_samples_per_s\": %.1f, "
                 "\"test_acc\": %.4f, \"peak_rss_mb\": %.1f, \"cpu_ms_per_step\": %.3f}\n",
                 name.c_str(), epochs, threads, static_cast<long long>(batch),
-                static_cast<double>(trained) * (steps > 0 ? 1 : epochs) / t_train, t_train / epochs,
+                static_cast<double>(trained) / t_train, t_train / epochs,
                 t_inf > 0 ? 10000 / t_inf : 0.0, acc, peak_rss_mb(),
                 cpu_train * 1e3 / double(std::max<int64_t>(1, timed_steps)));
             std::fflush(stdout);

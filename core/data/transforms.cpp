@@ -45,6 +45,19 @@ Tensor window(const Tensor& input, int64_t out_h, int64_t out_w, int64_t off_y, 
 } // namespace
 
 Tensor ScaleTo01::operator()(const Tensor& input, Generator&) const {
+    if (input.dtype() == DType::UInt8 && input.device().is_cpu()) {
+        // One vectorised pass, on the training thread between steps. A true float division,
+        // as PyTorch's `x.float() / 255` (torchvision's ToTensor) on the CPU: multiplying by
+        // 1/255 would differ in the last bit for 126 of the 256 values.
+        const Tensor in = input.contiguous();
+        Tensor out = empty(in.shape(), TensorOptions(DType::Float32));
+        const auto* src = static_cast<const uint8_t*>(in.data_ptr());
+        auto* dst = static_cast<float*>(out.data_ptr());
+        const int64_t n = in.numel();
+        for (int64_t i = 0; i < n; ++i)
+            dst[i] = static_cast<float>(src[i]) / 255.0f;
+        return out;
+    }
     if (input.dtype() == DType::UInt8) return input.to(DType::Float32).div_(255.0);
     if (input.is_floating_point()) return input;
     throw DTypeError("ScaleTo01: expected uint8 or floating input");

@@ -452,6 +452,16 @@ class TestData : public QObject {
         Tensor scaled = ScaleTo01()(u8, g);
         QCOMPARE(scaled.dtype(), DType::Float32);
         QCOMPARE(scaled.to_vector<float>()[15], 16.0f / 255.0f);
+        // Every byte value, from a non-contiguous view: k / 255 divided in float, as PyTorch's
+        // `x.float() / 255` (torch 1.13 gives 3 -> 0x1.818182p-7; times 1/255 would be ...84p-7).
+        Tensor bytes = arange(0, 256, 1.0, TensorOptions(DType::UInt8)).view({16, 16}).t();
+        QVERIFY(!bytes.is_contiguous());
+        const Tensor fast = ScaleTo01()(bytes, g).contiguous();
+        QCOMPARE(fast.shape(), Dims({16, 16}));
+        const float* v = fast.data<float>();
+        for (int k = 0; k < 256; ++k)
+            QCOMPARE(v[(k % 16) * 16 + k / 16], float(k) / 255.0f);
+        QCOMPARE(v[3 * 16], 0x1.818182p-7f);
         Tensor two = from_vector(std::vector<float>{1, 3, 10, 20}, {2, 1, 2});
         QCOMPARE(Normalize({2, 15}, {1, 5})(two, g).to_vector<float>(),
                  std::vector<float>({-1, 1, -1, 1}));

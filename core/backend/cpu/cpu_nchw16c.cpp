@@ -198,26 +198,30 @@ void relu_max_pool_2x2_backward_to_blocked(const float* grad_pooled, const float
         for (int64_t ow0 = 0; ow0 < p.OW; ow0 += 16) {
             const int64_t n = std::min<int64_t>(16, p.OW - ow0);
             const __mmask16 lanes = first_lanes(n);
-            __m512 at[4][16]; // at[k][c]: channel c's gradient where its window's code is k
+            // Rows of 16 windows per channel (the gradient where ReLU passes it, and the codes'
+            // bits), transposed into one vector of 16 channels per window.
+            __m512 grad[16], code[16];
             for (int64_t c = 0; c < 16; ++c) {
                 const int64_t i = in_row + c * plane + ow0;
                 const __m512 v = _mm512_maskz_loadu_ps(lanes, pooled + i);
                 const __mmask16 passes = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ);
-                const __m512 g = _mm512_maskz_loadu_ps(passes & lanes, grad_pooled + i);
-                const __m512i k =
-                    _mm512_maskz_cvtepu8_epi32(all_lanes, _mm_maskz_loadu_epi8(lanes, codes + i));
-                for (int w = 0; w < 4; ++w)
-                    at[w][c] = _mm512_maskz_mov_ps(
-                        _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(w)), g);
+                grad[c] = _mm512_maskz_loadu_ps(passes & lanes, grad_pooled + i);
+                code[c] = _mm512_castsi512_ps(
+                    _mm512_maskz_cvtepu8_epi32(all_lanes, _mm_maskz_loadu_epi8(lanes, codes + i)));
             }
-            for (auto& set : at)
-                transpose16(set);
+            transpose16(grad);
+            transpose16(code);
             for (int64_t j = 0; j < n; ++j) {
+                const __m512i k = _mm512_castps_si512(code[j]);
+                const auto where = [&](int w) {
+                    return _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(w)),
+                                               grad[j]);
+                };
                 const int64_t o = 2 * (ow0 + j) * 16;
-                _mm512_storeu_ps(top + o, at[0][j]);
-                _mm512_storeu_ps(top + o + 16, at[1][j]);
-                _mm512_storeu_ps(bottom + o, at[2][j]);
-                _mm512_storeu_ps(bottom + o + 16, at[3][j]);
+                _mm512_storeu_ps(top + o, where(0));
+                _mm512_storeu_ps(top + o + 16, where(1));
+                _mm512_storeu_ps(bottom + o, where(2));
+                _mm512_storeu_ps(bottom + o + 16, where(3));
             }
         }
 #else
