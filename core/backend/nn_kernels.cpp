@@ -26,12 +26,14 @@ void NnKernels::conv_relu_backward(const ConvGeometry&, const View&, const View&
 // Likewise only where conv_relu_pool_fused() said yes.
 void NnKernels::conv_relu_pool_forward(const ConvGeometry&, const PoolGeometry&, const View&,
                                        const View&, const View*, const View&, const View&) {
-    throw Error("conv_relu_pool_forward: this backend does not fuse convolution, ReLU and max pool");
+    throw Error(
+        "conv_relu_pool_forward: this backend does not fuse convolution, ReLU and max pool");
 }
 void NnKernels::conv_relu_pool_backward(const ConvGeometry&, const PoolGeometry&, const View&,
                                         const View&, const View&, const View&, const View&,
                                         const View*, const View*, const View*) {
-    throw Error("conv_relu_pool_backward: this backend does not fuse convolution, ReLU and max pool");
+    throw Error(
+        "conv_relu_pool_backward: this backend does not fuse convolution, ReLU and max pool");
 }
 
 NnKernels& nn_kernels(Backend& backend, Primitive p, DType dtype) {

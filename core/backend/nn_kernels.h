@@ -91,8 +91,7 @@ class NnKernels {
     // conv_relu_forward then max_pool_forward, and the activation between them is never a tensor;
     // backward takes the gradient of the pooled output with the pooled output and codes, the same
     // bits as max_pool_backward then conv_relu_backward.
-    virtual bool conv_relu_pool_fused(const ConvGeometry&, bool /*has_bias*/,
-                                      const PoolGeometry&) {
+    virtual bool conv_relu_pool_fused(const ConvGeometry&, bool /*has_bias*/, const PoolGeometry&) {
         return false;
     }
     virtual void conv_relu_pool_forward(const ConvGeometry& g, const PoolGeometry& p, const View& x,

@@ -42,7 +42,8 @@ Tensor GraphModule::forward(const TensorList& inputs) {
             const Tensor& in = slots[size_t(step.input_slots[0])];
             if (step.pool_follows) {
                 const Step& pool = steps_[i + 2];
-                Tensor fused = nn::fused_conv_relu_pool(*step.module, *relu.module, *pool.module, in);
+                Tensor fused =
+                    nn::fused_conv_relu_pool(*step.module, *relu.module, *pool.module, in);
                 if (fused.defined()) {
                     slots[size_t(pool.output_slot)] = std::move(fused);
                     for (const Step* done : {&step, &relu, &pool})

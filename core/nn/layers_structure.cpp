@@ -210,8 +210,8 @@ Tensor Sequential::forward(const TensorList& inputs) {
         if (i + 1 < modules_.size() && (i > 0 || inputs.size() == 1)) {
             const Tensor& in = i ? x : inputs[0];
             if (i + 2 < modules_.size()) {
-                Tensor fused = fused_conv_relu_pool(*modules_[i], *modules_[i + 1],
-                                                    *modules_[i + 2], in);
+                Tensor fused =
+                    fused_conv_relu_pool(*modules_[i], *modules_[i + 1], *modules_[i + 2], in);
                 if (fused.defined()) {
                     x = std::move(fused);
                     i += 2;

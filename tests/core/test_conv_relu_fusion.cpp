@@ -1,9 +1,9 @@
 // Conv2d followed by ReLU runs as one fused pass (oneDNN's ReLU post-op forward, ReLU's backward
 // applied while the gradient is laid out for the convolution's backward), where nothing observes
 // the pre-activation; with a 2x2 MaxPool2d after the ReLU, the three run as one (the pool reads
-// the convolution's blocked output, its backward writes the blocked gradient). The fused path must give the same bits as the two ops, forward and every
-// gradient, and a hook on the convolution must still see the pre-activation (and then the model
-// runs unfused).
+// the convolution's blocked output, its backward writes the blocked gradient). The fused path must
+// give the same bits as the two ops, forward and every gradient, and a hook on the convolution must
+// still see the pre-activation (and then the model runs unfused).
 #include <myelin/autograd.h>
 #include <myelin/generator.h>
 #include <myelin/graph/build.h>

@@ -101,8 +101,8 @@ void check_pool(PoolFn pool, BackwardFn backward, const Dims& shape) {
         const int64_t ow = i % (W / 2), oh = (i / (W / 2)) % (H / 2), c = codes[size_t(i)];
         const int64_t expected = (2 * oh + (c >> 1)) * W + 2 * ow + (c & 1);
         if (idx[i] != expected)
-            QFAIL(qPrintable(QString("window %1: code %2, max_pool2d's index %3").arg(i).arg(c).arg(
-                idx[i])));
+            QFAIL(qPrintable(
+                QString("window %1: code %2, max_pool2d's index %3").arg(i).arg(c).arg(idx[i])));
     }
 
     // Backward: the pool's gradient, then ReLU's rule at the activation, laid out blocked.

@@ -21,7 +21,6 @@
 #include <mutex>
 #include <vector>
 
-
 namespace myelin::backend {
 
 namespace {
@@ -482,7 +481,6 @@ void backward_weights_raw(const View& x, const View& gy, const View& gw, const V
 
 // --- convolution followed by ReLU ----------------------------------------------------------
 
-
 // The fused path runs where oneDNN runs the plain float32 forward with ReLU as a post-op on the
 // same implementation (relu_forward_ready).
 bool conv_relu_ok(const Geom& g, bool has_bias) {
@@ -620,13 +618,12 @@ void CpuNnKernels::conv_relu_pool_forward(const ConvGeometry& g, const PoolGeome
     HostScratch activation(size_t(g.N * g.O * g.OH * g.OW) * sizeof(float));
     const View y = output_view(g, activation.data());
     auto e = conv_entry(g, bias != nullptr);
-    if (g.O % 16 == 0 && relu_forward_ready(*e) &&
-        e->fwd_relu_pd.dst_desc() == blocked_output(g) && relu_post_op_exact(x, w, bias, g)) {
+    if (g.O % 16 == 0 && relu_forward_ready(*e) && e->fwd_relu_pd.dst_desc() == blocked_output(g) &&
+        relu_post_op_exact(x, w, bias, g)) {
         forward_raw(x, w, bias, y, g, true, true);
-        nchw16c::max_pool_2x2_from_blocked(static_cast<const float*>(y.data),
-                                           static_cast<float*>(pooled.data),
-                                           static_cast<uint8_t*>(codes.data),
-                                           {g.N, g.O, g.OH, g.OW, p.OH, p.OW});
+        nchw16c::max_pool_2x2_from_blocked(
+            static_cast<const float*>(y.data), static_cast<float*>(pooled.data),
+            static_cast<uint8_t*>(codes.data), {g.N, g.O, g.OH, g.OW, p.OH, p.OW});
         return;
     }
     conv_relu_forward(g, x, w, bias, y);

@@ -119,7 +119,6 @@ void relu_backward_to_blocked(const float* gy, const float* y, float* out, int64
     }
 }
 
-
 // Rows of the output (one per block of 16 channels and output row oh) run in parallel. A row's
 // windows are read as vectors of 16 channels (a, b: top pair; d, e: bottom pair), compared as
 // cpu_pool.cpp compares them (the two pairs, then their winners), and transposed back to one
@@ -145,7 +144,8 @@ void max_pool_2x2_from_blocked(const float* x, float* y, uint8_t* codes, const P
                 }
                 const int64_t at = 2 * (ow0 + j) * 16;
                 const __m512 a = _mm512_loadu_ps(top + at), bv = _mm512_loadu_ps(top + at + 16);
-                const __m512 d = _mm512_loadu_ps(bottom + at), e = _mm512_loadu_ps(bottom + at + 16);
+                const __m512 d = _mm512_loadu_ps(bottom + at),
+                             e = _mm512_loadu_ps(bottom + at + 16);
                 const __mmask16 right_top = replaces(bv, a), right_bottom = replaces(e, d);
                 const __m512 upper = _mm512_mask_blend_ps(right_top, a, bv);
                 const __m512 lower = _mm512_mask_blend_ps(right_bottom, d, e);
@@ -153,8 +153,8 @@ void max_pool_2x2_from_blocked(const float* x, float* y, uint8_t* codes, const P
                 values[j] = _mm512_mask_blend_ps(below, upper, lower);
                 const auto right =
                     static_cast<__mmask16>((below & right_bottom) | (~below & right_top));
-                code[j] = _mm512_add_ps(_mm512_maskz_mov_ps(right, one),
-                                        _mm512_maskz_mov_ps(below, two));
+                code[j] =
+                    _mm512_add_ps(_mm512_maskz_mov_ps(right, one), _mm512_maskz_mov_ps(below, two));
             }
             transpose16(values);
             transpose16(code);
@@ -163,7 +163,8 @@ void max_pool_2x2_from_blocked(const float* x, float* y, uint8_t* codes, const P
                 const int64_t o = out_row + c * plane + ow0;
                 _mm512_mask_storeu_ps(y + o, lanes, values[c]);
                 const __m512i code32 = _mm512_maskz_cvttps_epi32(all_lanes, code[c]);
-                _mm_mask_storeu_epi8(codes + o, lanes, _mm512_maskz_cvtepi32_epi8(all_lanes, code32));
+                _mm_mask_storeu_epi8(codes + o, lanes,
+                                     _mm512_maskz_cvtepi32_epi8(all_lanes, code32));
             }
         }
 #else
