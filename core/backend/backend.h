@@ -63,6 +63,7 @@ enum class UnaryOp : uint8_t {
     RPowScalar, // p.a ^ x
     AddScalar,  // x + p.a
     MulScalar,  // x * p.a
+    DivScalar,  // x / p.a (a true division, as PyTorch divides by a scalar on the CPU)
     RSubScalar, // p.a - x
     RDivScalar, // p.a / x
     Clamp,      // clamp(x, p.a, p.b); +-inf for an absent bound

@@ -198,8 +198,10 @@ Tensor& Tensor::div_(double v) {
         throw DTypeError(
             std::string("div_: result type float32 can't be cast to the desired output type ") +
             dtype_name(dtype()));
-    return scalar_inplace(*this, "div_", UnaryOp::MulScalar, 1.0 / v,
-                          [v](const Tensor& c) { return div(c, v); });
+    const auto out_of_place = [v](const Tensor& c) { return div(c, v); };
+    if (device().is_cpu())
+        return scalar_inplace(*this, "div_", UnaryOp::DivScalar, v, out_of_place);
+    return scalar_inplace(*this, "div_", UnaryOp::MulScalar, 1.0 / v, out_of_place); // as div()
 }
 
 Tensor& Tensor::clamp_(std::optional<double> lo, std::optional<double> hi) {

@@ -250,9 +250,17 @@ Tensor mul(const Tensor& a, double b) {
 }
 Tensor div(const Tensor& a, double b) {
     const DType rt = float_result(a.dtype());
-    Tensor out = scalar_op(UnaryOp::MulScalar, a, 1.0 / b, rt);
-    if (b == 0.0 || !std::isfinite(1.0 / b))
-        out = binary_raw("div", BinaryOp::Div, a, scalar_tensor_like(b, a), compute_dtype(rt), rt);
+    // As PyTorch: a true division on the CPU; on CUDA a product with the reciprocal (PyTorch's
+    // div_true_kernel_cuda for a CPU scalar), except where the reciprocal is not finite.
+    Tensor out;
+    if (a.device().is_cpu()) {
+        out = scalar_op(UnaryOp::DivScalar, a, b, rt);
+    } else {
+        out = scalar_op(UnaryOp::MulScalar, a, 1.0 / b, rt);
+        if (b == 0.0 || !std::isfinite(1.0 / b))
+            out = binary_raw("div", BinaryOp::Div, a, scalar_tensor_like(b, a), compute_dtype(rt),
+                             rt);
+    }
     if (autograd::needs_grad({&a}))
         record("DivBackward1", {&a}, out,
                [b](const Tensor& g, const Node&) { return TensorList{g / b}; });

@@ -9,6 +9,8 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace myelin;
@@ -209,6 +211,28 @@ class TestTensor : public QObject {
         QVERIFY2(msg.contains("float32") && msg.contains("float64"), qPrintable(msg));
         QCOMPARE(values(mm(tensor({{1, 2}, {3, 4}}), tensor({{1, 2}, {3, 4}}).t())),
                  std::vector<float>({5, 11, 11, 25}));
+    }
+
+    // x / s divides (PyTorch's CPU div_true_kernel); x * (1 / s) would differ in the last bit.
+    // The expected bits are torch 1.13's: torch.tensor([1, 2, 3, 7, 10, 0.1]) / 3.0 and / 255.0.
+    void division_by_a_scalar_matches_pytorch() {
+        const Tensor x = tensor({1.0, 2.0, 3.0, 7.0, 10.0, 0.1});
+        const std::vector<float> by3 = {0x1.555556p-2f, 0x1.555556p-1f, 1.0f,
+                                        0x1.2aaaaap+1f, 0x1.aaaaaap+1f, 0x1.111112p-5f};
+        const std::vector<float> by255 = {0x1.010102p-8f, 0x1.010102p-7f, 0x1.818182p-7f,
+                                          0x1.c1c1c2p-6f, 0x1.414142p-5f, 0x1.9b34cep-12f};
+        QCOMPARE(values(x / 3.0), by3);
+        QCOMPARE(values(div(x, 255.0)), by255);
+        Tensor y = x.clone();
+        y.div_(255.0);
+        QCOMPARE(values(y), by255);
+        QVERIFY(values(x * (1.0 / 3.0)) != by3); // not vacuous: the product differs
+        // Its gradient divides too (DivBackward1), and 1 / 0 stays IEEE.
+        Tensor w = x.clone().requires_grad_(true);
+        sum(w / 3.0).backward();
+        QCOMPARE(values(w.grad())[0], 1.0f / 3.0f);
+        QCOMPARE(values(x / 0.0)[0], std::numeric_limits<float>::infinity());
+        QVERIFY(std::isnan(values(zeros({1}) / 0.0)[0]));
     }
 
     void inplace_and_versions() {

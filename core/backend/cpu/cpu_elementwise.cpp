@@ -466,6 +466,7 @@ void CpuBackend::unary(UnaryOp op, const View& x, const View& out, const OpParam
         MYELIN_UNARY_CASE(RPowScalar)
         MYELIN_UNARY_CASE(AddScalar)
         MYELIN_UNARY_CASE(MulScalar)
+        MYELIN_UNARY_CASE(DivScalar)
         MYELIN_UNARY_CASE(RSubScalar)
         MYELIN_UNARY_CASE(RDivScalar)
         MYELIN_UNARY_CASE(Clamp)

@@ -67,6 +67,7 @@ template <typename T> __device__ T unary_value(UnaryOp op, T x, const OpParams& 
         MYELIN_UNARY(RPowScalar)
         MYELIN_UNARY(AddScalar)
         MYELIN_UNARY(MulScalar)
+        MYELIN_UNARY(DivScalar)
         MYELIN_UNARY(RSubScalar)
         MYELIN_UNARY(RDivScalar)
         MYELIN_UNARY(Clamp)

@@ -125,6 +125,8 @@ template <backend::UnaryOp OP, typename T> MYELIN_HD T apply_unary(T x, const Op
         return x + T(p.a);
     case U::MulScalar:
         return x * T(p.a);
+    case U::DivScalar:
+        return x / T(p.a);
     case U::RSubScalar:
         return T(p.a) - x;
     case U::RDivScalar:
