@@ -18,7 +18,9 @@ namespace myelin::ui {
 
 namespace {
 
-constexpr int kDrainIntervalMs = 33; // ~30 Hz: smooth plots, negligible cost
+// 10 Hz: what the live plots redraw at (TrainingDock::replot); draining more often woke the GUI
+// thread, on a machine whose cores all train, for updates no one could see.
+constexpr int kDrainIntervalMs = 100;
 constexpr size_t kQueueCapacity = 4096;
 constexpr size_t kMaxEventsPerDrain = 2048;
 
@@ -128,8 +130,12 @@ void TrainingController::drain() {
     }
     std::vector<train::Event> events;
     session_->queue.drain(events, kMaxEventsPerDrain);
+    // Progress replaces the one before it: only a drain's last is worth showing.
+    const train::Event* last_progress = nullptr;
     for (const train::Event& event : events)
-        dispatch(event);
+        if (event.get<train::Progress>()) last_progress = &event;
+    for (const train::Event& event : events)
+        if (!event.get<train::Progress>() || &event == last_progress) dispatch(event);
 }
 
 void TrainingController::dispatch(const train::Event& event) {

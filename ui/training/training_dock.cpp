@@ -16,6 +16,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace myelin::ui {
@@ -260,6 +261,7 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
                           colors::kWarning.name());
             });
     connect(controller_, &TrainingController::finished, this, [this](train::RunStatus status) {
+        drawPlots(); // the last points now, not after the replot interval
         appendLog(tr("run %1").arg(QString::fromLatin1(train::run_status_name(status))),
                   status == train::RunStatus::Failed ? colors::kError.name() : colors::kOk.name());
         updateHeader();
@@ -384,16 +386,27 @@ void TrainingDock::updateHeader() {
 }
 
 void TrainingDock::replot() {
-    // Many events arrive in one drain: fit and draw once, after them.
+    // Many events arrive in one drain: fit and draw once, after them, and no more often than
+    // every kMinReplotMs (a CNN step every 20 ms redrew three plots 50 times a second: CPU the
+    // training threads need on a small machine, for frames nobody can read). The data is in the
+    // graphs at once; only the drawing waits.
+    constexpr qint64 kMinReplotMs = 100;
     if (dirty_) return;
     dirty_ = true;
-    QTimer::singleShot(0, this, [this] {
-        dirty_ = false;
-        for (QCustomPlot* plot : {lossPlot_, accuracyPlot_, lrPlot_}) {
-            fitAxes(plot);
-            plot->replot();
-        }
+    const qint64 wait =
+        sinceReplot_.isValid() ? std::max<qint64>(0, kMinReplotMs - sinceReplot_.elapsed()) : 0;
+    QTimer::singleShot(int(wait), this, [this] {
+        if (dirty_) drawPlots();
     });
+}
+
+void TrainingDock::drawPlots() {
+    dirty_ = false;
+    sinceReplot_.start();
+    for (QCustomPlot* plot : {lossPlot_, accuracyPlot_, lrPlot_}) {
+        fitAxes(plot);
+        plot->replot();
+    }
 }
 
 } // namespace myelin::ui

@@ -7,6 +7,7 @@
 // signals, which arrive at most ~30 times a second; each batch replots once.
 #include <myelin/train/events.h>
 
+#include <QElapsedTimer>
 #include <QString>
 #include <QWidget>
 
@@ -50,7 +51,8 @@ class TrainingDock : public QWidget {
     void onProgress(const train::Progress& progress);
     void appendLog(const QString& text, const QString& color = QString());
     void updateHeader();
-    void replot();
+    void replot();    // soon: after this drain of events, at most every kMinReplotMs
+    void drawPlots(); // now
 
     TrainingController* controller_;
     QLabel* stateLabel_ = nullptr;
@@ -71,6 +73,7 @@ class TrainingDock : public QWidget {
     QString scoreMetric_; // "accuracy", "r2" or empty until the first epoch says which
     train::Progress progress_;
     bool dirty_ = false;
+    QElapsedTimer sinceReplot_; // the plots redraw at most every kMinReplotMs while a run streams
 };
 
 // "1:23:45", "4:05", "12 s"; "—" when unknown (negative).
