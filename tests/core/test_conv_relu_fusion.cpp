@@ -46,65 +46,54 @@ struct Pass {
     Tensor y, gx, gw, gb;
 };
 
-// Forward, then backward of sum(y * upstream), through `fused` or through conv2d then relu.
-Pass run(bool fused, const Tensor& x0, const Tensor& w0, const Tensor& b0,
+// Which fused op a comparison checks: conv2d_relu against conv2d then relu, or
+// conv2d_relu_max_pool2d (2x2 pool) against conv2d, relu, max_pool2d.
+enum class Fused { Relu, ReluPool };
+
+// Forward, then (with `upstream`) backward of sum(y * upstream), fused or through the plain ops.
+Pass run(Fused which, bool fused, const Tensor& x0, const Tensor& w0, const Tensor& b0,
          const F::Conv2dOptions& o, const Tensor& upstream) {
     Tensor x = x0.detach().requires_grad_(true), w = w0.detach().requires_grad_(true);
     Tensor b = b0.defined() ? b0.detach().requires_grad_(true) : Tensor();
-    Tensor y = fused ? F::conv2d_relu(x, w, b, o) : relu(F::conv2d(x, w, b, o));
-    sum(y * upstream).backward();
+    const F::Pool2dOptions window; // 2x2, stride 2
+    Tensor y;
+    if (which == Fused::Relu)
+        y = fused ? F::conv2d_relu(x, w, b, o) : relu(F::conv2d(x, w, b, o));
+    else
+        y = fused ? F::conv2d_relu_max_pool2d(x, w, b, o, window)
+                  : F::max_pool2d(relu(F::conv2d(x, w, b, o)), window);
+    if (upstream.defined()) sum(y * upstream).backward();
     return {y.detach(), x.grad(), w.grad(), b.defined() ? b.grad() : Tensor()};
 }
 
-void compare_fused(const Dims& xs, const Dims& ws, bool bias, const F::Conv2dOptions& o,
-                   bool with_nan, float x_scale = 1.0f) {
+void compare(Fused which, const Dims& xs, const Dims& ws, bool bias, const F::Conv2dOptions& o,
+             bool with_nan, float x_scale = 1.0f) {
     Tensor x = rnd(xs, 1) * x_scale, w = rnd(ws, 2) * 0.3f, b = bias ? rnd({ws[0]}, 3) : Tensor();
     if (with_nan) { // a NaN input: ReLU keeps the NaNs it spreads (PyTorch's) in both paths
         x = x.clone();
         x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
     }
-    const Tensor up = rnd(F::conv2d(x, w, b, o).shape(), 4); // the upstream gradient
-    const Pass a = run(false, x, w, b, o, up), f = run(true, x, w, b, o, up);
+    const Tensor up = rnd(run(which, false, x, w, b, o, Tensor()).y.shape(), 4); // upstream grad
+    const Pass a = run(which, false, x, w, b, o, up), f = run(which, true, x, w, b, o, up);
     QVERIFY2(same_bits(a.y, f.y), "forward differs");
     QVERIFY2(same_bits(a.gx, f.gx), "input gradient differs");
     QVERIFY2(same_bits(a.gw, f.gw), "weight gradient differs");
     QVERIFY2(same_bits(a.gb, f.gb), "bias gradient differs");
     if (with_nan) { // kept as PyTorch's ReLU keeps it, and its gradient passes
-        QVERIFY(sum(ne(f.y, f.y).to(DType::Int64)).item<int64_t>() > 0);
+        if (which == Fused::Relu) QVERIFY(sum(ne(f.y, f.y).to(DType::Int64)).item<int64_t>() > 0);
         QVERIFY(sum(ne(f.gw, f.gw).to(DType::Int64)).item<int64_t>() > 0);
     }
-    // Not vacuous: ReLU cut something, and the gradients are not all zero.
+    // Not vacuous: ReLU cut something (a whole window, with the pool), and the gradients are
+    // not all zero.
     QVERIFY(sum(eq(a.y, 0.0).to(DType::Int64)).item<int64_t>() > 0);
     QVERIFY(sum(ne(a.gw, 0.0).to(DType::Int64)).item<int64_t>() > 0);
+    QVERIFY(sum(ne(a.gx, 0.0).to(DType::Int64)).item<int64_t>() > 0);
 }
 
-// The same through conv2d_relu_max_pool2d (2x2 pool) against conv2d, relu, max_pool2d.
-void compare_fused_pool(const Dims& xs, const Dims& ws, bool bias, const F::Conv2dOptions& o,
-                        bool with_nan, float x_scale = 1.0f) {
-    Tensor x = rnd(xs, 1) * x_scale, w = rnd(ws, 2) * 0.3f, b = bias ? rnd({ws[0]}, 3) : Tensor();
-    if (with_nan) {
-        x = x.clone();
-        x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
-    }
-    const F::Pool2dOptions window; // 2x2, stride 2
-    const auto pass = [&](bool fused, const Tensor& up) {
-        Tensor xg = x.detach().requires_grad_(true), wg = w.detach().requires_grad_(true);
-        Tensor bg = b.defined() ? b.detach().requires_grad_(true) : Tensor();
-        Tensor y = fused ? F::conv2d_relu_max_pool2d(xg, wg, bg, o, window)
-                         : F::max_pool2d(relu(F::conv2d(xg, wg, bg, o)), window);
-        if (up.defined()) sum(y * up).backward();
-        return Pass{y.detach(), xg.grad(), wg.grad(), bg.defined() ? bg.grad() : Tensor()};
-    };
-    const Tensor up = rnd(pass(false, Tensor()).y.shape(), 4);
-    const Pass a = pass(false, up), f = pass(true, up);
-    QVERIFY2(same_bits(a.y, f.y), "forward differs");
-    QVERIFY2(same_bits(a.gx, f.gx), "input gradient differs");
-    QVERIFY2(same_bits(a.gw, f.gw), "weight gradient differs");
-    QVERIFY2(same_bits(a.gb, f.gb), "bias gradient differs");
-    if (with_nan) QVERIFY(sum(ne(f.gw, f.gw).to(DType::Int64)).item<int64_t>() > 0);
-    // Not vacuous: windows whose maximum ReLU cut to 0 (their gradient stops), and others.
-    QVERIFY(sum(eq(a.y, 0.0).to(DType::Int64)).item<int64_t>() > 0);
-    QVERIFY(sum(ne(a.gx, 0.0).to(DType::Int64)).item<int64_t>() > 0);
+void add_rows(int count) {
+    QTest::addColumn<int>("which");
+    for (int i = 0; i < count; ++i)
+        QTest::newRow(qPrintable(QString::number(i))) << i;
 }
 
 F::Conv2dOptions pad(int64_t p, int64_t stride = 1) {
@@ -155,60 +144,54 @@ void compare_passes(const ModelPass& a, const ModelPass& b) {
 class TestConvReluFusion : public QObject {
     Q_OBJECT
   private slots:
-    void fused_op_matches_conv_then_relu_data() {
-        QTest::addColumn<int>("which");
-        for (int i = 0; i < 8; ++i)
-            QTest::newRow(qPrintable(QString::number(i))) << i;
-    }
+    void fused_op_matches_conv_then_relu_data() { add_rows(8); }
     void fused_op_matches_conv_then_relu() {
         QFETCH(int, which);
         switch (which) {
         case 0: // fashion_cnn's first layer: direct convolution, 1 input channel
-            return compare_fused({8, 1, 28, 28}, {32, 1, 3, 3}, true, pad(1), false);
+            return compare(Fused::Relu, {8, 1, 28, 28}, {32, 1, 3, 3}, true, pad(1), false);
         case 1: // its second: Winograd, 14x14 (the tail of 16-wide rows)
-            return compare_fused({8, 32, 14, 14}, {64, 32, 3, 3}, true, pad(1), false);
+            return compare(Fused::Relu, {8, 32, 14, 14}, {64, 32, 3, 3}, true, pad(1), false);
         case 2: // no bias, strided, odd sizes
-            return compare_fused({4, 16, 11, 9}, {32, 16, 3, 3}, false, pad(1, 2), false);
+            return compare(Fused::Relu, {4, 16, 11, 9}, {32, 16, 3, 3}, false, pad(1, 2), false);
         case 3: // output channels not a multiple of 16: ReLU's backward in nchw, then reorder
-            return compare_fused({4, 3, 10, 10}, {20, 3, 5, 5}, true, pad(2), false);
+            return compare(Fused::Relu, {4, 3, 10, 10}, {20, 3, 5, 5}, true, pad(2), false);
         case 4: // a NaN in the input
-            return compare_fused({4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), true);
+            return compare(Fused::Relu, {4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), true);
         case 5:
-            return compare_fused({4, 1, 12, 12}, {16, 1, 3, 3}, true, pad(0), true);
+            return compare(Fused::Relu, {4, 1, 12, 12}, {16, 1, 3, 3}, true, pad(0), true);
         case 6: // values near float's range: inf - inf could make a NaN, so no post-op
-            return compare_fused({4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), false, 1e36f);
+            return compare(Fused::Relu, {4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), false,
+                           1e36f);
         default: { // grouped
             F::Conv2dOptions o = pad(1);
             o.groups = 2;
-            return compare_fused({4, 32, 9, 9}, {32, 16, 3, 3}, true, o, false);
+            return compare(Fused::Relu, {4, 32, 9, 9}, {32, 16, 3, 3}, true, o, false);
         }
         }
     }
 
-    void fused_pool_matches_conv_relu_pool_data() {
-        QTest::addColumn<int>("which");
-        for (int i = 0; i < 8; ++i)
-            QTest::newRow(qPrintable(QString::number(i))) << i;
-    }
+    void fused_pool_matches_conv_relu_pool_data() { add_rows(8); }
     void fused_pool_matches_conv_relu_pool() {
         QFETCH(int, which);
         switch (which) {
         case 0: // fashion_cnn's first stage: 28x28 -> 14x14 (rows of 14 windows)
-            return compare_fused_pool({8, 1, 28, 28}, {32, 1, 3, 3}, true, pad(1), false);
+            return compare(Fused::ReluPool, {8, 1, 28, 28}, {32, 1, 3, 3}, true, pad(1), false);
         case 1: // its second: Winograd, 14x14 -> 7x7
-            return compare_fused_pool({8, 32, 14, 14}, {64, 32, 3, 3}, true, pad(1), false);
+            return compare(Fused::ReluPool, {8, 32, 14, 14}, {64, 32, 3, 3}, true, pad(1), false);
         case 2: // odd height and width: the last row and column are in no window; no bias
-            return compare_fused_pool({4, 16, 11, 9}, {32, 16, 3, 3}, false, pad(1), false);
+            return compare(Fused::ReluPool, {4, 16, 11, 9}, {32, 16, 3, 3}, false, pad(1), false);
         case 3: // rows of more than 16 windows (36 -> 18)
-            return compare_fused_pool({2, 16, 40, 36}, {16, 16, 3, 3}, true, pad(1), false);
+            return compare(Fused::ReluPool, {2, 16, 40, 36}, {16, 16, 3, 3}, true, pad(1), false);
         case 4: // output channels not a multiple of 16: the nchw path
-            return compare_fused_pool({4, 3, 10, 10}, {20, 3, 5, 5}, true, pad(2), false);
+            return compare(Fused::ReluPool, {4, 3, 10, 10}, {20, 3, 5, 5}, true, pad(2), false);
         case 5: // a NaN in the input: no post-op, the ops' own NaN rules
-            return compare_fused_pool({4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), true);
+            return compare(Fused::ReluPool, {4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), true);
         case 6: // values near float's range
-            return compare_fused_pool({4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), false, 1e36f);
+            return compare(Fused::ReluPool, {4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), false,
+                           1e36f);
         default: // strided convolution, 2x2 output (one window per plane)
-            return compare_fused_pool({3, 16, 8, 8}, {32, 16, 3, 3}, true, pad(1, 3), false);
+            return compare(Fused::ReluPool, {3, 16, 8, 8}, {32, 16, 3, 3}, true, pad(1, 3), false);
         }
     }
 
