@@ -77,6 +77,9 @@ bool TrainingController::start(const io::Project& project, const QString& projec
     });
     thread_->setObjectName(QStringLiteral("trainingThread"));
     connect(thread_, &QThread::finished, this, &TrainingController::onThreadFinished);
+    // The peak the studio shows is this run's: reset before the worker allocates (runCreated
+    // reaches the GUI at the next drain, when the run has already allocated).
+    reset_peak_memory_stats(DeviceType::CPU);
     setState(State::Running);
     thread_->start();
     drainTimer_->start();

@@ -142,12 +142,19 @@ QString runPlaceText(const TrainingController& controller) {
     return QObject::tr("CPU  ·  %1 processes (mpirun)").arg(controller.runProcesses());
 }
 
-QString deviceMemoryText() {
+QString deviceMemoryText(bool peakOnly) {
     const MemoryStats stats = memory_stats(DeviceType::CPU);
+    // The allocator counts blocks of 64 KiB and up (MemoryStats, device.h); a model whose
+    // tensors are all smaller has nothing counted, and "0 bytes" would be wrong.
+    constexpr int64_t kCountedFrom = int64_t(64) << 10;
+    if (stats.peak_allocated_bytes == 0)
+        return QObject::tr("CPU  ·  tensors < %1")
+            .arg(QLocale().formattedDataSize(kCountedFrom, 0));
     const QLocale locale;
+    const QString peak = locale.formattedDataSize(stats.peak_allocated_bytes, 0);
+    if (peakOnly) return QObject::tr("CPU  ·  peak %1").arg(peak);
     return QObject::tr("CPU  ·  tensors %1  ·  peak %2")
-        .arg(locale.formattedDataSize(stats.allocated_bytes, 0),
-             locale.formattedDataSize(stats.peak_allocated_bytes, 0));
+        .arg(locale.formattedDataSize(stats.allocated_bytes, 0), peak);
 }
 
 TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
@@ -217,10 +224,7 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
 
     connect(controller_, &TrainingController::stateChanged, this, [this] { updateHeader(); });
     // A new run starts from clean plots.
-    connect(controller_, &TrainingController::runCreated, this, [this] {
-        reset_peak_memory_stats(DeviceType::CPU); // the peak shown is this run's
-        clear();
-    });
+    connect(controller_, &TrainingController::runCreated, this, [this] { clear(); });
     connect(controller_, &TrainingController::runStarted, this,
             [this](const train::RunStarted& started) {
                 runName_ = QString::fromStdString(started.run_name);
@@ -371,12 +375,9 @@ void TrainingDock::updateHeader() {
         return;
     }
     // A finished run's tensors are freed: what is left to say is the peak it reached.
-    deviceLabel_->setText(controller_->runProcesses() > 1 ? runPlaceText(*controller_)
-                          : state == TrainingController::State::Idle
-                              ? tr("CPU  ·  peak %1")
-                                    .arg(QLocale().formattedDataSize(
-                                        memory_stats(DeviceType::CPU).peak_allocated_bytes, 0))
-                              : deviceMemoryText());
+    deviceLabel_->setText(controller_->runProcesses() > 1
+                              ? runPlaceText(*controller_)
+                              : deviceMemoryText(state == TrainingController::State::Idle));
     QStringList stats{progressText(progress_)};
     if (progress_.samples_per_second > 0)
         stats << tr("%1 samples/s").arg(progress_.samples_per_second, 0, 'f', 0);

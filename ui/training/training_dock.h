@@ -20,10 +20,12 @@ namespace myelin::ui {
 
 class TrainingController;
 
-// "CPU · tensors 84 MB · peak 120 MB": where a run computes and the memory its tensors hold, from
-// the device's caching allocator (process-wide, as torch.cuda.memory_allocated). Training runs
-// on the CPU in this build (the CUDA backend cannot train yet).
-QString deviceMemoryText();
+// "CPU · tensors 84 MB · peak 120 MB" (peakOnly: "CPU · peak 120 MB", for a finished run whose
+// tensors are freed): where a run computes and the memory its tensors hold, from the device's
+// caching allocator (process-wide, as torch.cuda.memory_allocated), which counts blocks of 64 KiB
+// and up ("CPU · tensors < 64 KiB" when none was). Training runs on the CPU in this build
+// (the CUDA backend cannot train yet).
+QString deviceMemoryText(bool peakOnly = false);
 // deviceMemoryText() for a run in the studio; "CPU  ·  2 processes (mpirun)" for a run in other
 // processes, whose memory the studio does not see.
 QString runPlaceText(const TrainingController& controller);
