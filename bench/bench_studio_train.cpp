@@ -6,6 +6,10 @@
 // (how late a 5 ms timer fires: p50, p99, max), the measure of a UI that never blocks.
 //
 //   myelin_bench_studio_train PROJECT STEPS [model|gradient-flow|distributions|feature-maps]
+//                             [no-probe]
+//
+// no-probe: without the latency timer (200 wake-ups a second of the GUI thread, which a user's
+// studio does not have), for the throughput comparison with the CLI (bench/train_studio.py).
 //
 // Runs offscreen unless QT_QPA_PLATFORM says otherwise. Time two tabs against each other with
 // farm-bench (docs/performance.md); the store is a fresh temporary file each run.
@@ -33,13 +37,14 @@ int main(int argc, char** argv) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     if (argc < 3) {
-        std::fprintf(stderr, "usage: %s PROJECT STEPS [model|gradient-flow|distributions|feature-maps]\n",
+        std::fprintf(stderr, "usage: %s PROJECT STEPS [model|gradient-flow|distributions|feature-maps] [no-probe]\n",
                      argv[0]);
         return 2;
     }
     const QString project = QString::fromLocal8Bit(argv[1]);
     const int64_t steps = std::atoll(argv[2]);
     const QString tab = argc > 3 ? QString::fromLocal8Bit(argv[3]) : QStringLiteral("model");
+    const bool latencyProbe = !(argc > 4 && QLatin1String(argv[4]) == QLatin1String("no-probe"));
     QTemporaryDir dir;
     qputenv("XDG_CONFIG_HOME", dir.filePath(QStringLiteral("config")).toUtf8());
 
@@ -90,7 +95,7 @@ int main(int argc, char** argv) {
     myelin::ui::TrainingStartOptions options;
     options.maxSteps = steps;
     clock.start();
-    probe.start();
+    if (latencyProbe) probe.start();
     if (!w.trainingController()->start(w.document()->project(), w.document()->dataDirectory(),
                                        options))
         return 1;
