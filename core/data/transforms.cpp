@@ -46,9 +46,9 @@ Tensor window(const Tensor& input, int64_t out_h, int64_t out_w, int64_t off_y, 
 
 Tensor ScaleTo01::operator()(const Tensor& input, Generator&) const {
     if (input.dtype() == DType::UInt8 && input.device().is_cpu()) {
-        // One vectorised pass, on the training thread between steps. A true float division,
-        // as PyTorch's `x.float() / 255` (torchvision's ToTensor) on the CPU: multiplying by
-        // 1/255 would differ in the last bit for 126 of the 256 values.
+        // The bits of to(Float32).div_(255) (a float division, as PyTorch's `x.float() / 255`
+        // on the CPU) in one vectorised pass instead of two, on the training thread between
+        // steps: the dtype conversion alone took ~40 µs a Fashion-MNIST batch.
         const Tensor in = input.contiguous();
         Tensor out = empty(in.shape(), TensorOptions(DType::Float32));
         const auto* src = static_cast<const uint8_t*>(in.data_ptr());

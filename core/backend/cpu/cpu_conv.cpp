@@ -539,14 +539,12 @@ void conv_backward_filled(const View& x, const View& w, const View* gx, const Vi
 
 void conv_relu_backward_raw(const View& x, const View& w, const View& y, const View& gy,
                             const View* gx, const View* gw, const View* gb, const Geom& g) {
-    const auto* gyp = static_cast<const float*>(gy.data);
-    const auto* yp = static_cast<const float*>(y.data);
     conv_backward_filled(x, w, gx, gw, gb, g, [&](bool blocked, float* out) {
-        if (blocked) return nchw16c::relu_backward_to_blocked(gyp, yp, out, g.N, g.O, g.OH * g.OW);
-        const int64_t count = g.N * g.O * g.OH * g.OW;
-#pragma omp parallel for schedule(static) if (count > 32768)
-        for (int64_t i = 0; i < count; ++i)
-            out[i] = nchw16c::relu_grad(gyp[i], yp[i]);
+        if (blocked)
+            return nchw16c::relu_backward_to_blocked(static_cast<const float*>(gy.data),
+                                                     static_cast<const float*>(y.data), out, g.N,
+                                                     g.O, g.OH * g.OW);
+        get(DeviceType::CPU).binary(BinaryOp::ReluBackward, gy, y, output_view(g, out), {});
     });
 }
 
@@ -644,14 +642,10 @@ void CpuNnKernels::conv_relu_pool_backward(const ConvGeometry& g, const PoolGeom
                 gp, yp, cp, out, {g.N, g.O, g.OH, g.OW, p.OH, p.OW});
         // ReLU's backward on the pooled gradient (a winner's ReLU output is the pooled value;
         // every other input's gradient is 0 either way), then the pool's backward.
-        const int64_t count = grad_pooled.numel();
-        HostScratch masked(size_t(count) * sizeof(float));
-        auto* mp = static_cast<float*>(masked.data());
-#pragma omp parallel for schedule(static) if (count > 32768)
-        for (int64_t i = 0; i < count; ++i)
-            mp[i] = nchw16c::relu_grad(gp[i], yp[i]);
+        HostScratch masked(size_t(grad_pooled.numel()) * sizeof(float));
         View masked_view = grad_pooled;
-        masked_view.data = mp;
+        masked_view.data = masked.data();
+        get(DeviceType::CPU).binary(BinaryOp::ReluBackward, grad_pooled, pooled, masked_view, {});
         max_pool_backward(p, masked_view, nullptr, &codes, output_view(g, out));
     });
 }

@@ -2,6 +2,7 @@
 // Each has an AVX-512 path (16 channels are one register: a 16 x 16 transpose turns rows of one
 // channel into vectors of 16 channels) and a scalar path with the same arithmetic.
 #include "backend/cpu/nchw16c.h"
+#include "backend/kernels/max_pool_2x2.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -53,17 +54,12 @@ inline __mmask16 first_lanes(int64_t n) {
     return static_cast<__mmask16>((1u << std::min<int64_t>(16, n)) - 1);
 }
 
-// cand replaces cur as a window's maximum: larger, or NaN (cpu_pool.cpp's rule, per lane).
+// cand replaces cur as a window's maximum: larger, or NaN (kernels::replaces_max, per lane).
 inline __mmask16 replaces(__m512 cand, __m512 cur) {
     return static_cast<__mmask16>(_mm512_cmp_ps_mask(cand, cur, _CMP_GT_OQ) |
                                   _mm512_cmp_ps_mask(cand, cand, _CMP_UNORD_Q));
 }
 #endif
-
-// The same rule on one value.
-inline bool replaces(float cand, float cur) {
-    return (cand > cur) | (cand != cand);
-}
 
 } // namespace
 
@@ -121,8 +117,8 @@ void relu_backward_to_blocked(const float* gy, const float* y, float* out, int64
 
 // Rows of the output (one per block of 16 channels and output row oh) run in parallel. A row's
 // windows are read as vectors of 16 channels (a, b: top pair; d, e: bottom pair), compared as
-// cpu_pool.cpp compares them (the two pairs, then their winners), and transposed back to one
-// row per channel; the codes travel through the transpose as floats 0-3.
+// kernels::max_window_2x2 compares them (the two pairs, then their winners), and transposed back to
+// one row per channel; the codes travel through the transpose as floats 0-3.
 void max_pool_2x2_from_blocked(const float* x, float* y, uint8_t* codes, const Pool2x2& p) {
     const int64_t blocks = p.N * (p.C / 16), rows = blocks * p.OH, plane = p.OH * p.OW;
 #pragma omp parallel for schedule(static) if (rows * p.OW * 64 > 32768)
@@ -170,14 +166,9 @@ void max_pool_2x2_from_blocked(const float* x, float* y, uint8_t* codes, const P
 #else
         for (int64_t ow = 0; ow < p.OW; ++ow)
             for (int64_t c = 0; c < 16; ++c) {
-                const int64_t at = 2 * ow * 16 + c;
-                const float a = top[at], bv = top[at + 16], d = bottom[at], e = bottom[at + 16];
-                const bool right_top = replaces(bv, a), right_bottom = replaces(e, d);
-                const float upper = right_top ? bv : a, lower = right_bottom ? e : d;
-                const bool below = replaces(lower, upper);
-                const int64_t o = out_row + c * plane + ow;
-                y[o] = below ? lower : upper;
-                codes[o] = static_cast<uint8_t>((below << 1) | (below ? right_bottom : right_top));
+                const int64_t at = 2 * ow * 16 + c, o = out_row + c * plane + ow;
+                y[o] = kernels::max_window_2x2(top[at], top[at + 16], bottom[at], bottom[at + 16],
+                                               codes[o]);
             }
 #endif
     }

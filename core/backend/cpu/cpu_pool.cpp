@@ -5,12 +5,12 @@
 // rules exactly (ceil_mode, padding, count_include_pad, divisor_override, NaN propagation).
 #include "backend/cpu/cpu_nn.h"
 #include "backend/kernels/elementwise.h"
+#include "backend/kernels/max_pool_2x2.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #include <immintrin.h>
@@ -22,6 +22,8 @@ namespace myelin::backend {
 namespace {
 
 using PoolGeom = PoolGeometry;
+using kernels::max_window_2x2;
+using kernels::select_value;
 
 constexpr int64_t kParallelWork = 16384;
 
@@ -38,25 +40,12 @@ bool is_2x2(const PoolGeom& g) {
            g.dh == 1 && g.dw == 1 && 2 * g.OH <= g.H && 2 * g.OW <= g.W;
 }
 
-template <typename T> T select(bool take, T a, T b) {
-    if constexpr (std::is_same_v<T, float>)
-        return myelin::kernels::bit_select(take, a, b);
-    else
-        return take ? a : b;
-}
-
 // One output row of the 2x2 pool: a, b from the top input row, d, e from the bottom one.
 template <typename T>
 void max_row_2x2(const T* __restrict r0, const T* __restrict r1, T* __restrict y,
                  uint8_t* __restrict code, int64_t OW) {
-    for (int64_t ow = 0; ow < OW; ++ow) {
-        const T a = r0[2 * ow], b = r0[2 * ow + 1], d = r1[2 * ow], e = r1[2 * ow + 1];
-        const bool right_top = (b > a) | (b != b), right_bottom = (e > d) | (e != e);
-        const T top = select(right_top, b, a), bottom = select(right_bottom, e, d);
-        const bool below = (bottom > top) | (bottom != bottom);
-        y[ow] = select(below, bottom, top);
-        code[ow] = static_cast<uint8_t>((below << 1) | (below ? right_bottom : right_top));
-    }
+    for (int64_t ow = 0; ow < OW; ++ow)
+        y[ow] = max_window_2x2(r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1], code[ow]);
 }
 
 template <typename T>
@@ -65,10 +54,10 @@ void max_row_backward_2x2(const T* __restrict gy, const uint8_t* __restrict code
     for (int64_t ow = 0; ow < OW; ++ow) {
         const T v = gy[ow];
         const uint8_t c = code[ow];
-        g0[2 * ow] = select(c == 0, v, T(0));
-        g0[2 * ow + 1] = select(c == 1, v, T(0));
-        g1[2 * ow] = select(c == 2, v, T(0));
-        g1[2 * ow + 1] = select(c == 3, v, T(0));
+        g0[2 * ow] = select_value(c == 0, v, T(0));
+        g0[2 * ow + 1] = select_value(c == 1, v, T(0));
+        g1[2 * ow] = select_value(c == 2, v, T(0));
+        g1[2 * ow + 1] = select_value(c == 3, v, T(0));
     }
 }
 
