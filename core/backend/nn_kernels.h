@@ -87,10 +87,11 @@ class NnKernels {
 
     // Convolution, ReLU and a max pool whose window codes the backend keeps
     // (max_pool_uses_codes), fused where conv_relu_pool_fused (float32 Views; p pools the
-    // convolution's output): forward writes the pool's output and codes, the same bits as
-    // conv_relu_forward then max_pool_forward, and the activation between them is never a tensor;
-    // backward takes the gradient of the pooled output with the pooled output and codes, the same
-    // bits as max_pool_backward then conv_relu_backward.
+    // convolution's output): forward writes the pool's output, the same bits as conv_relu_forward
+    // then max_pool_forward, and `codes` (UInt8, the pooled output's size, in a layout of the
+    // backend's choosing: what its backward needs), and the activation between them is never a
+    // tensor; backward takes the gradient of the pooled output with the pooled output and codes,
+    // the same bits as max_pool_backward then conv_relu_backward.
     virtual bool conv_relu_pool_fused(const ConvGeometry&, bool /*has_bias*/, const PoolGeometry&) {
         return false;
     }

@@ -10,10 +10,9 @@ void portable_max_pool_2x2(const float* x, float* y, uint8_t* codes, int64_t N, 
     myelin::backend::nchw16c::max_pool_2x2_from_blocked(x, y, codes, {N, C, H, W, H / 2, W / 2});
 }
 
-void portable_relu_max_pool_2x2_backward(const float* grad_pooled, const float* pooled,
-                                         const uint8_t* codes, float* out, int64_t N, int64_t C,
-                                         int64_t H, int64_t W) {
-    myelin::backend::nchw16c::relu_max_pool_2x2_backward_to_blocked(grad_pooled, pooled, codes, out,
+void portable_relu_max_pool_2x2_backward(const float* grad_pooled, const uint8_t* codes, float* out,
+                                         int64_t N, int64_t C, int64_t H, int64_t W) {
+    myelin::backend::nchw16c::relu_max_pool_2x2_backward_to_blocked(grad_pooled, codes, out,
                                                                     {N, C, H, W, H / 2, W / 2});
 }
 

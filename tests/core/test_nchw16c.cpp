@@ -23,9 +23,8 @@ namespace blocked = myelin::backend::nchw16c;
 namespace nchw16c_test {
 void portable_max_pool_2x2(const float* x, float* y, uint8_t* codes, int64_t N, int64_t C,
                            int64_t H, int64_t W);
-void portable_relu_max_pool_2x2_backward(const float* grad_pooled, const float* pooled,
-                                         const uint8_t* codes, float* out, int64_t N, int64_t C,
-                                         int64_t H, int64_t W);
+void portable_relu_max_pool_2x2_backward(const float* grad_pooled, const uint8_t* codes, float* out,
+                                         int64_t N, int64_t C, int64_t H, int64_t W);
 void portable_relu_backward(const float* gy, const float* y, float* out, int64_t N, int64_t C,
                             int64_t HW);
 } // namespace nchw16c_test
@@ -70,16 +69,45 @@ Tensor hard_activation(const Dims& shape, uint64_t seed) {
 }
 
 using PoolFn = void (*)(const float*, float*, uint8_t*, int64_t, int64_t, int64_t, int64_t);
-using BackwardFn = void (*)(const float*, const float*, const uint8_t*, float*, int64_t, int64_t,
-                            int64_t, int64_t);
+using BackwardFn = void (*)(const float*, const uint8_t*, float*, int64_t, int64_t, int64_t,
+                            int64_t);
 
 void library_pool(const float* x, float* y, uint8_t* c, int64_t N, int64_t C, int64_t H,
                   int64_t W) {
     blocked::max_pool_2x2_from_blocked(x, y, c, {N, C, H, W, H / 2, W / 2});
 }
-void library_backward(const float* g, const float* p, const uint8_t* c, float* out, int64_t N,
-                      int64_t C, int64_t H, int64_t W) {
-    blocked::relu_max_pool_2x2_backward_to_blocked(g, p, c, out, {N, C, H, W, H / 2, W / 2});
+void library_backward(const float* g, const uint8_t* c, float* out, int64_t N, int64_t C, int64_t H,
+                      int64_t W) {
+    blocked::relu_max_pool_2x2_backward_to_blocked(g, c, out, {N, C, H, W, H / 2, W / 2});
+}
+
+// codes_to_blocked / codes_from_blocked against the nchw pool's codes (from max_pool2d's indices)
+// and the blocked kernel's codes.
+void check_code_conversions(const std::vector<uint8_t>& codes, const std::vector<float>& y,
+                            const int64_t* idx, const Dims& shape) {
+    const int64_t N = shape[0], C = shape[1], H = shape[2], W = shape[3];
+    const blocked::Pool2x2 p{N, C, H, W, H / 2, W / 2};
+    std::vector<uint8_t> plain(codes.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+        const int64_t pos = int64_t(i) % (p.OH * p.OW);
+        const int64_t row = idx[i] / W - 2 * (pos / p.OW), col = idx[i] % W - 2 * (pos % p.OW);
+        plain[i] = uint8_t(row * 2 + col);
+    }
+    std::vector<uint8_t> converted(codes.size());
+    blocked::codes_to_blocked(plain.data(), y.data(), converted.data(), p);
+    QVERIFY2(converted == codes, "codes_to_blocked");
+
+    Generator g(7);
+    Tensor up = randn({int64_t(y.size())}, TensorOptions(DType::Float32), &g).contiguous().clone();
+    up.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<uint8_t> back(codes.size());
+    std::vector<float> masked(codes.size());
+    blocked::codes_from_blocked(codes.data(), up.data<float>(), back.data(), masked.data(), p);
+    QVERIFY2(back == plain, "codes_from_blocked: plain codes");
+    std::vector<float> want(codes.size());
+    for (size_t i = 0; i < want.size(); ++i)
+        want[i] = blocked::relu_grad(up.data<float>()[i], y[i]);
+    QVERIFY2(same_bits(masked.data(), want.data(), want.size()), "codes_from_blocked: gradient");
 }
 
 void check_pool(PoolFn pool, BackwardFn backward, const Dims& shape) {
@@ -96,14 +124,22 @@ void check_pool(PoolFn pool, BackwardFn backward, const Dims& shape) {
     Tensor input = a.detach().requires_grad_(true);
     const ValuesIndices ref = F::max_pool2d_with_indices(input, window);
     QVERIFY2(same_bits(y.data(), ref.values.contiguous().data<float>(), y.size()), "pooled values");
+    // Codes in block order: bits 0-1 the winner, bit 2 where ReLU stops the gradient (y <= 0).
     const int64_t* idx = ref.indices.contiguous().data<int64_t>();
+    const int64_t plane = (H / 2) * (W / 2);
     for (int64_t i = 0; i < pooled_count; ++i) {
-        const int64_t ow = i % (W / 2), oh = (i / (W / 2)) % (H / 2), c = codes[size_t(i)];
-        const int64_t expected = (2 * oh + (c >> 1)) * W + 2 * ow + (c & 1);
-        if (idx[i] != expected)
-            QFAIL(qPrintable(
-                QString("window %1: code %2, max_pool2d's index %3").arg(i).arg(c).arg(idx[i])));
+        const int64_t pos = i % plane, ch = (i / plane) % C, n = i / plane / C;
+        const int64_t ow = pos % (W / 2), oh = pos / (W / 2);
+        const int c = codes[size_t(((n * (C / 16) + ch / 16) * plane + pos) * 16 + ch % 16)];
+        const int64_t expected = (2 * oh + ((c >> 1) & 1)) * W + 2 * ow + (c & 1);
+        if (idx[i] != expected || (c >> 2) != (y[size_t(i)] <= 0.0f ? 1 : 0))
+            QFAIL(qPrintable(QString("window %1: code %2, max_pool2d's index %3, value %4")
+                                 .arg(i)
+                                 .arg(c)
+                                 .arg(idx[i])
+                                 .arg(double(y[size_t(i)]))));
     }
+    if (pool != nchw16c_test::portable_max_pool_2x2) check_code_conversions(codes, y, idx, shape);
 
     // Backward: the pool's gradient, then ReLU's rule at the activation, laid out blocked.
     Generator g(99);
@@ -118,7 +154,7 @@ void check_pool(PoolFn pool, BackwardFn backward, const Dims& shape) {
         e[i] = blocked::relu_grad(pool_grad.data<float>()[i], av[i]);
     const std::vector<float> expected_blocked = to_blocked(expected);
     std::vector<float> out(expected_blocked.size(), 123.0f); // every element must be written
-    backward(up.data<float>(), y.data(), codes.data(), out.data(), N, C, H, W);
+    backward(up.data<float>(), codes.data(), out.data(), N, C, H, W);
     QVERIFY2(same_bits(out.data(), expected_blocked.data(), out.size()), "blocked gradient");
 }
 

@@ -610,22 +610,31 @@ bool CpuNnKernels::conv_relu_pool_fused(const ConvGeometry& g, bool has_bias,
            conv_relu_ok(g, has_bias);
 }
 
+// codes: nchw16c's blocked codes where O is a multiple of 16 (whichever way the forward ran),
+// else the nchw pool's.
 void CpuNnKernels::conv_relu_pool_forward(const ConvGeometry& g, const PoolGeometry& p,
                                           const View& x, const View& w, const View* bias,
                                           const View& pooled, const View& codes) {
     HostScratch activation(size_t(g.N * g.O * g.OH * g.OW) * sizeof(float));
     const View y = output_view(g, activation.data());
+    const nchw16c::Pool2x2 sizes{g.N, g.O, g.OH, g.OW, p.OH, p.OW};
+    auto* code_bytes = static_cast<uint8_t*>(codes.data);
     auto e = conv_entry(g, bias != nullptr);
     if (g.O % 16 == 0 && relu_forward_ready(*e) && e->fwd_relu_pd.dst_desc() == blocked_output(g) &&
         relu_post_op_exact(x, w, bias, g)) {
         forward_raw(x, w, bias, y, g, true, true);
-        nchw16c::max_pool_2x2_from_blocked(
-            static_cast<const float*>(y.data), static_cast<float*>(pooled.data),
-            static_cast<uint8_t*>(codes.data), {g.N, g.O, g.OH, g.OW, p.OH, p.OW});
+        nchw16c::max_pool_2x2_from_blocked(static_cast<const float*>(y.data),
+                                           static_cast<float*>(pooled.data), code_bytes, sizes);
         return;
     }
     conv_relu_forward(g, x, w, bias, y);
-    max_pool_forward(p, y, pooled, nullptr, &codes);
+    if (g.O % 16 != 0) return max_pool_forward(p, y, pooled, nullptr, &codes);
+    HostScratch plain(size_t(codes.numel()));
+    View plain_codes = codes;
+    plain_codes.data = plain.data();
+    max_pool_forward(p, y, pooled, nullptr, &plain_codes);
+    nchw16c::codes_to_blocked(static_cast<const uint8_t*>(plain.data()),
+                              static_cast<const float*>(pooled.data), code_bytes, sizes);
 }
 
 void CpuNnKernels::conv_relu_pool_backward(const ConvGeometry& g, const PoolGeometry& p,
@@ -634,19 +643,26 @@ void CpuNnKernels::conv_relu_pool_backward(const ConvGeometry& g, const PoolGeom
                                            const View* grad_x, const View* grad_w,
                                            const View* grad_bias) {
     const auto* gp = static_cast<const float*>(grad_pooled.data);
-    const auto* yp = static_cast<const float*>(pooled.data);
     const auto* cp = static_cast<const uint8_t*>(codes.data);
+    const nchw16c::Pool2x2 sizes{g.N, g.O, g.OH, g.OW, p.OH, p.OW};
     conv_backward_filled(x, w, grad_x, grad_w, grad_bias, g, [&](bool blocked, float* out) {
-        if (blocked)
-            return nchw16c::relu_max_pool_2x2_backward_to_blocked(
-                gp, yp, cp, out, {g.N, g.O, g.OH, g.OW, p.OH, p.OW});
+        if (blocked) return nchw16c::relu_max_pool_2x2_backward_to_blocked(gp, cp, out, sizes);
         // ReLU's backward on the pooled gradient (a winner's ReLU output is the pooled value;
         // every other input's gradient is 0 either way), then the pool's backward.
         HostScratch masked(size_t(grad_pooled.numel()) * sizeof(float));
         View masked_view = grad_pooled;
         masked_view.data = masked.data();
-        get(DeviceType::CPU).binary(BinaryOp::ReluBackward, grad_pooled, pooled, masked_view, {});
-        max_pool_backward(p, masked_view, nullptr, &codes, output_view(g, out));
+        if (g.O % 16 != 0) {
+            get(DeviceType::CPU)
+                .binary(BinaryOp::ReluBackward, grad_pooled, pooled, masked_view, {});
+            return max_pool_backward(p, masked_view, nullptr, &codes, output_view(g, out));
+        }
+        HostScratch plain(size_t(codes.numel()));
+        View plain_codes = codes;
+        plain_codes.data = plain.data();
+        nchw16c::codes_from_blocked(cp, gp, static_cast<uint8_t*>(plain.data()),
+                                    static_cast<float*>(masked.data()), sizes);
+        max_pool_backward(p, masked_view, nullptr, &plain_codes, output_view(g, out));
     });
 }
 

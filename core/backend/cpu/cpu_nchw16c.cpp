@@ -115,125 +115,147 @@ void relu_backward_to_blocked(const float* gy, const float* y, float* out, int64
     }
 }
 
-// Rows of the output (one per block of 16 channels and output row oh) run in parallel. A row's
-// windows are read as vectors of 16 channels (a, b: top pair; d, e: bottom pair), compared as
-// kernels::max_window_2x2 compares them (the two pairs, then their winners), and transposed back to
-// one row per channel; the codes travel through the transpose as floats 0-3.
+// The pooled positions of a block of 16 channels (oh * OW + ow, rows one after another) are taken
+// 16 at a time, in parallel: each chunk's windows are read as vectors of 16 channels (a, b: top
+// pair; d, e: bottom pair), compared as kernels::max_window_2x2 compares them (the two pairs, then
+// their winners), and the values transposed back to 16 consecutive positions of each channel's
+// nchw plane, so that narrow rows (7 windows) fill a transpose as well as wide ones. The codes
+// stay in block order: one byte per channel, a window's 16 bytes side by side.
 void max_pool_2x2_from_blocked(const float* x, float* y, uint8_t* codes, const Pool2x2& p) {
-    const int64_t blocks = p.N * (p.C / 16), rows = blocks * p.OH, plane = p.OH * p.OW;
-#pragma omp parallel for schedule(static) if (rows * p.OW * 64 > 32768)
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t b = r / p.OH, oh = r % p.OH;
-        const float* top = x + (b * p.H + 2 * oh) * p.W * 16;
-        const float* bottom = top + p.W * 16;
-        // Channel c of this block: output row at out_row + c * plane.
-        const int64_t out_row = b * 16 * plane + oh * p.OW;
+    const int64_t blocks = p.N * (p.C / 16), plane = p.OH * p.OW, chunks = (plane + 15) / 16;
+#pragma omp parallel for schedule(static) if (blocks * plane * 64 > 32768)
+    for (int64_t t = 0; t < blocks * chunks; ++t) {
+        const int64_t b = t / chunks, pos0 = (t % chunks) * 16;
+        const int64_t n = std::min<int64_t>(16, plane - pos0);
+        const float* in = x + b * p.H * p.W * 16;
+        uint8_t* code_out = codes + (b * plane + pos0) * 16;
+        int64_t oh = pos0 / p.OW, ow = pos0 % p.OW;
 #ifdef MYELIN_NCHW16C_AVX512
-        const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
-        for (int64_t ow0 = 0; ow0 < p.OW; ow0 += 16) {
-            const int64_t n = std::min<int64_t>(16, p.OW - ow0);
-            __m512 values[16], code[16];
-            for (int64_t j = 0; j < 16; ++j) {
-                if (j >= n) {
-                    values[j] = code[j] = _mm512_setzero_ps();
-                    continue;
-                }
-                const int64_t at = 2 * (ow0 + j) * 16;
-                const __m512 a = _mm512_loadu_ps(top + at), bv = _mm512_loadu_ps(top + at + 16);
-                const __m512 d = _mm512_loadu_ps(bottom + at),
-                             e = _mm512_loadu_ps(bottom + at + 16);
-                const __mmask16 right_top = replaces(bv, a), right_bottom = replaces(e, d);
-                const __m512 upper = _mm512_mask_blend_ps(right_top, a, bv);
-                const __m512 lower = _mm512_mask_blend_ps(right_bottom, d, e);
-                const __mmask16 below = replaces(lower, upper);
-                values[j] = _mm512_mask_blend_ps(below, upper, lower);
-                const auto right =
-                    static_cast<__mmask16>((below & right_bottom) | (~below & right_top));
-                code[j] =
-                    _mm512_add_ps(_mm512_maskz_mov_ps(right, one), _mm512_maskz_mov_ps(below, two));
+        const __m128i one = _mm_set1_epi8(1), two = _mm_set1_epi8(2), four = _mm_set1_epi8(4);
+        __m512 values[16];
+        for (int64_t j = 0; j < 16; ++j) {
+            if (j >= n) {
+                values[j] = _mm512_setzero_ps();
+                continue;
             }
-            transpose16(values);
-            transpose16(code);
-            const __mmask16 lanes = first_lanes(n);
-            for (int64_t c = 0; c < 16; ++c) {
-                const int64_t o = out_row + c * plane + ow0;
-                _mm512_mask_storeu_ps(y + o, lanes, values[c]);
-                const __m512i code32 = _mm512_maskz_cvttps_epi32(all_lanes, code[c]);
-                _mm_mask_storeu_epi8(codes + o, lanes,
-                                     _mm512_maskz_cvtepi32_epi8(all_lanes, code32));
-            }
+            const float* top = in + (2 * oh * p.W + 2 * ow) * 16;
+            const float* bottom = top + p.W * 16;
+            const __m512 a = _mm512_loadu_ps(top), bv = _mm512_loadu_ps(top + 16);
+            const __m512 d = _mm512_loadu_ps(bottom), e = _mm512_loadu_ps(bottom + 16);
+            const __mmask16 right_top = replaces(bv, a), right_bottom = replaces(e, d);
+            const __m512 upper = _mm512_mask_blend_ps(right_top, a, bv);
+            const __m512 lower = _mm512_mask_blend_ps(right_bottom, d, e);
+            const __mmask16 below = replaces(lower, upper);
+            values[j] = _mm512_mask_blend_ps(below, upper, lower);
+            const auto right =
+                static_cast<__mmask16>((below & right_bottom) | (~below & right_top));
+            const __mmask16 stops = _mm512_cmp_ps_mask(values[j], _mm512_setzero_ps(), _CMP_LE_OQ);
+            const __m128i code = _mm_or_si128(
+                _mm_or_si128(_mm_maskz_mov_epi8(right, one), _mm_maskz_mov_epi8(below, two)),
+                _mm_maskz_mov_epi8(stops, four));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(code_out + j * 16), code);
+            if (++ow == p.OW) ow = 0, ++oh;
         }
+        transpose16(values);
+        const __mmask16 lanes = first_lanes(n);
+        for (int64_t c = 0; c < 16; ++c)
+            _mm512_mask_storeu_ps(y + (b * 16 + c) * plane + pos0, lanes, values[c]);
 #else
-        for (int64_t ow = 0; ow < p.OW; ++ow)
+        for (int64_t j = 0; j < n; ++j) {
+            const float* top = in + (2 * oh * p.W + 2 * ow) * 16;
+            const float* bottom = top + p.W * 16;
             for (int64_t c = 0; c < 16; ++c) {
-                const int64_t at = 2 * ow * 16 + c, o = out_row + c * plane + ow;
-                y[o] = kernels::max_window_2x2(top[at], top[at + 16], bottom[at], bottom[at + 16],
-                                               codes[o]);
+                uint8_t code = 0;
+                const float v =
+                    kernels::max_window_2x2(top[c], top[c + 16], bottom[c], bottom[c + 16], code);
+                y[(b * 16 + c) * plane + pos0 + j] = v;
+                code_out[j * 16 + c] = static_cast<uint8_t>(code | (v <= 0.0f ? 4 : 0));
             }
+            if (++ow == p.OW) ow = 0, ++oh;
+        }
 #endif
     }
 }
 
-// Per block of 16 channels and output row oh: the two input rows 2 oh and 2 oh + 1 are written
-// whole, once (the winners' gradients, zeros elsewhere, an odd width's last column zero); an odd
-// height's last row is zeroed with the block's last output row.
-void relu_max_pool_2x2_backward_to_blocked(const float* grad_pooled, const float* pooled,
-                                           const uint8_t* codes, float* out, const Pool2x2& p) {
-    const int64_t blocks = p.N * (p.C / 16), rows = blocks * p.OH, plane = p.OH * p.OW;
-#pragma omp parallel for schedule(static) if (rows * p.W * 32 > 32768)
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t b = r / p.OH, oh = r % p.OH;
-        float* top = out + (b * p.H + 2 * oh) * p.W * 16;
-        float* bottom = top + p.W * 16;
-        const int64_t in_row = b * 16 * plane + oh * p.OW;
+// The same chunks of 16 pooled positions: the gradient's 16 nchw planes are read 16 positions at
+// a time and transposed into one vector of 16 channels per window; each window writes its four
+// inputs' gradients (the winner's where ReLU passes it, zeros elsewhere) once. A row's odd last
+// column is zeroed with its last window, an odd height's last row with the block's last window.
+void relu_max_pool_2x2_backward_to_blocked(const float* grad_pooled, const uint8_t* codes,
+                                           float* out, const Pool2x2& p) {
+    const int64_t blocks = p.N * (p.C / 16), plane = p.OH * p.OW, chunks = (plane + 15) / 16;
+#pragma omp parallel for schedule(static) if (blocks * plane * 64 > 32768)
+    for (int64_t t = 0; t < blocks * chunks; ++t) {
+        const int64_t b = t / chunks, pos0 = (t % chunks) * 16;
+        const int64_t n = std::min<int64_t>(16, plane - pos0);
+        float* block = out + b * p.H * p.W * 16;
+        const uint8_t* code_in = codes + (b * plane + pos0) * 16;
+        int64_t oh = pos0 / p.OW, ow = pos0 % p.OW;
 #ifdef MYELIN_NCHW16C_AVX512
-        for (int64_t ow0 = 0; ow0 < p.OW; ow0 += 16) {
-            const int64_t n = std::min<int64_t>(16, p.OW - ow0);
-            const __mmask16 lanes = first_lanes(n);
-            // Rows of 16 windows per channel (the gradient where ReLU passes it, and the codes'
-            // bits), transposed into one vector of 16 channels per window.
-            __m512 grad[16], code[16];
-            for (int64_t c = 0; c < 16; ++c) {
-                const int64_t i = in_row + c * plane + ow0;
-                const __m512 v = _mm512_maskz_loadu_ps(lanes, pooled + i);
-                const __mmask16 passes = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ);
-                grad[c] = _mm512_maskz_loadu_ps(passes & lanes, grad_pooled + i);
-                code[c] = _mm512_castsi512_ps(
-                    _mm512_maskz_cvtepu8_epi32(all_lanes, _mm_maskz_loadu_epi8(lanes, codes + i)));
-            }
-            transpose16(grad);
-            transpose16(code);
-            for (int64_t j = 0; j < n; ++j) {
-                const __m512i k = _mm512_castps_si512(code[j]);
-                const auto where = [&](int w) {
-                    return _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(w)),
-                                               grad[j]);
-                };
-                const int64_t o = 2 * (ow0 + j) * 16;
-                _mm512_storeu_ps(top + o, where(0));
-                _mm512_storeu_ps(top + o + 16, where(1));
-                _mm512_storeu_ps(bottom + o, where(2));
-                _mm512_storeu_ps(bottom + o + 16, where(3));
-            }
-        }
+        const __mmask16 lanes = first_lanes(n);
+        __m512 grad[16];
+        for (int64_t c = 0; c < 16; ++c)
+            grad[c] = _mm512_maskz_loadu_ps(lanes, grad_pooled + (b * 16 + c) * plane + pos0);
+        transpose16(grad);
+#endif
+        for (int64_t j = 0; j < n; ++j) {
+            float* top = block + (2 * oh * p.W + 2 * ow) * 16;
+            float* bottom = top + p.W * 16;
+#ifdef MYELIN_NCHW16C_AVX512
+            const __m128i k = _mm_loadu_si128(reinterpret_cast<const __m128i*>(code_in + j * 16));
+            const auto where = [&](char w) {
+                return _mm512_maskz_mov_ps(_mm_cmpeq_epi8_mask(k, _mm_set1_epi8(w)), grad[j]);
+            };
+            _mm512_storeu_ps(top, where(0));
+            _mm512_storeu_ps(top + 16, where(1));
+            _mm512_storeu_ps(bottom, where(2));
+            _mm512_storeu_ps(bottom + 16, where(3));
 #else
-        for (int64_t ow = 0; ow < p.OW; ++ow)
             for (int64_t c = 0; c < 16; ++c) {
-                const int64_t i = in_row + c * plane + ow;
-                const float g = relu_grad(grad_pooled[i], pooled[i]);
-                const int k = codes[i];
-                const int64_t o = 2 * ow * 16 + c;
-                top[o] = k == 0 ? g : 0.0f;
-                top[o + 16] = k == 1 ? g : 0.0f;
-                bottom[o] = k == 2 ? g : 0.0f;
-                bottom[o + 16] = k == 3 ? g : 0.0f;
+                const float g = grad_pooled[(b * 16 + c) * plane + pos0 + j];
+                const int k = code_in[j * 16 + c];
+                top[c] = k == 0 ? g : 0.0f;
+                top[c + 16] = k == 1 ? g : 0.0f;
+                bottom[c] = k == 2 ? g : 0.0f;
+                bottom[c + 16] = k == 3 ? g : 0.0f;
             }
 #endif
-        std::fill(top + 2 * p.OW * 16, top + p.W * 16, 0.0f);
-        std::fill(bottom + 2 * p.OW * 16, bottom + p.W * 16, 0.0f);
-        if (oh == p.OH - 1)
-            std::fill(out + (b * p.H + 2 * p.OH) * p.W * 16, out + (b + 1) * p.H * p.W * 16, 0.0f);
+            if (ow == p.OW - 1 && p.W > 2 * p.OW) {
+                std::fill(top + 32, top + 32 + (p.W - 2 * p.OW) * 16, 0.0f);
+                std::fill(bottom + 32, bottom + 32 + (p.W - 2 * p.OW) * 16, 0.0f);
+            }
+            if (++ow == p.OW) ow = 0, ++oh;
+        }
+        if (pos0 + n == plane) std::fill(block + 2 * p.OH * p.W * 16, block + p.H * p.W * 16, 0.0f);
     }
+}
+
+// The CPU's nchw pool codes (cpu_pool.cpp) and values of the same pool -> the blocked codes above.
+void codes_to_blocked(const uint8_t* plain, const float* pooled, uint8_t* blocked,
+                      const Pool2x2& p) {
+    const int64_t plane = p.OH * p.OW;
+    for (int64_t n = 0; n < p.N; ++n)
+        for (int64_t c = 0; c < p.C; ++c)
+            for (int64_t pos = 0; pos < plane; ++pos) {
+                const int64_t i = (n * p.C + c) * plane + pos;
+                blocked[((n * (p.C / 16) + c / 16) * plane + pos) * 16 + c % 16] =
+                    static_cast<uint8_t>(plain[i] | (pooled[i] <= 0.0f ? 4 : 0));
+            }
+}
+
+// Blocked codes -> the nchw pool's codes, and the pooled gradient with ReLU's rule applied
+// (0 where it stops the gradient), for cpu_pool.cpp's backward.
+void codes_from_blocked(const uint8_t* blocked, const float* grad_pooled, uint8_t* plain,
+                        float* relu_grad_pooled, const Pool2x2& p) {
+    const int64_t plane = p.OH * p.OW;
+    for (int64_t n = 0; n < p.N; ++n)
+        for (int64_t c = 0; c < p.C; ++c)
+            for (int64_t pos = 0; pos < plane; ++pos) {
+                const int64_t i = (n * p.C + c) * plane + pos;
+                const uint8_t k = blocked[((n * (p.C / 16) + c / 16) * plane + pos) * 16 + c % 16];
+                plain[i] = k & 3;
+                relu_grad_pooled[i] = (k & 4) ? 0.0f : grad_pooled[i];
+            }
 }
 
 } // namespace myelin::backend::nchw16c
