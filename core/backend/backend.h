@@ -142,7 +142,9 @@ class Backend {
     // Returns the allocator's cached, unused blocks to the system.
     virtual void empty_cache() {}
     virtual void reset_peak_memory_stats() {}
-    // Copies host memory to/from this device (plain bytes).
+    // Copies host memory to/from this device (plain bytes). copy_from_host may return before the
+    // device holds the bytes (CUDA queues it behind the work before it, where every later op on
+    // dst runs); src may change as soon as it returns. copy_to_host returns with the bytes there.
     virtual void copy_from_host(void* dst, const void* src, size_t nbytes) = 0;
     virtual void copy_to_host(void* dst, const void* src, size_t nbytes) = 0;
 

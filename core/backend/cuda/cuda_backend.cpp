@@ -53,6 +53,37 @@ class CudaMemory final : public DeviceMemory {
     GpuInfo gpu_;
 };
 
+// Page-locked host memory and events for the staging buffers. Releasing never throws: the pool
+// is emptied when the backend goes, perhaps while the runtime is shutting down.
+class CudaPinnedHost final : public PinnedHost {
+  public:
+    void* allocate(size_t bytes) override {
+        void* p = nullptr;
+        if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
+            (void)cudaGetLastError(); // refused: the copy goes unstaged
+            return nullptr;
+        }
+        return p;
+    }
+    void release(void* p) override { (void)cudaFreeHost(p); }
+    Event create_event() override {
+        cudaEvent_t e = nullptr;
+        check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+        return e;
+    }
+    void destroy_event(Event e) override { (void)cudaEventDestroy(static_cast<cudaEvent_t>(e)); }
+    void record(Event e) override {
+        check(cudaEventRecord(static_cast<cudaEvent_t>(e), nullptr), "cudaEventRecord");
+    }
+    bool finished(Event e) override {
+        const cudaError_t state = cudaEventQuery(static_cast<cudaEvent_t>(e));
+        if (state == cudaErrorNotReady) return false;
+        check(state, "cudaEventQuery");
+        return true;
+    }
+    void synchronize(Event e) override { (void)cudaEventSynchronize(static_cast<cudaEvent_t>(e)); }
+};
+
 bool is_compute_dtype(DType t) {
     return t == DType::Float32 || t == DType::Float64 || t == DType::Int64;
 }
@@ -61,7 +92,9 @@ bool is_compute_dtype(DType t) {
 
 CudaBackend::CudaBackend(const GpuInfo& gpu)
     : gpu_(gpu), memory_(std::make_unique<CudaMemory>(gpu)),
-      allocator_(std::make_unique<DeviceCachingAllocator>(*memory_)) {
+      allocator_(std::make_unique<DeviceCachingAllocator>(*memory_)),
+      pinned_(std::make_unique<CudaPinnedHost>()),
+      staging_(std::make_unique<StagingPool>(*pinned_)) {
     check(cudaSetDevice(gpu.index), "cudaSetDevice");
 #ifdef MYELIN_CUDNN
     nn_ = std::make_unique<CudaNnKernels>(*this);
@@ -133,8 +166,15 @@ void CudaBackend::reset_peak_memory_stats() {
     allocator_->reset_peaks();
 }
 
+// Staged: queued on the default stream behind the work before it, which is where everything
+// that reads dst runs (NCCL's stream waits for it first); the host goes on at once.
 void CudaBackend::copy_from_host(void* dst, const void* src, size_t nbytes) {
-    if (nbytes) check(cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice), "copy to device");
+    if (!nbytes) return;
+    const bool staged = staging_->stage(src, nbytes, [&](const void* pinned) {
+        check(cudaMemcpyAsync(dst, pinned, nbytes, cudaMemcpyHostToDevice, nullptr),
+              "copy to device");
+    });
+    if (!staged) check(cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice), "copy to device");
 }
 void CudaBackend::copy_to_host(void* dst, const void* src, size_t nbytes) {
     if (nbytes) check(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost), "copy to host");

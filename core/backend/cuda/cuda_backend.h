@@ -1,11 +1,13 @@
 #pragma once
 // The CUDA backend: the caching allocator over cudaMalloc, cuBLAS for GEMM, own kernels for the
 // rest (cuda_kernels.cu, cuda_reduce.cu). One device (cuda:0) per process for now; work goes to
-// the default stream, so host copies synchronise.
+// the default stream. Copies to the device are queued there through pinned staging buffers
+// (staging_pool.h: the host goes on at once); copies to the host wait for the work before them.
 #include "backend/backend.h"
 #include "backend/device_allocator.h"
 #include "backend/nn_kernels.h"
 #include "backend/primitives.h"
+#include "backend/staging_pool.h"
 #include "backend/train_kernels.h"
 
 #include <myelin/cuda.h>
@@ -62,6 +64,8 @@ class CudaBackend final : public Backend {
     GpuInfo gpu_;
     std::unique_ptr<DeviceMemory> memory_;
     std::unique_ptr<DeviceCachingAllocator> allocator_;
+    std::unique_ptr<PinnedHost> pinned_;
+    std::unique_ptr<StagingPool> staging_;
     std::unique_ptr<NnKernels> nn_;
     std::unique_ptr<TrainKernels> train_;
     void* cublas_ = nullptr; // cublasHandle_t
