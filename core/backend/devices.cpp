@@ -79,32 +79,6 @@ void check_training_backend(const Device& device) {
                           "build");
 }
 
-bool layer_kind_needs_host_memory(const std::string& kind) {
-    static const char* const kHostOnly[] = {"MultiheadAttention",
-                                            "TransformerEncoder",
-                                            "TransformerEncoderLayer",
-                                            "LSTM",
-                                            "GRU",
-                                            "RNN"};
-    for (const char* k : kHostOnly)
-        if (kind == k) return true;
-    return false;
-}
-
-void check_training_layers(const Device& device,
-                           const std::vector<std::pair<std::string, std::string>>& layers) {
-    if (device.is_cpu()) return;
-    const backend::Backend* b = backend::find(device.type);
-    if (b && b->host_addressable()) return;
-    for (const auto& [kind, name] : layers)
-        if (layer_kind_needs_host_memory(kind))
-            throw DeviceError("training on " + device.str() + ": the model's " + kind + " layer" +
-                              (name.empty() ? std::string() : " '" + name + "'") +
-                              " runs on host memory only in this version (attention and the "
-                              "recurrent layers have no device kernels yet); train this model "
-                              "on the CPU");
-}
-
 std::vector<std::string> describe_devices() {
     const CudaStatus& status = cuda_status();
     std::vector<std::string> lines;

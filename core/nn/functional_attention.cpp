@@ -8,7 +8,9 @@
 // columns of the merged [.., E] output, so the heads are never split or merged by copies. Its
 // backward writes the gradient of the packed [.., 3E] projection directly, instead of three
 // zero-filled slices that autograd would sum. The weights path
-// (multi_head_attention_with_weights) composes the same math from differentiable tensor ops.
+// (multi_head_attention_with_weights) composes the same math from differentiable tensor ops, and
+// so does multi_head_attention on a device whose memory the host cannot read (CUDA): bmm on the
+// device's batched GEMM, its softmax and dropout (the same mask: one counter-based stream).
 #include "autograd/function.h"
 #include "backend/kernels/dropout.h"
 #include "nn/attention_heads.h"
@@ -71,12 +73,17 @@ Tensor additive(const Tensor& mask, DType dtype) {
     return mask.dtype() == dtype ? mask : mask.to(dtype);
 }
 
+// A mask where the attention runs (a causal mask is built on the host).
+Tensor on(const Tensor& mask, const Device& device) {
+    return mask.defined() ? mask.to(device) : mask;
+}
+
 // The one additive mask of an attention call: [B or 1, H or 1, L or 1, S], or undefined.
 Tensor combined_mask(const AttentionMasks& masks, int64_t B, int64_t H, int64_t L, int64_t S,
-                     DType dtype) {
+                     DType dtype, const Device& device) {
     autograd::NoGradGuard no_grad;
     Tensor result;
-    if (const Tensor& kp = masks.key_padding_mask; kp.defined()) {
+    if (const Tensor kp = on(masks.key_padding_mask, device); kp.defined()) {
         Tensor m;
         if (kp.dtype() == DType::Int64) {
             if (kp.dim() != 1 || kp.size(0) != B)
@@ -96,7 +103,7 @@ Tensor combined_mask(const AttentionMasks& masks, int64_t B, int64_t H, int64_t 
         }
         result = additive(m, dtype).reshape({B, 1, 1, S});
     }
-    if (const Tensor& am = masks.attn_mask; am.defined()) {
+    if (const Tensor am = on(masks.attn_mask, device); am.defined()) {
         if (am.dtype() != DType::Bool && !am.is_floating_point())
             throw DTypeError(std::string(kOp) + ": attn_mask must be bool or float, got " +
                              shape_of(am));
@@ -124,11 +131,6 @@ struct Dims3 {
 
 Dims3 check_inputs(const Tensor& q, const Tensor& k, const Tensor& v,
                    const MultiheadAttentionParams& p) {
-    // The fused kernels below read host pointers: a device whose memory is not the host's is
-    // refused by name instead of crashing (check_training_layers refuses it before a run).
-    if (!myelin::detail::backend_for(q).host_addressable())
-        throw DeviceError(std::string(kOp) + ": runs on host memory only in this version, got " +
-                          "a query on " + q.device().str());
     nn::detail::require_f32_f64(kOp, "query", q);
     nn::detail::require_same_dtype(kOp, "key", k, q);
     nn::detail::require_same_dtype(kOp, "value", v, q);
@@ -387,6 +389,47 @@ MultiheadAttentionParams sequence_first(MultiheadAttentionParams p) {
     return p;
 }
 
+// The attention composed from differentiable tensor ops (any device): the output and, with
+// `want_weights`, the attention weights [B, H, L, S] (averaged over heads when `average`).
+AttentionResult composed_attention(const Batched& in, const MultiheadAttentionParams& params,
+                                   bool want_weights, bool average_attn_weights) {
+    const Dims3 d = check_inputs(in.q, in.k, in.v, params);
+    const Tensor mask = combined_mask(in.masks, d.B, d.H, d.L, d.S, in.q.dtype(), in.q.device());
+    const Projection proj = project(in.q, in.k, in.v, params, d.E);
+    const bool bf = params.batch_first;
+    // [.., E] columns from off -> [B*H, len, Dh] with differentiable ops.
+    auto heads = [&](int i, int64_t len) {
+        const Tensor cols =
+            proj.sources[static_cast<size_t>(proj.which[i])].narrow(2, proj.off[i], d.E);
+        const Tensor t = bf ? cols.reshape({d.B, len, d.H, d.Dh}).permute({0, 2, 1, 3})
+                            : cols.reshape({len, d.B, d.H, d.Dh}).permute({1, 2, 0, 3});
+        return t.reshape({d.B * d.H, len, d.Dh});
+    };
+    const Tensor q = heads(0, d.L) / std::sqrt(static_cast<double>(d.Dh));
+    const Tensor k = heads(1, d.S), v = heads(2, d.S);
+    Tensor scores = bmm(q, k.transpose(1, 2));
+    if (mask.defined())
+        scores = (scores.view({d.B, d.H, d.L, d.S}) + mask).view({d.B * d.H, d.L, d.S});
+    // (core's softmax refuses empty tensors: an empty batch or sequence has nothing to normalise)
+    Tensor attn = scores.numel() > 0 ? softmax(scores, -1) : scores;
+    attn = dropout(attn, params.dropout, params.training);
+    const Tensor o = bmm(attn, v).view({d.B, d.H, d.L, d.Dh});
+    const Tensor merged = (bf ? o.permute({0, 2, 1, 3}) : o.permute({2, 0, 1, 3}))
+                              .reshape(bf ? Dims{d.B, d.L, d.E} : Dims{d.L, d.B, d.E});
+    Tensor out = linear(merged, params.out_proj_weight, params.out_proj_bias);
+    Tensor w;
+    if (want_weights) {
+        w = attn.view({d.B, d.H, d.L, d.S});
+        if (average_attn_weights)
+            w = w.numel() > 0
+                    ? w.sum({1}) / static_cast<double>(d.H)
+                    : zeros({d.B, d.L, d.S}, TensorOptions(w.dtype()).with_device(w.device()));
+        if (in.unbatched) w = w.squeeze(0);
+    }
+    if (in.unbatched) out = out.squeeze(1);
+    return {out, w};
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -413,15 +456,18 @@ Tensor padding_mask_from_lengths(const Tensor& lengths, int64_t max_len) {
                              " is outside [0, " + std::to_string(max_len) +
                              "] (the sequence length)");
     const Tensor steps = arange(static_cast<double>(max_len)).unsqueeze(0);
-    return ge(steps, lengths.unsqueeze(1));
+    return ge(steps, lengths.to(kCPU).unsqueeze(1)).to(lengths.device());
 }
 
 Tensor multi_head_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                             const MultiheadAttentionParams& given, const AttentionMasks& masks) {
     const Batched in = batch_inputs(query, key, value, masks);
     const MultiheadAttentionParams params = in.unbatched ? sequence_first(given) : given;
+    // The fused node reads host memory; elsewhere the composed ops run on the device.
+    if (!backend_for(in.q).host_addressable())
+        return composed_attention(in, params, false, false).output;
     const Dims3 d = check_inputs(in.q, in.k, in.v, params);
-    const Tensor mask = combined_mask(in.masks, d.B, d.H, d.L, d.S, in.q.dtype());
+    const Tensor mask = combined_mask(in.masks, d.B, d.H, d.L, d.S, in.q.dtype(), in.q.device());
     const Projection proj = project(in.q, in.k, in.v, params, d.E);
     const Tensor heads =
         attention_node(proj, d, params.batch_first, mask, params.dropout, params.training);
@@ -435,41 +481,8 @@ AttentionResult multi_head_attention_with_weights(const Tensor& query, const Ten
                                                   const AttentionMasks& masks,
                                                   bool average_attn_weights) {
     const Batched in = batch_inputs(query, key, value, masks);
-    const MultiheadAttentionParams params = in.unbatched ? sequence_first(given) : given;
-    const Dims3 d = check_inputs(in.q, in.k, in.v, params);
-    const Tensor mask = combined_mask(in.masks, d.B, d.H, d.L, d.S, in.q.dtype());
-    const Projection proj = project(in.q, in.k, in.v, params, d.E);
-    const bool bf = params.batch_first;
-    // [.., E] columns from off -> [B*H, len, Dh] with differentiable ops.
-    auto heads = [&](int i, int64_t len) {
-        const Tensor cols =
-            proj.sources[static_cast<size_t>(proj.which[i])].narrow(2, proj.off[i], d.E);
-        const Tensor t = bf ? cols.reshape({d.B, len, d.H, d.Dh}).permute({0, 2, 1, 3})
-                            : cols.reshape({len, d.B, d.H, d.Dh}).permute({1, 2, 0, 3});
-        return t.reshape({d.B * d.H, len, d.Dh});
-    };
-    const Tensor q = heads(0, d.L) / std::sqrt(static_cast<double>(d.Dh));
-    const Tensor k = heads(1, d.S), v = heads(2, d.S);
-    Tensor scores = bmm(q, k.transpose(1, 2));
-    if (mask.defined())
-        scores = (scores.view({d.B, d.H, d.L, d.S}) + mask).view({d.B * d.H, d.L, d.S});
-    // (core's softmax refuses empty tensors: an empty batch or sequence has nothing to normalise)
-    Tensor attn = scores.numel() > 0 ? softmax(scores, -1) : scores;
-    attn = dropout(attn, params.dropout, params.training);
-    const Tensor o = bmm(attn, v).view({d.B, d.H, d.L, d.Dh});
-    const Tensor merged = (bf ? o.permute({0, 2, 1, 3}) : o.permute({2, 0, 1, 3}))
-                              .reshape(bf ? Dims{d.B, d.L, d.E} : Dims{d.L, d.B, d.E});
-    Tensor out = linear(merged, params.out_proj_weight, params.out_proj_bias);
-    Tensor w = attn.view({d.B, d.H, d.L, d.S});
-    if (average_attn_weights)
-        w = w.numel() > 0
-                ? w.sum({1}) / static_cast<double>(d.H)
-                : zeros({d.B, d.L, d.S}, TensorOptions(w.dtype()).with_device(w.device()));
-    if (in.unbatched) {
-        out = out.squeeze(1);
-        w = w.squeeze(0);
-    }
-    return {out, w};
+    return composed_attention(in, in.unbatched ? sequence_first(given) : given, true,
+                              average_attn_weights);
 }
 
 // ---------------------------------------------------------------------------------------------

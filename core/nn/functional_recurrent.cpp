@@ -1,7 +1,8 @@
 // functional::recurrent: checks the inputs, then runs the layers one after the other, each as one
-// autograd node over the whole sequence (recurrent_kernels.cpp has the loops), with dropout
-// between them. A layer's node produces one flat tensor holding its output, h_n and c_n; the
-// three are views of it, so one node serves every output the caller uses.
+// autograd node over the whole sequence (recurrent_kernels.cpp has the loops; off host memory,
+// composed from tensor ops step by step), with dropout between them. A layer's node produces one
+// flat tensor holding its output, h_n and c_n; the three are views of it, so one node serves every
+// output the caller uses.
 #include "autograd/function.h"
 #include "nn/functional_common.h"
 #include "nn/recurrent_kernels.h"
@@ -211,6 +212,79 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
     return r;
 }
 
+// One layer, all directions, composed from differentiable tensor ops step by step: what runs on
+// a device whose memory the host cannot read (CUDA). The same equations as the kernels
+// (PyTorch's): x W_ih^T + b_ih for every step in one product, then per step h W_hh^T + b_hh; with
+// lengths, a step past a sequence's end leaves its state as it was and outputs zeros, so the
+// reverse direction starts at each sequence's last step. `valid` [T, B, 1] bool, or undefined.
+// (The per-step gradient norms of time_gradient_probe are recorded by the kernels only.)
+LayerOutputs run_layer_composed(const RecurrentLayerShape& s, const Tensor& x, const Tensor& h0,
+                                const Tensor& c0, const TensorList& params, bool bias,
+                                const Tensor& valid) {
+    const int64_t T = s.T, B = s.B, H = s.H, G = s.gates();
+    const size_t per = bias ? 4 : 2;
+    const bool lstm = s.mode == RecurrentMode::Lstm;
+    const TensorOptions opts = x.options();
+    TensorList outs, hns, cns;
+    for (int d = 0; d < s.D; ++d) {
+        const Tensor& w_ih = params[d * per];
+        const Tensor& w_hh = params[d * per + 1];
+        const Tensor b_ih = bias ? params[d * per + 2] : Tensor();
+        const Tensor b_hh = bias ? params[d * per + 3] : Tensor();
+        const Tensor xg = linear(x, w_ih, b_ih);
+        const Tensor steps = s.batch_first ? xg.view({B, T, G}) : xg.view({T, B, G});
+        Tensor h = h0.defined() ? h0.select(0, d) : zeros({B, H}, opts);
+        Tensor c = !lstm ? Tensor() : c0.defined() ? c0.select(0, d) : zeros({B, H}, opts);
+        TensorList out(static_cast<size_t>(T));
+        for (int64_t k = 0; k < T; ++k) {
+            const int64_t t = d == 0 ? k : T - 1 - k;
+            const Tensor xt = steps.select(s.batch_first ? 1 : 0, t); // [B, G]
+            const Tensor ht = linear(h, w_hh, b_hh);
+            auto gate = [&](const Tensor& g, int64_t i) { return g.narrow(1, i * H, H); };
+            Tensor h_new, c_new;
+            switch (s.mode) {
+            case RecurrentMode::Lstm: {
+                const Tensor g = xt + ht;
+                c_new = sigmoid(gate(g, 1)) * c + sigmoid(gate(g, 0)) * tanh(gate(g, 2));
+                h_new = sigmoid(gate(g, 3)) * tanh(c_new);
+                break;
+            }
+            case RecurrentMode::Gru: {
+                const Tensor r = sigmoid(gate(xt, 0) + gate(ht, 0));
+                const Tensor z = sigmoid(gate(xt, 1) + gate(ht, 1));
+                const Tensor n = tanh(gate(xt, 2) + r * gate(ht, 2));
+                h_new = n + z * (h - n);
+                break;
+            }
+            case RecurrentMode::RnnTanh:
+                h_new = tanh(xt + ht);
+                break;
+            case RecurrentMode::RnnRelu:
+                h_new = relu(xt + ht);
+                break;
+            }
+            if (valid.defined()) {
+                const Tensor v = valid.select(0, t);
+                h_new = where(v, h_new, h);
+                if (lstm) c_new = where(v, c_new, c);
+                out[static_cast<size_t>(t)] = where(v, h_new, zeros({B, H}, opts));
+            } else {
+                out[static_cast<size_t>(t)] = h_new;
+            }
+            h = h_new;
+            c = c_new;
+        }
+        outs.push_back(stack(out, s.batch_first ? 1 : 0).reshape({T * B, H}));
+        hns.push_back(h);
+        if (lstm) cns.push_back(c);
+    }
+    LayerOutputs r;
+    r.out = s.D == 1 ? outs[0] : cat(outs, 1);
+    r.hn = stack(hns, 0);
+    if (lstm) r.cn = stack(cns, 0);
+    return r;
+}
+
 void check_state(const std::string& op, const char* name, const Tensor& t, const Tensor& x,
                  int64_t LD, int64_t B, int64_t H, bool batched) {
     if (!t.defined()) return;
@@ -241,7 +315,6 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
                      (cfg.batch_first ? "[batch, seq, input_size]" : "[seq, batch, input_size]") +
                      " (3-D) or unbatched [seq, input_size] (2-D), got " + x_in.shape().str());
     if (L < 1 || H < 1) throw Error(op + ": num_layers and hidden_size must be positive");
-    if (!x_in.device().is_cpu()) throw DeviceError(op + ": runs on the CPU only");
     const bool batched = x_in.dim() == 3;
     const int batch_dim = cfg.batch_first ? 0 : 1;
     const Tensor x = batched ? x_in : x_in.unsqueeze(batch_dim);
@@ -293,7 +366,7 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
         if (lengths.dim() != 1 || lengths.size(0) != B)
             shape_error(opc, "expected lengths of shape [" + std::to_string(B) +
                                  "] (one per sequence of the batch), got " + lengths.shape().str());
-        const Tensor lc = lengths.detach().contiguous();
+        const Tensor lc = lengths.detach().to(kCPU).contiguous();
         lens = std::make_shared<std::vector<int64_t>>(lc.data<int64_t>(), lc.data<int64_t>() + B);
         for (int64_t b = 0; b < B; ++b) {
             const int64_t n = (*lens)[static_cast<size_t>(b)];
@@ -312,15 +385,26 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
     s.batch_first = cfg.batch_first;
     const int64_t rows = T * B;
     Tensor layer_in = x.contiguous().view({rows, I});
+    // The kernels read host memory; elsewhere the layers are composed from device ops.
+    const bool on_host = myelin::detail::backend_for(x).host_addressable();
+    Tensor valid; // [T, B, 1]: step t is within sequence b
+    if (!on_host && lens) {
+        const Tensor n = from_vector(*lens, {1, B});
+        valid = lt(arange(static_cast<double>(T)).unsqueeze(1).to(DType::Int64), n)
+                    .unsqueeze(2)
+                    .to(x.device());
+    }
     TensorList hns, cns;
     Tensor out;
     for (int64_t l = 0; l < L; ++l) {
         s.I = l == 0 ? I : D * H;
         const TensorList params(weights.begin() + static_cast<std::ptrdiff_t>(l * D * per),
                                 weights.begin() + static_cast<std::ptrdiff_t>((l + 1) * D * per));
-        LayerOutputs r =
-            run_layer(s, layer_in, h0.defined() ? h0.narrow(0, l * D, D) : Tensor(),
-                      c0.defined() ? c0.narrow(0, l * D, D) : Tensor(), params, cfg.bias, lens, l);
+        const Tensor h0l = h0.defined() ? h0.narrow(0, l * D, D) : Tensor();
+        const Tensor c0l = c0.defined() ? c0.narrow(0, l * D, D) : Tensor();
+        LayerOutputs r = on_host
+                             ? run_layer(s, layer_in, h0l, c0l, params, cfg.bias, lens, l)
+                             : run_layer_composed(s, layer_in, h0l, c0l, params, cfg.bias, valid);
         hns.push_back(r.hn);
         if (lstm) cns.push_back(r.cn);
         out = r.out;

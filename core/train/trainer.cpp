@@ -84,7 +84,6 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     if (spec_.threads > 0) set_num_threads(spec_.threads);
     check_training_backend(options_.device); // before anything is built
     check_precision(spec_.precision, options_.device);
-    check_model_layers(project, options_.device);
 
     // The model is initialised from the seed, as torch.manual_seed(seed) before building it.
     manual_seed(spec_.seed);

@@ -47,15 +47,8 @@ Device training_device(const io::Project& project, std::optional<Device> request
         if (requested) throw;
         throw Error("the project's training.device \"" + project.train.device + "\": " + e.what());
     }
-    check_model_layers(project, device);
     check_precision(project.train.precision, device);
     return device;
-}
-
-void check_model_layers(const io::Project& project, const Device& device) {
-    std::vector<std::pair<std::string, std::string>> layers;
-    for (const auto& node : project.model.nodes) layers.emplace_back(node.kind, node.name);
-    check_training_layers(device, layers);
 }
 
 void Trainer::setup_loss_scaling() {

@@ -11,6 +11,7 @@
 #include <myelin/nn/attention.h>
 #include <myelin/nn/functional.h>
 #include <myelin/nn/loss.h>
+#include <myelin/nn/recurrent.h>
 #include <myelin/optim/clip_grad.h>
 #include <myelin/optim/optim.h>
 #include <myelin/tensor.h>
@@ -177,31 +178,159 @@ class TestDeviceTraining : public QObject {
         QVERIFY2(WIFSIGNALED(status), "a host read of the device's memory did not crash");
     }
 
-    void trainingIsAcceptedAndHostOnlyLayersAreRefusedByName() {
+    void trainingIsAccepted() {
         check_training_backend(kDevice); // has the training table: no throw
-        CHECK_ERROR(DeviceError,
-                    check_training_layers(kDevice, {{"Linear", "fc"}, {"LSTM", "encoder"}}),
-                    "training on cuda:0: the model's LSTM layer 'encoder' runs on host memory "
-                    "only");
-        check_training_layers(kCPU, {{"LSTM", "encoder"}});
-        for (const char* kind : {"MultiheadAttention", "TransformerEncoderLayer", "GRU", "RNN"})
-            QVERIFY(layer_kind_needs_host_memory(kind));
-        for (const char* kind : {"Linear", "Conv2d", "BatchNorm2d", "Dropout", "Embedding"})
-            QVERIFY(!layer_kind_needs_host_memory(kind));
-        // Called directly, attention refuses a device tensor by name instead of reading it.
-        const Tensor q = randn({2, 3, 4}).to(kDevice);
-        nn::functional::MultiheadAttentionParams params;
-        params.num_heads = 2;
-        params.in_proj_weight = randn({12, 4}).to(kDevice);
-        params.out_proj_weight = randn({4, 4}).to(kDevice);
-        CHECK_ERROR(DeviceError, nn::functional::multi_head_attention(q, q, q, params),
-                    "multi_head_attention: runs on host memory only in this version");
-        const auto path = kExamples / "word_language_lstm.myelin";
-        train::TrainerOptions options;
-        options.project_dir = path.parent_path();
-        options.device = kDevice;
-        CHECK_ERROR(DeviceError, train::Trainer(io::load_project(path), options),
-                    "the model's LSTM layer");
+    }
+
+    // Off host memory the recurrent layers are composed from tensor ops step by step (the
+    // CPU runs its fused kernels): outputs, final states and every gradient agree, in float64,
+    // in every mode, both directions, both layouts, with and without lengths.
+    void sequenceLayersOnTheDeviceAreTheCpus_data() {
+        using nn::RecurrentMode;
+        QTest::addColumn<int>("mode");
+        QTest::addColumn<bool>("bidirectional");
+        QTest::addColumn<bool>("batch_first");
+        QTest::addColumn<bool>("lengths");
+        const std::pair<RecurrentMode, const char*> modes[] = {{RecurrentMode::Lstm, "LSTM"},
+                                                               {RecurrentMode::Gru, "GRU"},
+                                                               {RecurrentMode::RnnTanh, "tanh"},
+                                                               {RecurrentMode::RnnRelu, "relu"}};
+        for (auto [mode, name] : modes)
+            for (bool bi : {false, true})
+                for (bool bf : {false, true})
+                    for (bool len : {false, true})
+                        QTest::addRow("%s%s%s%s", name, bi ? " bidirectional" : "",
+                                      bf ? " batch_first" : "", len ? " lengths" : "")
+                            << int(mode) << bi << bf << len;
+    }
+    void sequenceLayersOnTheDeviceAreTheCpus() {
+        QFETCH(int, mode);
+        QFETCH(bool, bidirectional);
+        QFETCH(bool, batch_first);
+        QFETCH(bool, lengths);
+        nn::functional::RecurrentConfig cfg;
+        cfg.mode = nn::RecurrentMode(mode);
+        cfg.hidden_size = 6;
+        cfg.num_layers = 2;
+        cfg.bidirectional = bidirectional;
+        cfg.batch_first = batch_first;
+        const bool lstm = cfg.mode == nn::RecurrentMode::Lstm;
+        const int64_t T = 5, B = 3, I = 4, H = 6, D = bidirectional ? 2 : 1;
+        const int64_t G = nn::recurrent_gate_count(cfg.mode) * H;
+        const TensorOptions f64(DType::Float64);
+        manual_seed(11);
+        TensorList inputs{randn(batch_first ? Dims{B, T, I} : Dims{T, B, I}, f64),
+                          randn({2 * D, B, H}, f64), lstm ? randn({2 * D, B, H}, f64) : Tensor()};
+        for (int64_t l = 0; l < 2; ++l)
+            for (int64_t d = 0; d < D; ++d) {
+                inputs.push_back(randn({G, l == 0 ? I : D * H}, f64) * 0.4);
+                inputs.push_back(randn({G, H}, f64) * 0.4);
+                inputs.push_back(randn({G}, f64) * 0.4);
+                inputs.push_back(randn({G}, f64) * 0.4);
+            }
+        const Tensor lens = lengths ? from_vector(std::vector<int64_t>{5, 2, 4}, {3}) : Tensor();
+        const Tensor g_out = randn({batch_first ? B : T, batch_first ? T : B, D * H}, f64);
+        const Tensor g_h = randn({2 * D, B, H}, f64), g_c = randn({2 * D, B, H}, f64);
+
+        auto run = [&](const Device& device) {
+            TensorList leaves;
+            for (const Tensor& t : inputs)
+                leaves.push_back(t.defined() ? t.to(device).detach().requires_grad_(true) : t);
+            const std::vector<Tensor> weights(leaves.begin() + 3, leaves.end());
+            const nn::functional::RecurrentResult r =
+                nn::functional::recurrent(leaves[0], leaves[1], leaves[2],
+                                          lens.defined() ? lens.to(device) : lens, weights, cfg);
+            Tensor loss = (r.output * g_out.to(device)).sum() + (r.h_n * g_h.to(device)).sum();
+            if (lstm) loss = loss + (r.c_n * g_c.to(device)).sum();
+            loss.backward();
+            TensorList values{r.output.to(kCPU), r.h_n.to(kCPU), lstm ? r.c_n.to(kCPU) : Tensor()};
+            for (const Tensor& t : leaves)
+                values.push_back(t.defined() ? t.grad().to(kCPU) : t);
+            return values;
+        };
+        const TensorList cpu = run(kCPU), device = run(kDevice);
+        for (size_t i = 0; i < cpu.size(); ++i) {
+            if (!cpu[i].defined()) continue;
+            const double diff = max((device[i] - cpu[i]).abs()).item();
+            QVERIFY2(diff <= 1e-12 * (1.0 + max(cpu[i].abs()).item()),
+                     qPrintable(QString("value %1 (0-2: output, h_n, c_n; then the gradients of "
+                                        "x, h0, c0 and the weights): |device - cpu| = %2")
+                                    .arg(i)
+                                    .arg(diff)));
+        }
+    }
+
+    // Attention off host memory runs the composed ops (the CPU its fused node): the same
+    // outputs and gradients with every mask kind, in both layouts, unbatched too.
+    void attentionOnTheDeviceIsTheCpus_data() {
+        QTest::addColumn<QString>("form");
+        for (const char* form : {"self lengths causal", "cross bool mask", "separate float mask",
+                                 "batch_first", "unbatched"})
+            QTest::newRow(form) << QString(form);
+    }
+    void attentionOnTheDeviceIsTheCpus() {
+        QFETCH(QString, form);
+        const int64_t E = 8, B = 3, L = 4, S = form.startsWith("self") ? 4 : 5;
+        const bool bf = form == "batch_first", unbatched = form == "unbatched";
+        const TensorOptions f64(DType::Float64);
+        manual_seed(12);
+        auto seq = [&](int64_t len) {
+            return unbatched ? randn({len, E}, f64)
+                             : randn(bf ? Dims{B, len, E} : Dims{len, B, E}, f64);
+        };
+        const Tensor q = seq(L), k = form.startsWith("self") ? q : seq(S);
+        const Tensor v = form.startsWith("separate") ? seq(S) : k;
+        const TensorList params{randn({3 * E, E}, f64) * 0.3, randn({3 * E}, f64) * 0.3,
+                                randn({E, E}, f64) * 0.3, randn({E}, f64) * 0.3};
+        nn::functional::AttentionMasks masks;
+        if (form.startsWith("self")) {
+            masks.key_padding_mask = from_vector(std::vector<int64_t>{4, 2, 3}, {3});
+            masks.attn_mask = nn::functional::causal_mask(L, DType::Float64);
+        } else if (form.startsWith("cross")) {
+            masks.key_padding_mask = gt(randn({B, S}), 0.8);
+        } else if (form.startsWith("separate")) {
+            masks.attn_mask = randn({L, S}, f64);
+        }
+        const Tensor g_out = randn(q.shape(), f64);
+
+        auto run = [&](const Device& device) {
+            TensorList leaves;
+            for (const Tensor& t : TensorList{q, k, v})
+                leaves.push_back(t.to(device).detach().requires_grad_(true));
+            // the same tensor where the call shares one (self- and key-value attention)
+            if (k.is_same(q)) leaves[1] = leaves[0];
+            if (v.is_same(k)) leaves[2] = leaves[1];
+            TensorList w;
+            for (const Tensor& t : params)
+                w.push_back(t.to(device).detach().requires_grad_(true));
+            nn::functional::MultiheadAttentionParams p;
+            p.num_heads = 2;
+            p.in_proj_weight = w[0];
+            p.in_proj_bias = w[1];
+            p.out_proj_weight = w[2];
+            p.out_proj_bias = w[3];
+            p.batch_first = bf;
+            nn::functional::AttentionMasks m = masks;
+            if (m.key_padding_mask.defined()) m.key_padding_mask = m.key_padding_mask.to(device);
+            const Tensor out =
+                nn::functional::multi_head_attention(leaves[0], leaves[1], leaves[2], p, m);
+            (out * g_out.to(device)).sum().backward();
+            TensorList values{out.to(kCPU)};
+            for (const Tensor& t : leaves)
+                values.push_back(t.grad().to(kCPU));
+            for (const Tensor& t : w)
+                values.push_back(t.grad().to(kCPU));
+            return values;
+        };
+        const TensorList cpu = run(kCPU), device = run(kDevice);
+        for (size_t i = 0; i < cpu.size(); ++i) {
+            const double diff = max((device[i] - cpu[i]).abs()).item();
+            QVERIFY2(diff <= 1e-12 * (1.0 + max(cpu[i].abs()).item()),
+                     qPrintable(QString("value %1 (output; gradients of q, k, v, in_proj "
+                                        "weight and bias, out_proj weight and bias): %2")
+                                    .arg(i)
+                                    .arg(diff)));
+        }
     }
 
     void everyOptimizerStepIsTheCpus() {
@@ -353,13 +482,15 @@ class TestDeviceTraining : public QObject {
         QTest::newRow("fashion_cnn") << "fashion_cnn";
         QTest::newRow("fashion_resnet") << "fashion_resnet";
         QTest::newRow("word_language") << "word_language"; // embedding, dropout
+        QTest::newRow("word_language_lstm") << "word_language_lstm";
+        QTest::newRow("word_language_transformer") << "word_language_transformer";
     }
     void twentyStepsOfTheExamplesAreTheCpus() {
         QFETCH(QString, example);
         if (example.startsWith("fashion") &&
             !std::filesystem::exists("/usr/share/datasets/fashion-mnist"))
             QSKIP("Fashion-MNIST not installed (Debian package dataset-fashion-mnist)");
-        if (example == "word_language" &&
+        if (example.startsWith("word_language") &&
             !std::filesystem::exists("/usr/share/dict/american-english"))
             QSKIP("the word lists are not installed (/usr/share/dict)");
         const int steps = example == "fashion_resnet" ? 4 : 20;

@@ -51,13 +51,6 @@ void check_training_device(const Device& device);
 // norms) or its memory is host-addressable.
 void check_training_backend(const Device& device);
 
-// The layer kinds whose kernels read host memory (attention, the recurrent layers): a model with
-// one of them trains only on the CPU (or a host-addressable device) in this version.
-bool layer_kind_needs_host_memory(const std::string& kind);
-// Throws DeviceError naming the first such layer (kind and name) of `layers` ({kind, name}
-// pairs) when `device`'s memory is not host memory; returns otherwise.
-void check_training_layers(const Device& device,
-                           const std::vector<std::pair<std::string, std::string>>& layers);
 
 // Lines for `myelin --version` and the studio: the CUDA backend (compiled in or not, and why),
 // then each device or the reason no device is usable.

@@ -134,16 +134,13 @@ io::Project effective_project(const io::Project& project, const TrainerOptions& 
 
 // The device a run of `project` trains on: `requested` (the CLI's --device) or else the
 // project's training.device. Throws Error saying why when training cannot run there (the device
-// is absent or its backend cannot train: check_training_device; or a layer of the model cannot
-// run there: check_model_layers) or when training.precision does not fit it (check_precision). The CLI and the studio call it before a run is created.
+// is absent or its backend cannot train: check_training_device) or when training.precision does
+// not fit it (check_precision). The CLI and the studio call it before a run is created.
 Device training_device(const io::Project& project, std::optional<Device> requested = std::nullopt);
 // Throws Error naming training.precision when `precision` cannot train on `device`: "float16"
 // needs a CUDA device (PyTorch's CPU autocast is bfloat16, which "bfloat16" gives) whose
 // autocast supports it.
 void check_precision(const std::string& precision, const Device& device);
-// Throws Error naming the first layer of `project`'s model that cannot train on `device`
-// (check_training_layers: attention and recurrent kinds need host memory in this version).
-void check_model_layers(const io::Project& project, const Device& device);
 
 // Why a checkpoint's model tensors do not fit the project's model, one "missing: / unexpected: /
 // shape: ..." line each; empty when they fit. Builds the model (the default generator is left as
