@@ -78,10 +78,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                             weight.shape().str() + "), got " + x.shape().str());
     require_vector(op, "bias", bias, weight.size(0));
     // Autocast lowers only the product; the bias add (and its gradient) stays float32.
-    const bool lower = x.dtype() == DType::Float32 && x.device().is_cpu() && x.numel() > 0 &&
-                       autocast_dtype() == DType::BFloat16;
-    if (lower) {
-        const Tensor y = nn::detail::linear_bf16(x, weight);
+    if (const auto lower = autocast_dtype();
+        lower && x.dtype() == DType::Float32 && x.numel() > 0) {
+        const Tensor y = nn::detail::linear_lowered(x, weight, *lower);
         return bias.defined() ? y + bias : y;
     }
     if (nn::detail::linear_f32_applies(x, weight, bias))

@@ -9,6 +9,14 @@ namespace myelin::nn::detail {
 
 // y = x @ w^T with bf16 operands and float32 accumulation and output (linear under autocast).
 Tensor linear_bf16(const Tensor& x, const Tensor& w);
+// The same in `lower` (float16 or bfloat16) on any device: linear_bf16 for bfloat16 on the CPU,
+// else the device's batched GEMM on half operands into float32 (functional_amp.cpp).
+Tensor linear_lowered(const Tensor& x, const Tensor& w, DType lower);
+// Convolutions under autocast where no kernel lowers them: t rounded to `lower` (nearest even)
+// and back to float32, the gradient passed through as it is; and y itself with its gradient
+// rounded to `lower` on the way back (as a lowered output's would be).
+Tensor round_operand(const Tensor& t, DType lower);
+Tensor round_gradient(const Tensor& y, DType lower);
 
 // y = x @ w^T + b on oneDNN's float32 matmul (bias fused) with its own backward; applies to
 // non-empty float32 CPU operands (functional_linear.cpp).

@@ -1,8 +1,10 @@
 // Convolutions: conv2d, conv1d (as conv2d with H = 1) and conv_transpose2d (the adjoint of
 // conv2d: its forward is conv2d's backward-data). Here: the geometry, the checks and the autograd
 // records; the kernels (oneDNN and reference loops on the CPU, cuDNN on CUDA) are the NN-kernel
-// table of the operands' device (backend/nn_kernels.h). Under bfloat16 autocast float32 operands
-// are multiplied in bf16 and accumulated and written in float32.
+// table of the operands' device (backend/nn_kernels.h). Under bfloat16 autocast on the CPU float32
+// operands are multiplied in bf16 by oneDNN and accumulated and written in float32; under float16
+// autocast, and bfloat16 elsewhere, the float32 kernels run on operands rounded to the lower dtype
+// (the same products, exact in float32), the output's gradient rounded too.
 #include "autograd/function.h"
 #include "backend/nn_kernels.h"
 #include "nn/functional_common.h"
@@ -76,10 +78,28 @@ std::string ints(std::initializer_list<int64_t> v) {
     return s + ")";
 }
 
-// Whether this call multiplies in bf16: autocast is on and the operands are float32 (float64
-// stays float64, as in PyTorch's autocast, which only lowers float32).
+// Whether this call multiplies in bf16 on oneDNN's kernels: bfloat16 autocast is on, the operands
+// are float32 (float64 stays float64, as in PyTorch's autocast, which only lowers float32) and
+// on the CPU.
 bool autocast_bf16(const Tensor& x) {
-    return x.dtype() == DType::Float32 && autocast_dtype() == DType::BFloat16;
+    return x.dtype() == DType::Float32 && autocast_dtype() == DType::BFloat16 &&
+           x.device().is_cpu();
+}
+
+// The lower dtype of an autocast no kernel here lowers (float16; bfloat16 off the CPU), for
+// float32 operands; nullopt otherwise.
+std::optional<DType> emulated_autocast(const Tensor& x) {
+    const std::optional<DType> lower = autocast_dtype();
+    if (!lower || x.dtype() != DType::Float32 || autocast_bf16(x)) return std::nullopt;
+    return lower;
+}
+
+// `conv(x', w')` on x and w rounded to `lower`, with autocast off inside, its output's gradient
+// rounded on the way back.
+template <typename Conv>
+Tensor with_rounded_operands(const Tensor& x, const Tensor& w, DType lower, Conv&& conv) {
+    AutocastGuard off(std::nullopt);
+    return round_gradient(conv(round_operand(x, lower), round_operand(w, lower)), lower);
 }
 
 // What conv2d_relu_max_pool2d keeps for its backward: the pooled output, each window's code and
@@ -130,6 +150,10 @@ TensorList conv2d_backward(const Tensor& gy, const SavedTensor& sx, const SavedT
 
 // The differentiable conv2d on validated, 4-D operands.
 Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& b, Geom g) {
+    if (const auto lower = emulated_autocast(x))
+        return with_rounded_operands(x, w, *lower, [&](const Tensor& xr, const Tensor& wr) {
+            return conv2d_impl(xr, wr, b, g);
+        });
     g.bf16 = autocast_bf16(x);
     const Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
     const Tensor bc = b.defined() ? b.detach().contiguous() : Tensor();
@@ -217,7 +241,7 @@ Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                        o.same_padding, false);
     g.bf16 = autocast_bf16(x);
     backend::NnKernels* k = nullptr;
-    if (x.dtype() == DType::Float32 && !g.bf16) {
+    if (x.dtype() == DType::Float32 && !g.bf16 && !emulated_autocast(x)) {
         k = &kernels(x, Primitive::ConvForward, g);
         if (!k->conv_relu_fused(g, bias.defined())) k = nullptr;
     }
@@ -260,7 +284,7 @@ Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tenso
                                    .dh = 1,
                                    .dw = 1};
     backend::NnKernels* k = nullptr;
-    if (window_2x2 && x.dtype() == DType::Float32 && !g.bf16) {
+    if (window_2x2 && x.dtype() == DType::Float32 && !g.bf16 && !emulated_autocast(x)) {
         k = &kernels(x, Primitive::ConvForward, g);
         if (!k->conv_relu_pool_fused(g, bias.defined(), pg)) k = nullptr;
     }
@@ -327,6 +351,13 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     if (g.N == 0 || g.C == 0 || g.O == 0)
         shape_error(op, "empty input or weight is not supported, got input " + x.shape().str() +
                             " and weight " + weight.shape().str());
+    if (const auto lower = emulated_autocast(x)) { // the bias add stays an ordinary float32 op
+        const Tensor y =
+            with_rounded_operands(x, weight, *lower, [&](const Tensor& xr, const Tensor& wr) {
+                return conv_transpose2d(xr, wr, Tensor(), o);
+            });
+        return bias.defined() ? y + bias.view({1, g.C, 1, 1}) : y;
+    }
     const Tensor xc = x.detach().contiguous(), wc = weight.detach().contiguous();
     Tensor y = backward_data_raw(xc, wc, g);
     if (bias.defined()) {

@@ -15,8 +15,8 @@ std::optional<DType> autocast_dtype() {
 }
 
 AutocastGuard::AutocastGuard(std::optional<DType> lower) : previous_(current) {
-    if (lower && *lower != DType::BFloat16)
-        throw DTypeError(std::string("autocast: only bfloat16 is supported on CPU, got ") +
+    if (lower && *lower != DType::BFloat16 && *lower != DType::Float16)
+        throw DTypeError(std::string("autocast: expected bfloat16 or float16, got ") +
                          dtype_name(*lower));
     current = lower;
 }

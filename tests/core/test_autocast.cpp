@@ -1,9 +1,11 @@
-// bfloat16 autocast on CPU: the guard nests, restores and is per thread; linear, conv1d, conv2d
-// and conv_transpose2d under autocast equal, exactly, the float64 computation on operands rounded
-// to bf16 (round to nearest even, ties included) for the output and every gradient, are within
-// bf16 tolerance of float32, and leave float32 .grad; with autocast off (or float64 operands)
-// results are bit-identical to the float32 path. The trainer with precision "bfloat16" learns,
-// and its losses differ from the float32 run but stay close.
+// Autocast on CPU: the guard nests, restores and is per thread; linear, conv1d, conv2d and
+// conv_transpose2d under bfloat16 autocast (oneDNN's bf16 kernels) and under float16 autocast
+// (linear on the backend's half-operand GEMM, convolutions on rounded operands: what CUDA runs)
+// equal, exactly, the float64 computation on operands rounded to the lower dtype (round to
+// nearest even, ties included) for the output and every gradient, are within tolerance of
+// float32, and leave float32 .grad; with autocast off (or float64 operands) results are
+// bit-identical to the float32 path. The trainer with precision "bfloat16" learns, and its losses
+// differ from the float32 run but stay close.
 #include <myelin/autocast.h>
 #include <myelin/error.h>
 #include <myelin/generator.h>
@@ -58,16 +60,22 @@ double rel_diff(const Tensor& a, const Tensor& b) {
     return d / max_abs(vb);
 }
 
+Tensor round_to(const Tensor& t, DType lower) {
+    return t.detach().to(lower).to(DType::Float32);
+}
 Tensor round_bf16(const Tensor& t) {
-    return t.detach().to(DType::BFloat16).to(DType::Float32);
+    return round_to(t, DType::BFloat16);
 }
 
-// float32 values whose bf16 rounding lands on multiples of 1/16 below 16 in magnitude: products
+// float32 values whose bf16 (or float16) rounding lands on multiples of 1/16 below 16 in
+// magnitude (the noise and ties are in units of the lower dtype's last place): products
 // of two are multiples of 2^-8 below 256, so every sum in these tests (< 2^16 in magnitude) is
 // exact in float32 whatever the summation order, and the bf16 computation has one right answer.
 // Off-grid noise (a quarter ulp) and exact ties (half an ulp, for |v| >= 8) make the rounding
 // do real work; with `exact` the values are the grid values themselves.
-Tensor grid(const Dims& shape, std::mt19937& rng, bool exact = false) {
+Tensor grid(const Dims& shape, std::mt19937& rng, bool exact = false,
+            DType lower = DType::BFloat16) {
+    const int bits = lower == DType::Float16 ? 10 : 7; // explicit significand bits
     std::uniform_int_distribution<int> k(-255, 255);
     std::uniform_real_distribution<float> u(-0.9f, 0.9f);
     Tensor t = zeros(shape);
@@ -78,7 +86,7 @@ Tensor grid(const Dims& shape, std::mt19937& rng, bool exact = false) {
             p[i] = v;
             continue;
         }
-        const float ulp = std::ldexp(1.0f, std::ilogb(v) - 7);
+        const float ulp = std::ldexp(1.0f, std::ilogb(v) - bits);
         if (std::abs(v) >= 8.0f && i % 5 == 0)
             p[i] = v + (i % 10 == 0 ? 0.5f : -0.5f) * ulp; // a tie: to even, still on the grid
         else
@@ -92,36 +100,46 @@ Tensor grid(const Dims& shape, std::mt19937& rng, bool exact = false) {
 // oneDNN) rather than the float32 one (linear: the bias add is an ordinary float32 op).
 using Op = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
 
+// `transformed`: the float32 kernels run Winograd (3x3, 16-channel multiples), whose transforms
+// round: the products are the lowered ones, but equal only within 1e-5 of the largest value.
 void check_exact(const Op& op, const Dims& xs, const Dims& ws, const Dims& bs,
-                 bool gy_rounded_for_bias, unsigned seed) {
+                 bool gy_rounded_for_bias, unsigned seed, DType lower = DType::BFloat16,
+                 bool transformed = false) {
+    auto same = [transformed](const Tensor& a, const Tensor& b) {
+        if (!transformed) return values(a) == values(b);
+        const double d = rel_diff(a, b);
+        if (d > 0) qInfo("Winograd: max error %.2g of the largest value", d);
+        return d <= 1e-5;
+    };
     std::mt19937 rng(seed);
-    const Tensor x0 = grid(xs, rng), w0 = grid(ws, rng), b0 = grid(bs, rng, true);
+    const Tensor x0 = grid(xs, rng, false, lower), w0 = grid(ws, rng, false, lower),
+                 b0 = grid(bs, rng, true);
     Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(),
            b = b0.clone().requires_grad_();
     Tensor y;
     {
-        AutocastGuard amp;
+        AutocastGuard amp(lower);
         y = op(x, w, b);
     }
     QCOMPARE(y.dtype(), DType::Float32);
-    const Tensor gy = grid(y.shape(), rng);
+    const Tensor gy = grid(y.shape(), rng, false, lower);
     (y * gy).sum().backward();
 
-    Tensor x64 = round_bf16(x0).to(DType::Float64).requires_grad_(),
-           w64 = round_bf16(w0).to(DType::Float64).requires_grad_(),
+    Tensor x64 = round_to(x0, lower).to(DType::Float64).requires_grad_(),
+           w64 = round_to(w0, lower).to(DType::Float64).requires_grad_(),
            b64 = b0.to(DType::Float64).requires_grad_();
     const Tensor y64 = op(x64, w64, b64);
-    const Tensor gy64 = round_bf16(gy).to(DType::Float64);
+    const Tensor gy64 = round_to(gy, lower).to(DType::Float64);
     (y64 * gy64).sum().backward();
 
-    QVERIFY(values(y) == values(y64));
+    QVERIFY2(same(y, y64), qPrintable(QString("case %1: output").arg(seed)));
     QCOMPARE(x.grad().dtype(), DType::Float32);
     QCOMPARE(w.grad().dtype(), DType::Float32);
     QCOMPARE(b.grad().dtype(), DType::Float32);
-    QVERIFY(values(x.grad()) == values(x64.grad()));
-    QVERIFY(values(w.grad()) == values(w64.grad()));
+    QVERIFY2(same(x.grad(), x64.grad()), qPrintable(QString("case %1: input grad").arg(seed)));
+    QVERIFY2(same(w.grad(), w64.grad()), qPrintable(QString("case %1: weight grad").arg(seed)));
     if (gy_rounded_for_bias) {
-        QVERIFY(values(b.grad()) == values(b64.grad()));
+        QVERIFY2(same(b.grad(), b64.grad()), qPrintable(QString("case %1: bias grad").arg(seed)));
     } else {
         Tensor bb = b0.to(DType::Float64).requires_grad_();
         (op(x64.detach(), w64.detach(), bb) * gy.to(DType::Float64)).sum().backward();
@@ -250,6 +268,7 @@ class TestAutocast : public QObject {
     void roundsToNearestEven();
     void linearMatchesBf16Reference();
     void convMatchesBf16Reference();
+    void float16MatchesReference();
     void closeToFloat32();
     void offIsBitIdentical();
     void backwardUsesForwardsChoice();
@@ -278,7 +297,13 @@ void TestAutocast::guardNestsRestoresAndIsPerThread() {
         QVERIFY(!other); // thread-local: a DataLoader worker never sees the trainer's state
     }
     QVERIFY(!autocast_dtype());
-    QVERIFY(error_of<DTypeError>([] { AutocastGuard g(DType::Float16); }).contains("bfloat16"));
+    QVERIFY(error_of<DTypeError>([] {
+                AutocastGuard g(DType::Float64);
+            }).contains("expected bfloat16 or float16"));
+    {
+        AutocastGuard half(DType::Float16);
+        QCOMPARE(autocast_dtype(), std::optional<DType>(DType::Float16));
+    }
     QVERIFY(!autocast_dtype());
 }
 
@@ -320,6 +345,37 @@ void TestAutocast::convMatchesBf16Reference() {
     // of the float32 output gradient), as linear's.
     check_exact(conv_t_op, {2, 8, 4, 4}, {8, 4, 3, 3}, {4}, false, 8);
     check_exact(conv_t_fallback_op, {1, 4, 3, 3}, {4, 2, 3, 3}, {2}, false, 9);
+}
+
+// float16 autocast on the CPU runs what CUDA runs: linear on the backend's GEMM over half
+// operands (cuBLAS's tensor cores there), convolutions on operands rounded to half. Exact against
+// float64 on half-rounded operands, ties included (within 1e-5 of the largest value where the
+// float32 convolution is a Winograd one); values bfloat16 keeps but float16 rounds.
+void TestAutocast::float16MatchesReference() {
+    const DType f16 = DType::Float16;
+    check_exact(linear_op, {9, 40}, {7, 40}, {7}, false, 11, f16);
+    check_exact([](const Tensor& x, const Tensor& w,
+                   const Tensor& b) { return F::linear(x, w, b).sum({0}); },
+                {2, 3, 24}, {5, 24}, {5}, false, 12, f16);
+    check_exact(conv2d_op, {2, 3, 7, 7}, {4, 3, 3, 3}, {4}, true, 13, f16);
+    check_exact(conv2d_op, {2, 16, 6, 6}, {16, 16, 3, 3}, {16}, true, 14, f16, true);
+    check_exact(conv1d_op, {2, 4, 11}, {6, 4, 5}, {6}, true, 15, f16);
+    check_exact(conv_t_op, {2, 8, 4, 4}, {8, 4, 3, 3}, {4}, false, 16, f16);
+    // The fused Conv2d-ReLU(-MaxPool) blocks take the rounded path too (the bias inside).
+    check_exact(
+        [](const Tensor& x, const Tensor& w, const Tensor& b) {
+            return F::conv2d_relu_max_pool2d(x, w, b, {.padding = {1, 1}}, {});
+        },
+        {2, 16, 6, 6}, {16, 16, 3, 3}, {16}, true, 17, f16, true);
+    // A value bfloat16 keeps but float16 rounds: 1 + 2^-11 (a tie, to even: 1) and 1 + 3 * 2^-11
+    // (up to 1 + 2^-9).
+    const float t1 = 1.0f + std::ldexp(1.0f, -11), t2 = 1.0f + 3 * std::ldexp(1.0f, -11);
+    const Tensor x = from_vector(std::vector<float>{t1, t2}, {2, 1});
+    AutocastGuard amp(f16);
+    QVERIFY(values(F::linear(x, ones({1, 1}))) ==
+            (std::vector<double>{1.0, 1.0 + std::ldexp(1.0, -9)}));
+    QVERIFY(values(F::conv2d(x.view({1, 1, 2, 1}), ones({1, 1, 1, 1}))) ==
+            (std::vector<double>{1.0, 1.0 + std::ldexp(1.0, -9)}));
 }
 
 void TestAutocast::closeToFloat32() {

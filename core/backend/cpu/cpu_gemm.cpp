@@ -149,9 +149,34 @@ std::string shape_str(const View& v) {
     return s + "]";
 }
 
+// A view of the same shape as v, contiguous, over `data`.
+View contiguous_like(const View& v, DType dtype, void* data) {
+    View o = v;
+    o.dtype = dtype;
+    o.data = data;
+    int64_t stride = 1;
+    for (int d = v.ndim - 1; d >= 0; --d) {
+        o.strides[d] = stride;
+        stride *= v.shape[d];
+    }
+    return o;
+}
+
 } // namespace
 
 void CpuBackend::batched_gemm(const View& a, const View& b, const View& c, bool accumulate) {
+    // Autocast's lowered products: float16 / bfloat16 operands, float32 output. A product of two
+    // such values is exact in float32, so the float32 GEMM of the widened operands gives it.
+    const bool half_operands = a.dtype == DType::Float16 || a.dtype == DType::BFloat16;
+    if (half_operands && b.dtype == a.dtype && c.dtype == DType::Float32 && a.ndim == 3 &&
+        b.ndim == 3) {
+        std::vector<float> wide_a(size_t(a.numel())), wide_b(size_t(b.numel()));
+        const View fa = contiguous_like(a, DType::Float32, wide_a.data());
+        const View fb = contiguous_like(b, DType::Float32, wide_b.data());
+        copy(a, fa);
+        copy(b, fb);
+        return batched_gemm(fa, fb, c, accumulate);
+    }
     if (a.dtype != b.dtype || a.dtype != c.dtype)
         throw DTypeError(std::string("batched_gemm(): operand dtypes differ (") +
                          dtype_name(a.dtype) + ", " + dtype_name(b.dtype) + ", " +

@@ -125,8 +125,9 @@ bool CudaBackend::supports(Primitive p, DType dtype) const {
     case Primitive::ScatterAdd:
         return is_compute_dtype(dtype);
     case Primitive::Softmax:
-    case Primitive::BatchedGemm:
-        return dtype == DType::Float32 || dtype == DType::Float64;
+    case Primitive::BatchedGemm: // half operands: autocast's products, into float32
+        return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
+               dtype == DType::BFloat16;
     // The NN-kernel table (with cuDNN): float32 and float64; bfloat16 products (autocast) not.
     case Primitive::ConvForward:
     case Primitive::ConvBackwardData:
@@ -280,7 +281,20 @@ void CudaBackend::batched_gemm(const View& a, const View& b, const View& c, bool
     // Row-major c = a @ b is column-major c^T = b^T @ a^T: b first, then a.
     const GemmOperand ob = gemm_operand(b), oa = gemm_operand(a);
     const long long stride_a = a.strides[0], stride_b = b.strides[0], stride_c = m * n;
-    if (a.dtype == DType::Float32) {
+    if (a.dtype == DType::Float16 || a.dtype == DType::BFloat16) {
+        // Autocast's lowered product: half operands on the tensor cores, accumulated and
+        // written in float32 (as PyTorch's autocast GEMMs accumulate).
+        if (b.dtype != a.dtype || c.dtype != DType::Float32)
+            throw DTypeError(std::string("batched_gemm on CUDA: ") + dtype_name(a.dtype) +
+                             " operands need a float32 output and operands of one dtype");
+        const cudaDataType half = a.dtype == DType::Float16 ? CUDA_R_16F : CUDA_R_16BF;
+        const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+        check(cublasGemmStridedBatchedEx(handle, ob.op, oa.op, int(n), int(m), int(k), &alpha,
+                                         b.data, half, ob.ld, stride_b, a.data, half, oa.ld,
+                                         stride_a, &beta, c.data, CUDA_R_32F, int(n), stride_c,
+                                         int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              "gemm (half operands)");
+    } else if (a.dtype == DType::Float32) {
         const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
         check(cublasSgemmStridedBatched(handle, ob.op, oa.op, int(n), int(m), int(k), &alpha,
                                         static_cast<const float*>(b.data), ob.ld, stride_b,
