@@ -3,15 +3,18 @@
 // starts through the TrainingController (the studio's Train path) reproduces the parent's
 // losses after the branch point bit for bit when nothing was edited, records its edits and its
 // parent when something was, and a run still going, or one whose checkpoint files are gone, is
-// refused in words.
+// refused in words. A run recorded on a GPU this machine does not have resumes on the CPU.
 #include "runs/fork_dialog.h"
 #include "training/training_controller.h"
+#include "widgets/device_picker.h"
 
+#include <myelin/cuda.h>
 #include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
 
 #include <qcustomplot.h>
 
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
@@ -44,6 +47,7 @@ class TestForkDialog : public QObject {
     void forkWithAnLrEditRecordsIt();
     void resumeContinuesFromTheChosenCheckpoint();
     void runningAndDeletedRunsAreRefused();
+    void aGpuRunResumesOnTheCpu();
 
   private:
     // Trains `project` through the controller; returns the run id (-1 on failure).
@@ -221,6 +225,51 @@ void TestForkDialog::runningAndDeletedRunsAreRefused() {
     QVERIFY(!dialog.findChild<QPushButton*>(QStringLiteral("forkStart"))->isEnabled());
     QVERIFY(!dialog.selectCheckpoint(stepsPerEpoch_));
     QCOMPARE(store.run(copy).status, store::RunStatus::Finished); // nothing changed
+}
+
+// A run that trained on cuda:0 (recorded so here: this machine has no usable GPU) is resumed
+// from the studio on the CPU: the dialog picks the CPU, says why, and the run goes on there.
+void TestForkDialog::aGpuRunResumesOnTheCpu() {
+    if (cuda_status().usable()) QSKIP("a usable GPU: the run's own device would be kept");
+    auto store = store::RunStore::open(store_.toStdString());
+    io::Project gpu_project = project();
+    gpu_project.train.device = "cuda:0";
+    const int64_t gpu_run = store.create_run(
+        {.name = "on the gpu",
+         .project_json = io::serialize_project(gpu_project),
+         .device = "cuda:0",
+         .project_path = dir_.filePath(QStringLiteral("blobs.myelin")).toStdString()});
+    // Its own copies of the parent's checkpoints (as if it had written them).
+    for (const store::Artifact& a : store.artifacts(parent_)) {
+        if (a.kind != "checkpoint") continue;
+        const std::filesystem::path copy =
+            a.path.parent_path() / ("gpu-" + a.path.filename().string());
+        std::filesystem::copy_file(a.path, copy, std::filesystem::copy_options::overwrite_existing);
+        store.add_artifact(
+            gpu_run,
+            {.kind = a.kind, .path = copy, .step = a.step, .metadata_json = a.metadata_json});
+    }
+    store.finish_run(gpu_run, store::RunStatus::Finished);
+
+    ForkDialog dialog(store_, gpu_run, ForkDialog::Mode::Resume);
+    QVERIFY2(dialog.problem().isEmpty(), qPrintable(dialog.problem()));
+    QCOMPARE(dialog.devicePicker()->device(), QStringLiteral("cpu"));
+    auto* note = dialog.findChild<QLabel*>(QStringLiteral("forkDeviceNote"));
+    QVERIFY(note && !note->isHidden());
+    QVERIFY2(note->text().contains(QStringLiteral("cuda:0")) &&
+                 note->text().contains(QString::fromStdString(cuda_status().reason)),
+             qPrintable(note->text()));
+    QCOMPARE(dialog.project().train.device, std::string("cpu"));
+    QVERIFY(dialog.selectCheckpoint(stepsPerEpoch_));
+    myelin::test::saveScreenshot(dialog, QStringLiteral("fork_dialog_gpu_run_on_cpu.png"));
+
+    ui::TrainingStartOptions options;
+    options.resume = dialog.checkpointPath();
+    const qint64 resumed = train(dialog.project(), options);
+    QVERIFY(resumed > 0);
+    const store::Run run = store::RunStore::open(store_.toStdString()).run(resumed);
+    QCOMPARE(run.device, std::string("cpu"));
+    QCOMPARE(run.parent_run.value_or(-1), gpu_run);
 }
 
 QTEST_MAIN(TestForkDialog)

@@ -3,7 +3,7 @@
 // training_page_settings.cpp, the learning-rate preview in training_page_lr_preview.cpp.
 #include "pages/training_page.h"
 
-#include "pages/training_device.h"
+#include "widgets/device_picker.h"
 
 #include "document/project_document.h"
 #include "pages/class_weights_editor.h"

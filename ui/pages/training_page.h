@@ -167,7 +167,7 @@ class TrainingPage : public QWidget {
     bool processesAvailable_ = false;
     void buildProcessesRow();
     void updateProcessesNote();
-    DevicePicker* device_ = nullptr; // training.device (pages/training_device.h)
+    DevicePicker* device_ = nullptr; // training.device (widgets/device_picker.h)
 
     QCheckBox* esEnabled_ = nullptr;
     QComboBox* esMetric_ = nullptr;

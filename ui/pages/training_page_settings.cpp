@@ -5,9 +5,10 @@
 
 #include "pages/class_weights_editor.h"
 #include "pages/page_text.h"
-#include "pages/training_device.h"
 #include "pages/training_page_form.h"
+#include "widgets/device_picker.h"
 #include "widgets/theme.h"
+#include "widgets/wrapped_label.h"
 
 #include <myelin/cuda.h>
 #include <myelin/error.h>
@@ -38,24 +39,6 @@ namespace training_form {
 namespace {
 
 constexpr int kLabelWidth = 150;
-
-// A word-wrapped label whose preferred height is the one its current width needs. QLabel's
-// own size hint picks a narrow "pleasant" width for short texts, which makes form rows in the
-// scroll area taller than their text.
-class WrappedLabel : public QLabel {
-  public:
-    using QLabel::QLabel;
-    QSize sizeHint() const override {
-        const int w = std::max(width(), minimumSizeHint().width());
-        return {w, heightForWidth(w)};
-    }
-
-  protected:
-    void resizeEvent(QResizeEvent* event) override {
-        QLabel::resizeEvent(event);
-        if (event->oldSize().width() != width()) updateGeometry();
-    }
-};
 
 } // namespace
 

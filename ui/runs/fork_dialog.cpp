@@ -1,8 +1,10 @@
 #include "runs/fork_dialog.h"
 
 #include "inspect/view_frame.h"
+#include "widgets/device_picker.h"
 #include "widgets/theme.h"
 
+#include <myelin/cuda.h>
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
 #include <myelin/spec/components.h>
@@ -131,6 +133,37 @@ ForkDialog::ForkDialog(const QString& storePath, qint64 run, Mode mode, QWidget*
     modes->addWidget(fork);
     modes->addStretch();
     layout->addLayout(modes);
+
+    // The device: the run's, or the CPU when the run's cannot be used on this machine.
+    auto* deviceRow = new QHBoxLayout;
+    deviceRow->addWidget(new QLabel(tr("Train on:"), this), 0, Qt::AlignTop);
+    device_ = new DevicePicker(this);
+    deviceRow->addWidget(device_, 1);
+    layout->addLayout(deviceRow);
+    deviceNote_ = new QLabel(this);
+    deviceNote_->setObjectName(QStringLiteral("forkDeviceNote"));
+    deviceNote_->setWordWrap(true);
+    deviceNote_->hide();
+    layout->addWidget(deviceNote_);
+    if (base_) {
+        recordedDevice_ = QString::fromStdString(base_->train.device.empty() ? std::string("cpu")
+                                                                             : base_->train.device);
+        device_->setDevice(recordedDevice_);
+        try {
+            check_training_device(parse_device(recordedDevice_.toStdString()));
+        } catch (const Error& e) {
+            device_->setDevice(QStringLiteral("cpu"));
+            deviceNote_->setText(tr("The run trained on %1, which cannot be used here (%2). It "
+                                    "continues on the CPU: checkpoints load on any device.")
+                                     .arg(recordedDevice_, QString::fromUtf8(e.what())));
+            deviceNote_->show();
+        }
+    }
+    connect(device_, &DevicePicker::deviceChosen, this, [this] {
+        deviceNote_->hide();
+        updateChanges();
+        updateAcceptable();
+    });
 
     buildEditors();
     layout->addWidget(editsBox_, 2);
@@ -350,6 +383,7 @@ train::ForkSource ForkDialog::forkSource() const {
 io::Project ForkDialog::project() const {
     if (!base_) return {};
     io::Project p = *base_;
+    if (device_->device() != recordedDevice_) p.train.device = device_->device().toStdString();
     if (mode() == Mode::Resume) return p;
     bool ok = false;
     const double lr = QLocale().toDouble(learningRate_->text(), &ok);

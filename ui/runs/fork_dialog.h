@@ -4,7 +4,9 @@
 // resume the run from there or fork a new run from there with edits — learning rate, epochs,
 // schedule, frozen layers, capture — shown as the list of changes the fork will record
 // (io::project_changes, the same "fork.diff.*" parameters `myelin train --fork` records) before
-// it starts. The fork trains the parent's project as it was recorded, plus the edits.
+// it starts. The fork trains the parent's project as it was recorded, plus the edits. Either
+// trains on the device picked under the modes: the run's own, or the CPU where the run's cannot
+// be used here (a GPU run resumed on a machine without one), with a note saying so.
 #include <myelin/io/project.h>
 #include <myelin/train/recorded_run.h>
 
@@ -26,6 +28,8 @@ class QSpinBox;
 class QTableWidget;
 
 namespace myelin::ui {
+
+class DevicePicker;
 
 class ForkDialog : public QDialog {
     Q_OBJECT
@@ -53,7 +57,8 @@ class ForkDialog : public QDialog {
 
     // Where the fork branches off (the run and the chosen checkpoint's step).
     train::ForkSource forkSource() const;
-    // What to train: the run's recorded project, plus the edits when forking.
+    // What to train: the run's recorded project, plus the edits when forking, on the chosen
+    // device (training.device changed only when it differs from the recorded one).
     io::Project project() const;
     // The project file the run was trained from, and its folder (its data paths are relative
     // to it); empty when the store does not record it.
@@ -68,6 +73,7 @@ class ForkDialog : public QDialog {
     QComboBox* scheduleEdit() const { return schedule_; }
     QListWidget* frozenLayersEdit() const { return frozen_; }
     QTableWidget* changesTable() const { return changesTable_; }
+    DevicePicker* devicePicker() const { return device_; }
 
   private:
     struct Checkpoint {
@@ -99,6 +105,9 @@ class ForkDialog : public QDialog {
     QCustomPlot* plot_ = nullptr;
     QListWidget* checkpointList_ = nullptr;
     QButtonGroup* modeGroup_ = nullptr;
+    DevicePicker* device_ = nullptr;
+    QLabel* deviceNote_ = nullptr;
+    QString recordedDevice_; // the run's training.device ("cpu" when it names none)
     QGroupBox* editsBox_ = nullptr;
     QLineEdit* learningRate_ = nullptr;
     QSpinBox* epochs_ = nullptr;

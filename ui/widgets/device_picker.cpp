@@ -1,6 +1,6 @@
-#include "pages/training_device.h"
+#include "widgets/device_picker.h"
 
-#include "pages/training_page_form.h"
+#include "widgets/wrapped_label.h"
 
 #include <myelin/cuda.h>
 #include <myelin/device.h>
@@ -69,7 +69,9 @@ DevicePicker::DevicePicker(QWidget* parent) : QWidget(parent) {
     fixedCount_ = combo_->count();
     combo_->setCurrentIndex(0);
 
-    note_ = training_form::noteLabel(QStringLiteral("trainDeviceNote"), this);
+    note_ = new WrappedLabel(this);
+    note_->setObjectName(QStringLiteral("trainDeviceNote"));
+    note_->setWordWrap(true);
     note_->setProperty("class", QStringLiteral("componentDoc"));
     updateNote();
 

@@ -1,10 +1,10 @@
 #pragma once
-// The Training page's device picker: the CPU and each CUDA device by name and memory. A device
-// training cannot use is greyed, with the reason as its tooltip and in the note under the list
-// (the runtime's own words where there is no usable GPU). It shows the project's
-// training.device; a device the project names that is not listed (cuda:3 on a machine with one
-// GPU) gets a greyed entry of its own, and a selected device that cannot be used says so in the
-// note (Train then refuses to start with that reason).
+// The device picker of the Training page and the resume / fork dialog: the CPU and each CUDA device
+// by name and memory. A device training cannot use is greyed, with the reason as its tooltip and in
+// the note under the list (the runtime's own words where there is no usable GPU). It shows the
+// project's training.device; a device the project names that is not listed (cuda:3 on a machine
+// with one GPU) gets a greyed entry of its own, and a selected device that cannot be used says so
+// in the note (Train then refuses to start with that reason).
 #include <QString>
 #include <QWidget>
 
