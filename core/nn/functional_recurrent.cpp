@@ -13,7 +13,9 @@
 #include <myelin/nn/functional.h>
 #include <myelin/nn/recurrent.h>
 
+#include <cmath>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -217,14 +219,27 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
 // (PyTorch's): x W_ih^T + b_ih for every step in one product, then per step h W_hh^T + b_hh; with
 // lengths, a step past a sequence's end leaves its state as it was and outputs zeros, so the
 // reverse direction starts at each sequence's last step. `valid` [T, B, 1] bool, or undefined.
-// (The per-step gradient norms of time_gradient_probe are recorded by the kernels only.)
+// With a sink (RecordRecurrentGradients), a hook on every step's hidden state takes the norm of
+// the whole gradient reaching it over the sequences still going (the kernels' step norms) and
+// the last one of the layer reports them.
 LayerOutputs run_layer_composed(const RecurrentLayerShape& s, const Tensor& x, const Tensor& h0,
                                 const Tensor& c0, const TensorList& params, bool bias,
-                                const Tensor& valid) {
+                                const Tensor& valid,
+                                const std::shared_ptr<const detail::StepGradientSink>& sink) {
     const int64_t T = s.T, B = s.B, H = s.H, G = s.gates();
     const size_t per = bias ? 4 : 2;
     const bool lstm = s.mode == RecurrentMode::Lstm;
     const TensorOptions opts = x.options();
+    struct StepNorms {
+        std::mutex mutex;
+        std::vector<double> norms;
+        int64_t pending = 0;
+    };
+    std::shared_ptr<StepNorms> step_norms;
+    if (sink && autograd::is_grad_enabled()) {
+        step_norms = std::make_shared<StepNorms>();
+        step_norms->norms.assign(size_t(s.D * T), 0.0);
+    }
     TensorList outs, hns, cns;
     for (int d = 0; d < s.D; ++d) {
         const Tensor& w_ih = params[d * per];
@@ -270,6 +285,24 @@ LayerOutputs run_layer_composed(const RecurrentLayerShape& s, const Tensor& x, c
                 out[static_cast<size_t>(t)] = where(v, h_new, zeros({B, H}, opts));
             } else {
                 out[static_cast<size_t>(t)] = h_new;
+            }
+            if (step_norms && h_new.requires_grad()) {
+                ++step_norms->pending;
+                const Tensor v = valid.defined() ? valid.select(0, t) : Tensor();
+                h_new.register_hook(
+                    [step_norms, sink, s, v, at = size_t(d * T + t)](const Tensor& g) {
+                        double norm = 0;
+                        {
+                            autograd::NoGradGuard no_grad;
+                            const Tensor counted = v.defined() ? where(v, g, zeros_like(g)) : g;
+                            norm = std::sqrt((counted * counted).sum().to(DType::Float64).item());
+                        }
+                        std::lock_guard<std::mutex> lock(step_norms->mutex);
+                        step_norms->norms[at] = norm;
+                        if (--step_norms->pending == 0)
+                            detail::report_step_gradients(*sink, s, step_norms->norms);
+                        return Tensor();
+                    });
             }
             h = h_new;
             c = c_new;
@@ -402,9 +435,9 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
                                 weights.begin() + static_cast<std::ptrdiff_t>((l + 1) * D * per));
         const Tensor h0l = h0.defined() ? h0.narrow(0, l * D, D) : Tensor();
         const Tensor c0l = c0.defined() ? c0.narrow(0, l * D, D) : Tensor();
-        LayerOutputs r = on_host
-                             ? run_layer(s, layer_in, h0l, c0l, params, cfg.bias, lens, l)
-                             : run_layer_composed(s, layer_in, h0l, c0l, params, cfg.bias, valid);
+        LayerOutputs r = on_host ? run_layer(s, layer_in, h0l, c0l, params, cfg.bias, lens, l)
+                                 : run_layer_composed(s, layer_in, h0l, c0l, params, cfg.bias,
+                                                      valid, detail::step_gradient_sink(l));
         hns.push_back(r.hn);
         if (lstm) cns.push_back(r.cn);
         out = r.out;

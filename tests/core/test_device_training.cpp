@@ -12,6 +12,7 @@
 #include <myelin/nn/functional.h>
 #include <myelin/nn/loss.h>
 #include <myelin/nn/recurrent.h>
+#include <myelin/nn/recurrent_gradients.h>
 #include <myelin/optim/clip_grad.h>
 #include <myelin/optim/optim.h>
 #include <myelin/tensor.h>
@@ -30,6 +31,8 @@
 #include <csignal>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 
 using namespace myelin;
 
@@ -238,17 +241,24 @@ class TestDeviceTraining : public QObject {
         const Tensor g_out = randn({batch_first ? B : T, batch_first ? T : B, D * H}, f64);
         const Tensor g_h = randn({2 * D, B, H}, f64), g_c = randn({2 * D, B, H}, f64);
 
+        // ... and the per-step gradient norms of the inspection's "gradient through time".
+        std::map<std::pair<int64_t, int>, std::vector<double>> norms[2];
         auto run = [&](const Device& device) {
             TensorList leaves;
             for (const Tensor& t : inputs)
                 leaves.push_back(t.defined() ? t.to(device).detach().requires_grad_(true) : t);
             const std::vector<Tensor> weights(leaves.begin() + 3, leaves.end());
+            auto recorder = std::make_shared<nn::RecurrentGradientRecorder>();
+            std::optional<nn::RecordRecurrentGradients> scope(std::in_place, recorder, "rnn");
             const nn::functional::RecurrentResult r =
                 nn::functional::recurrent(leaves[0], leaves[1], leaves[2],
                                           lens.defined() ? lens.to(device) : lens, weights, cfg);
+            scope.reset();
             Tensor loss = (r.output * g_out.to(device)).sum() + (r.h_n * g_h.to(device)).sum();
             if (lstm) loss = loss + (r.c_n * g_c.to(device)).sum();
             loss.backward();
+            for (nn::RecurrentStepGradients& g : recorder->take())
+                norms[device.is_cpu() ? 0 : 1][{g.layer, g.direction}] = g.norms;
             TensorList values{r.output.to(kCPU), r.h_n.to(kCPU), lstm ? r.c_n.to(kCPU) : Tensor()};
             for (const Tensor& t : leaves)
                 values.push_back(t.defined() ? t.grad().to(kCPU) : t);
@@ -263,6 +273,20 @@ class TestDeviceTraining : public QObject {
                                         "x, h0, c0 and the weights): |device - cpu| = %2")
                                     .arg(i)
                                     .arg(diff)));
+        }
+        QCOMPARE(norms[0].size(), size_t(2 * D));
+        QCOMPARE(norms[1].size(), norms[0].size());
+        for (const auto& [key, cpu_norms] : norms[0]) {
+            const std::vector<double>& dev = norms[1][key];
+            QCOMPARE(dev.size(), size_t(T));
+            for (size_t t = 0; t < size_t(T); ++t)
+                QVERIFY2(std::abs(dev[t] - cpu_norms[t]) <= 1e-12 * (1.0 + cpu_norms[t]),
+                         qPrintable(QString("layer %1 direction %2 step %3: %4 vs %5")
+                                        .arg(key.first)
+                                        .arg(key.second)
+                                        .arg(t)
+                                        .arg(dev[t])
+                                        .arg(cpu_norms[t])));
         }
     }
 
