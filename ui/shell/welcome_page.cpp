@@ -11,6 +11,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 namespace myelin::ui {
@@ -152,12 +153,12 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
         "welcomeRoadmap", roadmapCard);
     roadmap->setWordWrap(true);
     auto* statusLine =
-        makeLabel(tr("Training on a CUDA GPU (MLPs and CNNs, float32) is built but has not "
-                     "been run on a GPU yet; float16 is not available. Training across machines "
+        makeLabel(tr("Training on a CUDA GPU (every layer; float32 or float16 mixed precision) "
+                     "is built but has not been run on a GPU yet. Training across machines "
                      "(data-parallel over MPI) runs from the command line (mpirun myelin train, "
                      "see the README), and in several processes on this machine from the "
                      "Training page where Open MPI is installed. Recurrent and attention layers "
-                     "train on the CPU only and do not export to ONNX or PyTorch code yet."),
+                     "do not export to ONNX or PyTorch code yet."),
                   "welcomeStatus", roadmapCard);
     statusLine->setWordWrap(true);
     auto* roadmapLayout = new QVBoxLayout(roadmapCard);
@@ -203,11 +204,25 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     centering->addWidget(content, 100);
     centering->addStretch(1);
 
-    auto* outer = new QVBoxLayout(this);
+    // In a scroll area: a window too short for the wrapped texts scrolls instead of clipping them.
+    auto* page = new QWidget;
+    page->setObjectName(QStringLiteral("welcomeScrollPage"));
+    auto* outer = new QVBoxLayout(page);
     outer->setContentsMargins(48, 56, 48, 32);
     outer->addStretch(1);
     outer->addLayout(centering);
     outer->addStretch(2);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("welcomeScroll"));
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidgetResizable(true);
+    scroll->setWidget(page);
+    // The page's own background shows through (the theme paints #welcomePage).
+    scroll->viewport()->setAutoFillBackground(false);
+    page->setAutoFillBackground(false);
+    auto* pageLayout = new QVBoxLayout(this);
+    pageLayout->setContentsMargins(0, 0, 0, 0);
+    pageLayout->addWidget(scroll);
 }
 
 void WelcomePage::setProjectNotice(const QString& text) {
@@ -223,6 +238,8 @@ void WelcomePage::setProjectNotice(const QString& text) {
 void WelcomePage::relayoutWhileHidden() {
     if (isVisible()) return;
     projectNotice_->parentWidget()->layout()->activate();
+    if (auto* scroll = findChild<QScrollArea*>(QStringLiteral("welcomeScroll")))
+        scroll->widget()->layout()->activate();
     layout()->activate();
     if (QWidget* stack = parentWidget()) stack->updateGeometry();
 }
