@@ -61,6 +61,13 @@ struct Array {
         case DType::Bool:
         case DType::UInt8:
             return double(*p);
+        case DType::Float16:
+        case DType::BFloat16: {
+            uint16_t h;
+            std::memcpy(&h, p, 2);
+            return dtype == DType::Float16 ? double(Half::to_float(h))
+                                           : double(BFloat16::to_float(h));
+        }
         default:
             return std::nan("");
         }
@@ -75,6 +82,10 @@ struct Array {
         } else if (dtype == DType::Int64) {
             const int64_t i = int64_t(v);
             std::memcpy(p, &i, 8);
+        } else if (dtype == DType::Float16 || dtype == DType::BFloat16) {
+            const uint16_t h = dtype == DType::Float16 ? Half::from_float(float(v))
+                                                       : BFloat16::from_float(float(v));
+            std::memcpy(p, &h, 2);
         } else {
             *p = static_cast<unsigned char>(v);
         }

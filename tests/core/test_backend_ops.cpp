@@ -571,6 +571,39 @@ class TestBackendOps : public QObject {
                 }
     }
 
+    // Autocast's lowered products: float16 / bfloat16 operands into a float32 output (cuBLAS's
+    // half GEMM on CUDA). Every product of two half values is exact in float32, so the float64
+    // reference on the stored (rounded) operands is met to float32 rounding.
+    void batched_gemm_half_operands() {
+        const int64_t B = 2, M = 3, K = 40, N = 5;
+        for (DType t : {DType::Float16, DType::BFloat16})
+            for (bool b_transposed : {false, true}) {
+                const Array a = make(t, {B, M, K}, values(-1, 1, 12));
+                Array b = make(t, {B, K, N}, values(-1, 1, 13));
+                if (b_transposed) {
+                    b = make(t, {B, N, K}, values(-1, 1, 13));
+                    b.shape = {B, K, N};
+                    b.strides = {N * K, 1, K};
+                }
+                const Array c0 = make(DType::Float32, {B, M, N}, values(-1, 1, 14));
+                check_case(
+                    QStringLiteral("batched_gemm (%1 operands, float32 output%2)")
+                        .arg(dtype_name(t), b_transposed ? ", b transposed" : ""),
+                    {a, b, c0}, 2,
+                    [&](Backend& be, std::vector<View>& v) {
+                        be.batched_gemm(v[0], v[1], v[2], false);
+                    },
+                    [&](int64_t i) {
+                        const int64_t bi = i / (M * N), m = i / N % M, n = i % N;
+                        double s = 0.0;
+                        for (int64_t k = 0; k < K; ++k)
+                            s += a.get((bi * M + m) * K + k) * b.get((bi * K + k) * N + n);
+                        return s;
+                    },
+                    1e-6, 1e-6);
+            }
+    }
+
     void index_ops() {
         const Array x = make(DType::Float32, {4, 5, 3}, values(-1, 1, 12));
         const Array index = make(DType::Int64, {3}, [](int64_t i) { return double((i * 3) % 5); });
