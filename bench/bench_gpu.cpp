@@ -1,11 +1,14 @@
 // The GPU section of bench/run.sh: where a CUDA device is usable, the trainer's step on the
 // Fashion-MNIST MLP and CNN examples on cuda:0 against the CPU (capture off; samples/s from the
-// 5th step to the last), and the device's sgemm and convolution throughput against its FP32
-// peak (SMs x FP32 lanes per SM x 2 x boost clock). Without a usable device it prints
+// 5th step to the last), the same in float16 mixed precision against float32 on the GPU, the
+// LSTM language model (recurrent layers composed from device ops) against the CPU, and the
+// device's sgemm, float16-operand GEMM (autocast's linear) and convolution throughput against its
+// FP32 peak (SMs x FP32 lanes per SM x 2 x boost clock). Without a usable device it prints
 // "GPU: skipped (<reason>)"; a part the device cannot run yet (training refused, an op without
 // a CUDA kernel) prints "GPU: <workload> skipped (<reason>)". Otherwise one JSON line each.
 //
 //   myelin_bench_gpu [--threads N] [--steps-mlp N] [--steps-cnn N] [--source-dir DIR]
+#include <myelin/autocast.h>
 #include <myelin/cuda.h>
 #include <myelin/device.h>
 #include <myelin/error.h>
@@ -163,8 +166,30 @@ int main(int argc, char** argv) {
                         "\"samples/s\", \"ratio\": %.2f, \"steps\": %lld, \"threads\": %d}\n",
                         workload.c_str(), on_gpu, on_cpu, on_gpu / on_cpu,
                         static_cast<long long>(steps), threads);
+            // float16 mixed precision (autocast + loss scaling) against float32, both on cuda:0.
+            io::Project half = project;
+            half.train.precision = "float16";
+            const double on_gpu_half = samples_per_second(half, dir, steps, threads, device);
+            std::printf("{\"workload\": \"%s_float16\", \"cuda_float16\": %.1f, "
+                        "\"cuda_float32\": %.1f, \"unit\": \"samples/s\", \"ratio\": %.2f}\n",
+                        workload.c_str(), on_gpu_half, on_gpu, on_gpu_half / on_gpu);
         } catch (const std::exception& e) {
             skipped(workload.c_str(), e.what());
+        }
+    }
+    // A sequence model: the LSTM language model's step (its recurrent layer composed from device
+    // ops on the GPU, the fused kernels on the CPU).
+    if (!refusal) {
+        const char* workload = "gpu_train_step_word_language_lstm";
+        try {
+            const io::Project project = io::load_project(dir + "/word_language_lstm.myelin");
+            const double on_gpu = samples_per_second(project, dir, steps_cnn, threads, device);
+            const double on_cpu = samples_per_second(project, dir, steps_cnn, threads, kCPU);
+            std::printf("{\"workload\": \"%s\", \"cuda\": %.1f, \"cpu\": %.1f, \"unit\": "
+                        "\"samples/s\", \"ratio\": %.2f}\n",
+                        workload, on_gpu, on_cpu, on_gpu / on_cpu);
+        } catch (const std::exception& e) {
+            skipped(workload, e.what());
         }
     }
 
@@ -177,6 +202,19 @@ int main(int argc, char** argv) {
         throughput_line("gpu_sgemm_8192", 2.0 * double(n) * double(n) * double(n) / 1e9, s, peak);
     } catch (const std::exception& e) {
         skipped("gpu_sgemm_8192", e.what());
+    }
+    try {
+        // linear under float16 autocast: float16 operands on cuBLAS's tensor cores, float32
+        // output (against the FP32 peak, so above 1 means the tensor cores are working).
+        const int64_t n = 8192;
+        const Tensor x = randn({n, n}).to(device);
+        const Tensor w = randn({n, n}).to(device);
+        AutocastGuard half(DType::Float16);
+        const double s = device_seconds([&] { return nn::functional::linear(x, w); }, 10);
+        throughput_line("gpu_linear_float16_8192", 2.0 * double(n) * double(n) * double(n) / 1e9, s,
+                        peak);
+    } catch (const std::exception& e) {
+        skipped("gpu_linear_float16_8192", e.what());
     }
     try {
         // A ResNet stage's 3x3 convolution: batch 64, 64 -> 64 channels, 56x56, padding 1.
