@@ -184,6 +184,9 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     column->addLayout(header);
     column->addSpacing(32);
     column->addLayout(startRow);
+    // A project that could not be opened is said next to the buttons that open one, above the
+    // fold of a short window (its top margin is the theme's).
+    column->addWidget(projectNotice_);
     column->addWidget(recentSection_);
     column->addSpacing(32);
     column->addWidget(makeSectionHeading(tr("Compute backends"), content));
@@ -193,8 +196,6 @@ WelcomePage::WelcomePage(QWidget* parent) : QWidget(parent) {
     column->addWidget(makeSectionHeading(tr("What the studio does"), content));
     column->addSpacing(10);
     column->addWidget(roadmapCard);
-    column->addSpacing(24);
-    column->addWidget(projectNotice_);
     column->addSpacing(24);
     column->addWidget(footer);
 

@@ -127,6 +127,7 @@ QLabel[class="backendDot"] { background: @ok; border-radius: 5px; }
     border-radius: 8px;
     color: @text;
     padding: 12px 16px;
+    margin-top: 16px; /* below the start buttons; no gap when hidden */
 }
 #welcomeFooter { color: @faintText; font-size: 9pt; }
 QPushButton[class="startButton"] {
