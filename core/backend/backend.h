@@ -37,6 +37,21 @@ struct View {
     }
 };
 
+// A contiguous (row-major) view of `shape` over `data`.
+inline View contiguous_view(void* data, DType dtype, const int64_t* shape, int ndim) {
+    View v;
+    v.data = data;
+    v.dtype = dtype;
+    v.ndim = ndim;
+    int64_t stride = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+        v.shape[d] = shape[d];
+        v.strides[d] = stride;
+        stride *= shape[d];
+    }
+    return v;
+}
+
 enum class UnaryOp : uint8_t {
     Neg,
     Abs,
@@ -176,7 +191,8 @@ class Backend {
 
     // Batched GEMM: c[i] = a[i] @ b[i] (+ c[i] when accumulate). a: [B, M, K], b: [B, K, N],
     // c: [B, M, N]; each matrix of a and b has a unit stride in one of its last two dims
-    // (row- or column-major); c is contiguous. Float32 or Float64.
+    // (row- or column-major); c is contiguous. Float32 or Float64; also float16 or bfloat16
+    // operands (both the same) with a float32 c: autocast's lowered products.
     virtual void batched_gemm(const View& a, const View& b, const View& c, bool accumulate) = 0;
 
     // out = x.index_select(dim, index); index: Int64 1-D contiguous, entries validated.

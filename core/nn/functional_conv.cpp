@@ -94,6 +94,12 @@ std::optional<DType> emulated_autocast(const Tensor& x) {
     return lower;
 }
 
+// Whether the plain float32 kernels run this call, unchanged by autocast: what the fused
+// conv-ReLU(-pool) kernels compute.
+bool plain_float32(const Tensor& x) {
+    return x.dtype() == DType::Float32 && !autocast_dtype();
+}
+
 // `conv(x', w')` on x and w rounded to `lower`, with autocast off inside, its output's gradient
 // rounded on the way back.
 template <typename Conv>
@@ -225,23 +231,25 @@ Geom conv_geom(const char* op, const Tensor& x, const Tensor& w, const Tensor& b
     return g;
 }
 
+// The checks and geometry of conv2d(x, weight, bias, o).
+Geom conv2d_geom(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                 const Conv2dOptions& o) {
+    check_common("conv2d", x, weight, bias);
+    return conv_geom("conv2d", x, weight, bias, o.stride, o.padding, o.dilation, o.groups,
+                     o.same_padding, false);
+}
+
 } // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
-    check_common("conv2d", x, weight, bias);
-    const Geom g = conv_geom("conv2d", x, weight, bias, o.stride, o.padding, o.dilation, o.groups,
-                             o.same_padding, false);
-    return conv2d_impl(x, weight, bias, g);
+    return conv2d_impl(x, weight, bias, conv2d_geom(x, weight, bias, o));
 }
 
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                    const Conv2dOptions& o) {
-    check_common("conv2d", x, weight, bias);
-    Geom g = conv_geom("conv2d", x, weight, bias, o.stride, o.padding, o.dilation, o.groups,
-                       o.same_padding, false);
-    g.bf16 = autocast_bf16(x);
+    const Geom g = conv2d_geom(x, weight, bias, o);
     backend::NnKernels* k = nullptr;
-    if (x.dtype() == DType::Float32 && !g.bf16 && !emulated_autocast(x)) {
+    if (plain_float32(x)) {
         k = &kernels(x, Primitive::ConvForward, g);
         if (!k->conv_relu_fused(g, bias.defined())) k = nullptr;
     }
@@ -262,10 +270,7 @@ Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
                               const Conv2dOptions& o, const Pool2dOptions& pool) {
-    check_common("conv2d", x, weight, bias);
-    Geom g = conv_geom("conv2d", x, weight, bias, o.stride, o.padding, o.dilation, o.groups,
-                       o.same_padding, false);
-    g.bf16 = autocast_bf16(x);
+    const Geom g = conv2d_geom(x, weight, bias, o);
     const std::array<int64_t, 2> two{2, 2}, zero{0, 0}, one{1, 1};
     const bool window_2x2 = pool.kernel_size == two && pool.stride.value_or(two) == two &&
                             pool.padding == zero && pool.dilation == one && !pool.ceil_mode &&
@@ -284,7 +289,7 @@ Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tenso
                                    .dh = 1,
                                    .dw = 1};
     backend::NnKernels* k = nullptr;
-    if (window_2x2 && x.dtype() == DType::Float32 && !g.bf16 && !emulated_autocast(x)) {
+    if (window_2x2 && plain_float32(x)) {
         k = &kernels(x, Primitive::ConvForward, g);
         if (!k->conv_relu_pool_fused(g, bias.defined(), pg)) k = nullptr;
     }

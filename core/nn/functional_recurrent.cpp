@@ -248,13 +248,15 @@ LayerOutputs run_layer_composed(const RecurrentLayerShape& s, const Tensor& x, c
         const Tensor b_hh = bias ? params[d * per + 3] : Tensor();
         const Tensor xg = linear(x, w_ih, b_ih);
         const Tensor steps = s.batch_first ? xg.view({B, T, G}) : xg.view({T, B, G});
-        Tensor h = h0.defined() ? h0.select(0, d) : zeros({B, H}, opts);
-        Tensor c = !lstm ? Tensor() : c0.defined() ? c0.select(0, d) : zeros({B, H}, opts);
+        const Tensor zero = zeros({B, H}, opts); // initial states and padded outputs
+        Tensor h = h0.defined() ? h0.select(0, d) : zero;
+        Tensor c = !lstm ? Tensor() : c0.defined() ? c0.select(0, d) : zero;
         TensorList out(static_cast<size_t>(T));
         for (int64_t k = 0; k < T; ++k) {
             const int64_t t = d == 0 ? k : T - 1 - k;
             const Tensor xt = steps.select(s.batch_first ? 1 : 0, t); // [B, G]
             const Tensor ht = linear(h, w_hh, b_hh);
+            const Tensor v = valid.defined() ? valid.select(0, t) : Tensor(); // [B, 1]
             auto gate = [&](const Tensor& g, int64_t i) { return g.narrow(1, i * H, H); };
             Tensor h_new, c_new;
             switch (s.mode) {
@@ -278,17 +280,15 @@ LayerOutputs run_layer_composed(const RecurrentLayerShape& s, const Tensor& x, c
                 h_new = relu(xt + ht);
                 break;
             }
-            if (valid.defined()) {
-                const Tensor v = valid.select(0, t);
+            if (v.defined()) {
                 h_new = where(v, h_new, h);
                 if (lstm) c_new = where(v, c_new, c);
-                out[static_cast<size_t>(t)] = where(v, h_new, zeros({B, H}, opts));
+                out[static_cast<size_t>(t)] = where(v, h_new, zero);
             } else {
                 out[static_cast<size_t>(t)] = h_new;
             }
             if (step_norms && h_new.requires_grad()) {
                 ++step_norms->pending;
-                const Tensor v = valid.defined() ? valid.select(0, t) : Tensor();
                 h_new.register_hook(
                     [step_norms, sink, s, v, at = size_t(d * T + t)](const Tensor& g) {
                         double norm = 0;

@@ -123,6 +123,19 @@ std::vector<OptimizerCase> optimizer_cases() {
     };
 }
 
+// Where device[i] is further than `rel` (relative to 1 + max |cpu[i]|) from cpu[i] (both on the
+// host; undefined pairs skipped): the first such value, named by `legend`; empty when none is.
+QString first_difference(const TensorList& cpu, const TensorList& device, double rel,
+                         const char* legend) {
+    for (size_t i = 0; i < cpu.size(); ++i) {
+        if (!cpu[i].defined()) continue;
+        const double diff = max((device[i] - cpu[i]).abs()).item();
+        if (!(diff <= rel * (1.0 + max(cpu[i].abs()).item())))
+            return QString("value %1 (%2): |device - cpu| = %3").arg(i).arg(legend).arg(diff);
+    }
+    return {};
+}
+
 std::vector<double> step_losses(const std::string& example, const Device& device, int steps,
                                 const std::string& precision = "float32",
                                 std::vector<double>* grad_scales = nullptr) {
@@ -265,15 +278,11 @@ class TestDeviceTraining : public QObject {
             return values;
         };
         const TensorList cpu = run(kCPU), device = run(kDevice);
-        for (size_t i = 0; i < cpu.size(); ++i) {
-            if (!cpu[i].defined()) continue;
-            const double diff = max((device[i] - cpu[i]).abs()).item();
-            QVERIFY2(diff <= 1e-12 * (1.0 + max(cpu[i].abs()).item()),
-                     qPrintable(QString("value %1 (0-2: output, h_n, c_n; then the gradients of "
-                                        "x, h0, c0 and the weights): |device - cpu| = %2")
-                                    .arg(i)
-                                    .arg(diff)));
-        }
+        const QString difference =
+            first_difference(cpu, device, 1e-12,
+                             "0-2: output, h_n, c_n; then the gradients of x, h0, c0 and the "
+                             "weights");
+        QVERIFY2(difference.isEmpty(), qPrintable(difference));
         QCOMPARE(norms[0].size(), size_t(2 * D));
         QCOMPARE(norms[1].size(), norms[0].size());
         for (const auto& [key, cpu_norms] : norms[0]) {
@@ -353,14 +362,11 @@ class TestDeviceTraining : public QObject {
             return values;
         };
         const TensorList cpu = run(kCPU), device = run(kDevice);
-        for (size_t i = 0; i < cpu.size(); ++i) {
-            const double diff = max((device[i] - cpu[i]).abs()).item();
-            QVERIFY2(diff <= 1e-12 * (1.0 + max(cpu[i].abs()).item()),
-                     qPrintable(QString("value %1 (output; gradients of q, k, v, in_proj "
-                                        "weight and bias, out_proj weight and bias): %2")
-                                    .arg(i)
-                                    .arg(diff)));
-        }
+        const QString difference =
+            first_difference(cpu, device, 1e-12,
+                             "output; gradients of q, k, v, in_proj weight and bias, out_proj "
+                             "weight and bias");
+        QVERIFY2(difference.isEmpty(), qPrintable(difference));
     }
 
     void everyOptimizerStepIsTheCpus() {

@@ -494,18 +494,8 @@ bool conv_relu_ok(const Geom& g, bool has_bias) {
 
 // A float32 View of the convolution's output shape [N, O, OH, OW], nchw, over `data`.
 View output_view(const Geom& g, void* data) {
-    View v;
-    v.data = data;
-    v.dtype = DType::Float32;
-    v.ndim = 4;
     const int64_t shape[4] = {g.N, g.O, g.OH, g.OW};
-    int64_t stride = 1;
-    for (int d = 3; d >= 0; --d) {
-        v.shape[d] = shape[d];
-        v.strides[d] = stride;
-        stride *= shape[d];
-    }
-    return v;
+    return contiguous_view(data, DType::Float32, shape, 4);
 }
 
 // The oneDNN layout of an output gradient both backward primitives take directly.
@@ -648,21 +638,22 @@ void CpuNnKernels::conv_relu_pool_backward(const ConvGeometry& g, const PoolGeom
     conv_backward_filled(x, w, grad_x, grad_w, grad_bias, g, [&](bool blocked, float* out) {
         if (blocked) return nchw16c::relu_max_pool_2x2_backward_to_blocked(gp, cp, out, sizes);
         // ReLU's backward on the pooled gradient (a winner's ReLU output is the pooled value;
-        // every other input's gradient is 0 either way), then the pool's backward.
+        // every other input's gradient is 0 either way), then the pool's backward, with the nchw
+        // pool's codes (converted from the blocked ones where O is a multiple of 16).
         HostScratch masked(size_t(grad_pooled.numel()) * sizeof(float));
         View masked_view = grad_pooled;
         masked_view.data = masked.data();
+        HostScratch plain(g.O % 16 == 0 ? size_t(codes.numel()) : 0);
+        View pool_codes = codes;
         if (g.O % 16 != 0) {
             get(DeviceType::CPU)
                 .binary(BinaryOp::ReluBackward, grad_pooled, pooled, masked_view, {});
-            return max_pool_backward(p, masked_view, nullptr, &codes, output_view(g, out));
+        } else {
+            pool_codes.data = plain.data();
+            nchw16c::codes_from_blocked(cp, gp, static_cast<uint8_t*>(plain.data()),
+                                        static_cast<float*>(masked.data()), sizes);
         }
-        HostScratch plain(size_t(codes.numel()));
-        View plain_codes = codes;
-        plain_codes.data = plain.data();
-        nchw16c::codes_from_blocked(cp, gp, static_cast<uint8_t*>(plain.data()),
-                                    static_cast<float*>(masked.data()), sizes);
-        max_pool_backward(p, masked_view, nullptr, &plain_codes, output_view(g, out));
+        max_pool_backward(p, masked_view, nullptr, &pool_codes, output_view(g, out));
     });
 }
 

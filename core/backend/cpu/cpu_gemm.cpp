@@ -149,19 +149,6 @@ std::string shape_str(const View& v) {
     return s + "]";
 }
 
-// A view of the same shape as v, contiguous, over `data`.
-View contiguous_like(const View& v, DType dtype, void* data) {
-    View o = v;
-    o.dtype = dtype;
-    o.data = data;
-    int64_t stride = 1;
-    for (int d = v.ndim - 1; d >= 0; --d) {
-        o.strides[d] = stride;
-        stride *= v.shape[d];
-    }
-    return o;
-}
-
 } // namespace
 
 void CpuBackend::batched_gemm(const View& a, const View& b, const View& c, bool accumulate) {
@@ -171,8 +158,8 @@ void CpuBackend::batched_gemm(const View& a, const View& b, const View& c, bool 
     if (half_operands && b.dtype == a.dtype && c.dtype == DType::Float32 && a.ndim == 3 &&
         b.ndim == 3) {
         std::vector<float> wide_a(size_t(a.numel())), wide_b(size_t(b.numel()));
-        const View fa = contiguous_like(a, DType::Float32, wide_a.data());
-        const View fb = contiguous_like(b, DType::Float32, wide_b.data());
+        const View fa = contiguous_view(wide_a.data(), DType::Float32, a.shape, a.ndim);
+        const View fb = contiguous_view(wide_b.data(), DType::Float32, b.shape, b.ndim);
         copy(a, fa);
         copy(b, fb);
         return batched_gemm(fa, fb, c, accumulate);
