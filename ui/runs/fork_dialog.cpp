@@ -146,16 +146,18 @@ ForkDialog::ForkDialog(const QString& storePath, qint64 run, Mode mode, QWidget*
     deviceNote_->hide();
     layout->addWidget(deviceNote_);
     if (base_) {
-        recordedDevice_ = QString::fromStdString(base_->train.device.empty() ? std::string("cpu")
-                                                                             : base_->train.device);
-        device_->setDevice(recordedDevice_);
+        const QString recorded = QString::fromStdString(
+            base_->train.device.empty() ? std::string("cpu") : base_->train.device);
+        device_->setDevice(recorded);
+        // As the picker names it ("cuda" is "cuda:0"), so an unchanged choice changes nothing.
+        recordedDevice_ = device_->device();
         try {
-            check_training_device(parse_device(recordedDevice_.toStdString()));
+            check_training_device(parse_device(recorded.toStdString()));
         } catch (const Error& e) {
             device_->setDevice(QStringLiteral("cpu"));
             deviceNote_->setText(tr("The run trained on %1, which cannot be used here (%2). It "
                                     "continues on the CPU: checkpoints load on any device.")
-                                     .arg(recordedDevice_, QString::fromUtf8(e.what())));
+                                     .arg(recorded, QString::fromUtf8(e.what())));
             deviceNote_->show();
         }
     }

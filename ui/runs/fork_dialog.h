@@ -107,7 +107,7 @@ class ForkDialog : public QDialog {
     QButtonGroup* modeGroup_ = nullptr;
     DevicePicker* device_ = nullptr;
     QLabel* deviceNote_ = nullptr;
-    QString recordedDevice_; // the run's training.device ("cpu" when it names none)
+    QString recordedDevice_; // the run's training.device as the picker names it
     QGroupBox* editsBox_ = nullptr;
     QLineEdit* learningRate_ = nullptr;
     QSpinBox* epochs_ = nullptr;
