@@ -85,8 +85,7 @@ void relu_backward_to_blocked(const float* gy, const float* y, float* out, int64
 #ifdef MYELIN_NCHW16C_AVX512
             float* t = rows.data();
             for (int64_t i = 0; i < 16 * HW; i += 16) {
-                const auto lanes =
-                    static_cast<__mmask16>((1u << std::min<int64_t>(16, 16 * HW - i)) - 1);
+                const __mmask16 lanes = first_lanes(16 * HW - i);
                 const __m512 gv = _mm512_maskz_loadu_ps(lanes, g + i);
                 const __m512 yv = _mm512_maskz_loadu_ps(lanes, v + i);
                 const __mmask16 positive = _mm512_cmp_ps_mask(yv, _mm512_setzero_ps(), _CMP_NLE_UQ);
@@ -94,7 +93,7 @@ void relu_backward_to_blocked(const float* gy, const float* y, float* out, int64
             }
             for (int64_t hw0 = 0; hw0 < HW; hw0 += 16) {
                 const int64_t n = std::min<int64_t>(16, HW - hw0);
-                const auto lanes = static_cast<__mmask16>((1u << n) - 1);
+                const __mmask16 lanes = first_lanes(n);
                 __m512 r[16];
                 for (int c = 0; c < 16; ++c)
                     r[c] = _mm512_maskz_loadu_ps(lanes, t + c * HW + hw0);
