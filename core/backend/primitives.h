@@ -32,6 +32,7 @@ enum class Primitive : uint8_t {
     // The training table (train_kernels.h).
     OptimizerStep,
     ClassLoss,
+    ClassScores,
     Dropout,
     GradNorm,
     Count
@@ -60,6 +61,7 @@ inline const char* primitive_name(Primitive p) {
                                              "group_norm",
                                              "optimizer_step",
                                              "class_loss",
+                                             "class_scores",
                                              "dropout",
                                              "grad_norm"};
     static_assert(sizeof kNames / sizeof kNames[0] == size_t(Primitive::Count));

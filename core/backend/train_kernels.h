@@ -28,6 +28,15 @@ struct UpdateStats {
     bool grad_squares_only = false;
 };
 
+// Where an update writes those statistics when the caller asks for them: `sums`, a contiguous
+// Float64 [5] view in the device's memory (Σg², Σ|g|, max|g|, Σw², Σ(Δw)², as UpdateStats). On a
+// GPU they stay there until the optimizer reads every parameter's at once, after the whole step:
+// the step never waits for the device parameter by parameter.
+struct UpdateStatsOut {
+    View sums;
+    bool grad_squares_only = false;
+};
+
 // The optimizers' scalars in double, as the front end computes them (PyTorch's Python float
 // math); a float32 kernel rounds each to float once, as PyTorch's CPU kernels do.
 struct SgdStep {
@@ -65,17 +74,17 @@ class TrainKernels {
 
     // Optimizer updates in place. w (the parameter), g (its gradient) and the state views are
     // contiguous, of one dtype (Float32 or Float64) and one numel; a null state view is an absent
-    // buffer. `stats` is filled when not null (StepStats of optim/optimizer.h).
+    // buffer. `stats`, when not null, says where to write the update's statistics.
     virtual void sgd_step(const SgdStep& a, const View& w, const View& g, const View* momentum,
-                          UpdateStats* stats) = 0;
+                          const UpdateStatsOut* stats) = 0;
     virtual void adam_step(const AdamStep& a, const View& w, const View& g, const View& exp_avg,
                            const View& exp_avg_sq, const View* max_exp_avg_sq,
-                           UpdateStats* stats) = 0;
+                           const UpdateStatsOut* stats) = 0;
     virtual void rmsprop_step(const RmspropStep& a, const View& w, const View& g,
                               const View& square_avg, const View* grad_avg, const View* momentum,
-                              UpdateStats* stats) = 0;
+                              const UpdateStatsOut* stats) = 0;
     virtual void adagrad_step(const AdagradStep& a, const View& w, const View& g, const View& sum,
-                              UpdateStats* stats) = 0;
+                              const UpdateStatsOut* stats) = 0;
 
     // Class-index cross-entropy / NLL. x: contiguous [N, C, S...] (Float32/64), target: Int64
     // [rows] (entries checked), weight: [C] of x's dtype or null. out: [rows] (reduction none) or
@@ -88,6 +97,11 @@ class TrainKernels {
     virtual void class_loss_backward(const ClassLossGeometry& p, const View& x, const View& target,
                                      const View* weight, const View& lse, const View& denominators,
                                      const View& grad_out, const View& grad_x) = 0;
+
+    // Classifier scores (kernels/class_scores.h), for the training metrics of a run whose
+    // logits stay on the device: x [N, C] contiguous (Float32/64), target Int64 [N] in [0, C);
+    // out Int64 [N, 2]: each row's predicted class and how many classes rank above its target.
+    virtual void class_scores(const View& x, const View& target, const View& out) = 0;
 
     // Dropout (kernels/dropout.h) over contiguous x / out (Float32/64) and a UInt8 mask.
     virtual void dropout_forward(uint64_t seed, double p, const View& x, const View& out,

@@ -62,9 +62,7 @@ class PaddingLengths : public nn::Module {
   public:
     PaddingLengths() : Module("PaddingLengths") {}
     Tensor forward(const TensorList& inputs) override {
-        const Tensor& tokens = inputs.at(0);
-        Tensor counts = ne(tokens, 0.0).to(DType::Int64).sum(Dims{1});
-        return clamp(counts, 1.0, std::nullopt);
+        return nn::functional::padding_lengths(inputs.at(0));
     }
 };
 

@@ -164,15 +164,13 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
         if (*pad < 0) *pad += num;
     }
     const Tensor idx = indices.detach().contiguous().reshape({-1});
-    // Checked on a host copy when the indices' memory is not the host's.
-    const Tensor idx_host =
-        myelin::detail::backend_for(idx).host_addressable() ? idx : idx.to(kCPU);
-    const int64_t* ip = idx_host.data<int64_t>();
-    for (int64_t i = 0; i < idx.numel(); ++i)
-        if (ip[i] < 0 || ip[i] >= num)
-            throw IndexError(std::string(op) + ": index " + std::to_string(ip[i]) +
-                             " is out of range for num_embeddings " + std::to_string(num) +
-                             " (valid: 0 to " + std::to_string(num - 1) + ")");
+    check_int_values(idx, 0, num - 1, std::nullopt, [&](const int64_t* ip, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+            if (ip[i] < 0 || ip[i] >= num)
+                throw IndexError(std::string(op) + ": index " + std::to_string(ip[i]) +
+                                 " is out of range for num_embeddings " + std::to_string(num) +
+                                 " (valid: 0 to " + std::to_string(num - 1) + ")");
+    });
     Tensor y;
     {
         autograd::NoGradGuard no_grad;
@@ -335,6 +333,8 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     if (indices.dtype() != DType::Int64)
         throw DTypeError(std::string(op) + ": expected indices of dtype int64, got " +
                          dtype_name(indices.dtype()));
+    if (!myelin::detail::backend_for(indices).host_addressable()) // counted on the host
+        return one_hot(indices.to(kCPU), num_classes).to(indices.device());
     const Tensor idx = indices.detach().contiguous();
     const int64_t* ip = idx.data<int64_t>();
     const int64_t count = idx.numel();

@@ -34,6 +34,7 @@ namespace myelin::nn::functional {
 
 using autograd::Node;
 using namespace myelin::detail;
+using nn::detail::check_int_values;
 using nn::detail::head_gemm;
 using nn::detail::HeadOperand;
 using nn::detail::HeadResult;
@@ -445,18 +446,28 @@ Tensor causal_mask(int64_t size, DType dtype) {
     return masked_fill(zeros({size, size}, dtype), gt(j, i), kNegInf);
 }
 
+Tensor padding_lengths(const Tensor& tokens) {
+    if (tokens.dim() != 2)
+        throw ShapeError("padding_lengths: expected tokens [batch, length], got " +
+                         shape_of(tokens));
+    const Tensor lengths = clamp(ne(tokens, 0.0).to(DType::Int64).sum(Dims{1}), 1.0, std::nullopt);
+    note_int_bounds(lengths, 1, std::max<int64_t>(tokens.size(1), 1));
+    return lengths;
+}
+
 Tensor padding_mask_from_lengths(const Tensor& lengths, int64_t max_len) {
     if (lengths.dtype() != DType::Int64 || lengths.dim() != 1)
         throw ShapeError("padding_mask_from_lengths: expected lengths int64 [batch], got " +
                          shape_of(lengths));
-    const std::vector<int64_t> lens = lengths.contiguous().to_vector<int64_t>();
-    for (size_t b = 0; b < lens.size(); ++b)
-        if (lens[b] < 0 || lens[b] > max_len)
-            throw IndexError("lengths[" + std::to_string(b) + "] = " + std::to_string(lens[b]) +
-                             " is outside [0, " + std::to_string(max_len) +
-                             "] (the sequence length)");
-    const Tensor steps = arange(static_cast<double>(max_len)).unsqueeze(0);
-    return ge(steps, lengths.to(kCPU).unsqueeze(1)).to(lengths.device());
+    check_int_values(lengths, 0, max_len, std::nullopt, [&](const int64_t* lens, int64_t n) {
+        for (int64_t b = 0; b < n; ++b)
+            if (lens[b] < 0 || lens[b] > max_len)
+                throw IndexError("lengths[" + std::to_string(b) + "] = " + std::to_string(lens[b]) +
+                                 " is outside [0, " + std::to_string(max_len) +
+                                 "] (the sequence length)");
+    });
+    const Tensor steps = arange(static_cast<double>(max_len)).unsqueeze(0).to(DType::Int64);
+    return ge(steps.to(lengths.device()), lengths.unsqueeze(1));
 }
 
 Tensor multi_head_attention(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -490,7 +501,9 @@ AttentionResult multi_head_attention_with_weights(const Tensor& query, const Ten
 
 namespace {
 
-std::vector<int64_t> checked_lengths(const char* op, const Tensor& x, const Tensor& lengths) {
+// Lengths int64 [B] within [1, T] for x [B, T, ...], checked without reading a device when
+// their values came from the host (check_int_values).
+void check_lengths(const char* op, const Tensor& x, const Tensor& lengths) {
     if (x.dim() < 2)
         shape_error(op, "expected a sequence [batch, length, ...] (at least 2-D), got " +
                             x.shape().str());
@@ -498,13 +511,13 @@ std::vector<int64_t> checked_lengths(const char* op, const Tensor& x, const Tens
     if (lengths.dtype() != DType::Int64 || lengths.dim() != 1 || lengths.size(0) != B)
         shape_error(op, "expected lengths int64 [" + std::to_string(B) + "] (one per sequence of " +
                             x.shape().str() + "), got " + shape_of(lengths));
-    std::vector<int64_t> lens = lengths.contiguous().to_vector<int64_t>();
-    for (size_t b = 0; b < lens.size(); ++b)
-        if (lens[b] < 1 || lens[b] > T)
-            throw IndexError(std::string(op) + ": lengths[" + std::to_string(b) + "] = " +
-                             std::to_string(lens[b]) + " is outside [1, " + std::to_string(T) +
-                             "] (the sequence length of " + x.shape().str() + ")");
-    return lens;
+    check_int_values(lengths, 1, T, std::nullopt, [&](const int64_t* lens, int64_t n) {
+        for (int64_t b = 0; b < n; ++b)
+            if (lens[b] < 1 || lens[b] > T)
+                throw IndexError(std::string(op) + ": lengths[" + std::to_string(b) + "] = " +
+                                 std::to_string(lens[b]) + " is outside [1, " + std::to_string(T) +
+                                 "] (the sequence length of " + x.shape().str() + ")");
+    });
 }
 
 } // namespace
@@ -515,15 +528,15 @@ Tensor sequence_last(const Tensor& x, const Tensor& lengths) {
         shape_error(op,
                     "expected a non-empty sequence [batch, length, ...], got " + x.shape().str());
     if (!lengths.defined()) return x.select(1, -1);
-    const std::vector<int64_t> lens = checked_lengths(op, x, lengths);
-    const int64_t T = x.size(1);
-    std::vector<int64_t> rows(lens.size());
-    for (size_t b = 0; b < lens.size(); ++b)
-        rows[b] = static_cast<int64_t>(b) * T + lens[b] - 1;
+    check_lengths(op, x, lengths);
+    const int64_t B = x.size(0), T = x.size(1);
+    // Row b * T + lengths[b] - 1 of x seen as [B * T, ...], computed where the lengths are.
+    const Tensor starts = arange(0.0, double(B * T), double(T)).to(DType::Int64);
+    const Tensor index = starts.to(lengths.device()) + lengths.detach() - 1.0;
+    note_int_bounds(index, 0, B * T - 1); // so a device's index_select need not read it back
     Dims flat = x.shape();
     flat.erase(1);
-    flat[0] = x.size(0) * T;
-    const Tensor index = from_vector(rows, {static_cast<int64_t>(rows.size())});
+    flat[0] = B * T;
     return index_select(x.reshape(flat), 0, index.to(x.device()));
 }
 
@@ -534,15 +547,17 @@ Tensor sequence_mean_pool(const Tensor& x, const Tensor& lengths) {
                     "expected a non-empty sequence [batch, length, ...], got " + x.shape().str());
     nn::detail::require_floating(op, "input", x);
     if (!lengths.defined()) return x.mean({1});
-    const std::vector<int64_t> lens = checked_lengths(op, x, lengths);
+    check_lengths(op, x, lengths);
     const int64_t B = x.size(0), T = x.size(1);
-    // weights[b, t] = 1 / length_b on valid steps: one batched product [B,1,T] x [B,T,F].
-    std::vector<double> w(static_cast<size_t>(B * T), 0.0);
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < lens[static_cast<size_t>(b)]; ++t)
-            w[static_cast<size_t>(b * T + t)] =
-                1.0 / static_cast<double>(lens[static_cast<size_t>(b)]);
-    const Tensor weights = from_vector(w, {B, 1, T}).to(x.dtype()).to(x.device());
+    // weights[b, t] = 1 / length_b on valid steps (in double, then x's dtype), computed where x
+    // is: one batched product [B,1,T] x [B,T,F].
+    const Tensor len = lengths.detach().to(x.device()).unsqueeze(1); // [B, 1]
+    const Tensor steps = arange(double(T)).to(DType::Int64).to(x.device()).unsqueeze(0);
+    const Tensor inverse = 1.0 / len.to(DType::Float64);
+    const Tensor weights = where(lt(steps, len), inverse,
+                                 zeros({1}, TensorOptions(DType::Float64).with_device(x.device())))
+                               .to(x.dtype())
+                               .unsqueeze(1);
     Dims out_shape = x.shape();
     out_shape.erase(1);
     return bmm(weights, x.reshape({B, T, -1})).reshape(out_shape);

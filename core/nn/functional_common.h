@@ -3,6 +3,7 @@
 // and the actual shape or dtype).
 #include "tensor/tensor_impl.h"
 
+#include <optional>
 #include <string>
 
 namespace myelin::nn::detail {
@@ -22,6 +23,21 @@ Tensor round_gradient(const Tensor& y, DType lower);
 // non-empty float32 CPU operands (functional_linear.cpp).
 bool linear_f32_applies(const Tensor& x, const Tensor& w, const Tensor& b);
 Tensor linear_f32(const Tensor& x, const Tensor& w, const Tensor& b);
+
+// Runs check(values, count) over the values of the int64 tensor `t` on the host (a copy when t
+// lives on a device), unless they are known to lie in [lo, hi] (`reserved` aside) without
+// reading them: a device tensor copied from the host (myelin::detail::known_int_values). So a
+// training step on a device checks its indices, targets and lengths without waiting for it.
+template <typename Check>
+void check_int_values(const Tensor& t, int64_t lo, int64_t hi, std::optional<int64_t> reserved,
+                      const Check& check) {
+    if (const auto known = myelin::detail::known_int_values(t);
+        known && known->within(lo, hi, reserved))
+        return;
+    const Tensor c = t.contiguous();
+    const Tensor h = myelin::detail::backend_for(c).host_addressable() ? c : c.to(kCPU);
+    check(h.data<int64_t>(), h.numel());
+}
 
 [[noreturn]] inline void shape_error(const char* op, const std::string& msg) {
     throw ShapeError(std::string(op) + ": " + msg);

@@ -399,14 +399,13 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
         if (lengths.dim() != 1 || lengths.size(0) != B)
             shape_error(opc, "expected lengths of shape [" + std::to_string(B) +
                                  "] (one per sequence of the batch), got " + lengths.shape().str());
-        const Tensor lc = lengths.detach().to(kCPU).contiguous();
-        lens = std::make_shared<std::vector<int64_t>>(lc.data<int64_t>(), lc.data<int64_t>() + B);
-        for (int64_t b = 0; b < B; ++b) {
-            const int64_t n = (*lens)[static_cast<size_t>(b)];
-            if (n < 1 || n > T)
-                throw Error(op + ": lengths[" + std::to_string(b) + "] is " + std::to_string(n) +
-                            ", expected 1 to the sequence length " + std::to_string(T));
-        }
+        detail::check_int_values(lengths, 1, T, std::nullopt, [&](const int64_t* n, int64_t count) {
+            for (int64_t b = 0; b < count; ++b)
+                if (n[b] < 1 || n[b] > T)
+                    throw Error(op + ": lengths[" + std::to_string(b) + "] is " +
+                                std::to_string(n[b]) + ", expected 1 to the sequence length " +
+                                std::to_string(T));
+        });
     }
 
     RecurrentLayerShape s;
@@ -418,14 +417,16 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
     s.batch_first = cfg.batch_first;
     const int64_t rows = T * B;
     Tensor layer_in = x.contiguous().view({rows, I});
-    // The kernels read host memory; elsewhere the layers are composed from device ops.
+    // The kernels read host memory (the lengths too); elsewhere the layers are composed from
+    // device ops, the lengths a mask on the device.
     const bool on_host = myelin::detail::backend_for(x).host_addressable();
     Tensor valid; // [T, B, 1]: step t is within sequence b
-    if (!on_host && lens) {
-        const Tensor n = from_vector(*lens, {1, B});
-        valid = lt(arange(static_cast<double>(T)).unsqueeze(1).to(DType::Int64), n)
-                    .unsqueeze(2)
-                    .to(x.device());
+    if (lengths.defined() && on_host) {
+        const Tensor lc = lengths.detach().to(kCPU).contiguous();
+        lens = std::make_shared<std::vector<int64_t>>(lc.data<int64_t>(), lc.data<int64_t>() + B);
+    } else if (lengths.defined()) {
+        const Tensor steps = arange(static_cast<double>(T)).unsqueeze(1).to(DType::Int64);
+        valid = lt(steps.to(x.device()), lengths.detach().to(x.device()).unsqueeze(0)).unsqueeze(2);
     }
     TensorList hns, cns;
     Tensor out;

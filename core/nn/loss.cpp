@@ -5,6 +5,7 @@
 
 #include "autograd/function.h"
 #include "backend/train_kernels.h"
+#include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
 #include <algorithm>
@@ -250,11 +251,9 @@ Tensor class_loss(const char* op, const char* node_name, const Tensor& input, co
     check_weight(op, weight, p.l.c);
     myelin::detail::check_same_device(input, target, op);
     const Tensor tc = target.contiguous();
-    {
-        // Checked on a host copy (the rows' targets) when the device's memory is not the host's.
-        const Tensor th = myelin::detail::backend_for(tc).host_addressable() ? tc : tc.to(kCPU);
-        check_targets_in_range(op, th.data<int64_t>(), p.l.rows(), p.l.c, p.ignore_index);
-    }
+    detail::check_int_values(tc, 0, p.l.c - 1, p.ignore_index, [&](const int64_t* t, int64_t n) {
+        check_targets_in_range(op, t, n, p.l.c, p.ignore_index);
+    });
     const Tensor xc = input.is_contiguous() ? input : input.contiguous();
     Tensor wc = weight.defined() ? weight.detach().to(dt).contiguous() : Tensor();
     if (wc.defined() && wc.device() != xc.device()) wc = wc.to(xc.device());
@@ -509,6 +508,36 @@ Tensor margin_ranking_loss(const Tensor& x1, const Tensor& x2, const Tensor& tar
                          x1.shape().str() + ", " + x2.shape().str() + " and " +
                          target.shape().str());
     return reduce(clamp(-target * (x1 - x2) + margin, 0.0, std::nullopt), reduction);
+}
+
+Tensor class_scores(const Tensor& logits, const Tensor& target) {
+    const char* op = "class_scores";
+    require_float(op, "logits", logits);
+    if (logits.dim() != 2)
+        throw ShapeError(std::string(op) + ": expected logits [N, C], got " + logits.shape().str());
+    if (target.dtype() != DType::Int64)
+        throw DTypeError(std::string(op) + ": expected int64 targets, got " +
+                         dtype_name(target.dtype()));
+    const int64_t rows = logits.size(0), classes = logits.size(1);
+    if (target.dim() != 1 || target.size(0) != rows)
+        throw ShapeError(std::string(op) + ": expected target [" + std::to_string(rows) +
+                         "], got " + target.shape().str());
+    myelin::detail::check_same_device(logits, target, op);
+    const Tensor x =
+        (logits.dtype() == DType::Float64 ? logits.detach() : logits.detach().to(DType::Float32))
+            .contiguous();
+    const Tensor t = target.detach().contiguous();
+    detail::check_int_values(t, 0, classes - 1, std::nullopt, [&](const int64_t* v, int64_t n) {
+        check_targets_in_range(op, v, n, classes,
+                               /*ignore_index=*/0); // 0 is a class: checked or not, fine
+    });
+    Tensor out = empty({rows, 2}, TensorOptions(DType::Int64).with_device(x.device()));
+    if (rows > 0)
+        backend::train_kernels(myelin::detail::backend_for(x), backend::Primitive::ClassScores,
+                               x.dtype())
+            .class_scores(myelin::detail::view_of(x), myelin::detail::view_of(t),
+                          myelin::detail::view_of(out));
+    return out;
 }
 
 } // namespace functional

@@ -64,15 +64,45 @@ double Optimizer::get(const Options& options, const char* key) {
 void Optimizer::step() {
     autograd::NoGradGuard guard;
     stats_.clear();
+    stats_table_ = Tensor();
+    stats_rows_used_ = 0;
+    pending_stats_.clear();
     for (size_t g = 0; g < groups_.size(); ++g)
         step_group(groups_[g], state_[g]);
+    publish_stats();
 }
 
-StepStats* Optimizer::stats_slot(const Tensor& param) {
-    if (!collect_stats_) return nullptr;
-    StepStats& slot = stats_[param.impl()];
-    slot = StepStats();
-    return &slot;
+Tensor Optimizer::stats_row(const Tensor& param) {
+    if (!collect_stats_) return Tensor();
+    const TensorOptions doubles = TensorOptions(DType::Float64).with_device(param.device());
+    if (!stats_table_.defined()) {
+        size_t rows = 0;
+        for (const auto& g : groups_)
+            rows += g.params.size();
+        stats_table_ = empty({int64_t(rows), 5}, doubles);
+    }
+    if (param.device() == stats_table_.device() && stats_rows_used_ < stats_table_.size(0)) {
+        pending_stats_.push_back({param.impl(), param.numel(), stats_rows_used_, Tensor()});
+        return stats_table_[stats_rows_used_++];
+    }
+    Tensor own = empty({5}, doubles);
+    pending_stats_.push_back({param.impl(), param.numel(), -1, own});
+    return own;
+}
+
+void Optimizer::publish_stats() {
+    if (pending_stats_.empty()) return;
+    // One read of the table: the step's one wait for the device (a stray row adds its own).
+    const Tensor table = stats_rows_used_
+                             ? stats_table_.narrow(0, 0, stats_rows_used_).to(kCPU).contiguous()
+                             : Tensor();
+    for (const StatsRow& r : pending_stats_) {
+        const Tensor own = r.table_row < 0 ? r.own_row.to(kCPU).contiguous() : Tensor();
+        const double* d =
+            r.table_row < 0 ? own.data<double>() : table.data<double>() + 5 * r.table_row;
+        stats_[r.param] = StepStats{d[0], d[1], d[2], d[3], d[4], r.count};
+    }
+    pending_stats_.clear();
 }
 
 const StepStats* Optimizer::step_stats(const Tensor& param) const {

@@ -94,20 +94,15 @@ backend::TrainKernels& table(const Tensor& work) {
                                   backend::Primitive::OptimizerStep, work.dtype());
 }
 
-// The trainer's statistics for this parameter, gathered by the kernel (null: none asked for).
+// The trainer's statistics for this parameter: where the kernel writes them (null: none asked
+// for). The row lives on the parameter's device; Optimizer::step reads all rows at once.
 struct StatsOut {
-    StepStats* slot;
-    backend::UpdateStats sums;
-    backend::UpdateStats* kernel() { return slot ? &sums : nullptr; }
-    void publish() {
-        if (!slot) return;
-        slot->grad_squares = sums.grad_squares;
-        slot->grad_abs = sums.grad_abs;
-        slot->grad_max_abs = sums.grad_max_abs;
-        slot->weight_squares = sums.weight_squares;
-        slot->update_squares = sums.update_squares;
-        slot->count = sums.count;
+    backend::UpdateStatsOut out;
+    bool wanted;
+    StatsOut(const Tensor& row, bool grad_squares_only) : wanted(row.defined()) {
+        if (wanted) out = {myelin::detail::view_of(row), grad_squares_only};
     }
+    const backend::UpdateStatsOut* kernel() const { return wanted ? &out : nullptr; }
 };
 
 // The view of an optional state tensor, or null.
@@ -169,10 +164,9 @@ void SGD::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         }
         backend::SgdStep a{lr, momentum, 1.0 - dampening, wd, nesterov, maximize, first};
         backend::View b_view;
-        StatsOut stats{stats_slot(s.param), {.grad_squares_only = stats_grad_squares_only()}};
+        const StatsOut stats(stats_row(s.param), stats_grad_squares_only());
         table(s.work).sgd_step(a, myelin::detail::view_of(s.work), myelin::detail::view_of(s.grad),
                                view_or_null(buf, b_view), stats.kernel());
-        stats.publish();
         s.commit();
     }
 }
@@ -242,11 +236,10 @@ void Adam::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         backend::AdamStep a{beta1, 1.0 - beta1, beta2,      1.0 - beta2, eps,     wd,
                             decay, bc2_sqrt,    -step_size, decoupled_,  amsgrad, maximize};
         backend::View vmax_view;
-        StatsOut stats{stats_slot(s.param), {.grad_squares_only = stats_grad_squares_only()}};
+        const StatsOut stats(stats_row(s.param), stats_grad_squares_only());
         table(s.work).adam_step(a, myelin::detail::view_of(s.work), myelin::detail::view_of(s.grad),
                                 myelin::detail::view_of(m), myelin::detail::view_of(v),
                                 view_or_null(vmax, vmax_view), stats.kernel());
-        stats.publish();
         s.commit();
     }
 }
@@ -300,12 +293,11 @@ void RMSprop::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         }
         backend::RmspropStep a{alpha, 1.0 - alpha, eps, wd, momentum, -lr, centered, maximize};
         backend::View ga_view, buf_view;
-        StatsOut stats{stats_slot(s.param), {.grad_squares_only = stats_grad_squares_only()}};
+        const StatsOut stats(stats_row(s.param), stats_grad_squares_only());
         table(s.work).rmsprop_step(a, myelin::detail::view_of(s.work),
                                    myelin::detail::view_of(s.grad), myelin::detail::view_of(sq),
                                    view_or_null(ga, ga_view), view_or_null(buf, buf_view),
                                    stats.kernel());
-        stats.publish();
         s.commit();
     }
 }
@@ -356,11 +348,10 @@ void Adagrad::step_group(ParamGroup& group, std::vector<ParamState>& state) {
         Tensor sum = normalized(st["sum"], s.work);
         const double clr = lr / (1.0 + (step - 1.0) * lr_decay);
         backend::AdagradStep a{wd, eps, -clr, maximize};
-        StatsOut stats{stats_slot(s.param), {.grad_squares_only = stats_grad_squares_only()}};
+        const StatsOut stats(stats_row(s.param), stats_grad_squares_only());
         table(s.work).adagrad_step(a, myelin::detail::view_of(s.work),
                                    myelin::detail::view_of(s.grad), myelin::detail::view_of(sum),
                                    stats.kernel());
-        stats.publish();
         s.commit();
     }
 }

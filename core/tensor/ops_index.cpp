@@ -14,6 +14,7 @@ void check_index(const char* op, const Tensor& index, int64_t size, int dim) {
     if (index.dtype() != DType::Int64)
         throw DTypeError(std::string(op) + "(): expected an int64 index tensor, got " +
                          dtype_name(index.dtype()));
+    if (const auto known = known_int_values(index); known && known->within(0, size - 1)) return;
     int64_t lo = 0, hi = 0;
     if (backend_for(index).int_range(view_of(index), &lo, &hi) && (lo < 0 || hi >= size))
         throw IndexError(std::string(op) + "(): index " + std::to_string(lo < 0 ? lo : hi) +

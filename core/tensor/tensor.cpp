@@ -2,6 +2,7 @@
 #include "autograd/function.h"
 #include "tensor/tensor_impl.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -16,6 +17,21 @@ Storage::Storage(size_t bytes, Device dev) : nbytes(bytes), device(dev) {
 }
 Storage::~Storage() {
     if (data && data != inline_data) backend::get(device.type).deallocate(data, nbytes);
+}
+
+IntValueRange int_value_range(const int64_t* values, int64_t n) {
+    IntValueRange r{values[0], values[0], values[0], values[0]};
+    for (int64_t i = 1; i < n; ++i) {
+        r.lowest = std::min(r.lowest, values[i]);
+        r.highest = std::max(r.highest, values[i]);
+    }
+    r.next_lowest = r.highest;
+    r.next_highest = r.lowest;
+    for (int64_t i = 0; i < n; ++i) {
+        if (values[i] > r.lowest) r.next_lowest = std::min(r.next_lowest, values[i]);
+        if (values[i] < r.highest) r.next_highest = std::max(r.next_highest, values[i]);
+    }
+    return r;
 }
 
 void TensorImpl::refresh() {
@@ -142,6 +158,18 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
 
 void bump_version(const Tensor& t) {
     ++t.impl()->storage->version;
+}
+
+void note_int_bounds(const Tensor& t, int64_t lo, int64_t hi) {
+    Storage& s = *t.impl()->storage;
+    s.known_values = Storage::KnownIntValues{IntValueRange{lo, lo, hi, hi, true}, s.version};
+}
+
+std::optional<IntValueRange> known_int_values(const Tensor& t) {
+    const Storage& s = *t.impl()->storage;
+    if (t.dtype() != DType::Int64 || !s.known_values || s.known_values->version != s.version)
+        return std::nullopt;
+    return s.known_values->range;
 }
 
 DType compute_dtype(DType t) {
@@ -374,6 +402,9 @@ Tensor Tensor::to(Device d) const {
         src_backend.copy_to_host(out.data_ptr(), src.data_ptr(), bytes);
     } else if (src.device().is_cpu()) {
         dst_backend.copy_from_host(out.data_ptr(), src.data_ptr(), bytes);
+        if (dtype() == DType::Int64 && numel() > 0)
+            out.impl()->storage->known_values =
+                Storage::KnownIntValues{int_value_range(src.data<int64_t>(), numel()), 0};
     } else {
         std::vector<char> host(bytes);
         src_backend.copy_to_host(host.data(), src.data_ptr(), bytes);

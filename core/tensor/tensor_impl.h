@@ -12,6 +12,25 @@
 
 namespace myelin {
 
+// The lowest and highest values of an int64 tensor and the next ones inward (the lowest value
+// above `lowest`, the highest below `highest`; equal to them when there is none), so a check can
+// set one reserved value aside (a loss's ignore_index). With `bounds_only`, lowest and highest
+// are bounds of the values and nothing is known of the next ones.
+struct IntValueRange {
+    int64_t lowest = 0, next_lowest = 0, next_highest = 0, highest = 0;
+    bool bounds_only = false;
+    // Every value lies in [lo, hi], values equal to `reserved` aside.
+    bool within(int64_t lo, int64_t hi, std::optional<int64_t> reserved = std::nullopt) const {
+        if (bounds_only) reserved.reset();
+        const bool low =
+            lowest >= lo || (reserved == lowest && (next_lowest >= lo || next_lowest == lowest));
+        const bool high = highest <= hi ||
+                          (reserved == highest && (next_highest <= hi || next_highest == highest));
+        return low && high;
+    }
+};
+IntValueRange int_value_range(const int64_t* values, int64_t n); // n > 0
+
 // A block of device memory shared by a tensor and all its views. The version counter lives here
 // so an in-place write through any view invalidates values saved for backward from any other.
 struct Storage {
@@ -19,6 +38,15 @@ struct Storage {
     size_t nbytes = 0;
     Device device;
     uint32_t version = 0;
+    // An integer tensor copied from the host knows the range of its values without reading the
+    // device (index, target and label checks would otherwise wait for the device every step).
+    // It covers the whole storage, so every view's values lie within it; it holds while
+    // `version` is the one it was taken at.
+    struct KnownIntValues {
+        IntValueRange range;
+        uint32_t version = 0;
+    };
+    std::optional<KnownIntValues> known_values;
     // Small CPU tensors live inside the Storage object itself: one allocation instead of two.
     static constexpr size_t kInlineBytes = 64;
     alignas(16) unsigned char inline_data[kInlineBytes];
@@ -92,6 +120,12 @@ backend::Backend& backend_for(const Tensor& t);
 backend::Backend& device_backend(const Device& d, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 void bump_version(const Tensor& t);
+// An int64 tensor's value range when it is known without reading its memory: on the host never
+// (reading is free there), off it when the values came from the host (Storage::known_values).
+std::optional<IntValueRange> known_int_values(const Tensor& t);
+// Records that the fresh int64 tensor `t`'s values lie in [lo, hi] (known by how it was
+// computed), for known_int_values.
+void note_int_bounds(const Tensor& t, int64_t lo, int64_t hi);
 // The dtype kernels compute in: f16/bf16 -> f32, u8/bool -> i64.
 DType compute_dtype(DType t);
 // Sums `grad` down to `shape` (undoing broadcasting).

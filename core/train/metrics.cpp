@@ -1,10 +1,14 @@
 // Streaming classification and regression metrics. Each update makes one pass over the batch
 // with raw pointers (after moving it to host memory and a contiguous layout), so validating
-// 10k samples costs microseconds.
+// 10k samples costs microseconds; classification logits off the host are scored on their device
+// and counted when a result is read (ClassificationMetrics::settle).
 #include <myelin/error.h>
+#include <myelin/nn/loss.h>
 #include <myelin/spec/components.h>
 #include <myelin/tensor.h>
 #include <myelin/train/metrics.h>
+
+#include "backend/kernels/class_scores.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,41 +27,14 @@ Tensor host_contiguous(const Tensor& x, DType dtype) {
     return x.detach().to(kCPU).to(dtype).contiguous();
 }
 
-// torch.argmax's order: NaN ranks above every number.
-template <typename T> bool ranks_above(T a, T b) {
-    return a > b || (std::isnan(a) && !std::isnan(b));
-}
-template <typename T> bool same_rank(T a, T b) {
-    return a == b || (std::isnan(a) && std::isnan(b));
-}
-
 struct RowCounts {
     int64_t correct = 0;
     int64_t top5 = 0;
 };
 
-// The general rule, NaN included: the prediction is the first maximum, and the classes ranked
-// above the target are those greater than it or equal to it with a lower index.
-template <typename T>
-void score_row_with_nan(const T* row, int64_t classes, int64_t label, int64_t& predicted,
-                        int64_t& above_target) {
-    const T target_value = row[label];
-    T best = row[0];
-    predicted = 0;
-    above_target = 0;
-    for (int64_t j = 0; j < classes; ++j) {
-        const T v = row[j];
-        if (ranks_above(v, best)) {
-            best = v;
-            predicted = j;
-        }
-        above_target += ranks_above(v, target_value) || (j < label && same_rank(v, target_value));
-    }
-}
-
 // Per row: the maximum and a NaN check, a short scan for the first index of the maximum, and the
 // rank of the target, with no data-dependent branch inside the loops over classes (random logits
-// make each such branch a coin toss). Rows with NaN take the general path.
+// make each such branch a coin toss). Rows with NaN take the general rule (kernels/class_scores.h).
 template <typename T>
 RowCounts score_rows(const T* logits, const int64_t* targets, int64_t rows, int64_t classes,
                      int64_t* confusion) {
@@ -73,7 +50,9 @@ RowCounts score_rows(const T* logits, const int64_t* targets, int64_t rows, int6
         }
         int64_t predicted = 0, above_target = 0;
         if (has_nan) {
-            score_row_with_nan(row, classes, label, predicted, above_target);
+            const kernels::RowScore score = kernels::score_row(row, classes, label);
+            predicted = score.predicted;
+            above_target = score.above_target;
         } else {
             while (row[predicted] != best)
                 ++predicted;
@@ -169,6 +148,19 @@ void ClassificationMetrics::update(const Tensor& logits, const Tensor& targets) 
     const int64_t rows = logits.size(0);
     if (rows == 0) return;
 
+    if (!logits.device().is_cpu()) {
+        const Tensor labels = targets.detach().to(logits.device()).to(DType::Int64);
+        Tensor scores;
+        try {
+            scores = nn::functional::class_scores(logits, labels);
+        } catch (const IndexError& e) { // a label outside [0, C): nothing counted
+            throw Error(std::string("ClassificationMetrics::update: ") + e.what());
+        }
+        pending_.push_back(cat({labels.unsqueeze(1), scores}, 1));
+        pending_rows_ += rows;
+        if (pending_rows_ >= kMaxPendingRows) settle();
+        return;
+    }
     const Tensor labels = host_contiguous(targets, DType::Int64);
     const int64_t* label_data = labels.data<int64_t>();
     // Checked before counting anything, so a bad batch leaves the totals as they were.
@@ -194,12 +186,29 @@ void ClassificationMetrics::update(const Tensor& logits, const Tensor& targets) 
     top5_correct_ += counts.top5;
 }
 
+void ClassificationMetrics::settle() const {
+    if (pending_.empty()) return;
+    const Tensor rows = (pending_.size() == 1 ? pending_[0] : cat(pending_, 0)).to(kCPU);
+    pending_.clear();
+    pending_rows_ = 0;
+    const int64_t* r = rows.contiguous().data<int64_t>();
+    for (int64_t i = 0, n = rows.size(0); i < n; ++i, r += 3) {
+        ++confusion_.counts[static_cast<size_t>(r[0] * num_classes_ + r[1])];
+        correct_ += r[1] == r[0];
+        top5_correct_ += r[2] < 5;
+    }
+    count_ += rows.size(0);
+}
+
 void ClassificationMetrics::reset() {
+    pending_.clear();
+    pending_rows_ = 0;
     std::fill(confusion_.counts.begin(), confusion_.counts.end(), 0);
     count_ = correct_ = top5_correct_ = 0;
 }
 
 std::vector<int64_t> ClassificationMetrics::raw_counts() const {
+    settle();
     std::vector<int64_t> out = confusion_.counts;
     out.insert(out.end(), {count_, correct_, top5_correct_});
     return out;
@@ -209,6 +218,8 @@ void ClassificationMetrics::set_raw_counts(const std::vector<int64_t>& counts) {
     if (counts.size() != confusion_.counts.size() + 3)
         throw Error("ClassificationMetrics: " + std::to_string(counts.size()) +
                     " counts given, expected " + std::to_string(confusion_.counts.size() + 3));
+    pending_.clear();
+    pending_rows_ = 0;
     std::copy(counts.begin(), counts.end() - 3, confusion_.counts.begin());
     count_ = counts[counts.size() - 3];
     correct_ = counts[counts.size() - 2];
@@ -216,6 +227,7 @@ void ClassificationMetrics::set_raw_counts(const std::vector<int64_t>& counts) {
 }
 
 double ClassificationMetrics::accuracy() const {
+    settle();
     return ratio(correct_, count_);
 }
 
@@ -223,6 +235,7 @@ double ClassificationMetrics::top5_accuracy() const {
     if (!has_top5())
         throw Error("ClassificationMetrics: top-5 accuracy needs at least 5 classes, there are " +
                     std::to_string(num_classes_));
+    settle();
     return ratio(top5_correct_, count_);
 }
 
@@ -247,6 +260,7 @@ ClassScores class_scores(const ConfusionMatrix& confusion, int64_t class_index) 
 }
 
 ClassScores ClassificationMetrics::class_scores(int64_t class_index) const {
+    settle();
     return train::class_scores(confusion_, class_index);
 }
 

@@ -23,6 +23,11 @@ using backend::View;
 
 inline constexpr uintptr_t kTag = uintptr_t(1) << 62;
 
+// Every time the host waits for the device's data: a copy to the host, or a kernel whose result
+// the host reads (a norm, an index range). On a GPU each one stalls the host until the device
+// has caught up, so a training step should make as few as it can.
+inline int64_t host_reads = 0;
+
 inline void* tag(void* p) {
     return p ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) + kTag) : nullptr;
 }
@@ -145,30 +150,43 @@ class OpaqueNnKernels final : public NnKernels {
     }
 };
 
+// An update's statistics request with its sums view untagged; `p` is null for none.
+struct Stats {
+    backend::UpdateStatsOut out;
+    const backend::UpdateStatsOut* p = nullptr;
+    explicit Stats(const backend::UpdateStatsOut* src) {
+        if (src) {
+            out = *src;
+            out.sums = u(src->sums);
+            p = &out;
+        }
+    }
+};
+
 // The CPU's training kernels over untagged views, counting calls per entry.
 class OpaqueTrainKernels final : public TrainKernels {
   public:
     std::map<std::string, int> calls;
     TrainKernels& c() { return *cpu().train_kernels(); }
     void sgd_step(const backend::SgdStep& a, const View& w, const View& g, const View* m,
-                  backend::UpdateStats* s) override {
+                  const backend::UpdateStatsOut* s) override {
         ++calls["sgd_step"];
-        c().sgd_step(a, u(w), u(g), Opt(m).p, s);
+        c().sgd_step(a, u(w), u(g), Opt(m).p, Stats(s).p);
     }
     void adam_step(const backend::AdamStep& a, const View& w, const View& g, const View& m,
-                   const View& v, const View* vmax, backend::UpdateStats* s) override {
+                   const View& v, const View* vmax, const backend::UpdateStatsOut* s) override {
         ++calls["adam_step"];
-        c().adam_step(a, u(w), u(g), u(m), u(v), Opt(vmax).p, s);
+        c().adam_step(a, u(w), u(g), u(m), u(v), Opt(vmax).p, Stats(s).p);
     }
     void rmsprop_step(const backend::RmspropStep& a, const View& w, const View& g, const View& sq,
-                      const View* ga, const View* m, backend::UpdateStats* s) override {
+                      const View* ga, const View* m, const backend::UpdateStatsOut* s) override {
         ++calls["rmsprop_step"];
-        c().rmsprop_step(a, u(w), u(g), u(sq), Opt(ga).p, Opt(m).p, s);
+        c().rmsprop_step(a, u(w), u(g), u(sq), Opt(ga).p, Opt(m).p, Stats(s).p);
     }
     void adagrad_step(const backend::AdagradStep& a, const View& w, const View& g, const View& sum,
-                      backend::UpdateStats* s) override {
+                      const backend::UpdateStatsOut* s) override {
         ++calls["adagrad_step"];
-        c().adagrad_step(a, u(w), u(g), u(sum), s);
+        c().adagrad_step(a, u(w), u(g), u(sum), Stats(s).p);
     }
     void class_loss_forward(const backend::ClassLossGeometry& p, const View& x, const View& t,
                             const View* w, const View& out, const View& lse,
@@ -182,6 +200,10 @@ class OpaqueTrainKernels final : public TrainKernels {
         ++calls["class_loss_backward"];
         c().class_loss_backward(p, u(x), u(t), Opt(w).p, u(lse), u(den), u(gy), u(gx));
     }
+    void class_scores(const View& x, const View& t, const View& out) override {
+        ++calls["class_scores"];
+        c().class_scores(u(x), u(t), u(out));
+    }
     void dropout_forward(uint64_t seed, double p, const View& x, const View& out,
                          const View& mask) override {
         ++calls["dropout_forward"];
@@ -194,6 +216,7 @@ class OpaqueTrainKernels final : public TrainKernels {
     }
     double norm_accumulate(const View& x, double p) override {
         ++calls["norm_accumulate"];
+        ++host_reads;
         return c().norm_accumulate(u(x), p);
     }
     void scale_(const View& x, double scale) override {
@@ -217,6 +240,7 @@ class OpaqueDevice final : public Backend {
         cpu().copy_from_host(untag(d), s, n);
     }
     void copy_to_host(void* d, const void* s, size_t n) override {
+        ++host_reads;
         cpu().copy_to_host(d, untag(s), n);
     }
     void copy(const View& s, const View& d) override { cpu().copy(u(s), u(d)); }
@@ -256,6 +280,7 @@ class OpaqueDevice final : public Backend {
         cpu().scatter_add(u(s), dim, u(i), u(src));
     }
     bool int_range(const View& x, int64_t* lo, int64_t* hi) override {
+        ++host_reads;
         return cpu().int_range(u(x), lo, hi);
     }
     NnKernels* nn_kernels() override { return &nn; }

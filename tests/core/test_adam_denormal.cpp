@@ -27,10 +27,10 @@ struct Buffers {
     std::vector<float> p, g, m, v;
 };
 
-backend::View view(std::vector<float>& x) {
+template <typename T> backend::View view(std::vector<T>& x) {
     backend::View out;
     out.data = x.data();
-    out.dtype = DType::Float32;
+    out.dtype = std::is_same_v<T, double> ? DType::Float64 : DType::Float32;
     out.ndim = 1;
     out.shape[0] = int64_t(x.size());
     out.strides[0] = 1;
@@ -170,7 +170,9 @@ class TestAdamDenormal : public QObject {
             else
                 reference<false>(plain, a);
             backend::View w = view(ours.p), g = view(ours.g), m = view(ours.m), v = view(ours.v);
-            backend::UpdateStats stats; // the trainer's statistics change no bit of the update
+            // The trainer's statistics change no bit of the update.
+            std::vector<double> sums(5);
+            backend::UpdateStatsOut stats{view(sums), false};
             kernels.adam_step(s, w, g, m, v, nullptr, n == 5000 ? &stats : nullptr);
             for (const QString& d :
                  {difference("exp_avg", ours.m, plain.m), difference("exp_avg_sq", ours.v, plain.v),

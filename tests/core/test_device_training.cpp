@@ -17,6 +17,7 @@
 #include <myelin/optim/optim.h>
 #include <myelin/tensor.h>
 #include <myelin/train/events.h>
+#include <myelin/train/metrics.h>
 #include <myelin/train/trainer.h>
 
 #include <QtTest>
@@ -487,6 +488,85 @@ class TestDeviceTraining : public QObject {
                     "target 7 is out of bounds for 5 classes");
     }
 
+    // ClassificationMetrics over logits on the device: scored there (the rows' predicted class
+    // and rank of the target, NaN and ties by torch.argmax's rule) and counted from one read
+    // when a result is asked for; the counts are the host's.
+    void classificationMetricsOnTheDeviceAreTheHosts() {
+        manual_seed(3);
+        const int64_t C = 7;
+        train::ClassificationMetrics host(C), device(C);
+        const int64_t reads_before = opaque_device::host_reads;
+        for (int batch = 0; batch < 6; ++batch) {
+            Tensor logits = randn({9, C});
+            if (batch == 1) logits = randint(0, 3, {9, C}).to(DType::Float32); // ties
+            if (batch == 2) { // NaN rows: NaN ranks above every number
+                logits = logits.clone();
+                logits.data<float>()[3] = NAN;
+                logits.data<float>()[C * 4] = NAN;
+                logits.data<float>()[C * 4 + 5] = NAN;
+            }
+            const Tensor targets = randint(0, C, {9});
+            host.update(logits, targets);
+            device.update(on(logits, kDevice), on(targets, kDevice));
+        }
+        if (opaque_) QCOMPARE(opaque_device::host_reads, reads_before); // nothing read yet
+        QCOMPARE(device.count(), host.count());
+        if (opaque_) QCOMPARE(opaque_device::host_reads, reads_before + 1); // all in one read
+        QCOMPARE(device.correct(), host.correct());
+        QCOMPARE(device.top5_correct(), host.top5_correct());
+        QCOMPARE(device.confusion_matrix().counts, host.confusion_matrix().counts);
+        QVERIFY(host.correct() > 0 && host.top5_correct() > host.correct());
+
+        // A label outside [0, C) fails the update and counts nothing.
+        const Tensor bad = on(from_vector(std::vector<int64_t>{1, 7}, {2}), kDevice);
+        CHECK_ERROR(Error, device.update(on(randn({2, C}), kDevice), bad), "out of bounds");
+        QCOMPARE(device.count(), host.count());
+    }
+
+    // Integer tensors copied from the host know their range, so the checks of targets, indices
+    // and lengths need no read of the device; an in-place change forgets it, and a value out of
+    // range is still caught.
+    void hostRangesSpareTheReadAndStillCatchBadValues() {
+        if (!opaque_) QSKIP("counts the opaque device's reads");
+        const Tensor logits = on(randn({4, 5}), kDevice);
+        const Tensor weight = on(randn({10, 3}), kDevice);
+        const Tensor targets = on(from_vector(std::vector<int64_t>{0, 4, -100, 2}, {4}), kDevice);
+        const Tensor indices = on(from_vector(std::vector<int64_t>{9, 0, 3}, {3}), kDevice);
+        int64_t reads = opaque_device::host_reads;
+        (void)nn::functional::cross_entropy(logits, targets); // -100: ignore_index
+        (void)nn::functional::embedding(indices, weight);
+        (void)index_select(weight, 0, indices);
+        QCOMPARE(opaque_device::host_reads, reads);
+
+        // -100 and -5: only -100 is the ignore_index.
+        const Tensor two_negative =
+            on(from_vector(std::vector<int64_t>{0, -5, -100, 2}, {4}), kDevice);
+        CHECK_ERROR(IndexError, nn::functional::cross_entropy(logits, two_negative),
+                    "target -5 is out of bounds for 5 classes");
+        // Changed in place on the device: the range is no longer known, the check reads.
+        Tensor shifted = on(from_vector(std::vector<int64_t>{0, 1, 2, 3}, {4}), kDevice);
+        shifted.add_(2.0);
+        reads = opaque_device::host_reads;
+        CHECK_ERROR(IndexError, nn::functional::cross_entropy(logits, shifted),
+                    "target 5 is out of bounds for 5 classes");
+        QVERIFY(opaque_device::host_reads > reads);
+        Tensor grown = indices.clone(); // computed on the device: unknown
+        CHECK_ERROR(IndexError, nn::functional::embedding(grown + 1.0, weight), "index 10");
+        // Lengths from the tokens (PaddingLengths) are bounded by construction.
+        const Tensor tokens =
+            on(from_vector(std::vector<int64_t>{3, 1, 0, 0, 0, 0, 2, 2, 2}, {3, 3}), kDevice);
+        reads = opaque_device::host_reads;
+        const Tensor lengths = nn::functional::padding_lengths(tokens);
+        const Tensor x = on(randn({3, 3, 2}), kDevice);
+        const Tensor pooled = nn::functional::sequence_mean_pool(x, lengths);
+        const Tensor last = nn::functional::sequence_last(x, lengths);
+        QCOMPARE(opaque_device::host_reads, reads);
+        QCOMPARE(lengths.to(kCPU).to_vector<int64_t>(), (std::vector<int64_t>{2, 1, 3}));
+        const Tensor xh = x.to(kCPU), lh = lengths.to(kCPU);
+        QVERIFY(close(pooled, nn::functional::sequence_mean_pool(xh, lh), exact_));
+        QVERIFY(close(last, nn::functional::sequence_last(xh, lh), exact_));
+    }
+
     void dropoutAndClippingAreTheCpus() {
         const Tensor x0 = randn({64, 33});
         Tensor out[2], grad[2];
@@ -554,7 +634,17 @@ class TestDeviceTraining : public QObject {
             QSKIP("the word lists are not installed (/usr/share/dict)");
         const int steps = example == "fashion_resnet" ? 4 : 20;
         const std::vector<double> cpu = step_losses(example.toStdString(), kCPU, steps);
+        const int64_t reads_before = opaque_device::host_reads;
         const std::vector<double> device = step_losses(example.toStdString(), kDevice, steps);
+        if (opaque_) {
+            // A step waits for the device twice: for the loss (the NaN guard and the step's
+            // metrics read it) and for the optimizer's statistics of every parameter at once.
+            // Targets, indices and lengths that came from the host are known to be in range, and
+            // the accuracy counts wait on the device until the epoch's metrics are read.
+            const int64_t reads = opaque_device::host_reads - reads_before;
+            qInfo("%s: %lld host reads in %d steps", qPrintable(example), (long long)reads, steps);
+            QVERIFY2(reads <= 2 * steps, qPrintable(QString("%1 reads").arg(reads)));
+        }
         QCOMPARE(int(cpu.size()), steps);
         QCOMPARE(device.size(), cpu.size());
         for (size_t i = 0; i < cpu.size(); ++i) {

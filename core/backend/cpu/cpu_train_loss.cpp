@@ -3,6 +3,7 @@
 // counter-based dropout of kernels/dropout.h, clip_grad_norm_'s per-gradient accumulation.
 #include "backend/cpu/cpu_train.h"
 #include "backend/kernels/class_loss.h"
+#include "backend/kernels/class_scores.h"
 #include "backend/kernels/dropout.h"
 
 #include <myelin/error.h>
@@ -45,6 +46,18 @@ void class_forward(const ClassLossGeometry& p, const View& x, const View& target
             static_cast<T>(kernels::class_reduced_loss(nll_total, smooth_total, weight_total, p));
 }
 
+template <typename T> void class_scores_rows(const View& x, const View& target, const View& out) {
+    const int64_t rows = x.shape[0], classes = x.shape[1];
+    const T* xp = static_cast<const T*>(x.data);
+    const int64_t* t = static_cast<const int64_t*>(target.data);
+    int64_t* o = static_cast<int64_t*>(out.data);
+    for (int64_t r = 0; r < rows; ++r) {
+        const kernels::RowScore s = kernels::score_row(xp + r * classes, classes, t[r]);
+        o[2 * r] = s.predicted;
+        o[2 * r + 1] = s.above_target;
+    }
+}
+
 template <typename T>
 void class_backward(const ClassLossGeometry& p, const View& x, const View& target,
                     const View* weight, const View& lse, const View& den, const View& grad_out,
@@ -78,6 +91,13 @@ void CpuTrainKernels::class_loss_backward(const ClassLossGeometry& p, const View
         class_backward<double>(p, x, target, weight, lse, denominators, grad_out, grad_x);
     else
         class_backward<float>(p, x, target, weight, lse, denominators, grad_out, grad_x);
+}
+
+void CpuTrainKernels::class_scores(const View& x, const View& target, const View& out) {
+    if (x.dtype == DType::Float64)
+        class_scores_rows<double>(x, target, out);
+    else
+        class_scores_rows<float>(x, target, out);
 }
 
 void CpuTrainKernels::dropout_forward(uint64_t seed, double p, const View& x, const View& out,

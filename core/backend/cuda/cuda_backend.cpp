@@ -142,6 +142,7 @@ bool CudaBackend::supports(Primitive p, DType dtype) const {
     // The training table (cuda_train.cu): float32 and float64.
     case Primitive::OptimizerStep:
     case Primitive::ClassLoss:
+    case Primitive::ClassScores:
     case Primitive::Dropout:
     case Primitive::GradNorm:
         return train_ && (dtype == DType::Float32 || dtype == DType::Float64);

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_train.h"
 #include "backend/kernels/class_loss.h"
+#include "backend/kernels/class_scores.h"
 #include "backend/kernels/dropout.h"
 #include "backend/kernels/optim_update.h"
 
@@ -134,20 +135,21 @@ __device__ void block_max(double* s) {
     __syncthreads();
 }
 
-// The trainer's statistics of one update, per block: partial[block * kSums + k].
+// The trainer's statistics of one update, per block: partial[block * kSums + k] (the weight
+// sums 0 without `before`).
 template <typename T>
 __global__ void update_stats_kernel(const T* g, const T* before, const T* after, int64_t n,
                                     double* partial) {
     __shared__ double s[kSums][kThreads];
     double gs = 0.0, ga = 0.0, gm = 0.0, ws = 0.0, us = 0.0;
     MYELIN_GRID_LOOP(i, n) {
-        const double gv = double(g[i]), wv = double(before[i]);
+        const double gv = double(g[i]), wv = before ? double(before[i]) : 0.0;
         const double a = fabs(gv);
         gs += gv * gv;
         ga += a;
         gm = gm > a ? gm : a; // the CPU's rule: NaN wins
         ws += wv * wv;
-        const double d = double(after[i] - before[i]);
+        const double d = before ? double(after[i] - before[i]) : 0.0;
         us += d * d;
     }
     s[0][threadIdx.x] = gs;
@@ -165,13 +167,34 @@ __global__ void update_stats_kernel(const T* g, const T* before, const T* after,
             partial[blockIdx.x * kSums + k] = s[k][0];
 }
 
-// Runs `launch()` (the update) on w; with stats, keeps w's values before it and sums after.
+// Adds the per-block partials into sums[kSums] in block order, by one thread (deterministic).
+__global__ void total_stats_kernel(const double* partial, unsigned blocks, double* sums) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    double t[kSums] = {0.0, 0.0, 0.0, 0.0, 0.0};
+    for (unsigned b = 0; b < blocks; ++b) {
+        const double* s = partial + size_t(b) * kSums;
+        t[0] += s[0];
+        t[1] += s[1];
+        t[2] = nan_max(t[2], s[2]);
+        t[3] += s[3];
+        t[4] += s[4];
+    }
+    for (int k = 0; k < kSums; ++k)
+        sums[k] = t[k];
+}
+
+// Runs `launch()` (the update) on w; with stats, keeps w's values before it (unless only Σg² is
+// asked for) and sums into the request's device view after it. Nothing is read back here: the
+// optimizer reads every parameter's sums at once after the step. Scratch returns to the caching
+// allocator at scope exit while the kernels may still be queued, which is safe on the one stream.
 template <typename T, typename Launch>
-void run_update(Backend& device, const View& w, const View& g, UpdateStats* stats,
+void run_update(Backend& device, const View& w, const View& g, const UpdateStatsOut* stats,
                 const Launch& launch) {
     const int64_t n = w.numel();
     if (n == 0) {
-        if (stats) *stats = UpdateStats();
+        if (stats)
+            check(cudaMemsetAsync(stats->sums.data, 0, kSums * sizeof(double), nullptr),
+                  "optimizer statistics");
         return;
     }
     if (!stats) {
@@ -179,9 +202,12 @@ void run_update(Backend& device, const View& w, const View& g, UpdateStats* stat
         check_launch("optimizer step");
         return;
     }
-    Scratch before(device, size_t(n) * sizeof(T));
-    check(cudaMemcpy(before.as<T>(), w.data, size_t(n) * sizeof(T), cudaMemcpyDeviceToDevice),
-          "optimizer step (saving the weights)");
+    const bool weights = !stats->grad_squares_only;
+    Scratch before(device, weights ? size_t(n) * sizeof(T) : 0);
+    if (weights)
+        check(cudaMemcpyAsync(before.as<T>(), w.data, size_t(n) * sizeof(T),
+                              cudaMemcpyDeviceToDevice, nullptr),
+              "optimizer step (saving the weights)");
     launch();
     check_launch("optimizer step");
     const unsigned blocks = sum_blocks(n);
@@ -189,21 +215,8 @@ void run_update(Backend& device, const View& w, const View& g, UpdateStats* stat
     update_stats_kernel<T>
         <<<blocks, kThreads>>>(ptr<T>(g), before.as<T>(), ptr<T>(w), n, partial.as<double>());
     check_launch("optimizer statistics");
-    std::vector<double> host(size_t(blocks) * kSums);
-    check(cudaMemcpy(host.data(), partial.as<double>(), host.size() * sizeof(double),
-                     cudaMemcpyDeviceToHost),
-          "optimizer statistics");
-    UpdateStats total;
-    total.count = n;
-    for (unsigned b = 0; b < blocks; ++b) {
-        const double* s = host.data() + size_t(b) * kSums;
-        total.grad_squares += s[0];
-        total.grad_abs += s[1];
-        total.grad_max_abs = nan_max_host(total.grad_max_abs, s[2]);
-        total.weight_squares += s[3];
-        total.update_squares += s[4];
-    }
-    *stats = total;
+    total_stats_kernel<<<1, 1>>>(partial.as<double>(), blocks, ptr<double>(stats->sums));
+    check_launch("optimizer statistics (totals)");
 }
 
 // --- class losses -----------------------------------------------------------------------------
@@ -234,6 +247,16 @@ __global__ void class_total_kernel(const double* terms, int64_t rows, ClassLossG
     denominators[0] = weight;
     denominators[1] = weight;
     if (p.reduction != 0) out[0] = T(class_reduced_loss(nll, smooth, weight, p));
+}
+// One thread per row.
+template <typename T>
+__global__ void class_scores_kernel(const T* x, const int64_t* t, int64_t rows, int64_t classes,
+                                    int64_t* out) {
+    MYELIN_GRID_LOOP(r, rows) {
+        const RowScore s = score_row(x + r * classes, classes, t[r]);
+        out[2 * r] = s.predicted;
+        out[2 * r + 1] = s.above_target;
+    }
 }
 template <typename T>
 __global__ void class_backward_kernel(const T* x, const int64_t* t, const T* w, ClassLossGeometry p,
@@ -296,7 +319,7 @@ template <typename T> __global__ void scale_kernel(T* x, int64_t n, T scale) {
 } // namespace
 
 void CudaTrainKernels::sgd_step(const SgdStep& s, const View& w, const View& g,
-                                const View* momentum, UpdateStats* stats) {
+                                const View* momentum, const UpdateStatsOut* stats) {
     dispatch(w.dtype, [&](auto zero) {
         using T = decltype(zero);
         const int64_t n = w.numel();
@@ -309,7 +332,7 @@ void CudaTrainKernels::sgd_step(const SgdStep& s, const View& w, const View& g,
 
 void CudaTrainKernels::adam_step(const AdamStep& s, const View& w, const View& g,
                                  const View& exp_avg, const View& exp_avg_sq,
-                                 const View* max_exp_avg_sq, UpdateStats* stats) {
+                                 const View* max_exp_avg_sq, const UpdateStatsOut* stats) {
     dispatch(w.dtype, [&](auto zero) {
         using T = decltype(zero);
         const int64_t n = w.numel();
@@ -323,7 +346,7 @@ void CudaTrainKernels::adam_step(const AdamStep& s, const View& w, const View& g
 
 void CudaTrainKernels::rmsprop_step(const RmspropStep& s, const View& w, const View& g,
                                     const View& square_avg, const View* grad_avg,
-                                    const View* momentum, UpdateStats* stats) {
+                                    const View* momentum, const UpdateStatsOut* stats) {
     dispatch(w.dtype, [&](auto zero) {
         using T = decltype(zero);
         const int64_t n = w.numel();
@@ -336,7 +359,7 @@ void CudaTrainKernels::rmsprop_step(const RmspropStep& s, const View& w, const V
 }
 
 void CudaTrainKernels::adagrad_step(const AdagradStep& s, const View& w, const View& g,
-                                    const View& sum, UpdateStats* stats) {
+                                    const View& sum, const UpdateStatsOut* stats) {
     dispatch(w.dtype, [&](auto zero) {
         using T = decltype(zero);
         const int64_t n = w.numel();
@@ -378,6 +401,17 @@ void CudaTrainKernels::class_loss_backward(const ClassLossGeometry& p, const Vie
             ptr<T>(x), ptr<int64_t>(target), ptr<T>(weight), p, rows, ptr<double>(lse),
             ptr<double>(denominators), ptr<T>(grad_out), ptr<T>(grad_x));
         check_launch("class loss backward");
+    });
+}
+
+void CudaTrainKernels::class_scores(const View& x, const View& target, const View& out) {
+    const int64_t rows = x.shape[0], classes = x.shape[1];
+    if (rows == 0) return;
+    dispatch(x.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        class_scores_kernel<T><<<blocks_for(rows), kThreads>>>(ptr<T>(x), ptr<int64_t>(target),
+                                                               rows, classes, ptr<int64_t>(out));
+        check_launch("class scores");
     });
 }
 

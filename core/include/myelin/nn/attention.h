@@ -25,6 +25,10 @@ namespace functional {
 Tensor causal_mask(int64_t size, DType dtype = DType::Float32);
 // bool [B, max_len], true at steps >= lengths[b]. lengths: int64 [B], each in [0, max_len].
 Tensor padding_mask_from_lengths(const Tensor& lengths, int64_t max_len);
+// Each sequence's length from its tokens: int64 [N, T] -> int64 [N], the count of non-zero
+// (non-padding) tokens, at least 1. Computed where the tokens are; the lengths then check
+// against [1, T] without a read of the device.
+Tensor padding_lengths(const Tensor& tokens);
 
 struct AttentionMasks {
     // [B, S] bool (true = ignore the key) or float (added), or int64 lengths [B]; may be undefined

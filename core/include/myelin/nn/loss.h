@@ -80,6 +80,13 @@ Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& t
 Tensor margin_ranking_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,
                            double margin = 0.0, Reduction reduction = Reduction::Mean);
 
+// A classifier's row scores, from which accuracy, top-k and the confusion matrix are counted
+// without copying the logits off their device: logits [N, C] (floating), target int64 [N] in
+// [0, C) (IndexError otherwise); int64 [N, 2] on the logits' device: each row's predicted class
+// (torch.argmax: the first maximum, NaN above every number) and how many classes rank above its
+// target under that order (ties: the lower index first). No autograd.
+Tensor class_scores(const Tensor& logits, const Tensor& target);
+
 } // namespace functional
 
 // --- classes ---------------------------------------------------------------------------------

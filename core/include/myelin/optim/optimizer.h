@@ -106,8 +106,10 @@ class Optimizer {
     void finish_construction();
 
     static double get(const Options& options, const char* key);
-    // Where step_group records the statistics of `param` this step; null when not collecting.
-    StepStats* stats_slot(const Tensor& param);
+    // Where step_group's update of `param` writes its statistics this step: a Float64 [5] row
+    // (Σg², Σ|g|, max|g|, Σw², Σ(Δw)²) on param's device; undefined when not collecting. step()
+    // reads every row back at once, after the whole step, into step_stats().
+    Tensor stats_row(const Tensor& param);
     // Whether this step gathers only grad_squares (collect_step_stats(true, false)).
     bool stats_grad_squares_only() const { return !collect_magnitudes_; }
 
@@ -118,6 +120,18 @@ class Optimizer {
     bool collect_stats_ = false;
     bool collect_magnitudes_ = true;
     std::unordered_map<const void*, StepStats> stats_; // by parameter impl, the last step's
+    // This step's rows: one table on the first parameter's device (a parameter elsewhere gets
+    // a row of its own), and which parameter each row is.
+    struct StatsRow {
+        const void* param;
+        int64_t count;
+        int64_t table_row; // -1: its own row
+        Tensor own_row;
+    };
+    void publish_stats();
+    Tensor stats_table_;
+    int64_t stats_rows_used_ = 0;
+    std::vector<StatsRow> pending_stats_;
 };
 
 } // namespace myelin::optim

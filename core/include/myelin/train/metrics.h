@@ -2,15 +2,13 @@
 // Streaming metrics: accumulators fed one batch at a time (training or validation) whose results
 // cover everything seen since construction or the last reset(). Results of an accumulator that
 // has seen nothing are 0.
+#include <myelin/tensor.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
-
-namespace myelin {
-class Tensor;
-}
 
 namespace myelin::train {
 
@@ -60,16 +58,28 @@ class ClassificationMetrics {
 
     int64_t num_classes() const { return num_classes_; }
     const std::vector<std::string>& class_names() const { return class_names_; }
-    int64_t count() const { return count_; }
-    int64_t correct() const { return correct_; }
+    int64_t count() const {
+        settle();
+        return count_;
+    }
+    int64_t correct() const {
+        settle();
+        return correct_;
+    }
     double accuracy() const;
     // Top-5 is defined when there are at least 5 classes (torch.topk(5) needs them); with
     // exactly 5 it is trivially 1. top5_accuracy() throws when !has_top5().
     bool has_top5() const { return num_classes_ >= 5; }
-    int64_t top5_correct() const { return top5_correct_; }
+    int64_t top5_correct() const {
+        settle();
+        return top5_correct_;
+    }
     double top5_accuracy() const;
 
-    const ConfusionMatrix& confusion_matrix() const { return confusion_; }
+    const ConfusionMatrix& confusion_matrix() const {
+        settle();
+        return confusion_;
+    }
     ClassScores class_scores(int64_t class_index) const;
     std::vector<ClassScores> per_class() const;
     // Unweighted means over all classes (scikit-learn's average="macro").
@@ -83,12 +93,20 @@ class ClassificationMetrics {
     static std::vector<std::string> names(int64_t num_classes);
 
   private:
+    // Logits off the host are scored on their device (nn::functional::class_scores) and the
+    // rows' [label, predicted, classes above the label] wait there until a result is read:
+    // settle() counts them all after one copy to the host, so a training step never waits for
+    // the device to hand its logits over. At most kMaxPendingRows wait.
+    static constexpr int64_t kMaxPendingRows = int64_t(1) << 20;
+    void settle() const;
     int64_t num_classes_;
     std::vector<std::string> class_names_;
-    ConfusionMatrix confusion_;
-    int64_t count_ = 0;
-    int64_t correct_ = 0;
-    int64_t top5_correct_ = 0;
+    mutable std::vector<Tensor> pending_; // int64 [rows, 3] each, on the device
+    mutable int64_t pending_rows_ = 0;
+    mutable ConfusionMatrix confusion_;
+    mutable int64_t count_ = 0;
+    mutable int64_t correct_ = 0;
+    mutable int64_t top5_correct_ = 0;
 };
 
 // MAE, MSE, RMSE and R² over batches of predictions and targets of the same shape (a size-1
