@@ -132,7 +132,21 @@ Database::Database(const std::filesystem::path& path, std::chrono::milliseconds 
 }
 
 Database::~Database() {
+    for (auto& [sql, stmt] : idle_)
+        sqlite3_finalize(stmt);
     sqlite3_close_v2(db_);
+}
+
+void Database::release(sqlite3_stmt* stmt) noexcept {
+    if (!stmt) return;
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    try {
+        if (idle_.size() < kMaxCachedStatements && idle_.emplace(sqlite3_sql(stmt), stmt).second)
+            return;
+    } catch (...) { // out of memory: finalize instead
+    }
+    sqlite3_finalize(stmt);
 }
 
 std::string Database::message(std::string_view what) const {
@@ -152,7 +166,16 @@ void Database::exec(const char* sql, std::string_view doing) {
     if (rc != SQLITE_OK) fail(sqlite3_extended_errcode(db_), doing);
 }
 
+Statement::~Statement() {
+    db_->release(stmt_);
+}
+
 Statement Database::prepare(std::string_view sql) {
+    if (auto it = idle_.find(std::string(sql)); it != idle_.end()) {
+        sqlite3_stmt* cached = it->second;
+        idle_.erase(it);
+        return Statement(*this, cached);
+    }
     sqlite3_stmt* stmt = nullptr;
     int rc = sqlite3_prepare_v3(db_, sql.data(), int(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
                                 nullptr);

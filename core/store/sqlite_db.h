@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 
 namespace myelin::store::detail {
 
@@ -33,7 +34,8 @@ class Statement {
     Statement(const Statement&) = delete;
     Statement& operator=(const Statement&) = delete;
     Statement& operator=(Statement&&) = delete;
-    ~Statement() { sqlite3_finalize(stmt_); }
+    // Back to its connection's cache of prepared statements (reset), or finalized.
+    ~Statement();
 
     // Parameters are 1-based, as in SQL (?1, ?2, ...).
     Statement& bind(int index, int64_t value);
@@ -74,6 +76,9 @@ class Database {
     std::chrono::milliseconds busy_timeout() const { return busy_timeout_; }
 
     void exec(const char* sql, std::string_view doing);
+    // A statement for `sql`: a cached one when an idle one is there (preparing parses the SQL
+    // and plans the query, which took most of a live view's time re-reading the store), else a
+    // new one, cached when it is done.
     Statement prepare(std::string_view sql);
     int64_t query_int(const char* sql, std::string_view doing); // first column of the first row
     int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
@@ -141,9 +146,16 @@ class Database {
     }
 
   private:
+    friend class Statement;
     void rollback_quietly() noexcept;
     static void pause_before_retry();
+    // Keeps a finished statement for the next prepare() of its SQL (reset, bindings cleared);
+    // finalizes it when one for that SQL is already kept or the cache is full.
+    void release(sqlite3_stmt* stmt) noexcept;
 
+    // Idle prepared statements by their SQL. Bounded: some SQL is built per call.
+    static constexpr size_t kMaxCachedStatements = 64;
+    std::unordered_map<std::string, sqlite3_stmt*> idle_;
     std::filesystem::path path_;
     std::chrono::milliseconds busy_timeout_;
     sqlite3* db_ = nullptr;

@@ -76,6 +76,7 @@ class TrainingDock : public QWidget {
     train::Progress progress_;
     bool dirty_ = false;
     QElapsedTimer sinceReplot_; // the plots redraw at most every kMinReplotMs while a run streams
+    qint64 lastDrawMs_ = 0;     // how long the last frame took to draw
 };
 
 // "1:23:45", "4:05", "12 s"; "—" when unknown (negative).
