@@ -22,6 +22,7 @@
 #include "training/process_run.h"
 #include "training/training_controller.h"
 #include "training/training_dock.h"
+#include "widgets/theme.h"
 
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
@@ -73,9 +74,9 @@ void MainWindow::createTraining() {
                     trainProgress_->setRange(0, int(std::min<int64_t>(p.total_steps, INT_MAX)));
                     trainProgress_->setValue(int(std::min<int64_t>(p.step, INT_MAX)));
                 }
-                trainStatus_->setText(tr("%1  ·  ETA %2  ·  %3")
-                                          .arg(progressText(p), formatDuration(p.eta_seconds),
-                                               runPlaceText(*training_)));
+                setLiveText(trainStatus_, tr("%1  ·  ETA %2  ·  %3")
+                                              .arg(progressText(p), formatDuration(p.eta_seconds),
+                                                   runPlaceText(*training_)));
             });
     connect(training_, &TrainingController::runError, this, &MainWindow::onTrainingError);
     connect(training_, &TrainingController::breakpointHit, this, &MainWindow::onBreakpoint);

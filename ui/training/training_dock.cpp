@@ -378,15 +378,15 @@ void TrainingDock::updateHeader() {
         return;
     }
     // A finished run's tensors are freed: what is left to say is the peak it reached.
-    deviceLabel_->setText(controller_->runProcesses() > 1
-                              ? runPlaceText(*controller_)
-                              : deviceMemoryText(state == TrainingController::State::Idle));
+    setLiveText(deviceLabel_, controller_->runProcesses() > 1
+                                  ? runPlaceText(*controller_)
+                                  : deviceMemoryText(state == TrainingController::State::Idle));
     QStringList stats{progressText(progress_)};
     if (progress_.samples_per_second > 0)
         stats << tr("%1 samples/s").arg(progress_.samples_per_second, 0, 'f', 0);
     if (state != TrainingController::State::Idle)
         stats << tr("ETA %1").arg(formatDuration(progress_.eta_seconds));
-    statsLabel_->setText(stats.join(QStringLiteral("  ·  ")));
+    setLiveText(statsLabel_, stats.join(QStringLiteral("  ·  ")));
 }
 
 void TrainingDock::replot() {

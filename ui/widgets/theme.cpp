@@ -8,6 +8,7 @@
 
 #include <QApplication>
 #include <QFont>
+#include <QLabel>
 #include <QPalette>
 #include <QRegularExpression>
 #include <QStyle>
@@ -407,6 +408,17 @@ void setLogTicks(QCPAxis* axis) {
         }
     ticker->setSubTickCount(0);
     axis->setTicker(ticker);
+}
+
+void setLiveText(QLabel* label, const QString& text) {
+    if (label->text() == text) return;
+    label->setText(text);
+    const QSize hint = label->sizeHint();
+    // Fixed (minimum == maximum) in both directions: then setText's size-hint change does not
+    // reach the parent's layout (QWidget::updateGeometry).
+    if (hint.width() > label->minimumWidth() || hint.height() != label->minimumHeight() ||
+        label->minimumSize() != label->maximumSize())
+        label->setFixedSize(std::max(hint.width(), label->minimumWidth()), hint.height());
 }
 
 } // namespace myelin::ui

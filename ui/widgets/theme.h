@@ -7,6 +7,8 @@
 
 #include <initializer_list>
 
+class QLabel;
+
 class QApplication;
 class QCPAxis;
 class QCustomPlot;
@@ -99,6 +101,11 @@ QString studioStyleSheet();
 // "running"], QLineEdit[invalid="true"]) and re-polishes `widget` so the matching rules apply
 // now: for a look that changes at run time.
 void setStyleProperty(QWidget* widget, const char* name, const QVariant& value);
+
+// Sets the text of a label that changes many times a second while a run goes (progress, speed,
+// ETA) without laying its window out again each time: the label keeps a fixed size that only
+// grows, so a text of another width repaints the label alone. Clearing keeps the size.
+void setLiveText(QLabel* label, const QString& text);
 
 // The studio's look for a plot: the surface background and, on `axes`, lines in `axisColor`
 // (axis, ticks, sub-ticks), muted label text and light grid lines.
