@@ -4,6 +4,8 @@
 #include <myelin/error.h>
 #include <myelin/store/run_store.h>
 
+#include "store/sqlite_db.h"
+
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -72,6 +74,33 @@ class TestStoreMeta : public QObject {
     }
 
   private slots:
+    // A connection keeps finished statements for the next prepare() of the same SQL: one still
+    // in use is never handed out twice, and a reused one starts reset, its bindings cleared.
+    void preparedStatementsAreReusedSafely() {
+        using myelin::store::detail::Database;
+        Database db(file("statements.sqlite"), std::chrono::milliseconds(1000));
+        db.exec("CREATE TABLE t (x INTEGER)", "creating");
+        for (int i = 0; i < 5; ++i)
+            db.prepare("INSERT INTO t (x) VALUES (?1)").bind(1, i).run("inserting");
+        const char* query = "SELECT x FROM t WHERE x >= ?1 ORDER BY x";
+        for (int round = 0; round < 2; ++round) {
+            auto a = db.prepare(query);
+            a.bind(1, 3);
+            QVERIFY(a.step("a"));
+            QCOMPARE(a.int64(0), int64_t(3));
+            auto b = db.prepare(query); // the same SQL while `a` is under way
+            b.bind(1, 0);
+            QVERIFY(b.step("b"));
+            QCOMPARE(b.int64(0), int64_t(0));
+            QVERIFY(a.step("a"));
+            QCOMPARE(a.int64(0), int64_t(4));
+            QVERIFY(!a.step("a"));
+        }
+        // Unbound, ?1 is NULL: no row compares >= NULL. A kept binding would return rows.
+        auto c = db.prepare(query);
+        QVERIFY(!c.step("c"));
+    }
+
     void aVersion3StoreIsMigrated() {
         const fs::path path = file("v3.sqlite");
         int64_t parent = 0, child = 0;
