@@ -352,6 +352,13 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
     std::vector<std::pair<const spec::MetricKind*, std::unique_ptr<spec::MetricAccumulator>>> extra;
     for (const spec::MetricKind& kind : spec::metric_kinds())
         if (kind.fits(data_.classification())) extra.emplace_back(&kind, kind.build());
+    // Off the host each batch's loss stays on the device until the end: one read for them all
+    // (added to `loss` in batch order, the values the per-batch reads would give).
+    const bool read_each_loss = options_.device.is_cpu();
+    const auto add_batch_loss = [this](RunningMean& mean, double value, int64_t n) {
+        mean.add(sum_reduction_ ? value / double(n) : value, n); // a summed loss: per example
+    };
+    std::vector<std::pair<Tensor, int64_t>> device_losses;
     loader.start_epoch(0);
     while (auto next = loader.next()) {
         auto batch = std::optional<data::Example>(on_device(*next));
@@ -364,12 +371,23 @@ MetricMap Trainer::evaluate(const data::DatasetPtr& dataset, ConfusionMatrix* co
             batch->target = batch->target.narrow(0, 0, n);
         }
         real_left -= n;
-        double l = (*loss_)(out, batch->target).item<double>();
-        loss.add(sum_reduction_ ? l / double(n) : l, n);
+        const Tensor batch_loss = (*loss_)(out, batch->target);
+        if (read_each_loss)
+            add_batch_loss(loss, batch_loss.item<double>(), n);
+        else
+            device_losses.emplace_back(batch_loss.detach().reshape({1}).to(DType::Float64), n);
         if (cls && out.dim() == 2) cls->update(out, batch->target);
         if (reg) reg->update(out, batch->target);
         for (auto& [kind, metric] : extra)
             metric->update(out, batch->target);
+    }
+    if (!device_losses.empty()) {
+        TensorList values;
+        for (const auto& [value, n] : device_losses)
+            values.push_back(value);
+        const Tensor host = cat(values).to(kCPU);
+        for (size_t i = 0; i < device_losses.size(); ++i)
+            add_batch_loss(loss, host.data<double>()[i], device_losses[i].second);
     }
     model_->train(was_training);
     if (data_parallel_) data_parallel_->reduce_evaluation(loss, cls, reg);

@@ -20,6 +20,7 @@
 #include <myelin/train/metrics.h>
 #include <myelin/train/trainer.h>
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "opaque_device.h"
@@ -486,6 +487,35 @@ class TestDeviceTraining : public QObject {
                     nn::functional::cross_entropy(x0.to(kDevice),
                                                   full({6, 3}, 7.0, DType::Int64).to(kDevice), {}),
                     "target 7 is out of bounds for 5 classes");
+    }
+
+    // Evaluating on the device (the validation split of the MLP example, 47 batches) reads it
+    // twice, whatever the number of batches: the batches' losses at the end, and the accuracy
+    // counts when the metrics are read. The metrics are the CPU's.
+    void evaluationReadsTheDeviceTwice() {
+        if (!opaque_) QSKIP("counts the opaque device's reads");
+        if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist"))
+            QSKIP("Fashion-MNIST not installed (Debian package dataset-fashion-mnist)");
+        const auto path = kExamples / "fashion_mlp.myelin";
+        const io::Project project = io::load_project(path);
+        train::MetricMap metrics[2];
+        int64_t reads = 0;
+        for (int d = 0; d < 2; ++d) {
+            train::TrainerOptions options;
+            options.project_dir = path.parent_path();
+            options.threads = 2;
+            options.device = d == 0 ? kCPU : kDevice;
+            train::Trainer trainer(project, options);
+            const int64_t before = opaque_device::host_reads;
+            metrics[d] = trainer.evaluate(trainer.data().validation);
+            reads = opaque_device::host_reads - before;
+        }
+        QCOMPARE(reads, int64_t(2));
+        QCOMPARE(metrics[1].size(), metrics[0].size());
+        for (const auto& [key, value] : metrics[0])
+            QVERIFY2(std::abs(metrics[1].at(key) - value) <= 1e-6 * (1 + std::abs(value)),
+                     key.c_str());
+        QCOMPARE(metrics[1].at("accuracy"), metrics[0].at("accuracy"));
     }
 
     // ClassificationMetrics over logits on the device: scored there (the rows' predicted class
