@@ -332,6 +332,16 @@ void RegressionMetrics::update(const Tensor& predictions, const Tensor& targets)
     const int64_t n = predictions.numel();
     if (n == 0) return;
 
+    if (!predictions.device().is_cpu()) {
+        const Tensor p = predictions.detach().to(DType::Float64).reshape({-1});
+        const Tensor t = targets.detach().to(predictions.device()).to(DType::Float64).reshape({-1});
+        const Tensor e = p - t;
+        const Tensor mean = t.sum() / static_cast<double>(n);
+        const Tensor d = t - mean;
+        pending_.push_back({stack({e.abs().sum(), (e * e).sum(), mean, (d * d).sum()}), n});
+        if (pending_.size() >= kMaxPending) settle();
+        return;
+    }
     auto low_precision = [](DType t) {
         return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
     };
@@ -346,15 +356,33 @@ void RegressionMetrics::update(const Tensor& predictions, const Tensor& targets)
         b = regression_batch(p.data<double>(), t.data<double>(), n);
     }
 
+    settle(); // batches from a device first: the merge goes in batch order
+    merge(n, b.abs_error, b.squared_error, b.target_mean, b.target_m2);
+}
+
+void RegressionMetrics::merge(int64_t n, double abs_error, double squared_error, double target_mean,
+                              double target_m2) const {
     // Chan et al.: merge (count, mean, M2) of the batch into the running totals.
     const double na = static_cast<double>(count_), nb = static_cast<double>(n);
     const double total = na + nb;
-    const double delta = b.target_mean - target_mean_;
+    const double delta = target_mean - target_mean_;
     target_mean_ += delta * nb / total;
-    target_m2_ += b.target_m2 + delta * delta * na * nb / total;
-    abs_error_sum_ += b.abs_error;
-    squared_error_sum_ += b.squared_error;
+    target_m2_ += target_m2 + delta * delta * na * nb / total;
+    abs_error_sum_ += abs_error;
+    squared_error_sum_ += squared_error;
     count_ += n;
+}
+
+void RegressionMetrics::settle() const {
+    if (pending_.empty()) return;
+    TensorList sums;
+    for (const PendingBatch& b : pending_)
+        sums.push_back(b.sums);
+    const Tensor host = stack(sums).to(kCPU).contiguous();
+    const double* v = host.data<double>();
+    for (size_t i = 0; i < pending_.size(); ++i, v += 4)
+        merge(pending_[i].count, v[0], v[1], v[2], v[3]);
+    pending_.clear();
 }
 
 void RegressionMetrics::reset() {
@@ -362,10 +390,12 @@ void RegressionMetrics::reset() {
 }
 
 double RegressionMetrics::mae() const {
+    settle();
     return count_ > 0 ? abs_error_sum_ / static_cast<double>(count_) : 0.0;
 }
 
 double RegressionMetrics::mse() const {
+    settle();
     return count_ > 0 ? squared_error_sum_ / static_cast<double>(count_) : 0.0;
 }
 
@@ -374,6 +404,7 @@ double RegressionMetrics::rmse() const {
 }
 
 double RegressionMetrics::r2() const {
+    settle();
     if (count_ == 0) return 0.0;
     if (target_m2_ == 0.0) return squared_error_sum_ == 0.0 ? 1.0 : 0.0;
     return 1.0 - squared_error_sum_ / target_m2_;

@@ -553,6 +553,31 @@ class TestDeviceTraining : public QObject {
         QCOMPARE(device.count(), host.count());
     }
 
+    // RegressionMetrics over predictions on the device: each batch's sums there, merged in
+    // batch order from one read; the results are the host's to rounding (the device adds in
+    // another order), a NaN propagates as on the host.
+    void regressionMetricsOnTheDeviceAreTheHosts() {
+        manual_seed(5);
+        train::RegressionMetrics host, device;
+        const int64_t reads_before = opaque_device::host_reads;
+        for (int batch = 0; batch < 5; ++batch) {
+            const Tensor predictions = randn({8, 1}) * 3.0 + 100.0; // a large mean: Chan's merge
+            const Tensor targets = randn({8}) * 0.5 + 100.0;
+            host.update(predictions, targets);
+            device.update(on(predictions, kDevice), on(targets, kDevice));
+        }
+        if (opaque_) QCOMPARE(opaque_device::host_reads, reads_before);
+        const train::MetricMap h = host.scalars(), d = device.scalars();
+        if (opaque_) QCOMPARE(opaque_device::host_reads, reads_before + 1);
+        QCOMPARE(device.count(), host.count());
+        for (const auto& [key, value] : h)
+            QVERIFY2(std::abs(d.at(key) - value) <= 1e-12 * (1 + std::abs(value)), key.c_str());
+        Tensor bad = randn({3});
+        bad.data<float>()[1] = NAN;
+        device.update(on(bad, kDevice), on(randn({3}), kDevice));
+        QVERIFY(std::isnan(device.mae()));
+    }
+
     // Integer tensors copied from the host know their range, so the checks of targets, indices
     // and lengths need no read of the device; an in-place change forgets it, and a value out of
     // range is still caught.

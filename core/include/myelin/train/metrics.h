@@ -116,12 +116,17 @@ class ClassificationMetrics {
 // formula, so R² stays accurate for targets with a large mean and a small spread.
 // R² = 1 - SS_res / SS_tot; when the targets are constant (SS_tot == 0) it is 1 for a perfect
 // prediction and 0 otherwise (scikit-learn's force_finite). NaN in the inputs propagates.
+// Predictions off the host are summed on their device (in double) and merged when a result is
+// read, in batch order, from one copy of every batch's sums.
 class RegressionMetrics {
   public:
     void update(const Tensor& predictions, const Tensor& targets);
     void reset();
 
-    int64_t count() const { return count_; }
+    int64_t count() const {
+        settle();
+        return count_;
+    }
     double mae() const;
     double mse() const;
     double rmse() const;
@@ -135,9 +140,11 @@ class RegressionMetrics {
         double abs_error_sum = 0.0, squared_error_sum = 0.0, target_mean = 0.0, target_m2 = 0.0;
     };
     Sums sums() const {
+        settle();
         return {count_, abs_error_sum_, squared_error_sum_, target_mean_, target_m2_};
     }
     void set_sums(const Sums& s) {
+        pending_.clear();
         count_ = s.count;
         abs_error_sum_ = s.abs_error_sum;
         squared_error_sum_ = s.squared_error_sum;
@@ -146,11 +153,21 @@ class RegressionMetrics {
     }
 
   private:
-    int64_t count_ = 0;
-    double abs_error_sum_ = 0.0;
-    double squared_error_sum_ = 0.0;
-    double target_mean_ = 0.0;
-    double target_m2_ = 0.0; // sum of squared deviations of the targets from their mean
+    // Adds one batch: its error sums, and (count, mean, M2) of its targets by Chan's formula.
+    void merge(int64_t n, double abs_error, double squared_error, double target_mean,
+               double target_m2) const;
+    void settle() const;
+    static constexpr size_t kMaxPending = 4096; // batches waiting on the device
+    struct PendingBatch {
+        Tensor sums; // Float64 [4] on the device: Σ|e|, Σe², target mean, target M2
+        int64_t count;
+    };
+    mutable std::vector<PendingBatch> pending_;
+    mutable int64_t count_ = 0;
+    mutable double abs_error_sum_ = 0.0;
+    mutable double squared_error_sum_ = 0.0;
+    mutable double target_mean_ = 0.0;
+    mutable double target_m2_ = 0.0; // sum of squared deviations of the targets from their mean
 };
 
 // An epoch metric as a project names it ("val_loss", "train_accuracy") and which way is better.
