@@ -15,23 +15,13 @@
 
 namespace myelin::backend {
 
-// Sums gathered while one parameter is updated (optim::StepStats, whose header backend/ cannot
-// include): in double; a non-finite gradient shows in grad_squares.
-struct UpdateStats {
-    double grad_squares = 0.0;   // Σg²
-    double grad_abs = 0.0;       // Σ|g|
-    double grad_max_abs = 0.0;   // max |g|
-    double weight_squares = 0.0; // Σw² before the step
-    double update_squares = 0.0; // Σ(w_after − w_before)²
-    int64_t count = 0;
-    // Asked for by the caller: only grad_squares and count (a kernel may fill the rest anyway).
-    bool grad_squares_only = false;
-};
-
-// Where an update writes those statistics when the caller asks for them: `sums`, a contiguous
-// Float64 [5] view in the device's memory (Σg², Σ|g|, max|g|, Σw², Σ(Δw)², as UpdateStats). On a
-// GPU they stay there until the optimizer reads every parameter's at once, after the whole step:
-// the step never waits for the device parameter by parameter.
+// Where an update writes the statistics the trainer records for its parameter (optim::StepStats,
+// whose header backend/ cannot include) when the caller asks for them: `sums`, a contiguous
+// Float64 [5] view in the device's memory: Σg², Σ|g|, max |g|, Σw² before the step and
+// Σ(w_after − w_before)², in double (a non-finite gradient shows in Σg²). With
+// `grad_squares_only` only Σg² is asked for (a kernel may fill the rest anyway). On a GPU they
+// stay there until the optimizer reads every parameter's at once, after the whole step: the step
+// never waits for the device parameter by parameter.
 struct UpdateStatsOut {
     View sums;
     bool grad_squares_only = false;

@@ -150,29 +150,6 @@ template <typename T> AdagradArgs<T> args(const AdagradStep& s) {
             s.maximize};
 }
 
-// The statistics a request asks for, summed on the host (step_update.h) and written to its
-// view, which is host memory on the CPU.
-class HostStats {
-  public:
-    explicit HostStats(const UpdateStatsOut* out) : out_(out) {
-        if (out) sums_.grad_squares_only = out->grad_squares_only;
-    }
-    UpdateStats* sums() { return out_ ? &sums_ : nullptr; }
-    void write() const {
-        if (!out_) return;
-        double* d = static_cast<double*>(out_->sums.data);
-        d[0] = sums_.grad_squares;
-        d[1] = sums_.grad_abs;
-        d[2] = sums_.grad_max_abs;
-        d[3] = sums_.weight_squares;
-        d[4] = sums_.update_squares;
-    }
-
-  private:
-    const UpdateStatsOut* out_;
-    UpdateStats sums_;
-};
-
 void require_float(const char* op, const View& w) {
     if (w.dtype != DType::Float32 && w.dtype != DType::Float64)
         throw DTypeError(std::string(op) + ": expected float32 or float64 weights, got " +
@@ -185,14 +162,13 @@ void CpuTrainKernels::sgd_step(const SgdStep& s, const View& w, const View& g, c
                                const UpdateStatsOut* stats) {
     require_float("sgd_step", w);
     const int64_t n = w.numel();
-    HostStats host(stats);
     auto run = [&](auto zero) {
         using T = decltype(zero);
         const SgdArgs<T> a = args<T>(s);
         T *p = ptr<T>(w), *b = ptr<T>(momentum);
         const T* gp = ptr<T>(g);
         run_kernel([&] {
-            run_update(p, gp, n, host.sums(), [&](int64_t i, int64_t len) {
+            run_update(p, gp, n, stats, [&](int64_t i, int64_t len) {
                 sgd_loop<T>(p + i, gp + i, offset(b, i), len, a);
             });
         });
@@ -201,7 +177,6 @@ void CpuTrainKernels::sgd_step(const SgdStep& s, const View& w, const View& g, c
         run(0.0);
     else
         run(0.0f);
-    host.write();
 }
 
 void CpuTrainKernels::adam_step(const AdamStep& s, const View& w, const View& g,
@@ -209,7 +184,6 @@ void CpuTrainKernels::adam_step(const AdamStep& s, const View& w, const View& g,
                                 const View* max_exp_avg_sq, const UpdateStatsOut* stats) {
     require_float("adam_step", w);
     const int64_t n = w.numel();
-    HostStats host(stats);
     auto run = [&](auto zero) {
         using T = decltype(zero);
         const AdamArgs<T> a = args<T>(s);
@@ -217,7 +191,7 @@ void CpuTrainKernels::adam_step(const AdamStep& s, const View& w, const View& g,
         T* vm = ptr<T>(max_exp_avg_sq);
         const T* gp = ptr<T>(g);
         run_kernel([&] {
-            run_update(p, gp, n, host.sums(), [&](int64_t i, int64_t len) {
+            run_update(p, gp, n, stats, [&](int64_t i, int64_t len) {
                 adam_loop<T>(p + i, gp + i, m + i, v + i, offset(vm, i), len, a);
             });
         });
@@ -226,7 +200,6 @@ void CpuTrainKernels::adam_step(const AdamStep& s, const View& w, const View& g,
         run(0.0);
     else
         run(0.0f);
-    host.write();
 }
 
 void CpuTrainKernels::rmsprop_step(const RmspropStep& s, const View& w, const View& g,
@@ -234,7 +207,6 @@ void CpuTrainKernels::rmsprop_step(const RmspropStep& s, const View& w, const Vi
                                    const View* momentum, const UpdateStatsOut* stats) {
     require_float("rmsprop_step", w);
     const int64_t n = w.numel();
-    HostStats host(stats);
     auto run = [&](auto zero) {
         using T = decltype(zero);
         const RmsArgs<T> a = args<T>(s);
@@ -242,7 +214,7 @@ void CpuTrainKernels::rmsprop_step(const RmspropStep& s, const View& w, const Vi
         T *ga = ptr<T>(grad_avg), *b = ptr<T>(momentum);
         const T* gp = ptr<T>(g);
         run_kernel([&] {
-            run_update(p, gp, n, host.sums(), [&](int64_t i, int64_t len) {
+            run_update(p, gp, n, stats, [&](int64_t i, int64_t len) {
                 rmsprop_loop<T>(p + i, gp + i, sq + i, offset(ga, i), offset(b, i), len, a);
             });
         });
@@ -251,21 +223,19 @@ void CpuTrainKernels::rmsprop_step(const RmspropStep& s, const View& w, const Vi
         run(0.0);
     else
         run(0.0f);
-    host.write();
 }
 
 void CpuTrainKernels::adagrad_step(const AdagradStep& s, const View& w, const View& g,
                                    const View& sum, const UpdateStatsOut* stats) {
     require_float("adagrad_step", w);
     const int64_t n = w.numel();
-    HostStats host(stats);
     auto run = [&](auto zero) {
         using T = decltype(zero);
         const AdagradArgs<T> a = args<T>(s);
         T *p = ptr<T>(w), *sp = ptr<T>(sum);
         const T* gp = ptr<T>(g);
         run_kernel([&] {
-            run_update(p, gp, n, host.sums(), [&](int64_t i, int64_t len) {
+            run_update(p, gp, n, stats, [&](int64_t i, int64_t len) {
                 adagrad_loop<T>(p + i, gp + i, sp + i, len, a);
             });
         });
@@ -274,7 +244,6 @@ void CpuTrainKernels::adagrad_step(const AdagradStep& s, const View& w, const Vi
         run(0.0);
     else
         run(0.0f);
-    host.write();
 }
 
 TrainKernels* CpuBackend::train_kernels() {

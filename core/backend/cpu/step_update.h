@@ -1,5 +1,6 @@
 #pragma once
-// The threading of the CPU optimizers' element-wise updates, and the UpdateStats they gather.
+// The threading of the CPU optimizers' element-wise updates, and the statistics they gather
+// (UpdateStatsOut).
 // An update kernel is a serial loop over a range, `update(begin, count)`; run_update splits
 // [0, n) into one contiguous range per thread (as `omp parallel for schedule(static)` did), so
 // every element gets the same arithmetic whether or not statistics are gathered, and on any
@@ -27,6 +28,12 @@ constexpr int64_t kParallelElements = 1 << 16;
 
 // Per-lane partial sums of one chunk: independent lanes, so the loops vectorise without
 // reassociating a single accumulator (this file is compiled without -ffast-math).
+// One thread's statistics of an update, in double (UpdateStatsOut's five sums).
+struct Sums {
+    double grad_squares = 0.0, grad_abs = 0.0, grad_max_abs = 0.0, weight_squares = 0.0,
+           update_squares = 0.0;
+};
+
 template <typename T> struct LaneSums {
     static constexpr int kLanes = 64 / int(sizeof(T));
     T grad_squares[kLanes] = {};
@@ -74,7 +81,7 @@ template <typename T> struct LaneSums {
         }
     }
     // Adds the lanes into `out` (double) and clears them.
-    void flush(UpdateStats& out) {
+    void flush(Sums& out) {
         for (int j = 0; j < kLanes; ++j) {
             out.grad_squares += double(grad_squares[j]);
             out.grad_abs += double(grad_abs[j]);
@@ -93,11 +100,11 @@ inline void thread_range(int64_t n, int t, int threads, int64_t& begin, int64_t&
     count = base + (t < extra ? 1 : 0);
 }
 
-// Runs `update(begin, count)` over [0, n) of the weights `w` with gradient `g`; fills `*stats`
-// when it is not null (a non-finite gradient shows in grad_squares; the per-thread sums are
-// added in thread order, so the statistics are deterministic too).
+// Runs `update(begin, count)` over [0, n) of the weights `w` with gradient `g`; writes the
+// statistics to stats->sums (host memory) when stats is not null (the per-thread sums are added
+// in thread order, so the statistics are deterministic too).
 template <typename T, typename Update>
-void run_update(T* w, const T* g, int64_t n, UpdateStats* stats, const Update& update) {
+void run_update(T* w, const T* g, int64_t n, const UpdateStatsOut* stats, const Update& update) {
     if (!stats) {
 #pragma omp parallel if (n >= kParallelElements)
         {
@@ -110,7 +117,7 @@ void run_update(T* w, const T* g, int64_t n, UpdateStats* stats, const Update& u
     constexpr int64_t kChunk = 2048;
     const bool grad_squares_only = stats->grad_squares_only;
     const bool parallel = n >= kParallelElements;
-    std::vector<UpdateStats> parts(size_t(parallel ? omp_get_max_threads() : 1));
+    std::vector<Sums> parts(size_t(parallel ? omp_get_max_threads() : 1));
 #pragma omp parallel if (parallel)
     {
         int64_t begin = 0, count = 0;
@@ -132,17 +139,20 @@ void run_update(T* w, const T* g, int64_t n, UpdateStats* stats, const Update& u
             lanes.flush(parts[size_t(t)]);
         }
     }
-    UpdateStats total;
-    total.count = n;
-    total.grad_squares_only = grad_squares_only;
-    for (const UpdateStats& part : parts) {
+    Sums total;
+    for (const Sums& part : parts) {
         total.grad_squares += part.grad_squares;
         total.grad_abs += part.grad_abs;
         total.grad_max_abs = std::max(total.grad_max_abs, part.grad_max_abs);
         total.weight_squares += part.weight_squares;
         total.update_squares += part.update_squares;
     }
-    *stats = total;
+    double* out = static_cast<double*>(stats->sums.data);
+    out[0] = total.grad_squares;
+    out[1] = total.grad_abs;
+    out[2] = total.grad_max_abs;
+    out[3] = total.weight_squares;
+    out[4] = total.update_squares;
 }
 
 } // namespace myelin::backend::step_update
