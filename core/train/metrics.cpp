@@ -30,6 +30,14 @@ Tensor host_contiguous(const Tensor& x, DType dtype) {
 struct RowCounts {
     int64_t correct = 0;
     int64_t top5 = 0;
+    // One scored row: its cell of the confusion matrix (`classes` wide), and whether the label
+    // is the prediction and among the top 5 (fewer than 5 classes rank above it).
+    void add(int64_t label, int64_t predicted, int64_t above_target, int64_t classes,
+             int64_t* confusion) {
+        ++confusion[label * classes + predicted];
+        correct += predicted == label;
+        top5 += above_target < 5;
+    }
 };
 
 // Per row: the maximum and a NaN check, a short scan for the first index of the maximum, and the
@@ -60,9 +68,7 @@ RowCounts score_rows(const T* logits, const int64_t* targets, int64_t rows, int6
             for (int64_t j = 0; j < classes; ++j)
                 above_target += (row[j] > target_value) | ((j < label) & (row[j] == target_value));
         }
-        ++confusion[label * classes + predicted];
-        counts.correct += predicted == label;
-        counts.top5 += above_target < 5;
+        counts.add(label, predicted, above_target, classes, confusion);
     }
     return counts;
 }
@@ -191,13 +197,13 @@ void ClassificationMetrics::settle() const {
     const Tensor rows = (pending_.size() == 1 ? pending_[0] : cat(pending_, 0)).to(kCPU);
     pending_.clear();
     pending_rows_ = 0;
-    const int64_t* r = rows.contiguous().data<int64_t>();
-    for (int64_t i = 0, n = rows.size(0); i < n; ++i, r += 3) {
-        ++confusion_.counts[static_cast<size_t>(r[0] * num_classes_ + r[1])];
-        correct_ += r[1] == r[0];
-        top5_correct_ += r[2] < 5;
-    }
+    const int64_t* r = rows.contiguous().data<int64_t>(); // [label, predicted, above label]
+    RowCounts counts;
+    for (int64_t i = 0, n = rows.size(0); i < n; ++i, r += 3)
+        counts.add(r[0], r[1], r[2], num_classes_, confusion_.counts.data());
     count_ += rows.size(0);
+    correct_ += counts.correct;
+    top5_correct_ += counts.top5;
 }
 
 void ClassificationMetrics::reset() {
