@@ -96,7 +96,7 @@ class StepTrace : public train::TrainerCallback {
     StepTrace& operator=(const StepTrace&) = delete;
 
     void after_forward(train::Trainer&, const train::ForwardPass& pass) override {
-        loss_ = pass.loss_value;
+        loss_ = pass.loss_value();
         const Tensor ids = pass.batch.input.contiguous();
         const std::vector<int64_t> flat = ids.to_vector<int64_t>();
         const std::vector<int64_t> targets = pass.batch.target.contiguous().to_vector<int64_t>();

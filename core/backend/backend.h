@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace myelin::backend {
 
@@ -135,6 +136,14 @@ struct OpParams {
 class NnKernels;    // nn_kernels.h: convolution, pooling, normalisation
 class TrainKernels; // train_kernels.h: optimizer steps, class losses, dropout, norms
 
+// A copy to the host under way (Backend::copy_to_host_later). Destroying it without wait()
+// still waits for the copy, as its destination may be reused after.
+class HostRead {
+  public:
+    virtual ~HostRead() = default;
+    virtual void wait() = 0; // returns when the bytes are at the destination
+};
+
 class Backend {
   public:
     virtual ~Backend() = default;
@@ -162,6 +171,16 @@ class Backend {
     // dst runs); src may change as soon as it returns. copy_to_host returns with the bytes there.
     virtual void copy_from_host(void* dst, const void* src, size_t nbytes) = 0;
     virtual void copy_to_host(void* dst, const void* src, size_t nbytes) = 0;
+    // A copy to the host that the host waits for later: it is queued behind the work before it
+    // and the host goes on (queueing more work); the bytes are at dst once the returned read's
+    // wait() returns (dst stays valid until then). A training step reads its loss this way, so
+    // the device keeps running the backward pass while the host waits for the forward's value.
+    // nullptr: the copy is done already (the default: copy_to_host at once).
+    virtual std::unique_ptr<HostRead> copy_to_host_later(void* dst, const void* src,
+                                                         size_t nbytes) {
+        copy_to_host(dst, src, nbytes);
+        return nullptr;
+    }
 
     // dst = src (same shape; converts dtype; either may be strided, src may have 0 strides).
     virtual void copy(const View& src, const View& dst) = 0;

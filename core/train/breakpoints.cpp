@@ -167,23 +167,22 @@ class BreakpointMonitor final : public TrainerCallback {
         (void)trainer;
     }
 
-    void after_forward(Trainer& trainer, const ForwardPass& pass) override {
+    void after_loss(Trainer& trainer, const ForwardPass& pass) override {
         const int64_t step = trainer.step() + 1;
-        if (!std::isfinite(pass.loss_value)) {
+        const double loss = pass.loss_value();
+        if (!std::isfinite(loss)) {
             remove_hooks(); // the localisation pass below runs the model again
             if (!find(BreakCondition::Kind::NonFinite)) return;
             const auto where = trainer.first_nonfinite_output(pass.batch);
             fire(trainer, *find(BreakCondition::Kind::NonFinite),
-                 "the loss is " + number_text(pass.loss_value) +
-                     (where ? "; the first non-finite output is " + *where + "'s" : ""),
+                 "the loss is " + number_text(loss) + nonfinite_output_text(trainer, where, ""),
                  where);
             return;
         }
         if (const BreakCondition* c = find(BreakCondition::Kind::LossAbove))
-            if (step >= c->from_step && pass.loss_value > c->threshold)
+            if (step >= c->from_step && loss > c->threshold)
                 fire(trainer, *c,
-                     "the loss " + number_text(pass.loss_value) + " is above " +
-                         number_text(c->threshold),
+                     "the loss " + number_text(loss) + " is above " + number_text(c->threshold),
                      std::nullopt);
     }
 

@@ -644,19 +644,25 @@ void Trainer::forward_backward(const data::Example& batch, int64_t group_samples
         out = (*model_)(batch.input);
         loss = (*loss_)(out, batch.target);
     }
-    const double loss_value = loss.item<double>();
+    // Off the host the loss is copied behind the forward pass and read once the backward is
+    // queued: the device runs the backward while the host waits for the value.
+    const PendingItem loss_read(loss);
+    const ForwardPass pass{batch, out, loss, loss_read};
     for (auto& callback : callbacks_)
-        callback->after_forward(*this, ForwardPass{batch, out, loss, loss_value});
+        callback->after_forward(*this, pass);
     const double weight = sum_reduction_ ? 1.0 : double(n) / double(group_samples);
     const Tensor weighted = weight == 1.0 ? loss : loss * weight;
     (scaler_ ? scaler_->scale(weighted) : weighted).backward();
-    const double mean_loss = sum_reduction_ ? loss_value / double(n) : loss_value;
-    group_loss += mean_loss * double(n);
-    epoch_loss_.add(mean_loss, n);
     if (epoch_classification_ && out.dim() == 2) {
         autograd::NoGradGuard no_grad;
         epoch_classification_->update(out.detach(), batch.target);
     }
+    for (auto& callback : callbacks_)
+        callback->after_loss(*this, pass);
+    const double loss_value = pass.loss_value();
+    const double mean_loss = sum_reduction_ ? loss_value / double(n) : loss_value;
+    group_loss += mean_loss * double(n);
+    epoch_loss_.add(mean_loss, n);
 }
 
 bool Trainer::end_epoch() {

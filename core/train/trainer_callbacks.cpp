@@ -51,8 +51,10 @@ void SummaryCapture::before_step(Trainer& trainer) {
 }
 
 void SummaryCapture::after_forward(Trainer&, const ForwardPass& pass) {
-    // The run is about to fail: no summaries of the NaN guard's localisation pass.
-    if (!std::isfinite(pass.loss_value)) remove_hooks();
+    // The run is about to fail: no gradient summaries of it, none of the NaN guard's
+    // localisation pass. (Reading the loss here waits for the device, on capture steps only,
+    // which wait for every summary anyway.)
+    if (!hooks_.empty() && !std::isfinite(pass.loss_value())) remove_hooks();
 }
 
 void SummaryCapture::after_backward(Trainer&) {
@@ -85,15 +87,23 @@ void SummaryCapture::remove_hooks() {
 
 // --- NonFiniteLossGuard ---
 
-void NonFiniteLossGuard::after_forward(Trainer& trainer, const ForwardPass& pass) {
-    if (std::isfinite(pass.loss_value)) return;
+std::string nonfinite_output_text(Trainer& trainer, const std::optional<std::string>& layer,
+                                  const std::string& none) {
+    if (!layer) return none;
+    return "; the first non-finite output is layer " + *layer + "'s (" +
+           trainer.model().child(*layer)->type_name() + ")";
+}
+
+void NonFiniteLossGuard::after_loss(Trainer& trainer, const ForwardPass& pass) {
+    const double loss = pass.loss_value();
+    if (std::isfinite(loss)) return;
     const auto where = trainer.first_nonfinite_output(pass.batch);
     throw TrainingFailure(
-        "the loss became " + std::string(std::isnan(pass.loss_value) ? "NaN" : "infinite") +
-            " at step " + std::to_string(trainer.step() + 1) + " (epoch " +
-            std::to_string(trainer.epoch() + 1) + ")" +
-            (where ? "; the first non-finite output is " + *where + "'s"
-                   : "; every layer's output was finite, so the loss itself overflowed"),
+        "the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at step " +
+            std::to_string(trainer.step() + 1) + " (epoch " + std::to_string(trainer.epoch() + 1) +
+            ")" +
+            nonfinite_output_text(
+                trainer, where, "; every layer's output was finite, so the loss itself overflowed"),
         where);
 }
 

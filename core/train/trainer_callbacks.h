@@ -44,11 +44,16 @@ class SummaryCapture final : public TrainerCallback {
 std::shared_ptr<TrainerCallback> make_breakpoint_monitor(std::shared_ptr<const BreakpointSet> set,
                                                          BreakAction action);
 
+// "; the first non-finite output is layer 3's (Linear)" for the layer NaN localisation found
+// (Trainer::first_nonfinite_output), `none` when it found none.
+std::string nonfinite_output_text(Trainer& trainer, const std::optional<std::string>& layer,
+                                  const std::string& none);
+
 // A loss that is NaN or infinite ends the run, naming the first layer whose output is not
 // finite (the batch is run through the model again with forward hooks).
 class NonFiniteLossGuard final : public TrainerCallback {
   public:
-    void after_forward(Trainer& trainer, const ForwardPass& pass) override;
+    void after_loss(Trainer& trainer, const ForwardPass& pass) override;
 };
 
 // Per-layer gradient norms every step: a non-finite one ends the run naming the layer; every

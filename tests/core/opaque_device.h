@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace opaque_device {
@@ -27,6 +28,29 @@ inline constexpr uintptr_t kTag = uintptr_t(1) << 62;
 // the host reads (a norm, an index range). On a GPU each one stalls the host until the device
 // has caught up, so a training step should make as few as it can.
 inline int64_t host_reads = 0;
+// Reads the host waits for later (copy_to_host_later, a training step's loss): how many were
+// waited for, and how many of those waits came before any more work was queued after the copy
+// (on a GPU the device would have idled while the host waited).
+inline int64_t later_reads = 0;
+inline int64_t later_reads_waited_idle = 0;
+// Kernels queued so far (element-wise, reductions, GEMMs, copies).
+inline int64_t queued_work = 0;
+
+class LaterRead final : public backend::HostRead {
+  public:
+    LaterRead() : work_at_copy_(queued_work) {}
+    ~LaterRead() override { wait(); }
+    void wait() override {
+        if (waited_) return;
+        waited_ = true;
+        ++later_reads;
+        if (queued_work == work_at_copy_) ++later_reads_waited_idle;
+    }
+
+  private:
+    int64_t work_at_copy_;
+    bool waited_ = false;
+};
 
 inline void* tag(void* p) {
     return p ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) + kTag) : nullptr;
@@ -243,14 +267,28 @@ class OpaqueDevice final : public Backend {
         ++host_reads;
         cpu().copy_to_host(d, untag(s), n);
     }
-    void copy(const View& s, const View& d) override { cpu().copy(u(s), u(d)); }
-    void fill(const View& d, double v) override { cpu().fill(u(d), v); }
+    // The bytes are there at once (every kernel here has run); the wait is counted.
+    std::unique_ptr<backend::HostRead> copy_to_host_later(void* d, const void* s,
+                                                          size_t n) override {
+        cpu().copy_to_host(d, untag(s), n);
+        return std::make_unique<LaterRead>();
+    }
+    void copy(const View& s, const View& d) override {
+        ++queued_work;
+        cpu().copy(u(s), u(d));
+    }
+    void fill(const View& d, double v) override {
+        ++queued_work;
+        cpu().fill(u(d), v);
+    }
     void unary(backend::UnaryOp op, const View& x, const View& o,
                const backend::OpParams& p) override {
+        ++queued_work;
         cpu().unary(op, u(x), u(o), p);
     }
     void binary(backend::BinaryOp op, const View& a, const View& b, const View& o,
                 const backend::OpParams& p) override {
+        ++queued_work;
         cpu().binary(op, u(a), u(b), u(o), p);
     }
     void where(const View& c, const View& a, const View& b, const View& o) override {
@@ -258,6 +296,7 @@ class OpaqueDevice final : public Backend {
     }
     void reduce(backend::ReduceOp op, const View& x, int dims, const View& o, const View* i,
                 const backend::OpParams& p) override {
+        ++queued_work;
         cpu().reduce(op, u(x), dims, u(o), Opt(i).p, p);
     }
     void softmax(const View& x, int dim, bool log, const View& o) override {
@@ -268,6 +307,7 @@ class OpaqueDevice final : public Backend {
         cpu().softmax_backward(u(y), u(gy), dim, log, u(gx));
     }
     void batched_gemm(const View& a, const View& b, const View& c, bool acc) override {
+        ++queued_work;
         cpu().batched_gemm(u(a), u(b), u(c), acc);
     }
     void index_select(const View& x, int dim, const View& i, const View& o) override {

@@ -609,15 +609,20 @@ void TestTrainer::breakConditionsReadAndWrite() {
 }
 
 // A callback added from outside sees every hook point, in the documented order: with 2
-// micro-batches per step, each step reads before_step, forward, forward, backward, optimizer
-// step, reported; each epoch ends with on_epoch_end after its EpochMetrics.
+// micro-batches per step, each step reads before_step, (forward, loss) twice, backward,
+// optimizer step, reported; each epoch ends with on_epoch_end after its EpochMetrics.
 void TestTrainer::callbacksSeeTheHookPointsInOrder() {
     struct Log final : TrainerCallback {
         std::string text;
         void on_run_start(Trainer&) override { text += "start "; }
         void before_step(Trainer& t) override { text += "s" + std::to_string(t.step() + 1) + ":"; }
         void after_forward(Trainer&, const ForwardPass& pass) override {
-            text += std::isfinite(pass.loss_value) && pass.output.dim() == 2 ? "f" : "?";
+            text += std::isfinite(pass.loss_value()) && pass.output.dim() == 2 ? "f" : "?";
+        }
+        // The micro-batch's backward has run: the first layer has a gradient.
+        void after_loss(Trainer& t, const ForwardPass& pass) override {
+            const bool backward_done = t.model().parameters().front().grad().defined();
+            text += std::isfinite(pass.loss_value()) && backward_done ? "l" : "?";
         }
         void after_backward(Trainer&) override { text += "b"; }
         void after_optimizer_step(Trainer& t, StepMetrics& m) override {
@@ -638,7 +643,7 @@ void TestTrainer::callbacksSeeTheHookPointsInOrder() {
     t.add_callback(log);
     QCOMPARE(t.run().status, RunStatus::Finished);
     QCOMPARE(QString::fromStdString(log->text),
-             QStringLiteral("start s1:ffbor s2:fbor e1 s3:ffbor s4:fbor e2! end"));
+             QStringLiteral("start s1:flflbor s2:flbor e1 s3:flflbor s4:flbor e2! end"));
 
     // A callback's error fails the run with its message and layer.
     struct Breaks final : TrainerCallback {

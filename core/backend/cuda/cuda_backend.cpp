@@ -16,6 +16,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace myelin::backend::cuda {
@@ -84,6 +87,89 @@ class CudaPinnedHost final : public PinnedHost {
     void synchronize(Event e) override { (void)cudaEventSynchronize(static_cast<cudaEvent_t>(e)); }
 };
 
+} // namespace
+
+// Pinned slots for the reads the host waits for later (copy_to_host_later): a cudaMemcpyAsync
+// into page-locked memory returns at once (into pageable memory it would wait for the copy), and
+// an event recorded behind it says when the bytes are there. Slots are reused; a loss read takes
+// one per micro-batch.
+class PinnedReads {
+  public:
+    static constexpr size_t kSlotBytes = 256; // larger reads are copied at once
+    struct Slot {
+        void* ptr = nullptr;
+        PinnedHost::Event event = nullptr;
+    };
+
+    explicit PinnedReads(PinnedHost& host) : host_(host) {}
+    ~PinnedReads() {
+        for (const Slot& slot : free_) {
+            host_.destroy_event(slot.event);
+            host_.release(slot.ptr);
+        }
+    }
+    PinnedReads(const PinnedReads&) = delete;
+    PinnedReads& operator=(const PinnedReads&) = delete;
+
+    // A free slot, or a new one; nullopt when pinned memory is refused.
+    std::optional<Slot> take() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!free_.empty()) {
+            const Slot slot = free_.back();
+            free_.pop_back();
+            return slot;
+        }
+        Slot slot{host_.allocate(kSlotBytes), nullptr};
+        if (!slot.ptr) return std::nullopt;
+        try {
+            slot.event = host_.create_event();
+        } catch (...) {
+            host_.release(slot.ptr);
+            throw;
+        }
+        return slot;
+    }
+    void give_back(const Slot& slot) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        free_.push_back(slot);
+    }
+
+  private:
+    PinnedHost& host_;
+    std::mutex mutex_;
+    std::vector<Slot> free_;
+};
+
+namespace {
+
+class CudaHostRead final : public HostRead {
+  public:
+    CudaHostRead(PinnedReads& pool, PinnedReads::Slot slot, void* dst, size_t bytes)
+        : pool_(pool), slot_(slot), dst_(dst), bytes_(bytes) {}
+    ~CudaHostRead() override {
+        if (done_) return;
+        (void)cudaEventSynchronize(static_cast<cudaEvent_t>(slot_.event)); // the slot is reused
+        pool_.give_back(slot_);
+    }
+    void wait() override {
+        if (!done_) {
+            done_ = true;
+            error_ = cudaEventSynchronize(static_cast<cudaEvent_t>(slot_.event));
+            if (error_ == cudaSuccess) std::memcpy(dst_, slot_.ptr, bytes_);
+            pool_.give_back(slot_);
+        }
+        check(error_, "copy to host"); // again on every call: dst holds no value
+    }
+
+  private:
+    PinnedReads& pool_;
+    PinnedReads::Slot slot_;
+    void* dst_;
+    size_t bytes_;
+    bool done_ = false;
+    cudaError_t error_ = cudaSuccess;
+};
+
 bool is_compute_dtype(DType t) {
     return t == DType::Float32 || t == DType::Float64 || t == DType::Int64;
 }
@@ -94,7 +180,8 @@ CudaBackend::CudaBackend(const GpuInfo& gpu)
     : gpu_(gpu), memory_(std::make_unique<CudaMemory>(gpu)),
       allocator_(std::make_unique<DeviceCachingAllocator>(*memory_)),
       pinned_(std::make_unique<CudaPinnedHost>()),
-      staging_(std::make_unique<StagingPool>(*pinned_)) {
+      staging_(std::make_unique<StagingPool>(*pinned_)),
+      reads_(std::make_unique<PinnedReads>(*pinned_)) {
     check(cudaSetDevice(gpu.index), "cudaSetDevice");
 #ifdef MYELIN_CUDNN
     nn_ = std::make_unique<CudaNnKernels>(*this);
@@ -180,6 +267,23 @@ void CudaBackend::copy_from_host(void* dst, const void* src, size_t nbytes) {
 }
 void CudaBackend::copy_to_host(void* dst, const void* src, size_t nbytes) {
     if (nbytes) check(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost), "copy to host");
+}
+
+// Into a pinned slot on the default stream, behind the work that computes src; the host waits
+// in wait(), for this copy and what is before it only. Without a slot the copy is done now.
+std::unique_ptr<HostRead> CudaBackend::copy_to_host_later(void* dst, const void* src,
+                                                          size_t nbytes) {
+    std::optional<PinnedReads::Slot> slot;
+    if (nbytes && nbytes <= PinnedReads::kSlotBytes) slot = reads_->take();
+    if (!slot) {
+        copy_to_host(dst, src, nbytes);
+        return nullptr;
+    }
+    // Owned by the read from here: if queueing fails, its destructor returns the slot.
+    auto read = std::make_unique<CudaHostRead>(*reads_, *slot, dst, nbytes);
+    check(cudaMemcpyAsync(slot->ptr, src, nbytes, cudaMemcpyDeviceToHost, nullptr), "copy to host");
+    pinned_->record(slot->event);
+    return read;
 }
 
 void CudaBackend::copy(const View& src, const View& dst) {

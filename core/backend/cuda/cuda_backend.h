@@ -2,7 +2,8 @@
 // The CUDA backend: the caching allocator over cudaMalloc, cuBLAS for GEMM, own kernels for the
 // rest (cuda_kernels.cu, cuda_reduce.cu). One device (cuda:0) per process for now; work goes to
 // the default stream. Copies to the device are queued there through pinned staging buffers
-// (staging_pool.h: the host goes on at once); copies to the host wait for the work before them.
+// (staging_pool.h: the host goes on at once); copies to the host wait for the work before them,
+// or, through copy_to_host_later, are waited for later (pinned slots and an event).
 #include "backend/backend.h"
 #include "backend/device_allocator.h"
 #include "backend/nn_kernels.h"
@@ -15,6 +16,8 @@
 #include <memory>
 
 namespace myelin::backend::cuda {
+
+class PinnedReads; // pinned slots for copy_to_host_later (cuda_backend.cpp)
 
 class CudaBackend final : public Backend {
   public:
@@ -32,6 +35,8 @@ class CudaBackend final : public Backend {
     void reset_peak_memory_stats() override;
     void copy_from_host(void* dst, const void* src, size_t nbytes) override;
     void copy_to_host(void* dst, const void* src, size_t nbytes) override;
+    std::unique_ptr<HostRead> copy_to_host_later(void* dst, const void* src,
+                                                 size_t nbytes) override;
 
     void copy(const View& src, const View& dst) override;
     void fill(const View& dst, double value) override;
@@ -66,6 +71,7 @@ class CudaBackend final : public Backend {
     std::unique_ptr<DeviceCachingAllocator> allocator_;
     std::unique_ptr<PinnedHost> pinned_;
     std::unique_ptr<StagingPool> staging_;
+    std::unique_ptr<PinnedReads> reads_; // after pinned_: its slots go back to it first
     std::unique_ptr<NnKernels> nn_;
     std::unique_ptr<TrainKernels> train_;
     void* cublas_ = nullptr; // cublasHandle_t

@@ -8,13 +8,14 @@
 // studio's queue, the CLI's printer).
 //
 // Order within one optimizer step (accumulation_steps micro-batches):
-//   before_step -> [forward, after_forward, backward] x micro-batches -> after_backward
-//   -> clipping, optimizer step, schedule -> after_optimizer_step -> StepMetrics reported
-//   -> after_step_reported
+//   before_step -> [forward, after_forward, backward, after_loss] x micro-batches
+//   -> after_backward -> clipping, optimizer step, schedule -> after_optimizer_step
+//   -> StepMetrics reported -> after_step_reported
 // and at the end of every epoch, after its EpochMetrics were reported: on_epoch_end.
 // Callbacks run in the order they were added, built-ins first, on the training thread. A
 // callback that throws fails the run with its message (TrainingFailure names a layer).
 #include <myelin/error.h>
+#include <myelin/pending_item.h>
 #include <myelin/tensor.h>
 #include <myelin/train/events.h>
 
@@ -47,12 +48,15 @@ class TrainingFailure : public Error {
 // by the step's forward passes stay updated, as they would in PyTorch.)
 struct StepAbandoned {};
 
-// One micro-batch's forward pass, seen by after_forward (before its backward).
+// One micro-batch's forward pass, seen by after_forward (before its backward) and after_loss.
 struct ForwardPass {
     const data::Example& batch;
     const Tensor& output;
     const Tensor& loss;
-    double loss_value; // loss.item()
+    const PendingItem& loss_read;
+    // loss.item(). Free in after_loss; in after_forward, off the host, it waits for the device
+    // to finish the forward pass before the backward is queued.
+    double loss_value() const { return loss_read.value(); }
 };
 
 // The end of an epoch, seen by on_epoch_end. Callbacks read the metrics and may set the flags.
@@ -76,6 +80,10 @@ class TrainerCallback {
     // zero); the place to register module hooks for it.
     virtual void before_step(Trainer&) {}
     virtual void after_forward(Trainer&, const ForwardPass&) {}
+    // The micro-batch's backward is queued (on the host: done) and its loss value read: the
+    // place to act on the value (a non-finite loss, a loss above a line). The loss is read from
+    // a device while it runs the backward, so the device does not wait for the host's reading.
+    virtual void after_loss(Trainer&, const ForwardPass&) {}
     // The step's gradients are complete: before clipping and the optimizer step.
     virtual void after_backward(Trainer&) {}
     // Parameters updated, step() counts the step; `metrics` are about to be reported.
