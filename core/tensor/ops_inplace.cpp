@@ -199,9 +199,11 @@ Tensor& Tensor::div_(double v) {
             std::string("div_: result type float32 can't be cast to the desired output type ") +
             dtype_name(dtype()));
     const auto out_of_place = [v](const Tensor& c) { return div(c, v); };
-    if (device().is_cpu())
+    // As div(): a true division on the CPU and where the reciprocal is not finite (0, a
+    // subnormal), a product with the reciprocal elsewhere.
+    if (device().is_cpu() || !std::isfinite(1.0 / v))
         return scalar_inplace(*this, "div_", UnaryOp::DivScalar, v, out_of_place);
-    return scalar_inplace(*this, "div_", UnaryOp::MulScalar, 1.0 / v, out_of_place); // as div()
+    return scalar_inplace(*this, "div_", UnaryOp::MulScalar, 1.0 / v, out_of_place);
 }
 
 Tensor& Tensor::clamp_(std::optional<double> lo, std::optional<double> hi) {

@@ -185,12 +185,6 @@ Tensor binary_with_grad(const char* name, const char* node, BinaryOp op, const T
     return out;
 }
 
-Tensor scalar_tensor_like(double v, const Tensor& t) {
-    Tensor s = make_tensor({}, is_floating(t.dtype()) ? t.dtype() : DType::Float64, t.device());
-    backend_for(t).fill(view_of(s), v);
-    return s;
-}
-
 // Unary op with a scalar parameter (x + s, x * s, ...).
 Tensor scalar_op(UnaryOp op, const Tensor& x, double s, DType rt) {
     return unary_raw(op, x, compute_dtype(rt), rt, {s, 0});
@@ -251,16 +245,11 @@ Tensor mul(const Tensor& a, double b) {
 Tensor div(const Tensor& a, double b) {
     const DType rt = float_result(a.dtype());
     // As PyTorch: a true division on the CPU; on CUDA a product with the reciprocal (PyTorch's
-    // div_true_kernel_cuda for a CPU scalar), except where the reciprocal is not finite.
-    Tensor out;
-    if (a.device().is_cpu()) {
-        out = scalar_op(UnaryOp::DivScalar, a, b, rt);
-    } else {
-        out = scalar_op(UnaryOp::MulScalar, a, 1.0 / b, rt);
-        if (b == 0.0 || !std::isfinite(1.0 / b))
-            out = binary_raw("div", BinaryOp::Div, a, scalar_tensor_like(b, a), compute_dtype(rt),
-                             rt);
-    }
+    // div_true_kernel_cuda for a CPU scalar), except where the reciprocal is not finite (0, a
+    // subnormal), where x * inf would be inf or NaN and x / b is not. div_ chooses the same way.
+    const bool by_reciprocal = !a.device().is_cpu() && std::isfinite(1.0 / b);
+    Tensor out = by_reciprocal ? scalar_op(UnaryOp::MulScalar, a, 1.0 / b, rt)
+                               : scalar_op(UnaryOp::DivScalar, a, b, rt);
     if (autograd::needs_grad({&a}))
         record("DivBackward1", {&a}, out,
                [b](const Tensor& g, const Node&) { return TensorList{g / b}; });

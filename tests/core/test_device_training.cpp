@@ -489,6 +489,36 @@ class TestDeviceTraining : public QObject {
                     "target 7 is out of bounds for 5 classes");
     }
 
+    // Dividing by a scalar off the host multiplies by its reciprocal (as PyTorch's CUDA kernel),
+    // except where the reciprocal is not finite: x / 1e-310 is not x * inf. div_ and div agree.
+    void scalarDivisionOnTheDevice() {
+        const Tensor x =
+            on(from_vector(std::vector<double>{1e-10, -2.5, 0.0, 1.0, 3.0}, {5}), kDevice);
+        for (double v : {3.0, -0.5, 0.0, 1e-310, -1e-310}) {
+            const Tensor out_of_place = (x / v).to(kCPU);
+            Tensor in_place = x.clone();
+            in_place.div_(v);
+            const std::vector<double> a = out_of_place.to_vector<double>(),
+                                      b = in_place.to(kCPU).to_vector<double>();
+            for (size_t i = 0; i < a.size(); ++i) {
+                const double expected = x.to(kCPU).to_vector<double>()[i] / v;
+                const auto same = [](double p, double q) {
+                    return (std::isnan(p) && std::isnan(q)) || p == q ||
+                           std::abs(p - q) <= 1e-15 * std::abs(q);
+                };
+                QVERIFY2(
+                    same(a[i], expected),
+                    qPrintable(
+                        QString("x[%1] / %2 = %3, not %4").arg(i).arg(v).arg(a[i]).arg(expected)));
+                QVERIFY2(same(b[i], a[i]), qPrintable(QString("div_: x[%1] / %2 = %3, not %4")
+                                                          .arg(i)
+                                                          .arg(v)
+                                                          .arg(b[i])
+                                                          .arg(a[i])));
+            }
+        }
+    }
+
     // A loss that blows up on the device fails the run as on the CPU: the NaN guard reads the
     // loss once the backward is queued, names the first non-finite layer, and no step of the
     // broken state is applied or saved. Capture is on, so its summaries stop at the bad step.
