@@ -66,7 +66,16 @@ std::optional<double> value_at(const store::RunStore& store, int64_t run, std::s
 
 } // namespace
 
+std::vector<RecordedLayer> run_model_layers(const store::RunStore& store, int64_t run) {
+    return model_layers(store.run(run).project_json, run);
+}
+
 std::vector<RecordedLayer> recorded_layers(const store::RunStore& store, int64_t run) {
+    return recorded_layers(store, run, run_model_layers(store, run));
+}
+
+std::vector<RecordedLayer> recorded_layers(const store::RunStore& store, int64_t run,
+                                           const std::vector<RecordedLayer>& model) {
     std::set<std::string> recorded;
     for (const std::string& key : store.metric_keys(run)) {
         const size_t slash = key.find('/');
@@ -76,8 +85,8 @@ std::vector<RecordedLayer> recorded_layers(const store::RunStore& store, int64_t
             recorded.insert(key.substr(slash + 1));
     }
     std::vector<RecordedLayer> layers;
-    for (auto& layer : model_layers(store.run(run).project_json, run))
-        if (recorded.erase(layer.name)) layers.push_back(std::move(layer));
+    for (const auto& layer : model)
+        if (recorded.erase(layer.name)) layers.push_back(layer);
     for (const std::string& name : recorded) // sorted: std::set
         layers.push_back({name, {}});
     return layers;
@@ -85,9 +94,15 @@ std::vector<RecordedLayer> recorded_layers(const store::RunStore& store, int64_t
 
 LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
                                std::optional<int64_t> step) {
+    return layer_stats_at(store, run, step, run_model_layers(store, run));
+}
+
+LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
+                               std::optional<int64_t> step,
+                               const std::vector<RecordedLayer>& model) {
     LayerStatsTable table;
     table.requested_step = step;
-    const std::vector<RecordedLayer> layers = recorded_layers(store, run);
+    const std::vector<RecordedLayer> layers = recorded_layers(store, run, model);
     table.norms_step = nearest_recorded_step(store, run, layers, lm::kGradNorm, step);
     table.summaries_step = nearest_recorded_step(store, run, layers, lm::kActivationMean, step);
     for (const auto& layer : layers) {

@@ -296,6 +296,7 @@ void GradientFlowView::reload() {
     colors_.clear();
     lastStep_.clear();
     layers_.clear();
+    modelLayers_.clear();
     table_ = {};
     guide_->setVisible(measure_ == Measure::UpdateRatio);
     if (run_ < 0 || !store_) {
@@ -305,7 +306,8 @@ void GradientFlowView::reload() {
     try {
         const std::string fam = family();
         std::map<int, int> perCategory;
-        for (const auto& layer : train::recorded_layers(*store_, run_)) {
+        modelLayers_ = train::run_model_layers(*store_, run_);
+        for (const auto& layer : train::recorded_layers(*store_, run_, modelLayers_)) {
             const std::string key = train::layer_metric_key(fam, layer.name);
             const auto buckets = store_->metric_series_downsampled(run_, key, {}, kBuckets);
             if (buckets.empty()) continue; // no parameters: no norms
@@ -427,7 +429,7 @@ void GradientFlowView::moveBars(int64_t step) {
     if (!store_ || run_ < 0 || layers_.empty()) return;
     std::vector<train::LayerBadge> badges;
     try {
-        table_ = train::layer_stats_at(*store_, run_, step);
+        table_ = train::layer_stats_at(*store_, run_, step, modelLayers_);
         badges = train::layer_badges(*store_, run_, table_);
     } catch (const Error& e) {
         showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));

@@ -113,7 +113,8 @@ class GradientFlowView : public QWidget {
     int64_t run_ = -1;
     bool live_ = false;
     Measure measure_ = Measure::GradientNorm;
-    std::vector<train::RecordedLayer> layers_; // with a series of the measure, model order
+    std::vector<train::RecordedLayer> layers_;      // with a series of the measure, model order
+    std::vector<train::RecordedLayer> modelLayers_; // the run's model, read once per reload
     std::map<std::string, QCPGraph*> graphs_;
     std::map<std::string, int64_t> lastStep_; // per layer: the newest step held
     std::vector<int64_t> steps_;              // the recorded norm steps (of the first layer)

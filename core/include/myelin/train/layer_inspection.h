@@ -39,6 +39,12 @@ struct RecordedLayer {
 // The layers with per-layer series in `run`, in the forward order of the model the run was
 // started with; names that model does not have (its project could not be read) follow, sorted.
 std::vector<RecordedLayer> recorded_layers(const store::RunStore& store, int64_t run);
+// The layers of the model `run` was started with, in forward order (from the run's project; empty
+// when it cannot be read). A view that reads many steps of a run reads them once and passes them
+// to the overloads taking `model`, which spare parsing the project on each call.
+std::vector<RecordedLayer> run_model_layers(const store::RunStore& store, int64_t run);
+std::vector<RecordedLayer> recorded_layers(const store::RunStore& store, int64_t run,
+                                           const std::vector<RecordedLayer>& model);
 
 // One layer at one step; a value is unset when that series has no point there.
 struct LayerStatsRow {
@@ -66,6 +72,9 @@ struct LayerStatsTable {
 // on a tie the earlier step). Throws store::StoreError for an unknown run.
 LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
                                std::optional<int64_t> step = std::nullopt);
+LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
+                               std::optional<int64_t> step,
+                               const std::vector<RecordedLayer>& model);
 
 // How a layer looks at a step, for the badge on its node. The first that applies:
 //   NonFinite  NaN/Inf in its activation or gradient, or a non-finite gradient norm
