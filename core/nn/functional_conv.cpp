@@ -3,8 +3,10 @@
 // records; the kernels (oneDNN and reference loops on the CPU, cuDNN on CUDA) are the NN-kernel
 // table of the operands' device (backend/nn_kernels.h). Under bfloat16 autocast on the CPU float32
 // operands are multiplied in bf16 by oneDNN and accumulated and written in float32; under float16
-// autocast, and bfloat16 elsewhere, the float32 kernels run on operands rounded to the lower dtype
-// (the same products, exact in float32), the output's gradient rounded too.
+// autocast on a device with half convolutions (CUDA's cuDNN) its kernels multiply in float16
+// (ConvGeometry::f16); otherwise (float16 on the CPU, bfloat16 off it) the float32 kernels run on
+// operands rounded to the lower dtype (the same products, exact in float32), the output's gradient
+// rounded too.
 #include "autograd/function.h"
 #include "backend/nn_kernels.h"
 #include "nn/functional_common.h"
@@ -27,11 +29,13 @@ namespace {
 using Geom = backend::ConvGeometry;
 using backend::Primitive;
 
-// The device's kernel table for conv pass `p`, refusing by name what it cannot run (bf16
-// autocast asks for bfloat16 products).
+// The device's kernel table for conv pass `p`, refusing by name what it cannot run (autocast
+// asks for bfloat16 or float16 products).
 backend::NnKernels& kernels(const Tensor& t, Primitive p, const Geom& g) {
     return backend::nn_kernels(myelin::detail::backend_for(t), p,
-                               g.bf16 ? DType::BFloat16 : t.dtype());
+                               g.bf16  ? DType::BFloat16
+                               : g.f16 ? DType::Float16
+                                       : t.dtype());
 }
 
 // The View of an optional tensor: nullptr when undefined (`slot` holds the View).
@@ -86,11 +90,21 @@ bool autocast_bf16(const Tensor& x) {
            x.device().is_cpu();
 }
 
-// The lower dtype of an autocast no kernel here lowers (float16; bfloat16 off the CPU), for
-// float32 operands; nullopt otherwise.
+// Whether this call multiplies in float16 on the device's own kernels (cuDNN's half
+// convolutions): float16 autocast is on, the operands are float32, off the CPU, on a device that
+// has them.
+bool autocast_f16(const Tensor& x) {
+    return x.dtype() == DType::Float32 && autocast_dtype() == DType::Float16 &&
+           !x.device().is_cpu() &&
+           myelin::detail::backend_for(x).supports(Primitive::ConvForward, DType::Float16);
+}
+
+// The lower dtype of an autocast no kernel here lowers (float16 on the CPU or a device without
+// half convolutions; bfloat16 off the CPU), for float32 operands; nullopt otherwise.
 std::optional<DType> emulated_autocast(const Tensor& x) {
     const std::optional<DType> lower = autocast_dtype();
-    if (!lower || x.dtype() != DType::Float32 || autocast_bf16(x)) return std::nullopt;
+    if (!lower || x.dtype() != DType::Float32 || autocast_bf16(x) || autocast_f16(x))
+        return std::nullopt;
     return lower;
 }
 
@@ -161,6 +175,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& b, Geom g) {
             return conv2d_impl(xr, wr, b, g);
         });
     g.bf16 = autocast_bf16(x);
+    g.f16 = autocast_f16(x);
     const Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
     const Tensor bc = b.defined() ? b.detach().contiguous() : Tensor();
     Tensor y = forward_raw(xc, wc, bc, g);
@@ -347,6 +362,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     g.sh = o.stride[0], g.sw = o.stride[1], g.dh = o.dilation[0], g.dw = o.dilation[1];
     g.ph = o.padding[0], g.pw = o.padding[1];
     g.bf16 = autocast_bf16(x);
+    g.f16 = autocast_f16(x);
     g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.KH - 1) + o.output_padding[0] + 1;
     g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.KW - 1) + o.output_padding[1] + 1;
     require_vector(op, "bias", bias, g.C);

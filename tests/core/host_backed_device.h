@@ -19,7 +19,8 @@ using backend::View;
 
 inline constexpr Device kTestDevice{DeviceType::CUDA, 0};
 
-// NN kernels that forward to the CPU's, counting calls per entry; supports() may refuse bf16.
+// NN kernels that forward to the CPU's, counting calls per entry (and convolutions asked for
+// float16 products, "f16"); supports() may refuse bf16 or float16.
 class CountingKernels final : public NnKernels {
   public:
     std::map<std::string, int> calls;
@@ -28,6 +29,7 @@ class CountingKernels final : public NnKernels {
     void conv_forward(const backend::ConvGeometry& g, const View& x, const View& w, const View* b,
                       const View& y) override {
         ++calls["conv_forward"];
+        calls["f16"] += g.f16;
         cpu().conv_forward(g, x, w, b, y);
     }
     void conv_backward_data(const backend::ConvGeometry& g, const View& gy, const View& w,
@@ -43,6 +45,7 @@ class CountingKernels final : public NnKernels {
     void conv_backward(const backend::ConvGeometry& g, const View& x, const View& w, const View& gy,
                        const View* gx, const View* gw, const View* gb) override {
         ++calls["conv_backward"];
+        calls["f16"] += g.f16;
         cpu().conv_backward(g, x, w, gy, gx, gw, gb);
     }
     bool max_pool_uses_codes(const backend::PoolGeometry& g) const override {
@@ -119,6 +122,7 @@ class HostBackedDevice final : public Backend {
   public:
     NnKernels* table = nullptr;
     bool refuse_bf16 = false;
+    bool refuse_f16 = false;
 
     Backend& cpu() const { return backend::get(DeviceType::CPU); }
     DeviceType type() const override { return DeviceType::CUDA; }
@@ -126,7 +130,7 @@ class HostBackedDevice final : public Backend {
     BackendInfo info() const override { return {DeviceType::CUDA, "Test", "test:0"}; }
     bool supports(Primitive p, DType t) const override {
         (void)p;
-        return !(refuse_bf16 && t == DType::BFloat16);
+        return !(refuse_bf16 && t == DType::BFloat16) && !(refuse_f16 && t == DType::Float16);
     }
     void* allocate(size_t n) override { return cpu().allocate(n); }
     void deallocate(void* p, size_t n) override { cpu().deallocate(p, n); }

@@ -249,6 +249,81 @@ class TestNnKernels : public QObject {
         CHECK_ERROR(DeviceError, F::conv2d(x, w.to(kCPU)), "conv2d", "same device");
     }
 
+    // Float16 autocast on a device with half convolutions (CUDA's cuDNN): its kernels get
+    // float32 operands asking for float16 products (ConvGeometry::f16) in every pass. A
+    // device without them gets operands rounded to float16 instead; the CPU's kernels give
+    // both the same values: the float32 convolution of the rounded operands, the output's
+    // gradient rounded too.
+    void float16AutocastAsksTheDeviceForHalfConvolutions() {
+        if (real_cuda_)
+            QSKIP("a real CUDA device holds the slot: float16TrainsOnTheDevice "
+                  "(test_device_training) runs its half convolutions");
+        const Tensor xg = rnd({2, 2, 5, 5}, 42), wg = rnd({3, 2, 3, 3}, 43), bg = rnd({3}, 44);
+        const Tensor gy = rnd({2, 3, 3, 3}, 45).to(kTestDevice);
+        TensorList results[2];
+        int f16_calls[2] = {0, 0};
+        for (int refuse = 0; refuse < 2; ++refuse) {
+            test_device_->refuse_f16 = refuse == 1;
+            counting_->calls.clear();
+            Tensor xd = xg.to(kTestDevice).requires_grad_(true),
+                   wd = wg.to(kTestDevice).requires_grad_(true),
+                   bd = bg.to(kTestDevice).requires_grad_(true);
+            Tensor out;
+            {
+                AutocastGuard half(DType::Float16);
+                out = F::conv2d(xd, wd, bd);
+            }
+            (out * gy).sum().backward(); // out's gradient is gy
+            results[refuse] = {out.detach().to(kCPU), xd.grad().to(kCPU), wd.grad().to(kCPU),
+                               bd.grad().to(kCPU)};
+            f16_calls[refuse] = counting_->calls["f16"];
+        }
+        test_device_->refuse_f16 = false;
+        QCOMPARE(f16_calls[0], 2); // forward, and the fused backward
+        QCOMPARE(f16_calls[1], 0);
+        for (size_t i = 0; i < results[0].size(); ++i)
+            QVERIFY2(equal(results[0][i], results[1][i]), qPrintable(QString::number(i)));
+        const auto round = [](const Tensor& t) { return t.to(DType::Float16).to(DType::Float32); };
+        QVERIFY(equal(results[0][0], F::conv2d(round(xg), round(wg), bg)));
+        QVERIFY(max((results[0][0] - F::conv2d(xg, wg, bg)).abs()).item() > 0);
+    }
+
+    // Float16 autocast's convolutions on cuDNN's half kernels (tensor cores) against the CPU's
+    // float32 convolution of the rounded operands: the device also rounds its outputs and the
+    // weight gradient to float16 (as PyTorch's autocast does), so they agree to float16's
+    // precision, not bit for bit.
+    void cudaHalfConvolutionsMatchTheCpu() {
+        if (!real_cuda_)
+            QSKIP("no CUDA device: float16AutocastAsksTheDeviceForHalfConvolutions "
+                  "checked what the device is asked");
+        if (!backend::get(DeviceType::CUDA).supports(Primitive::ConvForward, DType::Float16))
+            QSKIP("the CUDA backend was built without cuDNN: no half convolutions");
+        const Tensor x = rnd({4, 16, 12, 12}, 50), w = rnd({32, 16, 3, 3}, 51), b = rnd({32}, 52);
+        const Tensor gy = rnd({4, 32, 10, 10}, 53);
+        TensorList results[2];
+        const Device devices[2] = {kCPU, Device(DeviceType::CUDA, 0)};
+        for (int d = 0; d < 2; ++d) {
+            Tensor xd = x.to(devices[d]).requires_grad_(true),
+                   wd = w.to(devices[d]).requires_grad_(true),
+                   bd = b.to(devices[d]).requires_grad_(true);
+            Tensor out;
+            {
+                AutocastGuard half(DType::Float16);
+                out = F::conv2d(xd, wd, bd);
+            }
+            (out * gy.to(devices[d])).sum().backward();
+            results[d] = {out.detach().to(kCPU), xd.grad().to(kCPU), wd.grad().to(kCPU),
+                          bd.grad().to(kCPU)};
+        }
+        const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
+        for (size_t i = 0; i < results[0].size(); ++i) {
+            const double scale = max(results[0][i].abs()).item();
+            const double diff = max((results[1][i] - results[0][i]).abs()).item();
+            qInfo("%s: largest difference %.3g (of values up to %.3g)", names[i], diff, scale);
+            QVERIFY2(diff <= 2e-3 * scale, names[i]);
+        }
+    }
+
     void cudaMatchesTheCpu() {
         if (!real_cuda_) QSKIP("no CUDA device: the test device above stood in for it");
         for (DType t : {DType::Float32, DType::Float64})

@@ -286,20 +286,25 @@ bool onednn_ok(const View& t, const Geom& g) {
 }
 
 Geom as_f32(Geom g) {
-    g.bf16 = false;
+    g.bf16 = g.f16 = false;
     return g;
 }
 
-// Where oneDNN cannot run a bf16 geometry: the float32 path on operands rounded to bf16 gives the
-// same values (bf16 products are exact in float32). The rounding is the CPU backend's dtype
-// conversion, as Tensor::to(BFloat16).to(Float32) does it.
-class RoundedBf16 {
+// Where oneDNN cannot run a bf16 geometry, and for float16 products (ConvGeometry::f16, which
+// oneDNN does not run here): the float32 path on operands rounded to the lower dtype gives the
+// same values (the products are exact in float32). The rounding is the CPU backend's dtype
+// conversion, as Tensor::to(lower).to(Float32) does it.
+bool rounds_operands(const View& x, const Geom& g) {
+    return g.f16 || (g.bf16 && !onednn_ok(x, g));
+}
+
+class Rounded {
   public:
-    explicit RoundedBf16(const View& v)
-        : bf16_(size_t(v.numel()) * 2), f32_(size_t(v.numel()) * 4), view_(v) {
+    Rounded(const View& v, const Geom& g)
+        : half_(size_t(v.numel()) * 2), f32_(size_t(v.numel()) * 4), view_(v) {
         View half = v;
-        half.data = bf16_.data();
-        half.dtype = DType::BFloat16;
+        half.data = half_.data();
+        half.dtype = g.f16 ? DType::Float16 : DType::BFloat16;
         view_.data = f32_.data();
         Backend& cpu = get(DeviceType::CPU);
         cpu.copy(v, half);
@@ -308,7 +313,7 @@ class RoundedBf16 {
     const View& view() const { return view_; }
 
   private:
-    HostScratch bf16_, f32_;
+    HostScratch half_, f32_;
     View view_;
 };
 
@@ -363,8 +368,8 @@ bool relu_post_op_exact(const View& x, const View& w, const View* b, const Geom&
 // primitive's dst format (a scratch buffer for a kernel that reads that layout), not nchw.
 void forward_raw(const View& x, const View& w, const View* b, const View& y, const Geom& g,
                  bool relu = false, bool keep_layout = false) {
-    if (g.bf16 && !onednn_ok(x, g)) {
-        const RoundedBf16 xr(x), wr(w);
+    if (rounds_operands(x, g)) {
+        const Rounded xr(x, g), wr(w, g);
         return forward_raw(xr.view(), wr.view(), b, y, as_f32(g));
     }
     if (onednn_ok(x, g)) {
@@ -430,8 +435,8 @@ std::shared_ptr<ConvEntry> backward_weights_entry(const Geom& g, bool has_bias) 
 
 void backward_data_raw(const View& gy, const View& w, const View& gx, const Geom& g,
                        memory* dd_cache = nullptr) {
-    if (g.bf16 && !onednn_ok(gy, g)) {
-        const RoundedBf16 gyr(gy), wr(w);
+    if (rounds_operands(gy, g)) {
+        const Rounded gyr(gy, g), wr(w, g);
         return backward_data_raw(gyr.view(), wr.view(), gx, as_f32(g));
     }
     if (onednn_ok(gy, g)) {
@@ -455,8 +460,8 @@ void backward_data_raw(const View& gy, const View& w, const View& gx, const Geom
 // Weight gradient [O, C/G, KH, KW] and, when `gb` is given, the bias gradient [O].
 void backward_weights_raw(const View& x, const View& gy, const View& gw, const View* gb,
                           const Geom& g, memory* dd_cache = nullptr) {
-    if (g.bf16 && !onednn_ok(x, g)) {
-        const RoundedBf16 xr(x), gyr(gy);
+    if (rounds_operands(x, g)) {
+        const Rounded xr(x, g), gyr(gy, g);
         return backward_weights_raw(xr.view(), gyr.view(), gw, gb, as_f32(g));
     }
     if (onednn_ok(x, g)) {
@@ -484,7 +489,7 @@ void backward_weights_raw(const View& x, const View& gy, const View& gw, const V
 // The fused path runs where oneDNN runs the plain float32 forward with ReLU as a post-op on the
 // same implementation (relu_forward_ready).
 bool conv_relu_ok(const Geom& g, bool has_bias) {
-    if (g.bf16 || g.phr() < 0 || g.pwr() < 0) return false;
+    if (g.bf16 || g.f16 || g.phr() < 0 || g.pwr() < 0) return false;
     try {
         return relu_forward_ready(*conv_entry(g, has_bias));
     } catch (const dnnl::error&) {
@@ -574,7 +579,8 @@ bool CpuNnKernels::conv_relu_fused(const ConvGeometry& g, bool has_bias) {
 
 void CpuNnKernels::conv_relu_forward(const ConvGeometry& g, const View& x, const View& w,
                                      const View* bias, const View& y) {
-    if (!onednn_ok(x, g) || g.bf16) throw Error("conv_relu_forward: not fused for this input");
+    if (!onednn_ok(x, g) || g.bf16 || g.f16)
+        throw Error("conv_relu_forward: not fused for this input");
     if (relu_post_op_exact(x, w, bias, g)) return forward_raw(x, w, bias, y, g, true);
     // A NaN may arise: the plain convolution, then ReLU keeping NaN and -0 (PyTorch's).
     forward_raw(x, w, bias, y, g);

@@ -215,10 +215,13 @@ bool CudaBackend::supports(Primitive p, DType dtype) const {
     case Primitive::BatchedGemm: // half operands: autocast's products, into float32
         return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
                dtype == DType::BFloat16;
-    // The NN-kernel table (with cuDNN): float32 and float64; bfloat16 products (autocast) not.
+    // The NN-kernel table (with cuDNN): float32 and float64; convolutions also float16 products
+    // (float16 autocast: cuDNN's half convolutions, ConvGeometry::f16); bfloat16 products not.
     case Primitive::ConvForward:
     case Primitive::ConvBackwardData:
     case Primitive::ConvBackwardWeights:
+        return nn_ &&
+               (dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16);
     case Primitive::MaxPool2d:
     case Primitive::AvgPool2d:
     case Primitive::AdaptiveAvgPool2d:

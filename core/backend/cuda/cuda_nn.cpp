@@ -8,6 +8,7 @@
 #include <cudnn.h>
 
 #include <climits>
+#include <cstddef>
 #include <string>
 
 namespace myelin::backend::cuda {
@@ -49,6 +50,25 @@ class Workspace {
     void* data_ = nullptr;
 };
 
+// A float16 copy of a contiguous float32 view, in device memory from the caching allocator
+// (ConvGeometry::f16: cuDNN's half convolutions read and write float16). `copy_in`: converted
+// from `v` now (an operand); otherwise left for the convolution to write (an output).
+class HalfCopy {
+  public:
+    HalfCopy(Backend& device, const View& v, bool copy_in)
+        : buffer_(device, size_t(v.numel()) * 2), view_(v) {
+        view_.data = buffer_.data();
+        view_.dtype = DType::Float16;
+        if (copy_in) device.copy(v, view_);
+    }
+    void* data() const { return view_.data; }
+    const View& view() const { return view_; }
+
+  private:
+    Workspace buffer_;
+    View view_;
+};
+
 // The first algorithm cuDNN's heuristics rank that can run (and is deterministic when asked).
 template <typename Perf> const Perf* pick(const Perf* perf, int count, bool deterministic) {
     for (int i = 0; i < count; ++i)
@@ -66,12 +86,15 @@ template <typename Perf> const Perf* pick(const Perf* perf, int count, bool dete
 
 } // namespace
 
+// One geometry's descriptors and chosen algorithms. x, w and y describe what cuDNN convolves
+// (float16 for ConvGeometry::f16); y_out and bias the caller's float32 / float64 output and bias.
 struct CudaNnKernels::ConvPlan {
-    cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr, y_out = nullptr, bias = nullptr;
     cudnnFilterDescriptor_t w = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
-    DType dtype = DType::Float32;
-    bool deterministic = false; // only deterministic algorithms
+    DType dtype = DType::Float32; // the caller's operands
+    bool half = false;            // float16 products (ConvGeometry::f16)
+    bool deterministic = false;   // only deterministic algorithms
     std::once_flag fwd_once, data_once, filter_once;
     cudnnConvolutionFwdAlgo_t fwd{};
     cudnnConvolutionBwdDataAlgo_t data{};
@@ -81,6 +104,7 @@ struct CudaNnKernels::ConvPlan {
     ~ConvPlan() {
         if (x) cudnnDestroyTensorDescriptor(x);
         if (y) cudnnDestroyTensorDescriptor(y);
+        if (y_out) cudnnDestroyTensorDescriptor(y_out);
         if (bias) cudnnDestroyTensorDescriptor(bias);
         if (w) cudnnDestroyFilterDescriptor(w);
         if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -115,6 +139,9 @@ void CudaNnKernels::set_deterministic(bool deterministic) {
 
 std::shared_ptr<CudaNnKernels::ConvPlan> CudaNnKernels::plan(const ConvGeometry& g, DType dtype) {
     if (g.bf16) throw DeviceError("conv_forward on bfloat16 is not supported by the CUDA backend");
+    if (g.f16 && dtype != DType::Float32)
+        throw DeviceError("convolution on CUDA: float16 products of " +
+                          std::string(dtype_name(dtype)) + " operands (only float32 ones)");
     if (!g.symmetric_padding())
         throw DeviceError("convolution on CUDA: padding " + std::to_string(g.ph) + "x" +
                           std::to_string(g.pw) + " that is not the same on both sides (" +
@@ -123,16 +150,21 @@ std::shared_ptr<CudaNnKernels::ConvPlan> CudaNnKernels::plan(const ConvGeometry&
                           ">= stride) is not supported by the CUDA backend (cuDNN pads both sides "
                           "alike)");
     std::lock_guard<std::mutex> lock(mutex_);
-    const std::vector<int64_t> key{g.N,  g.C,  g.H,        g.W,         g.O,           g.KH, g.KW,
-                                   g.OH, g.OW, g.sh,       g.sw,        g.dh,          g.dw, g.ph,
-                                   g.pw, g.G,  int(dtype), allow_tf32_, deterministic_};
+    const std::vector<int64_t> key{g.N,  g.C,  g.H,        g.W,         g.O,   g.KH,          g.KW,
+                                   g.OH, g.OW, g.sh,       g.sw,        g.dh,  g.dw,          g.ph,
+                                   g.pw, g.G,  int(dtype), allow_tf32_, g.f16, deterministic_};
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
     auto p = std::make_shared<ConvPlan>();
     p->dtype = dtype;
+    p->half = g.f16;
     p->deterministic = deterministic_;
-    const cudnnDataType_t t = data_type(dtype);
+    // Half products: float16 operands and output, float32 accumulation (cuDNN's "pseudo half"
+    // configuration, as PyTorch's autocast convolutions).
+    const cudnnDataType_t outer = data_type(dtype);
+    const cudnnDataType_t t = p->half ? CUDNN_DATA_HALF : outer;
     check(cudnnCreateTensorDescriptor(&p->x), "tensor descriptor");
     check(cudnnCreateTensorDescriptor(&p->y), "tensor descriptor");
+    check(cudnnCreateTensorDescriptor(&p->y_out), "tensor descriptor");
     check(cudnnCreateTensorDescriptor(&p->bias), "tensor descriptor");
     check(cudnnCreateFilterDescriptor(&p->w), "filter descriptor");
     check(cudnnCreateConvolutionDescriptor(&p->conv), "convolution descriptor");
@@ -142,20 +174,25 @@ std::shared_ptr<CudaNnKernels::ConvPlan> CudaNnKernels::plan(const ConvGeometry&
     check(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, t, as_int(g.N), as_int(g.O),
                                      as_int(g.OH), as_int(g.OW)),
           "output descriptor");
-    check(cudnnSetTensor4dDescriptor(p->bias, CUDNN_TENSOR_NCHW, t, 1, as_int(g.O), 1, 1),
+    check(cudnnSetTensor4dDescriptor(p->y_out, CUDNN_TENSOR_NCHW, outer, as_int(g.N), as_int(g.O),
+                                     as_int(g.OH), as_int(g.OW)),
+          "output descriptor");
+    check(cudnnSetTensor4dDescriptor(p->bias, CUDNN_TENSOR_NCHW, outer, 1, as_int(g.O), 1, 1),
           "bias descriptor");
     check(cudnnSetFilter4dDescriptor(p->w, t, CUDNN_TENSOR_NCHW, as_int(g.O), as_int(g.C / g.G),
                                      as_int(g.KH), as_int(g.KW)),
           "weight descriptor");
     check(cudnnSetConvolution2dDescriptor(p->conv, as_int(g.ph), as_int(g.pw), as_int(g.sh),
                                           as_int(g.sw), as_int(g.dh), as_int(g.dw),
-                                          CUDNN_CROSS_CORRELATION, t),
+                                          CUDNN_CROSS_CORRELATION, outer),
           "convolution geometry");
     check(cudnnSetConvolutionGroupCount(p->conv, as_int(g.G)), "group count");
-    // FMA math keeps float32 convolutions off TF32 tensor cores unless allowed.
-    const cudnnMathType_t math = dtype == DType::Float64 ? CUDNN_DEFAULT_MATH
-                                 : allow_tf32_           ? CUDNN_TENSOR_OP_MATH
-                                                         : CUDNN_FMA_MATH;
+    // FMA math keeps float32 convolutions off TF32 tensor cores unless allowed; half products
+    // are what tensor cores are for.
+    const cudnnMathType_t math = p->half                   ? CUDNN_TENSOR_OP_MATH
+                                 : dtype == DType::Float64 ? CUDNN_DEFAULT_MATH
+                                 : allow_tf32_             ? CUDNN_TENSOR_OP_MATH
+                                                           : CUDNN_FMA_MATH;
     check(cudnnSetConvolutionMathType(p->conv, math), "math type");
     plans_.emplace(key, p);
     return p;
@@ -184,10 +221,19 @@ void CudaNnKernels::conv_forward(const ConvGeometry& g, const View& x, const Vie
     const bool f64 = p->dtype == DType::Float64;
     const void* alpha = f64 ? static_cast<const void*>(&one) : &onef;
     const void* beta = f64 ? static_cast<const void*>(&zero) : &zerof;
-    check(cudnnConvolutionForward(h, alpha, p->x, x.data, p->w, w.data, p->conv, p->fwd, ws.data(),
-                                  ws.size(), beta, p->y, y.data),
-          "convolution forward");
-    if (bias) check(cudnnAddTensor(h, alpha, p->bias, bias->data, alpha, p->y, y.data), "bias");
+    if (p->half) { // the float16 output, converted into y
+        const HalfCopy xh(device_, x, true), wh(device_, w, true);
+        const HalfCopy yh(device_, y, false);
+        check(cudnnConvolutionForward(h, alpha, p->x, xh.data(), p->w, wh.data(), p->conv, p->fwd,
+                                      ws.data(), ws.size(), beta, p->y, yh.data()),
+              "convolution forward");
+        device_.copy(yh.view(), y);
+    } else {
+        check(cudnnConvolutionForward(h, alpha, p->x, x.data, p->w, w.data, p->conv, p->fwd,
+                                      ws.data(), ws.size(), beta, p->y, y.data),
+              "convolution forward");
+    }
+    if (bias) check(cudnnAddTensor(h, alpha, p->bias, bias->data, alpha, p->y_out, y.data), "bias");
 }
 
 void CudaNnKernels::conv_backward_data(const ConvGeometry& g, const View& grad_y, const View& w,
@@ -212,10 +258,19 @@ void CudaNnKernels::conv_backward_data(const ConvGeometry& g, const View& grad_y
     const double one = 1.0, zero = 0.0;
     const float onef = 1.0f, zerof = 0.0f;
     const bool f64 = p->dtype == DType::Float64;
-    check(cudnnConvolutionBackwardData(h, f64 ? static_cast<const void*>(&one) : &onef, p->w,
-                                       w.data, p->y, grad_y.data, p->conv, p->data, ws.data(),
-                                       ws.size(), f64 ? static_cast<const void*>(&zero) : &zerof,
-                                       p->x, grad_x.data),
+    const void* alpha = f64 ? static_cast<const void*>(&one) : &onef;
+    const void* beta = f64 ? static_cast<const void*>(&zero) : &zerof;
+    if (p->half) {
+        const HalfCopy gyh(device_, grad_y, true), wh(device_, w, true);
+        const HalfCopy gxh(device_, grad_x, false);
+        check(cudnnConvolutionBackwardData(h, alpha, p->w, wh.data(), p->y, gyh.data(), p->conv,
+                                           p->data, ws.data(), ws.size(), beta, p->x, gxh.data()),
+              "convolution backward data");
+        device_.copy(gxh.view(), grad_x);
+        return;
+    }
+    check(cudnnConvolutionBackwardData(h, alpha, p->w, w.data, p->y, grad_y.data, p->conv, p->data,
+                                       ws.data(), ws.size(), beta, p->x, grad_x.data),
           "convolution backward data");
 }
 
@@ -243,11 +298,23 @@ void CudaNnKernels::conv_backward_weights(const ConvGeometry& g, const View& x, 
     const bool f64 = p->dtype == DType::Float64;
     const void* alpha = f64 ? static_cast<const void*>(&one) : &onef;
     const void* beta = f64 ? static_cast<const void*>(&zero) : &zerof;
-    check(cudnnConvolutionBackwardFilter(h, alpha, p->x, x.data, p->y, grad_y.data, p->conv,
-                                         p->filter, ws.data(), ws.size(), beta, p->w, grad_w.data),
-          "convolution backward weights");
+    if (p->half) { // the float16 weight gradient, converted into grad_w
+        const HalfCopy xh(device_, x, true), gyh(device_, grad_y, true);
+        const HalfCopy gwh(device_, grad_w, false);
+        check(cudnnConvolutionBackwardFilter(h, alpha, p->x, xh.data(), p->y, gyh.data(), p->conv,
+                                             p->filter, ws.data(), ws.size(), beta, p->w,
+                                             gwh.data()),
+              "convolution backward weights");
+        device_.copy(gwh.view(), grad_w);
+    } else {
+        check(cudnnConvolutionBackwardFilter(h, alpha, p->x, x.data, p->y, grad_y.data, p->conv,
+                                             p->filter, ws.data(), ws.size(), beta, p->w,
+                                             grad_w.data),
+              "convolution backward weights");
+    }
+    // The bias gradient sums the caller's float32 output gradient.
     if (grad_bias)
-        check(cudnnConvolutionBackwardBias(h, alpha, p->y, grad_y.data, beta, p->bias,
+        check(cudnnConvolutionBackwardBias(h, alpha, p->y_out, grad_y.data, beta, p->bias,
                                            grad_bias->data),
               "convolution backward bias");
 }

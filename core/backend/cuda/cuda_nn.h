@@ -1,8 +1,9 @@
 #pragma once
 // The CUDA backend's NN kernels (nn_kernels.h), built when cuDNN's headers and library are found
-// (MYELIN_CUDNN): convolutions on cuDNN (cuda_conv.cpp: the legacy API, algorithm chosen per
+// (MYELIN_CUDNN): convolutions on cuDNN (cuda_nn.cpp: the legacy API, algorithm chosen per
 // shape by cuDNN's heuristics and cached, workspace from the device's caching allocator, TF32 off
-// unless allowed, deterministic algorithms on request); pooling and normalisation on own kernels
+// unless allowed, deterministic algorithms on request; under float16 autocast half convolutions
+// on tensor cores, ConvGeometry::f16); pooling and normalisation on own kernels
 // (cuda_nn.cu) that follow the CPU loops' rules exactly (PyTorch's windows, ceil_mode, dilation,
 // divisor_override, first-maximum ties and NaN; statistics in double), as PyTorch's own CUDA
 // kernels do where cuDNN's pooling and batch norm differ. Not run here (no GPU).
@@ -21,7 +22,7 @@ class CudaNnKernels final : public NnKernels {
     explicit CudaNnKernels(Backend& device);
     ~CudaNnKernels() override;
 
-    // cuda_conv.cpp
+    // cuda_nn.cpp
     void conv_forward(const ConvGeometry& g, const View& x, const View& w, const View* bias,
                       const View& y) override;
     void conv_backward_data(const ConvGeometry& g, const View& grad_y, const View& w,
