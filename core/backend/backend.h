@@ -210,8 +210,10 @@ class Backend {
 
     // Batched GEMM: c[i] = a[i] @ b[i] (+ c[i] when accumulate). a: [B, M, K], b: [B, K, N],
     // c: [B, M, N]; each matrix of a and b has a unit stride in one of its last two dims
-    // (row- or column-major); c is contiguous. Float32 or Float64; also float16 or bfloat16
-    // operands (both the same) with a float32 c: autocast's lowered products.
+    // (row- or column-major) and its vectors lie at least their length apart (no 0 stride
+    // inside a matrix, as cuBLAS's leading dimensions require); c is contiguous. Float32 or
+    // Float64; also float16 or bfloat16 operands (both the same) with a float32 c: autocast's
+    // lowered products.
     virtual void batched_gemm(const View& a, const View& b, const View& c, bool accumulate) = 0;
 
     // out = x.index_select(dim, index); index: Int64 1-D contiguous, entries validated.

@@ -20,8 +20,9 @@ struct ConvGeometry {
     bool bf16 = false; // float32 operands multiplied in bfloat16 (autocast), accumulated in float32
     // float32 operands multiplied in float16 (float16 autocast off the CPU, on a device that
     // supports(ConvForward, Float16): CUDA's cuDNN half convolutions on tensor cores, whose
-    // outputs come back rounded to float16, as PyTorch's), accumulated in float32. The CPU's
-    // kernels take it as the float32 kernels on operands rounded to float16.
+    // outputs come back rounded to float16 as PyTorch's do, here before the bias is added in
+    // float32), accumulated in float32. The CPU's kernels take it as the float32 kernels on
+    // operands rounded to float16.
     bool f16 = false;
     int64_t phr() const { return (OH - 1) * sh + (KH - 1) * dh + 1 - H - ph; }
     int64_t pwr() const { return (OW - 1) * sw + (KW - 1) * dw + 1 - W - pw; }

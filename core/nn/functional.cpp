@@ -152,6 +152,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
         throw DTypeError(std::string(op) + ": expected indices of dtype int64, got " +
                          dtype_name(indices.dtype()));
     require_floating(op, "weight", weight);
+    myelin::detail::check_same_device(weight, indices, op);
     if (weight.dim() != 2)
         shape_error(op, "expected weight [num_embeddings, embedding_dim] (2-D), got " +
                             weight.shape().str());
@@ -261,7 +262,7 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& p, const std::string& mo
             }
             index[static_cast<size_t>(j)] = s;
         }
-        y = index_select(y, d, from_vector(index, {L + l + r}));
+        y = index_select(y, d, from_vector(index, {L + l + r}).to(x.device()));
     }
     return y;
 }
@@ -310,9 +311,11 @@ Tensor lerp_axis(const Tensor& x, int dim, int64_t scale, bool align_corners) {
     }
     Dims wshape = Dims::filled(x.dim(), 1);
     wshape[dim] = out;
-    const Tensor a = index_select(x, dim, from_vector(lo, {out}));
-    const Tensor b = index_select(x, dim, from_vector(hi, {out}));
-    return a * from_vector(w_lo, wshape) + b * from_vector(w_hi, wshape);
+    // Indices and weights are computed here, on the host, and go to x's device.
+    const Device device = x.device();
+    const Tensor a = index_select(x, dim, from_vector(lo, {out}).to(device));
+    const Tensor b = index_select(x, dim, from_vector(hi, {out}).to(device));
+    return a * from_vector(w_lo, wshape).to(device) + b * from_vector(w_hi, wshape).to(device);
 }
 
 } // namespace

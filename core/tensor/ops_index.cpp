@@ -29,6 +29,7 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
     if (index.dim() > 1)
         throw ShapeError("index_select(): index must be 0-D or 1-D, got shape " +
                          index.shape().str());
+    check_same_device(x, index, "index_select");
     check_index("index_select", index, x.dim() ? x.size(dim) : 1, dim);
     const Tensor idx = index.reshape({-1}).contiguous();
     Dims shape = x.shape();
@@ -62,6 +63,7 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
             throw ShapeError("gather(): size of index " + index.shape().str() +
                              " exceeds the input's " + x.shape().str() + " at dimension " +
                              std::to_string(d));
+    check_same_device(x, index, "gather");
     check_index("gather", index, x.dim() ? x.size(dim) : 1, dim);
     Tensor out = make_tensor(index.shape(), x.dtype(), x.device());
     backend_for(x).gather(view_of(x), dim, view_of(index), view_of(out));
@@ -89,6 +91,8 @@ Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& 
         throw DTypeError(
             std::string("scatter_add(): expected self and src to have the same dtype, got ") +
             dtype_name(x.dtype()) + " and " + dtype_name(src.dtype()));
+    check_same_device(x, index, "scatter_add");
+    check_same_device(x, src, "scatter_add");
     check_index("scatter_add", index, x.dim() ? x.size(dim) : 1, dim);
     Tensor out = raw_convert(x, x.dtype());
     // src is read through index's shape (PyTorch only uses src's leading sub-block).

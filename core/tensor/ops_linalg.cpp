@@ -31,11 +31,14 @@ DType check_dtypes(const char* op, const Tensor& a, const Tensor& b) {
     return a.dtype();
 }
 
-// A 3-D operand the GEMM kernel can read: one of the last two strides must be 1.
+// A 3-D operand every backend's GEMM can read (Backend::batched_gemm): each matrix row- or
+// column-major, its vectors apart by at least their length. An operand repeated along a matrix
+// dim (stride 0: sum's gradient is an expand) is copied: cuBLAS takes no such leading dimension.
 Tensor gemm_ready(const Tensor& t, DType compute) {
     Tensor c = t.dtype() == compute ? t : raw_convert(t, compute);
-    const bool row = c.stride(2) == 1 || c.size(2) == 1;
-    const bool col = c.stride(1) == 1 || c.size(1) == 1;
+    const int64_t rows = c.size(1), cols = c.size(2);
+    const bool row = (c.stride(2) == 1 || cols == 1) && (rows == 1 || c.stride(1) >= cols);
+    const bool col = (c.stride(1) == 1 || rows == 1) && (cols == 1 || c.stride(2) >= rows);
     return row || col ? c : raw_convert(c, compute);
 }
 

@@ -9,6 +9,8 @@
 #include "backend/nn_kernels.h"
 #include "backend/train_kernels.h"
 
+#include <myelin/error.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -306,8 +308,20 @@ class OpaqueDevice final : public Backend {
                           const View& gx) override {
         cpu().softmax_backward(u(y), u(gy), dim, log, u(gx));
     }
+    // As cuBLAS: each matrix row- or column-major with a leading dimension at least its vectors'
+    // length (the CPU's GEMM would take more: an expanded operand with a 0 stride).
     void batched_gemm(const View& a, const View& b, const View& c, bool acc) override {
         ++queued_work;
+        for (const View* m : {&a, &b}) {
+            const int64_t rows = m->shape[1], cols = m->shape[2], s1 = m->strides[1],
+                          s2 = m->strides[2];
+            const bool row = (s2 == 1 || cols == 1) && (rows == 1 || s1 >= cols);
+            const bool col = (s1 == 1 || rows == 1) && (cols == 1 || s2 >= rows);
+            if (!row && !col)
+                throw DeviceError("opaque batched_gemm: an operand of strides (" +
+                                  std::to_string(s1) + ", " + std::to_string(s2) +
+                                  ") that cuBLAS cannot read");
+        }
         cpu().batched_gemm(u(a), u(b), u(c), acc);
     }
     void index_select(const View& x, int dim, const View& i, const View& o) override {

@@ -489,6 +489,61 @@ class TestDeviceTraining : public QObject {
                     "target 7 is out of bounds for 5 classes");
     }
 
+    // Ops that build their index or weights on the host (pad's reflect / replicate / circular,
+    // bilinear upsampling) send them to the input's device, and a product whose gradient is an
+    // expanded operand (sum's backward: a 0 stride inside a matrix, which cuBLAS cannot read) is
+    // copied first: forward and backward on the device are the CPU's. An index on another
+    // device than its tensor is refused by name (it would be host memory read by a kernel).
+    void hostBuiltIndicesAndExpandedOperandsOnTheDevice() {
+        manual_seed(9);
+        namespace F = nn::functional;
+        const Tensor x = randn({2, 3, 5, 4}).requires_grad_(true);
+        using Op = std::function<Tensor(const Tensor&, const Device&)>;
+        const std::vector<std::pair<const char*, Op>> ops{
+            {"reflect",
+             [](const Tensor& t, const Device&) {
+                 return F::pad(t, {2, 1, 1, 2}, "reflect");
+             }},
+            {"replicate",
+             [](const Tensor& t, const Device&) {
+                 return F::pad(t, {1, 3, 2, 0}, "replicate");
+             }},
+            {"circular",
+             [](const Tensor& t, const Device&) {
+                 return F::pad(t, {1, 1, 2, 2}, "circular");
+             }},
+            {"bilinear",
+             [](const Tensor& t, const Device&) {
+                 return F::upsample_bilinear2d(t, {2, 3}, false);
+             }},
+            {"matmul by a column",
+             [](const Tensor& t, const Device& d) {
+                 return matmul(t, ones({4, 1}).to(d));
+             }},
+            {"matmul of a row",
+             [](const Tensor& t, const Device& d) {
+                 return matmul(ones({1, 5}).to(d), t);
+             }},
+        };
+        for (const auto& [name, op] : ops) {
+            Tensor y[2], g[2];
+            for (int d = 0; d < 2; ++d) {
+                const Device device = d == 0 ? kCPU : kDevice;
+                const Tensor xd = on(x, device);
+                y[d] = op(xd, device);
+                y[d].sum().backward(); // sum's gradient: an expand of one value
+                g[d] = xd.grad();
+            }
+            QVERIFY2(close(y[1], y[0], exact_), name);
+            QVERIFY2(close(g[1], g[0], exact_), name);
+        }
+        const Tensor xd = x.detach().to(kDevice);
+        const Tensor cpu_index = from_vector(std::vector<int64_t>{0, 1}, {2});
+        CHECK_ERROR(DeviceError, index_select(xd, 0, cpu_index), "index_select", "same device");
+        CHECK_ERROR(DeviceError, F::embedding(cpu_index, randn({4, 3}).to(kDevice)), "embedding",
+                    "same device");
+    }
+
     // Dividing by a scalar off the host multiplies by its reciprocal (as PyTorch's CUDA kernel),
     // except where the reciprocal is not finite: x / 1e-310 is not x * inf. div_ and div agree.
     void scalarDivisionOnTheDevice() {

@@ -188,6 +188,25 @@ class TestOptim : public QObject {
         }
     }
 
+    // A NaN anywhere in a gradient shows in its max|g| (and Σg²), wherever it lies: before, a
+    // finite value after it in the same lane replaced it.
+    void step_stats_keep_a_nan_gradient() {
+        for (DType dtype : {DType::Float32, DType::Float64})
+            for (int64_t at : {int64_t(0), int64_t(3), int64_t(70), int64_t(99)}) {
+                Tensor w = zeros({100}, TensorOptions(dtype));
+                std::vector<double> g(100, 0.5);
+                g[size_t(at)] = std::nan("");
+                w.set_grad(from_vector(g, {100}).to(dtype));
+                SGD sgd({w}, SGDOptions{.lr = 0.1});
+                sgd.collect_step_stats(true);
+                sgd.step();
+                const StepStats* s = sgd.step_stats(w);
+                QVERIFY(s != nullptr);
+                QVERIFY2(std::isnan(s->grad_max_abs), qPrintable(QString::number(at)));
+                QVERIFY(std::isnan(s->grad_squares));
+            }
+    }
+
     void golden_trajectories() {
         const auto cases = golden::load("optim");
         QVERIFY2(cases.size() >= 20, "optim.txt holds too few optimizer cases");

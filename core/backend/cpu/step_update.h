@@ -34,6 +34,13 @@ struct Sums {
            update_squares = 0.0;
 };
 
+// The larger, or NaN when either is: a NaN gradient shows in max|g| wherever it is.
+inline double nan_max(double a, double b) {
+    if (a != a) return a;
+    if (b != b) return b;
+    return b > a ? b : a;
+}
+
 template <typename T> struct LaneSums {
     static constexpr int kLanes = 64 / int(sizeof(T));
     T grad_squares[kLanes] = {};
@@ -49,14 +56,14 @@ template <typename T> struct LaneSums {
                 const T gv = g[i + j], wv = w[i + j], ga = std::abs(gv);
                 grad_squares[j] += gv * gv;
                 grad_abs[j] += ga;
-                grad_max[j] = grad_max[j] > ga ? grad_max[j] : ga;
+                grad_max[j] = ga > grad_max[j] || ga != ga ? ga : grad_max[j]; // NaN stays
                 weight_squares[j] += wv * wv;
             }
         for (int j = 0; i < count; ++i, ++j) {
             const T gv = g[i], wv = w[i], ga = std::abs(gv);
             grad_squares[j] += gv * gv;
             grad_abs[j] += ga;
-            grad_max[j] = grad_max[j] > ga ? grad_max[j] : ga;
+            grad_max[j] = ga > grad_max[j] || ga != ga ? ga : grad_max[j];
             weight_squares[j] += wv * wv;
         }
     }
@@ -85,7 +92,7 @@ template <typename T> struct LaneSums {
         for (int j = 0; j < kLanes; ++j) {
             out.grad_squares += double(grad_squares[j]);
             out.grad_abs += double(grad_abs[j]);
-            out.grad_max_abs = std::max(out.grad_max_abs, double(grad_max[j]));
+            out.grad_max_abs = nan_max(out.grad_max_abs, double(grad_max[j]));
             out.weight_squares += double(weight_squares[j]);
             out.update_squares += double(update_squares[j]);
         }
@@ -143,7 +150,7 @@ void run_update(T* w, const T* g, int64_t n, const UpdateStatsOut* stats, const 
     for (const Sums& part : parts) {
         total.grad_squares += part.grad_squares;
         total.grad_abs += part.grad_abs;
-        total.grad_max_abs = std::max(total.grad_max_abs, part.grad_max_abs);
+        total.grad_max_abs = nan_max(total.grad_max_abs, part.grad_max_abs);
         total.weight_squares += part.weight_squares;
         total.update_squares += part.update_squares;
     }

@@ -212,6 +212,7 @@ bool CudaBackend::supports(Primitive p, DType dtype) const {
     case Primitive::ScatterAdd:
         return is_compute_dtype(dtype);
     case Primitive::Softmax:
+        return dtype == DType::Float32 || dtype == DType::Float64;
     case Primitive::BatchedGemm: // half operands: autocast's products, into float32
         return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
                dtype == DType::BFloat16;
@@ -285,7 +286,13 @@ std::unique_ptr<HostRead> CudaBackend::copy_to_host_later(void* dst, const void*
     // Owned by the read from here: if queueing fails, its destructor returns the slot.
     auto read = std::make_unique<CudaHostRead>(*reads_, *slot, dst, nbytes);
     check(cudaMemcpyAsync(slot->ptr, src, nbytes, cudaMemcpyDeviceToHost, nullptr), "copy to host");
-    pinned_->record(slot->event);
+    try {
+        pinned_->record(slot->event);
+    } catch (...) {
+        // No event behind the copy: wait for it here, so the slot goes back idle.
+        (void)cudaStreamSynchronize(nullptr);
+        throw;
+    }
     return read;
 }
 
@@ -343,11 +350,27 @@ void CudaBackend::set_allow_tf32(bool allow) {
 #ifdef MYELIN_CUDNN
     static_cast<CudaNnKernels&>(*nn_).set_allow_tf32(allow);
 #endif
+    std::lock_guard<std::mutex> lock(cublas_mutex_);
     allow_tf32_ = allow;
     if (cublas_)
         check(cublasSetMathMode(static_cast<cublasHandle_t>(cublas_),
                                 allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
               "set math mode");
+}
+
+// Created on the first GEMM (not at start-up: a process that never multiplies on the GPU does
+// not pay cuBLAS's initialisation), once even when two threads get there together.
+void* CudaBackend::cublas_handle() {
+    std::lock_guard<std::mutex> lock(cublas_mutex_);
+    if (!cublas_) {
+        cublasHandle_t handle = nullptr;
+        check(cublasCreate(&handle), "create");
+        cublas_ = handle;
+        check(cublasSetMathMode(handle,
+                                allow_tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+              "set math mode");
+    }
+    return cublas_;
 }
 
 namespace {
@@ -361,9 +384,15 @@ struct GemmOperand {
 };
 GemmOperand gemm_operand(const View& m) {
     const int64_t rows = m.shape[1], cols = m.shape[2];
-    if (m.strides[2] == 1 || cols == 1)
+    // The front end copies what does not fit (gemm_ready); a leading dimension shorter than its
+    // vectors would read the wrong memory.
+    if ((m.strides[2] == 1 || cols == 1) && (rows == 1 || m.strides[1] >= cols))
         return {CUBLAS_OP_N, int(std::max<int64_t>({m.strides[1], cols, 1}))};
-    return {CUBLAS_OP_T, int(std::max<int64_t>({m.strides[2], rows, 1}))};
+    if ((m.strides[1] == 1 || rows == 1) && (cols == 1 || m.strides[2] >= rows))
+        return {CUBLAS_OP_T, int(std::max<int64_t>({m.strides[2], rows, 1}))};
+    throw DeviceError("batched_gemm on CUDA: an operand of strides (" +
+                      std::to_string(m.strides[1]) + ", " + std::to_string(m.strides[2]) +
+                      ") is neither row- nor column-major");
 }
 } // namespace
 
@@ -379,13 +408,7 @@ void CudaBackend::batched_gemm(const View& a, const View& b, const View& c, bool
         if (!accumulate) launch_fill(c, 0.0);
         return;
     }
-    if (!cublas_) {
-        cublasHandle_t handle = nullptr;
-        check(cublasCreate(&handle), "create");
-        cublas_ = handle;
-        set_allow_tf32(allow_tf32_);
-    }
-    auto* handle = static_cast<cublasHandle_t>(cublas_);
+    auto* handle = static_cast<cublasHandle_t>(cublas_handle());
     // Row-major c = a @ b is column-major c^T = b^T @ a^T: b first, then a.
     const GemmOperand ob = gemm_operand(b), oa = gemm_operand(a);
     const long long stride_a = a.strides[0], stride_b = b.strides[0], stride_c = m * n;

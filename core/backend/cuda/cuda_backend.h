@@ -14,6 +14,7 @@
 #include <myelin/cuda.h>
 
 #include <memory>
+#include <mutex>
 
 namespace myelin::backend::cuda {
 
@@ -74,6 +75,8 @@ class CudaBackend final : public Backend {
     std::unique_ptr<PinnedReads> reads_; // after pinned_: its slots go back to it first
     std::unique_ptr<NnKernels> nn_;
     std::unique_ptr<TrainKernels> train_;
+    void* cublas_handle();
+    std::mutex cublas_mutex_;
     void* cublas_ = nullptr; // cublasHandle_t
     bool allow_tf32_ = false;
 };

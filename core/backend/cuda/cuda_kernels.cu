@@ -419,6 +419,7 @@ void launch_scatter_add(const View& self, int dim, const View& index, const View
 }
 
 bool launch_int_range(const View& x, int64_t* min_out, int64_t* max_out) {
+    if (x.dtype != DType::Int64) unsupported("int_range", x.dtype); // read as 8-byte values
     const Geometry g = make_geometry({&x});
     if (g.numel == 0) return false;
     // A small device buffer for the two results, kept for the process (guarded: one at a time).

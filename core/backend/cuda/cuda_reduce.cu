@@ -383,6 +383,9 @@ void launch_reduce(ReduceOp op, const View& x, int reduced_dims, const View& out
 }
 
 void launch_softmax(const View& x, int dim, bool log, const View& out) {
+    if (x.dtype != DType::Float32 && x.dtype != DType::Float64)
+        throw DTypeError(std::string("softmax: unsupported dtype ") + dtype_name(x.dtype) +
+                         " on CUDA");
     const SoftmaxShape s = softmax_shape(x, dim);
     const int64_t lines = s.outer * s.inner;
     if (lines == 0 || s.D == 0) return;
@@ -397,6 +400,9 @@ void launch_softmax(const View& x, int dim, bool log, const View& out) {
 
 void launch_softmax_backward(const View& y, const View& grad_y, int dim, bool log,
                              const View& grad_x) {
+    if (y.dtype != DType::Float32 && y.dtype != DType::Float64)
+        throw DTypeError(std::string("softmax: unsupported dtype ") + dtype_name(y.dtype) +
+                         " on CUDA");
     const SoftmaxShape s = softmax_shape(y, dim);
     const int64_t lines = s.outer * s.inner;
     if (lines == 0 || s.D == 0) return;

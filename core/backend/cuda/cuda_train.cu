@@ -147,7 +147,7 @@ __global__ void update_stats_kernel(const T* g, const T* before, const T* after,
         const double a = fabs(gv);
         gs += gv * gv;
         ga += a;
-        gm = gm > a ? gm : a; // the CPU's rule: NaN wins
+        gm = a > gm || a != a ? a : gm; // a NaN stays (the CPU's rule, step_update.h)
         ws += wv * wv;
         const double d = before ? double(after[i] - before[i]) : 0.0;
         us += d * d;
