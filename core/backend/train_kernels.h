@@ -100,8 +100,10 @@ class TrainKernels {
                                   const View& grad_x) = 0;
 
     // Σ|x|^p over a contiguous Float32/64 x in double (p = 2: squares, 1: abs, 0: non-zeros,
-    // +inf: max |x| with NaN propagated), for clip_grad_norm_'s per-gradient norms.
-    virtual double norm_accumulate(const View& x, double p) = 0;
+    // +inf: max |x| with NaN propagated), written to `out` (one Float64 element on x's device):
+    // a device keeps it there, so a caller that needs many (clip_grad_norm_'s per-gradient
+    // norms, the gradient monitor's per-layer sums) reads them all with one wait.
+    virtual void norm_accumulate(const View& x, double p, const View& out) = 0;
     // x *= scale in x's dtype (float32: the scale rounded to float first), in place.
     virtual void scale_(const View& x, double scale) = 0;
 };

@@ -4,6 +4,7 @@
 #include <myelin/optim/clip_grad.h>
 
 #include "backend/train_kernels.h"
+#include "optim/norm_sums.h"
 #include "tensor/tensor_impl.h"
 
 #include <algorithm>
@@ -15,18 +16,15 @@ namespace myelin::optim {
 namespace {
 
 backend::TrainKernels& table(const Tensor& g) {
-    return backend::train_kernels(detail::backend_for(g), backend::Primitive::GradNorm, g.dtype());
+    return backend::train_kernels(myelin::detail::backend_for(g), backend::Primitive::GradNorm,
+                                  g.dtype());
 }
 
-// Norm of one gradient (accumulated in double by the device's table). p = inf: max |g|.
-double grad_norm(const Tensor& g, double p) {
-    if (g.dtype() != DType::Float32 && g.dtype() != DType::Float64)
-        return norm(g.to(DType::Float64), p).item();
-    const Tensor c = g.contiguous();
-    const double acc = table(c).norm_accumulate(detail::view_of(c), p);
-    if (std::isinf(p) || p == 0.0 || p == 1.0) return acc;
-    if (p == 2.0) return std::sqrt(acc);
-    return std::pow(acc, 1.0 / p);
+// The p-norm from its accumulated Σ|x|^p (max |x| for p = inf, the count for p = 0).
+double norm_from_sum(double sum, double p) {
+    if (std::isinf(p) || p == 0.0 || p == 1.0) return sum;
+    if (p == 2.0) return std::sqrt(sum);
+    return std::pow(sum, 1.0 / p);
 }
 
 } // namespace
@@ -47,10 +45,15 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     // PyTorch: the norm of the per-gradient norms (each rounded to the gradients' dtype).
     auto round = [&](double v) { return all_f32 ? static_cast<double>(static_cast<float>(v)) : v; };
     const bool is_inf = std::isinf(norm_type);
+    // Every gradient's sum in one read of their device.
+    std::vector<detail::NormRequest> requests;
+    for (const auto& g : grads)
+        requests.push_back({g, norm_type});
+    const std::vector<double> sums = detail::norm_sums(requests);
     double total = 0.0;
     bool nan = false;
-    for (const auto& g : grads) {
-        const double n = round(grad_norm(g, norm_type));
+    for (double sum : sums) {
+        const double n = round(norm_from_sum(sum, norm_type));
         if (std::isnan(n)) nan = true;
         if (is_inf)
             total = std::max(total, n);
@@ -85,8 +88,8 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     }
     for (auto& g : grads) {
         if (g.is_contiguous() && g.dtype() == DType::Float32) {
-            table(g).scale_(detail::view_of(g), coef);
-            detail::bump_version(g);
+            table(g).scale_(myelin::detail::view_of(g), coef);
+            myelin::detail::bump_version(g);
         } else {
             g.mul_(coef);
         }

@@ -1,6 +1,8 @@
 // The Trainer's built-in callbacks; see trainer_callbacks.h and callbacks.h.
 #include "trainer_callbacks.h"
 
+#include "optim/norm_sums.h"
+
 #include <myelin/autocast.h>
 #include <myelin/autograd.h>
 #include <myelin/data/dataset.h>
@@ -176,32 +178,115 @@ void GradientMonitor::after_fused_step(Trainer& trainer, StepMetrics& metrics) {
     if (norms_now_) metrics.layers = std::move(layers);
 }
 
+namespace {
+
+// A captured layer with parameters, and its sums before the step.
+struct MeasuredLayer {
+    std::string name;
+    std::vector<Tensor> params;
+    MagnitudeStats grad; // norm steps: Σg², Σ|g|, max |g|, count
+    double grad_squares = 0.0, weight_squares = 0.0;
+};
+
+// Off the host the sums come from the device's table, in one read for the whole model
+// (optim::detail::norm_sums); on it in one pass over each tensor (capture.h).
+void measure_layers(std::vector<MeasuredLayer>& layers, bool norms) {
+    if (layers.empty()) return;
+    if (layers.front().params.front().device().is_cpu()) {
+        for (MeasuredLayer& l : layers)
+            for (const Tensor& p : l.params) {
+                if (p.grad().defined()) {
+                    if (norms)
+                        l.grad += magnitude_stats(p.grad());
+                    else
+                        l.grad_squares += sum_of_squares(p.grad());
+                }
+                if (norms) l.weight_squares += sum_of_squares(p);
+            }
+    } else {
+        std::vector<optim::detail::NormRequest> requests;
+        for (const MeasuredLayer& l : layers)
+            for (const Tensor& p : l.params) {
+                if (p.grad().defined()) {
+                    requests.push_back({p.grad(), 2.0});
+                    if (norms) {
+                        requests.push_back({p.grad(), 1.0});
+                        requests.push_back({p.grad(), INFINITY});
+                    }
+                }
+                if (norms) requests.push_back({p.detach(), 2.0});
+            }
+        const std::vector<double> sums = optim::detail::norm_sums(requests);
+        size_t k = 0;
+        for (MeasuredLayer& l : layers)
+            for (const Tensor& p : l.params) {
+                if (p.grad().defined()) {
+                    if (norms) {
+                        l.grad +=
+                            MagnitudeStats{sums[k], sums[k + 1], sums[k + 2], p.grad().numel()};
+                        k += 3;
+                    } else {
+                        l.grad_squares += sums[k++];
+                    }
+                }
+                if (norms) l.weight_squares += sums[k++];
+            }
+    }
+    if (norms)
+        for (MeasuredLayer& l : layers)
+            l.grad_squares = l.grad.sum_squares;
+}
+
+// ||after - before||² and ||before||² of each layer's parameters, in the same two ways.
+std::vector<UpdateSquares> measure_updates(const std::vector<std::vector<Tensor>>& before,
+                                           const std::vector<std::vector<Tensor>>& after) {
+    std::vector<UpdateSquares> updates(before.size());
+    if (before.empty()) return updates;
+    if (before.front().front().device().is_cpu()) {
+        for (size_t i = 0; i < before.size(); ++i)
+            for (size_t j = 0; j < before[i].size(); ++j)
+                updates[i] += update_squares(before[i][j], after[i][j]);
+        return updates;
+    }
+    autograd::NoGradGuard no_grad;
+    std::vector<optim::detail::NormRequest> requests;
+    for (size_t i = 0; i < before.size(); ++i)
+        for (size_t j = 0; j < before[i].size(); ++j) {
+            // In double, as update_squares subtracts on the host.
+            const Tensor b = before[i][j].to(DType::Float64);
+            requests.push_back({after[i][j].detach().to(DType::Float64) - b, 2.0});
+            requests.push_back({b, 2.0});
+        }
+    const std::vector<double> sums = optim::detail::norm_sums(requests);
+    size_t k = 0;
+    for (size_t i = 0; i < before.size(); ++i)
+        for (size_t j = 0; j < before[i].size(); ++j, k += 2)
+            updates[i] += UpdateSquares{sums[k], sums[k + 1]};
+    return updates;
+}
+
+} // namespace
+
 void GradientMonitor::measure_before_step(Trainer& trainer) {
     stats_.clear();
     before_.clear();
-    double grad_squares = 0;
-    std::optional<std::string> bad_layer;
+    std::vector<MeasuredLayer> layers;
     for (const auto& [name, layer] : trainer.captured_layers()) {
         auto params = layer->parameters();
-        if (params.empty()) continue;
-        double g2 = 0, w2 = 0;
-        MagnitudeStats g; // on norm steps: Σg², mean and max |g| in one pass
-        for (const auto& p : params) {
-            if (p.grad().defined()) {
-                if (norms_now_)
-                    g += magnitude_stats(p.grad());
-                else
-                    g2 += sum_of_squares(p.grad());
-            }
-            if (norms_now_) w2 += sum_of_squares(p);
-        }
-        if (norms_now_) g2 = g.sum_squares;
-        if (!std::isfinite(g2)) bad_layer = name; // the last in forward order: nearest the output
+        if (!params.empty()) layers.push_back({name, std::move(params), {}, 0.0, 0.0});
+    }
+    measure_layers(layers, norms_now_);
+    double grad_squares = 0;
+    std::optional<std::string> bad_layer;
+    for (const MeasuredLayer& l : layers) {
+        const double g2 = l.grad_squares;
+        if (!std::isfinite(g2)) bad_layer = l.name; // the last in forward order: nearest the output
         grad_squares += g2;
         if (norms_now_) {
-            stats_.push_back({name, std::sqrt(g2), std::sqrt(w2), 0.0, g.mean_abs(), g.max_abs});
+            stats_.push_back({l.name, std::sqrt(g2), std::sqrt(l.weight_squares), 0.0,
+                              l.grad.mean_abs(), l.grad.max_abs});
             std::vector<Tensor> copies;
-            for (const auto& p : params)
+            for (const auto& p : l.params)
                 copies.push_back(p.detach().clone());
             before_.push_back(std::move(copies));
         }
@@ -211,16 +296,14 @@ void GradientMonitor::measure_before_step(Trainer& trainer) {
 
 void GradientMonitor::measure_after_step(Trainer& trainer, StepMetrics& metrics) {
     if (stats_.empty()) return;
-    size_t i = 0;
+    std::vector<std::vector<Tensor>> after;
     for (const auto& [name, layer] : trainer.captured_layers()) {
         auto params = layer->parameters();
-        if (params.empty()) continue;
-        UpdateSquares u;
-        for (size_t j = 0; j < params.size(); ++j)
-            u += update_squares(before_[i][j], params[j]);
-        stats_[i].update_ratio = u.ratio();
-        ++i;
+        if (!params.empty()) after.push_back(std::move(params));
     }
+    const std::vector<UpdateSquares> updates = measure_updates(before_, after);
+    for (size_t i = 0; i < stats_.size(); ++i)
+        stats_[i].update_ratio = updates[i].ratio();
     metrics.layers = std::move(stats_);
     stats_.clear();
     before_.clear();

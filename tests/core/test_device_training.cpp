@@ -544,6 +544,65 @@ class TestDeviceTraining : public QObject {
                     "same device");
     }
 
+    // Gradient clipping and the per-layer norms it makes the monitor measure itself read the
+    // device once each per step, whatever the number of parameters (a read per gradient, and a
+    // copy of every gradient, before), and give the CPU's numbers.
+    void clippingAndLayerNormsReadTheDeviceOnce() {
+        if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist"))
+            QSKIP("Fashion-MNIST not installed (Debian package dataset-fashion-mnist)");
+        const auto path = kExamples / "fashion_mlp.myelin";
+        const int steps = 6;
+        std::vector<train::StepMetrics> metrics[2];
+        int64_t reads = 0;
+        for (int d = 0; d < 2; ++d) {
+            io::Project project = io::load_project(path);
+            project.train.clip_grad_norm = 0.5;
+            project.train.capture.layer_norms = true;
+            project.train.capture.layer_norms_every = 2;
+            train::TrainerOptions options;
+            options.project_dir = path.parent_path();
+            options.max_steps = steps;
+            options.threads = 2;
+            options.device = d == 0 ? kCPU : kDevice;
+            train::Trainer trainer(project, options);
+            train::CallbackSink sink([&](const train::Event& e) {
+                if (auto* m = e.get<train::StepMetrics>()) metrics[d].push_back(*m);
+            });
+            trainer.set_sink(&sink);
+            const int64_t before = opaque_device::host_reads;
+            const train::TrainResult result = trainer.run();
+            QVERIFY2(result.error.empty(), result.error.c_str());
+            if (d == 1) reads = opaque_device::host_reads - before;
+        }
+        QCOMPARE(int(metrics[1].size()), steps);
+        QCOMPARE(metrics[1].size(), metrics[0].size());
+        if (opaque_) {
+            // Every step: the monitor's gradient sums and clip_grad_norm_'s norms; every second
+            // step also the update sums after it.
+            qInfo("%lld host reads in %d steps", (long long)reads, steps);
+            QCOMPARE(reads, int64_t(2 * steps + steps / 2));
+        }
+        for (size_t i = 0; i < metrics[0].size(); ++i) {
+            // Within float32's rounding: linear's GEMM is oneDNN's on the CPU, batched_gemm off
+            // it, so gradients may differ in their last bits.
+            const auto near = [](double a, double b) {
+                return std::abs(a - b) <= 1e-5 * std::abs(b) + 1e-12;
+            };
+            QVERIFY(near(metrics[1][i].loss, metrics[0][i].loss));
+            QCOMPARE(metrics[1][i].layers.size(), metrics[0][i].layers.size());
+            QCOMPARE(metrics[0][i].layers.empty(), i % 2 == 0); // steps 2, 4, 6
+            for (size_t l = 0; l < metrics[0][i].layers.size(); ++l) {
+                const train::LayerStats &a = metrics[1][i].layers[l], &b = metrics[0][i].layers[l];
+                QCOMPARE(a.layer, b.layer);
+                QVERIFY2(near(a.grad_norm, b.grad_norm), a.layer.c_str());
+                QVERIFY2(near(a.weight_norm, b.weight_norm), a.layer.c_str());
+                QVERIFY2(near(a.update_ratio, b.update_ratio), a.layer.c_str());
+                QVERIFY2(near(a.grad_mean_abs, b.grad_mean_abs), a.layer.c_str());
+                QVERIFY2(near(a.grad_max_abs, b.grad_max_abs), a.layer.c_str());
+            }
+        }
+    }
+
     // Dividing by a scalar off the host multiplies by its reciprocal (as PyTorch's CUDA kernel),
     // except where the reciprocal is not finite: x / 1e-310 is not x * inf. div_ and div agree.
     void scalarDivisionOnTheDevice() {

@@ -31,7 +31,7 @@ class CpuTrainKernels final : public TrainKernels {
                          const View& mask) override;
     void dropout_backward(uint64_t seed, double p, const View& grad, const View& mask,
                           const View& grad_x) override;
-    double norm_accumulate(const View& x, double p) override;
+    void norm_accumulate(const View& x, double p, const View& out) override;
     void scale_(const View& x, double scale) override;
 };
 

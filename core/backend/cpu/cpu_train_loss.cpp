@@ -124,7 +124,7 @@ void CpuTrainKernels::dropout_backward(uint64_t seed, double p, const View& grad
                                   static_cast<float*>(grad_x.data));
 }
 
-double CpuTrainKernels::norm_accumulate(const View& x, double p) {
+void CpuTrainKernels::norm_accumulate(const View& x, double p, const View& out) {
     const int64_t n = x.numel();
     const bool is_inf = std::isinf(p);
     double acc = 0.0;
@@ -148,7 +148,7 @@ double CpuTrainKernels::norm_accumulate(const View& x, double p) {
         run(static_cast<const double*>(x.data));
     else
         run(static_cast<const float*>(x.data));
-    return acc;
+    *static_cast<double*>(out.data) = acc;
 }
 
 void CpuTrainKernels::scale_(const View& x, double scale) {

@@ -61,11 +61,6 @@ class Scratch {
     void* data_;
 };
 
-double nan_max_host(double a, double b) {
-    return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
-                                          : (a > b ? a : b);
-}
-
 unsigned sum_blocks(int64_t n) {
     const unsigned b = blocks_for(n);
     return b < kSumBlocks ? (b ? b : 1) : kSumBlocks;
@@ -441,9 +436,21 @@ void CudaTrainKernels::dropout_backward(uint64_t seed, double p, const View& gra
     });
 }
 
-double CudaTrainKernels::norm_accumulate(const View& x, double p) {
+// The per-block partials added (or maxed) in block order by one thread, into out: the same total
+// on every run, and nothing read back here.
+__global__ void norm_total_kernel(const double* partial, unsigned blocks, int mode, double* out) {
+    double acc = 0.0;
+    for (unsigned b = 0; b < blocks; ++b)
+        acc = mode == 0 ? nan_max(acc, partial[b]) : acc + partial[b];
+    *out = acc;
+}
+
+void CudaTrainKernels::norm_accumulate(const View& x, double p, const View& out) {
     const int64_t n = x.numel();
-    if (n == 0) return 0.0;
+    if (n == 0) {
+        check(cudaMemsetAsync(out.data, 0, sizeof(double), nullptr), "gradient norm"); // +0.0
+        return;
+    }
     const int mode = std::isinf(p) ? 0 : p == 2.0 ? 1 : p == 1.0 ? 2 : p == 0.0 ? 3 : 4;
     const unsigned blocks = sum_blocks(n);
     Scratch partial(device_, size_t(blocks) * sizeof(double));
@@ -452,14 +459,8 @@ double CudaTrainKernels::norm_accumulate(const View& x, double p) {
         norm_kernel<T><<<blocks, kThreads>>>(ptr<T>(x), n, mode, p, partial.as<double>());
         check_launch("gradient norm");
     });
-    std::vector<double> host(blocks);
-    check(cudaMemcpy(host.data(), partial.as<double>(), blocks * sizeof(double),
-                     cudaMemcpyDeviceToHost),
-          "gradient norm");
-    double acc = 0.0;
-    for (double v : host)
-        acc = mode == 0 ? nan_max_host(acc, v) : acc + v;
-    return acc;
+    norm_total_kernel<<<1, 1>>>(partial.as<double>(), blocks, mode, static_cast<double*>(out.data));
+    check_launch("gradient norm total");
 }
 
 void CudaTrainKernels::scale_(const View& x, double scale) {
