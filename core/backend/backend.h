@@ -232,6 +232,13 @@ class Backend {
     // nullptr when it has none (backend::train_kernels() then refuses the op by name).
     virtual TrainKernels* train_kernels() { return nullptr; }
 
+    // Run-wide numerics of the device, set by the trainer from the project before a run:
+    // deterministic kernels only (bit-identical reruns: cuDNN's deterministic algorithms, an
+    // ordered scatter_add), and TF32 tensor-core math in float32 GEMMs and convolutions. The
+    // CPU is always deterministic and has no TF32: no-ops there.
+    virtual void set_deterministic(bool deterministic) { (void)deterministic; }
+    virtual void set_allow_tf32(bool allow) { (void)allow; }
+
     // Whether this device's memory is host memory that host code may read and write (the CPU's).
     // The ops with no device form (linear's bf16 path, attention, the recurrent kernels) read
     // raw host pointers: a model using them trains only on such a device.

@@ -23,10 +23,27 @@ std::string detail::read_enum(const Reader& r, const std::string& key, std::stri
 }
 
 TrainSpec detail::read_train(const Reader& r) {
-    r.only({"loss", "optimizer", "scheduler", "scheduler_interval", "plateau_metric", "epochs",
-            "accumulation_steps", "clip_grad_norm", "clip_grad_value", "precision", "device",
-            "seed", "validate_every_steps", "threads", "flush_denormal", "early_stopping",
-            "checkpoints", "capture", "distributed"});
+    r.only({"loss",
+            "optimizer",
+            "scheduler",
+            "scheduler_interval",
+            "plateau_metric",
+            "epochs",
+            "accumulation_steps",
+            "clip_grad_norm",
+            "clip_grad_value",
+            "precision",
+            "device",
+            "seed",
+            "validate_every_steps",
+            "threads",
+            "flush_denormal",
+            "deterministic",
+            "allow_tf32",
+            "early_stopping",
+            "checkpoints",
+            "capture",
+            "distributed"});
     TrainSpec t;
     t.loss = read_choice(r.at("loss"), spec::Family::Loss);
     t.optimizer = read_choice(r.at("optimizer"), spec::Family::Optimizer);
@@ -58,6 +75,8 @@ TrainSpec detail::read_train(const Reader& r) {
     t.validate_every_steps = r.int_or("validate_every_steps", 0, 0);
     t.threads = int(r.int_or("threads", 0, 0));
     t.flush_denormal = r.bool_or("flush_denormal", false);
+    t.deterministic = r.bool_or("deterministic", false);
+    t.allow_tf32 = r.bool_or("allow_tf32", false);
     if (r.has("early_stopping")) {
         Reader e = r.at("early_stopping");
         e.only({"enabled", "metric", "mode", "patience", "min_delta"});
@@ -113,6 +132,8 @@ detail::json detail::write_train(const TrainSpec& t) {
     o["validate_every_steps"] = t.validate_every_steps;
     o["threads"] = t.threads;
     if (t.flush_denormal) o["flush_denormal"] = true; // files without it stay as they were
+    if (t.deterministic) o["deterministic"] = true;
+    if (t.allow_tf32) o["allow_tf32"] = true;
     json e = json::object();
     e["enabled"] = t.early_stopping.enabled;
     e["metric"] = t.early_stopping.metric;

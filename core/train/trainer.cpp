@@ -21,6 +21,7 @@
 #include <myelin/train/metrics.h>
 #include <myelin/train/trainer.h>
 
+#include "backend/backend.h"
 #include "data_parallel.h"
 #include "trainer_callbacks.h"
 
@@ -187,6 +188,10 @@ Trainer::~Trainer() = default;
 
 void Trainer::move_to_device() {
     if (options_.device.is_cpu()) return;
+    // The project's device numerics, for this run and what it evaluates.
+    backend::Backend& device = backend::get(options_.device.type);
+    device.set_deterministic(spec_.deterministic);
+    device.set_allow_tf32(spec_.allow_tf32);
     // Handles held elsewhere (the optimizer's groups, parameters_, layers_) follow the move.
     model_->to(options_.device);
     for (size_t g = 0; g < optimizer_->param_groups().size(); ++g)

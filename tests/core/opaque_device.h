@@ -37,6 +37,9 @@ inline int64_t later_reads = 0;
 inline int64_t later_reads_waited_idle = 0;
 // Kernels queued so far (element-wise, reductions, GEMMs, copies).
 inline int64_t queued_work = 0;
+// The run-wide numerics the trainer last set (Backend::set_deterministic / set_allow_tf32).
+inline bool deterministic = false;
+inline bool allow_tf32 = false;
 
 class LaterRead final : public backend::HostRead {
   public:
@@ -339,6 +342,8 @@ class OpaqueDevice final : public Backend {
     }
     NnKernels* nn_kernels() override { return &nn; }
     TrainKernels* train_kernels() override { return &train; }
+    void set_deterministic(bool on) override { opaque_device::deterministic = on; }
+    void set_allow_tf32(bool on) override { opaque_device::allow_tf32 = on; }
 };
 
 // Registers the opaque device in the CUDA slot when no real CUDA backend holds it (never

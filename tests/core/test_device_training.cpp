@@ -603,6 +603,30 @@ class TestDeviceTraining : public QObject {
         }
     }
 
+    // The project's GPU numerics (training.deterministic, training.allow_tf32) reach the device
+    // when the trainer moves the model there; a CPU run leaves the device alone.
+    void theProjectsGpuNumericsReachTheDevice() {
+        if (!opaque_) QSKIP("a real GPU: its switches are not observable from here");
+        const auto path = kExamples / "tabular_regression.myelin";
+        for (int on = 1; on >= 0; --on) {
+            io::Project project = io::load_project(path);
+            project.train.deterministic = on == 1;
+            project.train.allow_tf32 = on == 1;
+            train::TrainerOptions options;
+            options.project_dir = path.parent_path();
+            options.device = kDevice;
+            const train::Trainer trainer(project, options);
+            QCOMPARE(opaque_device::deterministic, on == 1);
+            QCOMPARE(opaque_device::allow_tf32, on == 1);
+        }
+        io::Project project = io::load_project(path);
+        project.train.deterministic = true;
+        train::TrainerOptions options;
+        options.project_dir = path.parent_path();
+        const train::Trainer on_cpu(project, options);
+        QVERIFY(!opaque_device::deterministic);
+    }
+
     // Dividing by a scalar off the host multiplies by its reciprocal (as PyTorch's CUDA kernel),
     // except where the reciprocal is not finite: x / 1e-310 is not x * inf. div_ and div agree.
     void scalarDivisionOnTheDevice() {

@@ -75,6 +75,7 @@ class TestProject : public QObject {
     void newerFormatIsRefused();
     void deviceIsWrittenOnlyWhenNotCpu();
     void flushDenormalIsWrittenOnlyWhenOn();
+    void gpuNumericsAreWrittenOnlyWhenOn();
     void attributeRangeIsLeftToValidation();
     void unknownLayerKindsAreKept();
     void uiObjectIsKeptVerbatim();
@@ -231,7 +232,7 @@ void TestProject::fieldErrorsHaveJsonPaths() {
 void TestProject::newerFormatIsRefused() {
     QString e = parse_error(edited("\"format_version\": 1", "\"format_version\": 7"));
     QCOMPARE(e, QStringLiteral("p.myelin:format_version: this project needs format version 7; "
-                               "this build of Myelin reads up to version 4 (update Myelin to "
+                               "this build of Myelin reads up to version 5 (update Myelin to "
                                "open it)"));
     e = parse_error(edited("\"format_version\": 1", "\"format_version\": 0"));
     QVERIFY2(e.contains("format_version: expected an integer >= 1"), qPrintable(e));
@@ -288,6 +289,31 @@ void TestProject::flushDenormalIsWrittenOnlyWhenOn() {
         parse_error(edited("\"loss\": {\"kind\": \"MSELoss\"}",
                            "\"flush_denormal\": 1, \"loss\": {\"kind\": \"MSELoss\"}"));
     QVERIFY2(e.contains("training.flush_denormal"), qPrintable(e));
+}
+
+// training.deterministic and training.allow_tf32: absent by default; on, written and read back
+// in a version-5 file, which older builds refuse by its version.
+void TestProject::gpuNumericsAreWrittenOnlyWhenOn() {
+    Project p = parse_project(kMinimal);
+    QVERIFY(!p.train.deterministic && !p.train.allow_tf32);
+    const std::string plain = serialize_project(p);
+    QVERIFY(plain.find("deterministic") == std::string::npos);
+    QVERIFY(plain.find("allow_tf32") == std::string::npos);
+    for (int which = 0; which < 2; ++which) {
+        Project on = p;
+        (which == 0 ? on.train.deterministic : on.train.allow_tf32) = true;
+        const std::string text = serialize_project(on);
+        const char* key = which == 0 ? "\"deterministic\": true" : "\"allow_tf32\": true";
+        QVERIFY2(text.find(key) != std::string::npos, text.c_str());
+        QVERIFY2(text.find("\"format_version\": 5,") != std::string::npos, text.c_str());
+        const Project back = parse_project(text);
+        QCOMPARE(back.train, on.train);
+        QCOMPARE(serialize_project(back), text);
+    }
+    const QString e =
+        parse_error(edited("\"loss\": {\"kind\": \"MSELoss\"}",
+                           "\"deterministic\": \"yes\", \"loss\": {\"kind\": \"MSELoss\"}"));
+    QVERIFY2(e.contains("training.deterministic"), qPrintable(e));
 }
 
 void TestProject::attributeRangeIsLeftToValidation() {

@@ -465,6 +465,20 @@ void TestTrainingPage::runSettingsAreUndoableEdits() {
     QVERIFY(f.train().flush_denormal);
     QVERIFY(flush->isChecked());
 
+    // A GPU's numerics: each box is its key, undoable.
+    auto* deterministic = f.find<QCheckBox>("trainDeterministic");
+    auto* tf32 = f.find<QCheckBox>("trainAllowTf32");
+    QVERIFY(!deterministic->isChecked() && !tf32->isChecked());
+    deterministic->setChecked(true);
+    QVERIFY(f.train().deterministic);
+    QCOMPARE(f.undo().undoText(), QStringLiteral("Use deterministic GPU kernels"));
+    tf32->setChecked(true);
+    QVERIFY(f.train().allow_tf32);
+    f.undo().undo();
+    QVERIFY(!f.train().allow_tf32);
+    QVERIFY(!tf32->isChecked());
+    QVERIFY(f.train().deterministic);
+
     auto* seed = f.find<QLineEdit>("trainSeed");
     seed->setText(QStringLiteral("42"));
     emit seed->editingFinished();

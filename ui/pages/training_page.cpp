@@ -148,8 +148,10 @@ void TrainingPage::refresh() {
     showIndexOfData(interval_, QString::fromStdString(t.scheduler_interval));
     showIndexOfData(precision_, QString::fromStdString(t.precision));
     {
-        const QSignalBlocker b(flushDenormal_);
+        const QSignalBlocker b(flushDenormal_), d(deterministic_), f(allowTf32_);
         flushDenormal_->setChecked(t.flush_denormal);
+        deterministic_->setChecked(t.deterministic);
+        allowTf32_->setChecked(t.allow_tf32);
     }
     scheduleForm_->setRowVisible(plateauMetricLabel_, plateau);
 

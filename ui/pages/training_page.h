@@ -158,6 +158,8 @@ class TrainingPage : public QWidget {
     QDoubleSpinBox* clipValue_ = nullptr;
     QComboBox* precision_ = nullptr;
     QCheckBox* flushDenormal_ = nullptr; // training.flush_denormal
+    QCheckBox* deterministic_ = nullptr; // training.deterministic
+    QCheckBox* allowTf32_ = nullptr;     // training.allow_tf32
     QLineEdit* seed_ = nullptr;
     QLabel* seedError_ = nullptr;
     QSpinBox* validateEvery_ = nullptr;

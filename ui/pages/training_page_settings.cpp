@@ -312,6 +312,35 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
                on ? tr("Flush denormals to zero") : tr("Keep denormals (IEEE)"));
     });
 
+    // A GPU's run-wide numerics (the CPU is always deterministic and has no TF32).
+    deterministic_ = new QCheckBox(tr("deterministic"), settings_);
+    deterministic_->setObjectName(QStringLiteral("trainDeterministic"));
+    deterministic_->setToolTip(
+        tr("On a GPU, only deterministic kernels: running the project again gives bit-identical "
+           "losses and weights (cuDNN's deterministic convolution algorithms, gradient "
+           "scatters in a fixed order; as torch.use_deterministic_algorithms). Can be slower. "
+           "Runs on the CPU are always deterministic."));
+    allowTf32_ = new QCheckBox(tr("TF32 math"), settings_);
+    allowTf32_->setObjectName(QStringLiteral("trainAllowTf32"));
+    allowTf32_->setToolTip(
+        tr("On a GPU, float32 matrix products and convolutions on TF32 tensor cores: several "
+           "times faster, with about 1e-3 relative error (torch.backends.cuda.matmul."
+           "allow_tf32). Off: float32 results as exact as on the CPU."));
+    auto* gpuLine = new QHBoxLayout;
+    gpuLine->setSpacing(12);
+    gpuLine->addWidget(deterministic_);
+    gpuLine->addWidget(allowTf32_);
+    gpuLine->addStretch(1);
+    run->addRow(tr("On a GPU"), gpuLine);
+    connect(deterministic_, &QCheckBox::toggled, this, [this](bool on) {
+        commit([on](spec::TrainSpec& t) { t.deterministic = on; },
+               on ? tr("Use deterministic GPU kernels") : tr("Allow any GPU kernel"));
+    });
+    connect(allowTf32_, &QCheckBox::toggled, this, [this](bool on) {
+        commit([on](spec::TrainSpec& t) { t.allow_tf32 = on; },
+               on ? tr("Allow TF32 math on a GPU") : tr("Keep float32 math exact on a GPU"));
+    });
+
     seed_ = new QLineEdit(settings_);
     seed_->setObjectName(QStringLiteral("trainSeed"));
     seed_->setValidator(

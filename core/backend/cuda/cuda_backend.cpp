@@ -339,10 +339,10 @@ void CudaBackend::softmax_backward(const View& y, const View& grad_y, int dim, b
 }
 
 void CudaBackend::set_deterministic(bool deterministic) {
+    deterministic_ = deterministic;
 #ifdef MYELIN_CUDNN
     static_cast<CudaNnKernels&>(*nn_).set_deterministic(deterministic);
 #else
-    (void)deterministic; // no cuDNN: no convolutions to choose algorithms for
 #endif
 }
 
@@ -450,7 +450,7 @@ void CudaBackend::gather(const View& x, int dim, const View& index, const View& 
 }
 void CudaBackend::scatter_add(const View& self, int dim, const View& index, const View& src) {
     require(Primitive::ScatterAdd, self.dtype);
-    launch_scatter_add(self, dim, index, src);
+    launch_scatter_add(self, dim, index, src, deterministic_);
 }
 bool CudaBackend::int_range(const View& x, int64_t* min_out, int64_t* max_out) {
     return launch_int_range(x, min_out, max_out);

@@ -13,6 +13,7 @@
 
 #include <myelin/cuda.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -62,9 +63,10 @@ class CudaBackend final : public Backend {
 
     // TF32 tensor-core math in float32 GEMMs and convolutions: off by default (results as exact
     // as PyTorch's with torch.backends.cuda.matmul.allow_tf32 = False).
-    void set_allow_tf32(bool allow);
-    // Deterministic cuDNN convolution algorithms only (bit-identical reruns).
-    void set_deterministic(bool deterministic);
+    void set_allow_tf32(bool allow) override;
+    // Deterministic cuDNN convolution algorithms and an ordered scatter_add (bit-identical
+    // reruns; as torch.use_deterministic_algorithms).
+    void set_deterministic(bool deterministic) override;
 
   private:
     GpuInfo gpu_;
@@ -79,6 +81,7 @@ class CudaBackend final : public Backend {
     std::mutex cublas_mutex_;
     void* cublas_ = nullptr; // cublasHandle_t
     bool allow_tf32_ = false;
+    std::atomic<bool> deterministic_{false};
 };
 
 } // namespace myelin::backend::cuda

@@ -262,6 +262,29 @@ __global__ void scatter_add_kernel(Geometry g, int dim, T* self, const T* src, c
     }
 }
 
+// The same sums in a fixed order (set_deterministic): one thread per line along dim, adding the
+// line's entries in index order, as the CPU's loop does. A line writes only into its own line of
+// self (the other coordinates are its own), so no two threads meet and no atomics are needed.
+template <typename T>
+__global__ void scatter_add_ordered_kernel(Geometry g, int dim, T* self, const T* src,
+                                           const int64_t* index, int64_t self_dim_stride,
+                                           int64_t lines) {
+    MYELIN_GRID_LOOP(line, lines) {
+        int64_t rest = line, off_self = 0, off_src = 0, off_index = 0;
+        for (int d = g.ndim - 1; d >= 0; --d) {
+            if (d == dim) continue;
+            const int64_t coord = rest % g.shape[d];
+            rest /= g.shape[d];
+            off_self += coord * g.strides[0][d];
+            off_src += coord * g.strides[1][d];
+            off_index += coord * g.strides[2][d];
+        }
+        for (int64_t j = 0; j < g.shape[dim]; ++j)
+            self[off_self + index[off_index + j * g.strides[2][dim]] * self_dim_stride] +=
+                src[off_src + j * g.strides[1][dim]];
+    }
+}
+
 __global__ void int_range_kernel(Geometry g, const int64_t* x, long long* range) {
     MYELIN_GRID_LOOP(i, g.numel) {
         const long long v = x[g.offset(0, i)];
@@ -388,7 +411,8 @@ void launch_gather(const View& x, int dim, const View& index, const View& out) {
     check_launch("gather");
 }
 
-void launch_scatter_add(const View& self, int dim, const View& index, const View& src) {
+void launch_scatter_add(const View& self, int dim, const View& index, const View& src,
+                        bool ordered) {
     // Over the index's shape (src may be larger, as in PyTorch); self's coordinate along dim
     // comes from the index.
     View self_as_index = self, src_as_index = src;
@@ -398,6 +422,13 @@ void launch_scatter_add(const View& self, int dim, const View& index, const View
     if (g.numel == 0) return;
     const auto run = [&](auto tag) {
         using T = decltype(tag);
+        if (ordered && g.ndim > 0) {
+            const int64_t lines = g.numel / g.shape[dim];
+            scatter_add_ordered_kernel<T><<<blocks_for(lines), kThreads>>>(
+                g, dim, static_cast<T*>(self.data), static_cast<const T*>(src.data),
+                static_cast<const int64_t*>(index.data), self.strides[dim], lines);
+            return;
+        }
         scatter_add_kernel<T><<<blocks_for(g.numel), kThreads>>>(
             g, dim, static_cast<T*>(self.data), static_cast<const T*>(src.data),
             static_cast<const int64_t*>(index.data), self.strides[dim]);

@@ -12,7 +12,10 @@ void launch_binary(BinaryOp op, const View& a, const View& b, const View& out, c
 void launch_where(const View& cond, const View& a, const View& b, const View& out);
 void launch_index_select(const View& x, int dim, const View& index, const View& out);
 void launch_gather(const View& x, int dim, const View& index, const View& out);
-void launch_scatter_add(const View& self, int dim, const View& index, const View& src);
+// ordered: each line along dim adds its entries in index order, one thread per line (the CPU's
+// order, bit-identical reruns); otherwise one thread per entry with atomic adds.
+void launch_scatter_add(const View& self, int dim, const View& index, const View& src,
+                        bool ordered);
 bool launch_int_range(const View& x, int64_t* min_out, int64_t* max_out);
 
 // cuda_reduce.cu: every ReduceOp (supports_reduce says which, for a backend that lacks some).

@@ -25,7 +25,8 @@ namespace myelin::io {
 // instead of meeting an unknown field.
 // Version 3 adds training.device other than "cpu" and training.precision "float16".
 // Version 4 adds training.flush_denormal.
-inline constexpr int kProjectFormatVersion = 4;
+// Version 5 adds training.deterministic and training.allow_tf32.
+inline constexpr int kProjectFormatVersion = 5;
 
 struct Project {
     int format_version = kProjectFormatVersion;
@@ -61,9 +62,11 @@ inline int required_format_version(const graph::ModelSpec& model) {
         if (e.from_port != 0) return 2;
     return 1;
 }
-// The format_version serialize_project writes for `project`: 4 when its training flushes
-// denormals, 3 when it asks for a device other than the CPU or for float16, else the model's.
+// The format_version serialize_project writes for `project`: 5 when its training asks for
+// deterministic GPU kernels or TF32, 4 when it flushes denormals, 3 when it asks for a device
+// other than the CPU or for float16, else the model's.
 inline int required_format_version(const Project& project) {
+    if (project.train.deterministic || project.train.allow_tf32) return 5;
     if (project.train.flush_denormal) return 4;
     if (project.train.device != "cpu" || project.train.precision == "float16") return 3;
     return required_format_version(project.model);

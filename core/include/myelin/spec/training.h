@@ -89,6 +89,14 @@ struct TrainSpec {
     // Denormals flushed to zero while training (set_flush_denormal in myelin/device.h); off, as
     // PyTorch's default. The file holds the key only when on. The CLI's --flush-denormal sets it.
     bool flush_denormal = false;
+    // On a GPU: deterministic kernels only, so a rerun of the project is bit-identical (cuDNN's
+    // deterministic convolution algorithms, an ordered scatter_add; as
+    // torch.use_deterministic_algorithms), and TF32 tensor-core math in float32 products
+    // (faster, about 1e-3 relative; as torch.backends.cuda.matmul.allow_tf32). Both off, as
+    // PyTorch's defaults for matmul; the CPU is always deterministic and has no TF32. The file
+    // holds each key only when on.
+    bool deterministic = false;
+    bool allow_tf32 = false;
     EarlyStoppingSpec early_stopping;
     CheckpointSpec checkpoints;
     CaptureSpec capture;
