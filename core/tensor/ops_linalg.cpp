@@ -1,6 +1,7 @@
 // matmul / mm / bmm. Everything lowers to one differentiable batched product of 3-D operands
 // whose matrices are row- or column-major views (a transposed operand is never copied).
 #include "autograd/function.h"
+#include "backend/gemm_layout.h"
 #include "tensor/tensor_impl.h"
 
 namespace myelin {
@@ -31,15 +32,13 @@ DType check_dtypes(const char* op, const Tensor& a, const Tensor& b) {
     return a.dtype();
 }
 
-// A 3-D operand every backend's GEMM can read (Backend::batched_gemm): each matrix row- or
-// column-major, its vectors apart by at least their length. An operand repeated along a matrix
-// dim (stride 0: sum's gradient is an expand) is copied: cuBLAS takes no such leading dimension.
+// A 3-D operand every backend's GEMM can read (backend/gemm_layout.h); an operand repeated
+// along a matrix dim (stride 0: sum's gradient is an expand) is copied.
 Tensor gemm_ready(const Tensor& t, DType compute) {
     Tensor c = t.dtype() == compute ? t : raw_convert(t, compute);
-    const int64_t rows = c.size(1), cols = c.size(2);
-    const bool row = (c.stride(2) == 1 || cols == 1) && (rows == 1 || c.stride(1) >= cols);
-    const bool col = (c.stride(1) == 1 || rows == 1) && (cols == 1 || c.stride(2) >= rows);
-    return row || col ? c : raw_convert(c, compute);
+    const bool readable = backend::gemm_layout(c.size(1), c.size(2), c.stride(1), c.stride(2)) !=
+                          backend::GemmLayout::Neither;
+    return readable ? c : raw_convert(c, compute);
 }
 
 // Whether t's matrices are stored column-major (a transposed view, like linear's weight.t()).

@@ -312,7 +312,8 @@ class OpaqueDevice final : public Backend {
         cpu().softmax_backward(u(y), u(gy), dim, log, u(gx));
     }
     // As cuBLAS: each matrix row- or column-major with a leading dimension at least its vectors'
-    // length (the CPU's GEMM would take more: an expanded operand with a 0 stride).
+    // length (the CPU's GEMM would take more: an expanded operand with a 0 stride). Written here
+    // on its own, not with backend/gemm_layout.h: it checks that rule.
     void batched_gemm(const View& a, const View& b, const View& c, bool acc) override {
         ++queued_work;
         for (const View* m : {&a, &b}) {
