@@ -300,46 +300,49 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
                tr("Change precision to %1").arg(precision));
     });
 
-    flushDenormal_ = new QCheckBox(tr("flush to zero"), settings_);
-    flushDenormal_->setObjectName(QStringLiteral("trainFlushDenormal"));
-    flushDenormal_->setToolTip(
+    // A box for one on/off key of the training section, each toggle an undoable edit.
+    const auto switchBox = [this](const QString& text, const char* name, const QString& tip,
+                                  bool spec::TrainSpec::*field, const QString& onEdit,
+                                  const QString& offEdit) {
+        auto* box = new QCheckBox(text, settings_);
+        box->setObjectName(QLatin1String(name));
+        box->setToolTip(tip);
+        connect(box, &QCheckBox::toggled, this, [this, field, onEdit, offEdit](bool on) {
+            commit([field, on](spec::TrainSpec& t) { t.*field = on; }, on ? onEdit : offEdit);
+        });
+        return box;
+    };
+    flushDenormal_ = switchBox(
+        tr("flush to zero"), "trainFlushDenormal",
         tr("Treat float values below 1.2e-38 as 0 while training (torch.set_flush_denormal). "
            "Faster once optimizer state decays that far, but results are no longer IEEE-exact "
-           "there. Off, as in PyTorch."));
+           "there. Off, as in PyTorch."),
+        &spec::TrainSpec::flush_denormal, tr("Flush denormals to zero"),
+        tr("Keep denormals (IEEE)"));
     run->addRow(tr("Denormals"), flushDenormal_);
-    connect(flushDenormal_, &QCheckBox::toggled, this, [this](bool on) {
-        commit([on](spec::TrainSpec& t) { t.flush_denormal = on; },
-               on ? tr("Flush denormals to zero") : tr("Keep denormals (IEEE)"));
-    });
 
     // A GPU's run-wide numerics (the CPU is always deterministic and has no TF32).
-    deterministic_ = new QCheckBox(tr("deterministic"), settings_);
-    deterministic_->setObjectName(QStringLiteral("trainDeterministic"));
-    deterministic_->setToolTip(
+    deterministic_ = switchBox(
+        tr("deterministic"), "trainDeterministic",
         tr("On a GPU, only deterministic kernels: running the project again gives bit-identical "
            "losses and weights (cuDNN's deterministic convolution algorithms, gradient "
            "scatters in a fixed order; as torch.use_deterministic_algorithms). Can be slower. "
-           "Runs on the CPU are always deterministic."));
-    allowTf32_ = new QCheckBox(tr("TF32 math"), settings_);
-    allowTf32_->setObjectName(QStringLiteral("trainAllowTf32"));
-    allowTf32_->setToolTip(
+           "Runs on the CPU are always deterministic."),
+        &spec::TrainSpec::deterministic, tr("Use deterministic GPU kernels"),
+        tr("Allow any GPU kernel"));
+    allowTf32_ = switchBox(
+        tr("TF32 math"), "trainAllowTf32",
         tr("On a GPU, float32 matrix products and convolutions on TF32 tensor cores: several "
            "times faster, with about 1e-3 relative error (torch.backends.cuda.matmul."
-           "allow_tf32). Off: float32 results as exact as on the CPU."));
+           "allow_tf32). Off: float32 results as exact as on the CPU."),
+        &spec::TrainSpec::allow_tf32, tr("Allow TF32 math on a GPU"),
+        tr("Keep float32 math exact on a GPU"));
     auto* gpuLine = new QHBoxLayout;
     gpuLine->setSpacing(12);
     gpuLine->addWidget(deterministic_);
     gpuLine->addWidget(allowTf32_);
     gpuLine->addStretch(1);
     run->addRow(tr("On a GPU"), gpuLine);
-    connect(deterministic_, &QCheckBox::toggled, this, [this](bool on) {
-        commit([on](spec::TrainSpec& t) { t.deterministic = on; },
-               on ? tr("Use deterministic GPU kernels") : tr("Allow any GPU kernel"));
-    });
-    connect(allowTf32_, &QCheckBox::toggled, this, [this](bool on) {
-        commit([on](spec::TrainSpec& t) { t.allow_tf32 = on; },
-               on ? tr("Allow TF32 math on a GPU") : tr("Keep float32 math exact on a GPU"));
-    });
 
     seed_ = new QLineEdit(settings_);
     seed_->setObjectName(QStringLiteral("trainSeed"));
