@@ -3,15 +3,11 @@
 #include "backend/backend.h"
 #include "tensor/tensor_impl.h"
 
-#include <string>
-
 namespace myelin {
 
 PendingItem::PendingItem(const Tensor& scalar) {
-    if (scalar.numel() != 1)
-        throw Error("a Tensor with " + std::to_string(scalar.numel()) +
-                    " elements cannot be converted to a scalar (item() needs exactly one)");
-    if (scalar.device().is_cpu()) {
+    // On the host, read now; a wrong size gets item()'s error (it checks before reading).
+    if (scalar.device().is_cpu() || scalar.numel() != 1) {
         value_ = scalar.item();
         return;
     }

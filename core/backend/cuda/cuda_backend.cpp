@@ -5,6 +5,7 @@
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_probe.h"
 #include "backend/cuda/cuda_train.h"
+#include "backend/gemm_layout.h"
 #ifdef MYELIN_CUDNN
 #include "backend/cuda/cuda_nn.h"
 #endif
@@ -169,6 +170,13 @@ class CudaHostRead final : public HostRead {
     bool done_ = false;
     cudaError_t error_ = cudaSuccess;
 };
+
+// TF32 tensor-core math in cuBLAS's float32 GEMMs, or the exact default.
+void set_math_mode(void* cublas, bool allow_tf32) {
+    check(cublasSetMathMode(static_cast<cublasHandle_t>(cublas),
+                            allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+          "set math mode");
+}
 
 bool is_compute_dtype(DType t) {
     return t == DType::Float32 || t == DType::Float64 || t == DType::Int64;
@@ -352,10 +360,7 @@ void CudaBackend::set_allow_tf32(bool allow) {
 #endif
     std::lock_guard<std::mutex> lock(cublas_mutex_);
     allow_tf32_ = allow;
-    if (cublas_)
-        check(cublasSetMathMode(static_cast<cublasHandle_t>(cublas_),
-                                allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-              "set math mode");
+    if (cublas_) set_math_mode(cublas_, allow);
 }
 
 // Created on the first GEMM (not at start-up: a process that never multiplies on the GPU does
@@ -366,9 +371,7 @@ void* CudaBackend::cublas_handle() {
         cublasHandle_t handle = nullptr;
         check(cublasCreate(&handle), "create");
         cublas_ = handle;
-        check(cublasSetMathMode(handle,
-                                allow_tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-              "set math mode");
+        set_math_mode(handle, allow_tf32_);
     }
     return cublas_;
 }
@@ -386,10 +389,14 @@ GemmOperand gemm_operand(const View& m) {
     const int64_t rows = m.shape[1], cols = m.shape[2];
     // The front end copies what does not fit (gemm_ready); a leading dimension shorter than its
     // vectors would read the wrong memory.
-    if ((m.strides[2] == 1 || cols == 1) && (rows == 1 || m.strides[1] >= cols))
+    switch (gemm_layout(rows, cols, m.strides[1], m.strides[2])) {
+    case GemmLayout::RowMajor:
         return {CUBLAS_OP_N, int(std::max<int64_t>({m.strides[1], cols, 1}))};
-    if ((m.strides[1] == 1 || rows == 1) && (cols == 1 || m.strides[2] >= rows))
+    case GemmLayout::ColumnMajor:
         return {CUBLAS_OP_T, int(std::max<int64_t>({m.strides[2], rows, 1}))};
+    case GemmLayout::Neither:
+        break;
+    }
     throw DeviceError("batched_gemm on CUDA: an operand of strides (" +
                       std::to_string(m.strides[1]) + ", " + std::to_string(m.strides[2]) +
                       ") is neither row- nor column-major");
