@@ -15,6 +15,7 @@
 #include <myelin/nn/recurrent_gradients.h>
 #include <myelin/optim/clip_grad.h>
 #include <myelin/optim/optim.h>
+#include <myelin/pending_item.h>
 #include <myelin/tensor.h>
 #include <myelin/train/events.h>
 #include <myelin/train/metrics.h>
@@ -538,6 +539,10 @@ class TestDeviceTraining : public QObject {
             QVERIFY2(close(g[1], g[0], exact_), name);
         }
         const Tensor xd = x.detach().to(kDevice);
+        // A read for later of a tensor that is not one element: item()'s error, nothing read.
+        CHECK_ERROR(Error, PendingItem{xd}, "120 elements cannot be converted to a scalar");
+        const double sum = x.detach().sum().item();
+        QVERIFY(std::abs(PendingItem{xd.sum()}.value() - sum) <= 1e-5 * (1 + std::abs(sum)));
         const Tensor cpu_index = from_vector(std::vector<int64_t>{0, 1}, {2});
         CHECK_ERROR(DeviceError, index_select(xd, 0, cpu_index), "index_select", "same device");
         CHECK_ERROR(DeviceError, F::embedding(cpu_index, randn({4, 3}).to(kDevice)), "embedding",
