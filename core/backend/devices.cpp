@@ -48,18 +48,26 @@ const CudaStatus& cuda_status() {
     return status;
 }
 
+std::string cuda_index_refusal(const Device& device, size_t count) {
+    if (device.index < 0 || size_t(device.index) >= count)
+        return "device " + device.str() + " does not exist: this machine has " +
+               std::to_string(count) + " CUDA device(s)" +
+               (count == 0   ? std::string()
+                : count == 1 ? std::string(" (cuda:0)")
+                             : " (cuda:0 to cuda:" + std::to_string(count - 1) + ")");
+    if (device.index != 0)
+        return "device " + device.str() + " is not usable: this version runs on " +
+               cuda_device(0).str() + " only";
+    return {};
+}
+
 void check_device_usable(const Device& device) {
     if (device.is_cpu()) return;
     const CudaStatus& status = cuda_status();
     if (!status.usable())
         throw DeviceError("device " + device.str() + " is not usable: " + status.reason);
-    if (device.index < 0 || device.index >= int(status.devices.size()))
-        throw DeviceError("device " + device.str() + " does not exist: this machine has " +
-                          std::to_string(status.devices.size()) + " CUDA device(s) (cuda:0" +
-                          (status.devices.size() > 1
-                               ? " to cuda:" + std::to_string(status.devices.size() - 1)
-                               : std::string()) +
-                          ")");
+    if (std::string refusal = cuda_index_refusal(device, status.devices.size()); !refusal.empty())
+        throw DeviceError(refusal);
 }
 
 void check_training_device(const Device& device) {

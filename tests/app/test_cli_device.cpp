@@ -96,6 +96,24 @@ class TestCliDevice : public QObject {
         myelin::check_device_usable(myelin::kCPU); // never throws
         myelin::check_training_device(myelin::kCPU);
     }
+
+    // Only cuda:0 is usable in this version (Tensor::to refuses any other index), so a second GPU
+    // is refused where it is offered, with the reason, not when training starts.
+    void onlyTheFirstCudaDeviceIsUsable() {
+        using myelin::cuda_device;
+        using myelin::cuda_index_refusal;
+        QVERIFY(cuda_index_refusal(cuda_device(0), 1).empty());
+        QVERIFY(cuda_index_refusal(cuda_device(0), 2).empty());
+        QCOMPARE(cuda_index_refusal(cuda_device(1), 2),
+                 std::string("device cuda:1 is not usable: this version runs on cuda:0 only"));
+        QCOMPARE(cuda_index_refusal(cuda_device(2), 2),
+                 std::string("device cuda:2 does not exist: this machine has 2 CUDA device(s) "
+                             "(cuda:0 to cuda:1)"));
+        QCOMPARE(cuda_index_refusal(cuda_device(1), 1),
+                 std::string("device cuda:1 does not exist: this machine has 1 CUDA device(s) "
+                             "(cuda:0)"));
+        QVERIFY(!cuda_index_refusal(cuda_device(0), 0).empty());
+    }
 };
 
 QTEST_APPLESS_MAIN(TestCliDevice)

@@ -49,17 +49,25 @@ CudaStatus probe() {
             gpu.free_memory = int64_t(free_bytes);
         status.devices.push_back(gpu);
     }
-    cudaSetDevice(0);
-    // Our kernels are compiled for compute 8.0 and 9.0 (+ PTX for newer): an older GPU cannot
-    // run them, so it is listed as unusable rather than failing at the first kernel.
-    bool any_old = false;
+    if (const cudaError_t error = cudaSetDevice(0); error != cudaSuccess) {
+        status.reason = "cuda:0: " + runtime_error_text(error);
+        status.devices.clear();
+        return status;
+    }
+    // The kernels are compiled for the architectures of MYELIN_CUDA_ARCHITECTURES, the oldest
+    // being MYELIN_CUDA_MIN_COMPUTE (80: compute 8.0): an older GPU cannot run them, so it is
+    // listed as unusable rather than failing at the first kernel.
+    constexpr int kMinCompute = MYELIN_CUDA_MIN_COMPUTE;
+    const auto too_old = [](const GpuInfo& gpu) {
+        return gpu.compute_major * 10 + gpu.compute_minor < kMinCompute;
+    };
+    std::string names;
     for (const GpuInfo& gpu : status.devices)
-        any_old |= gpu.compute_major < 8;
-    if (any_old) {
-        std::string names;
-        for (const GpuInfo& gpu : status.devices)
-            if (gpu.compute_major < 8) names += (names.empty() ? "" : ", ") + gpu.summary();
-        status.reason = "this build's kernels need compute capability 8.0 or newer: " + names;
+        if (too_old(gpu)) names += (names.empty() ? "" : ", ") + gpu.summary();
+    if (!names.empty()) {
+        status.reason = "this build's kernels need compute capability " +
+                        std::to_string(kMinCompute / 10) + "." + std::to_string(kMinCompute % 10) +
+                        " or newer: " + names;
         status.devices.clear();
     }
     return status;

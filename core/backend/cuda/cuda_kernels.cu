@@ -460,7 +460,9 @@ bool launch_int_range(const View& x, int64_t* min_out, int64_t* max_out) {
     if (!range && cudaMalloc(&range, 2 * sizeof(long long)) != cudaSuccess)
         check_launch("int_range buffer");
     const long long init[2] = {INT64_MAX, INT64_MIN};
-    cudaMemcpy(range, init, sizeof init, cudaMemcpyHostToDevice);
+    if (const cudaError_t error = cudaMemcpy(range, init, sizeof init, cudaMemcpyHostToDevice);
+        error != cudaSuccess)
+        throw DeviceError(std::string("CUDA int_range: ") + cudaGetErrorString(error));
     int_range_kernel<<<blocks_for(g.numel), kThreads>>>(g, static_cast<const int64_t*>(x.data),
                                                         range);
     check_launch("int_range");

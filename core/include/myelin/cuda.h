@@ -41,8 +41,12 @@ inline Device cuda_device(int index = 0) {
 Device parse_device(const std::string& text);
 
 // Throws DeviceError naming the device and why it cannot be used ("device cuda:0 is not usable:
-// <reason>"); returns for the CPU and for a present CUDA device.
+// <reason>"); returns for the CPU and for cuda:0 when it is present.
 void check_device_usable(const Device& device);
+// Why CUDA device `device` cannot be used where `count` CUDA devices are usable, or "" when it
+// can: it must exist, and it must be cuda:0, the one device Tensor::to moves tensors to in this
+// version (so the second GPU is refused where it is offered, not when training starts).
+std::string cuda_index_refusal(const Device& device, size_t count);
 // What a training run checks before anything is built: the device is usable, and training can
 // run there (check_training_backend).
 void check_training_device(const Device& device);
@@ -50,7 +54,6 @@ void check_training_device(const Device& device);
 // device, and it has the training kernels (optimizer steps, class losses, dropout, gradient
 // norms) or its memory is host-addressable.
 void check_training_backend(const Device& device);
-
 
 // Lines for `myelin --version` and the studio: the CUDA backend (compiled in or not, and why),
 // then each device or the reason no device is usable.
