@@ -14,6 +14,8 @@
 
 #include <QtTest>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -88,6 +90,20 @@ void compare(Fused which, const Dims& xs, const Dims& ws, bool bias, const F::Co
     QVERIFY(sum(eq(a.y, 0.0).to(DType::Int64)).item<int64_t>() > 0);
     QVERIFY(sum(ne(a.gw, 0.0).to(DType::Int64)).item<int64_t>() > 0);
     QVERIFY(sum(ne(a.gx, 0.0).to(DType::Int64)).item<int64_t>() > 0);
+}
+
+// From AVX2 on, oneDNN's ReLU post-op gives our ReLU's bits and these shapes must fuse. Below it
+// (SSE4.1, AVX) some of its kernels write -0 for a negative value, and the CPU backend refuses
+// the fusion wherever its probe sees that (cpu_conv.cpp): there the node may be either, with the
+// same values.
+bool must_fuse() {
+    const auto avx2 = unsigned(dnnl::cpu_isa::avx2);
+    return (unsigned(dnnl::get_effective_cpu_isa()) & avx2) == avx2;
+}
+
+// `made_by` is the fused node's name where the fusion must happen, else it or the plain one's.
+void check_node(const std::string& made_by, const char* fused, const char* plain) {
+    if (must_fuse() || made_by != plain) QCOMPARE(QString::fromStdString(made_by), QString(fused));
 }
 
 void add_rows(int count) {
@@ -199,7 +215,8 @@ class TestConvReluFusion : public QObject {
         Tensor x = rnd({2, 16, 8, 8}, 5).requires_grad_(true), w = rnd({16, 16, 3, 3}, 6);
         const F::Pool2dOptions window;
         const Tensor y = F::conv2d_relu_max_pool2d(x, w, Tensor(), pad(1), window);
-        QCOMPARE(QString(y.grad_fn()->name()), QStringLiteral("ConvolutionReluMaxPoolBackward0"));
+        check_node(y.grad_fn()->name(), "ConvolutionReluMaxPoolBackward0",
+                   "MaxPool2DWithIndicesBackward0");
         QCOMPARE(y.shape(), Dims({2, 16, 4, 4}));
         // float64, and pools other than 2x2 / stride 2: the three ops, the same values.
         const Tensor xd = x.detach().to(DType::Float64), wd = w.to(DType::Float64);
@@ -212,15 +229,18 @@ class TestConvReluFusion : public QObject {
         QCOMPARE(QString(z.grad_fn()->name()), QStringLiteral("MaxPool2DWithIndicesBackward0"));
         QVERIFY(same_bits(z, F::max_pool2d(relu(F::conv2d(x, w, Tensor(), pad(1))), wide)));
         // A pooled output changed in place before backward is refused, as any saved output.
+        // (The plain pool saves its indices, not its output.)
         Tensor v = F::conv2d_relu_max_pool2d(x, w, Tensor(), pad(1), window);
-        v.mul_(2.0);
-        QVERIFY_THROWS_EXCEPTION(Error, sum(v).backward());
+        if (std::string(v.grad_fn()->name()) == "ConvolutionReluMaxPoolBackward0") {
+            v.mul_(2.0);
+            QVERIFY_THROWS_EXCEPTION(Error, sum(v).backward());
+        }
     }
 
     void fused_op_is_one_node_and_float64_falls_back() {
         Tensor x = rnd({2, 16, 8, 8}, 5).requires_grad_(true), w = rnd({16, 16, 3, 3}, 6);
         const Tensor y = F::conv2d_relu(x, w, Tensor(), pad(1));
-        QCOMPARE(QString(y.grad_fn()->name()), QStringLiteral("ConvolutionReluBackward0"));
+        check_node(y.grad_fn()->name(), "ConvolutionReluBackward0", "ReluBackward0");
         // float64 has no fused kernel: conv2d then relu, the same values as written out.
         const Tensor xd = x.detach().to(DType::Float64), wd = w.to(DType::Float64);
         QVERIFY(same_bits(F::conv2d_relu(xd, wd, Tensor(), pad(1)),
@@ -239,8 +259,7 @@ class TestConvReluFusion : public QObject {
                 return Tensor();
             });
         const ModelPass all_fused = model_pass(*model, x);
-        QCOMPARE(QString::fromStdString(conv2_from),
-                 QStringLiteral("ConvolutionReluMaxPoolBackward0"));
+        check_node(conv2_from, "ConvolutionReluMaxPoolBackward0", "MaxPool2DWithIndicesBackward0");
         conv2_handle.remove();
         std::string pooled_from; // which node made the max pool's input
         auto pool_handle = model->children().at(2)->register_forward_hook(
@@ -249,7 +268,7 @@ class TestConvReluFusion : public QObject {
                 return Tensor();
             });
         const ModelPass fused = model_pass(*model, x);
-        QCOMPARE(QString::fromStdString(pooled_from), QStringLiteral("ConvolutionReluBackward0"));
+        check_node(pooled_from, "ConvolutionReluBackward0", "ReluBackward0");
         compare_passes(all_fused, fused);
         // A hook on the first convolution observes its pre-activation: that pair runs unfused.
         Tensor seen;
@@ -297,8 +316,8 @@ class TestConvReluFusion : public QObject {
                         return Tensor();
                     });
         const ModelPass fused = model_pass(*model, x);
-        QCOMPARE(QString::fromStdString(flattened_from),
-                 QStringLiteral("ConvolutionReluMaxPoolBackward0"));
+        check_node(flattened_from, "ConvolutionReluMaxPoolBackward0",
+                   "MaxPool2DWithIndicesBackward0");
         std::vector<HookHandle> hooks;
         int seen_negative = 0;
         for (const auto& [name, layer] : model->named_children())

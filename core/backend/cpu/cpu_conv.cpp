@@ -227,6 +227,43 @@ std::shared_ptr<ConvEntry> conv_entry(const Geom& g, bool has_bias) {
     });
 }
 
+// Adds a scratchpad of `desc`'s size to `args` (none when it needs none); the buffer must live
+// until the execution has finished.
+std::unique_ptr<HostScratch> add_scratchpad(const memory::desc& desc,
+                                            std::unordered_map<int, memory>& args) {
+    const size_t bytes = desc.get_size();
+    if (bytes == 0) return nullptr;
+    auto buffer = std::make_unique<HostScratch>(bytes);
+    args.emplace(DNNL_ARG_SCRATCHPAD, du::memory_at(desc, buffer->data()));
+    return buffer;
+}
+
+// Whether the ReLU post-op writes +0 for a negative value, as our ReLU (PyTorch's clamp_min)
+// does: oneDNN's SSE4.1 kernels compute alpha * v (alpha 0), which is -0, where the AVX2 and
+// AVX-512 ones give +0. Run once per geometry on x = 1, w = -1, bias = -1: every output is
+// negative (or 0 for a window entirely in the padding) before the ReLU, so any -0 is the
+// post-op's. Filling whole buffers covers blocked formats' padding too.
+bool relu_post_op_gives_positive_zero(const ConvEntry& e, const dnnl::convolution_forward& fwd,
+                                      const dnnl::convolution_forward::primitive_desc& pd) {
+    const auto filled = [](const memory::desc& d, float value) {
+        memory m(d, du::engine());
+        auto* p = static_cast<float*>(m.get_data_handle());
+        std::fill(p, p + d.get_size() / sizeof(float), value);
+        return m;
+    };
+    memory dst = filled(pd.dst_desc(), 1.0f);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, filled(pd.src_desc(), 1.0f)},
+                                         {DNNL_ARG_WEIGHTS, filled(pd.weights_desc(), -1.0f)},
+                                         {DNNL_ARG_DST, dst}};
+    if (e.has_bias) args.emplace(DNNL_ARG_BIAS, filled(e.bias, -1.0f));
+    const auto scratch = add_scratchpad(pd.scratchpad_desc(), args);
+    fwd.execute(du::stream(), args);
+    du::stream().wait();
+    const auto* out = static_cast<const uint32_t*>(dst.get_data_handle());
+    const size_t n = pd.dst_desc().get_size() / sizeof(float);
+    return std::none_of(out, out + n, [](uint32_t bits) { return bits == 0x80000000u; });
+}
+
 // The entry's forward with ReLU fused, when oneDNN runs it as it runs the plain forward.
 bool relu_forward_ready(ConvEntry& e) {
     std::call_once(e.relu_once, [&] {
@@ -242,8 +279,10 @@ bool relu_forward_ready(ConvEntry& e) {
                 pd.weights_desc() != e.fwd_pd.weights_desc() ||
                 pd.dst_desc() != e.fwd_pd.dst_desc())
                 return;
+            dnnl::convolution_forward fwd(pd);
+            if (!relu_post_op_gives_positive_zero(e, fwd, pd)) return;
             e.fwd_relu_pd = pd;
-            e.fwd_relu = dnnl::convolution_forward(pd);
+            e.fwd_relu = std::move(fwd);
             e.relu_ok = true;
         } catch (const dnnl::error&) { // no post-op for this implementation
         }
@@ -316,17 +355,6 @@ class Rounded {
     HostScratch half_, f32_;
     View view_;
 };
-
-// Adds a scratchpad of `desc`'s size to `args` (none when it needs none); the buffer must live
-// until the execution has finished.
-std::unique_ptr<HostScratch> add_scratchpad(const memory::desc& desc,
-                                            std::unordered_map<int, memory>& args) {
-    const size_t bytes = desc.get_size();
-    if (bytes == 0) return nullptr;
-    auto buffer = std::make_unique<HostScratch>(bytes);
-    args.emplace(DNNL_ARG_SCRATCHPAD, du::memory_at(desc, buffer->data()));
-    return buffer;
-}
 
 template <typename T> const T* cptr(const View* v) {
     return v ? static_cast<const T*>(v->data) : nullptr;
