@@ -7,7 +7,13 @@
 // "GPU: skipped (<reason>)"; a part the device cannot run yet (training refused, an op without
 // a CUDA kernel) prints "GPU: <workload> skipped (<reason>)". Otherwise one JSON line each.
 //
+// With --batches B1,B2,... the MLP and CNN steps run at each batch size (the CPU only at the
+// project's own, 128: a CPU step of 1024 CNN examples would take the GPU kit's whole visit), each
+// line naming its batch, for the kit's side-by-side table against PyTorch on the same GPU
+// (bench/torch_gpu_step.py).
+//
 //   myelin_bench_gpu [--threads N] [--steps-mlp N] [--steps-cnn N] [--source-dir DIR]
+//                    [--batches B1,B2,...]
 #include <myelin/autocast.h>
 #include <myelin/cuda.h>
 #include <myelin/device.h>
@@ -28,6 +34,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 using namespace myelin;
 
@@ -39,31 +46,41 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Samples per second of `steps` optimizer steps of `project` on `device`, timed from the end of
-// the 5th step (each step reads its loss back, so the device has finished it).
+// Samples per second of up to `steps` optimizer steps of `project` on `device`, timed from the
+// end of the 5th step (each step reads its loss back, so the device has finished it) to the last
+// step of the first epoch at most: the epoch's validation pass is not a training step (full
+// batches only, so every timed step has batch_size examples).
 double samples_per_second(io::Project project, const std::string& dir, int64_t steps, int threads,
                           Device device) {
     project.train.capture.layer_norms = false;
     project.train.capture.summaries_every = 0;
     project.train.capture.feature_maps_every = 0;
+    project.data.drop_last = true;
     train::TrainerOptions o;
     o.project_dir = dir;
     o.max_steps = steps;
     o.threads = threads;
     o.device = device;
     train::Trainer trainer(project, o);
-    Clock::time_point start;
-    int64_t timed = 0;
+    Clock::time_point start, end;
+    int64_t timed = 0, first_epoch = -1;
     train::CallbackSink sink([&](const train::Event& e) {
         if (auto* m = e.get<train::StepMetrics>()) {
+            if (first_epoch < 0) first_epoch = m->epoch;
+            if (m->epoch != first_epoch) return;
             if (m->step == 5) start = Clock::now();
-            if (m->step > 5) ++timed;
+            if (m->step > 5) {
+                ++timed;
+                end = Clock::now();
+            }
         }
     });
     trainer.set_sink(&sink);
     const train::TrainResult r = trainer.run();
     if (r.status == train::RunStatus::Failed) throw Error(r.error);
-    return double(timed * project.data.batch_size) / seconds_since(start);
+    if (timed == 0) throw Error("fewer than 6 steps in the first epoch: nothing timed");
+    return double(timed * project.data.batch_size) /
+           std::chrono::duration<double>(end - start).count();
 }
 
 // FP32 lanes per SM by compute capability (CUDA C Programming Guide, "Arithmetic
@@ -125,11 +142,24 @@ int main(int argc, char** argv) {
     int threads = 0;
     int64_t steps_mlp = 200, steps_cnn = 60;
     std::string source = MYELIN_SOURCE_DIR;
+    std::vector<int64_t> batches; // empty: the project's own
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
         if (!std::strcmp(argv[i], "--steps-mlp")) steps_mlp = std::atoll(argv[i + 1]);
         if (!std::strcmp(argv[i], "--steps-cnn")) steps_cnn = std::atoll(argv[i + 1]);
         if (!std::strcmp(argv[i], "--source-dir")) source = argv[i + 1];
+        if (!std::strcmp(argv[i], "--batches"))
+            for (const char* p = argv[i + 1]; *p;) {
+                char* end = nullptr;
+                const long long b = std::strtoll(p, &end, 10);
+                if (end == p || b <= 0) {
+                    std::fprintf(stderr, "myelin_bench_gpu: --batches: expected sizes like "
+                                         "128,1024\n");
+                    return 2;
+                }
+                batches.push_back(b);
+                p = *end == ',' ? end + 1 : end;
+            }
     }
     const CudaStatus& cuda = cuda_status();
     if (!cuda.usable()) {
@@ -157,22 +187,31 @@ int main(int argc, char** argv) {
             continue;
         }
         try {
-            const io::Project project =
+            const io::Project shipped =
                 io::load_project(dir + "/fashion_" + std::string(model) + ".myelin");
             const int64_t steps = std::string(model) == "mlp" ? steps_mlp : steps_cnn;
-            const double on_gpu = samples_per_second(project, dir, steps, threads, device);
-            const double on_cpu = samples_per_second(project, dir, steps, threads, kCPU);
-            std::printf("{\"workload\": \"%s\", \"cuda\": %.1f, \"cpu\": %.1f, \"unit\": "
-                        "\"samples/s\", \"ratio\": %.2f, \"steps\": %lld, \"threads\": %d}\n",
-                        workload.c_str(), on_gpu, on_cpu, on_gpu / on_cpu,
-                        static_cast<long long>(steps), threads);
-            // float16 mixed precision (autocast + loss scaling) against float32, both on cuda:0.
-            io::Project half = project;
-            half.train.precision = "float16";
-            const double on_gpu_half = samples_per_second(half, dir, steps, threads, device);
-            std::printf("{\"workload\": \"%s_float16\", \"cuda_float16\": %.1f, "
-                        "\"cuda_float32\": %.1f, \"unit\": \"samples/s\", \"ratio\": %.2f}\n",
-                        workload.c_str(), on_gpu_half, on_gpu, on_gpu_half / on_gpu);
+            std::vector<int64_t> sizes = batches;
+            if (sizes.empty()) sizes.push_back(shipped.data.batch_size);
+            for (const int64_t batch : sizes) {
+                io::Project project = shipped;
+                project.data.batch_size = batch;
+                const double on_gpu = samples_per_second(project, dir, steps, threads, device);
+                // float16 mixed precision (autocast + loss scaling), also on cuda:0.
+                io::Project half = project;
+                half.train.precision = "float16";
+                const double on_gpu_half = samples_per_second(half, dir, steps, threads, device);
+                std::printf("{\"workload\": \"%s\", \"batch\": %lld, \"cuda\": %.1f, "
+                            "\"cuda_float16\": %.1f, \"unit\": \"samples/s\", \"steps\": %lld",
+                            workload.c_str(), static_cast<long long>(batch), on_gpu, on_gpu_half,
+                            static_cast<long long>(steps));
+                if (batch == shipped.data.batch_size) {
+                    const double on_cpu = samples_per_second(project, dir, steps, threads, kCPU);
+                    std::printf(", \"cpu\": %.1f, \"cuda_over_cpu\": %.2f, \"threads\": %d", on_cpu,
+                                on_gpu / on_cpu, threads);
+                }
+                std::printf(", \"float16_over_float32\": %.2f}\n", on_gpu_half / on_gpu);
+                std::fflush(stdout);
+            }
         } catch (const std::exception& e) {
             skipped(workload.c_str(), e.what());
         }

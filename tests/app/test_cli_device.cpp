@@ -3,6 +3,7 @@
 // device and the reason, nothing written to the store. Runs the same on a machine with a GPU
 // (there the refusal is the CPU-only layers') and without one (the runtime's reason).
 #include "cli_process.h"
+#include "device_line.h"
 
 #include <myelin/cuda.h>
 #include <myelin/error.h>
@@ -24,6 +25,8 @@ QString example(const char* name) {
 class TestCliDevice : public QObject {
     Q_OBJECT
   private slots:
+    void initTestCase() { myelin::test::print_cuda_device(); }
+
     void versionListsTheCudaBackend() {
         const CliResult r = runCli({QStringLiteral("--version")});
         QCOMPARE(r.exitCode, 0);

@@ -3,6 +3,7 @@
 // overrides it, and the run records the device it computed on; training.precision "float16" on
 // the CPU is refused naming the key; a malformed device names the key; `myelin format` keeps it.
 #include "cli_process.h"
+#include "device_line.h"
 
 #include <myelin/cuda.h>
 
@@ -46,6 +47,8 @@ const QString kCuda = QStringLiteral("\"precision\": \"float32\", \"device\": \"
 class TestCliProjectDevice : public QObject {
     Q_OBJECT
   private slots:
+    void initTestCase() { myelin::test::print_cuda_device(); }
+
     void projectDeviceIsCheckedBeforeTheRun() {
         QTemporaryDir dir;
         const QString project = writeProject(dir, kCuda);

@@ -18,6 +18,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "../support/device_line.h"
 #include "../support/stripes_project.h"
 #include "test_support.h"
 
@@ -264,6 +265,8 @@ class TestAutocast : public QObject {
     Q_OBJECT
 
   private slots:
+    void initTestCase() { myelin::test::print_cuda_device(); }
+
     void guardNestsRestoresAndIsPerThread();
     void roundsToNearestEven();
     void linearMatchesBf16Reference();

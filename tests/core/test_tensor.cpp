@@ -6,6 +6,7 @@
 
 #include <QtTest>
 
+#include "../support/device_line.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -24,6 +25,8 @@ std::vector<float> values(const Tensor& t) {
 class TestTensor : public QObject {
     Q_OBJECT
   private slots:
+    void initTestCase() { myelin::test::print_cuda_device(); }
+
     void creation() {
         QCOMPARE(zeros({2, 3}).shape(), Dims({2, 3}));
         QCOMPARE(values(ones({3})), std::vector<float>({1, 1, 1}));

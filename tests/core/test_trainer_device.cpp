@@ -14,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "../support/device_line.h"
 #include "host_backed_device.h"
 #include "test_support.h"
 
@@ -94,6 +95,7 @@ class TestTrainerDevice : public QObject {
 
   private slots:
     void initTestCase() {
+        myelin::test::print_cuda_device();
         QVERIFY(dir_.isValid());
         csv_ = dir_.filePath("blobs.csv").toStdString();
         write_blobs_csv(csv_);

@@ -20,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "../support/device_line.h"
 #include "test_support.h"
 
 #include <cfloat>
@@ -164,6 +165,7 @@ class TestTrainerPrecision : public QObject {
 
   private slots:
     void initTestCase() {
+        myelin::test::print_cuda_device();
         QVERIFY(dir_.isValid());
         csv_ = dir_.filePath("blobs.csv").toStdString();
         write_blobs_csv(csv_);
