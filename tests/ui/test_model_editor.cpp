@@ -38,6 +38,7 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTreeWidget>
@@ -227,6 +228,7 @@ class TestModelEditor : public QObject {
     void arrangeLayersIsUndoable();
     void saveThenOpenGivesTheSameGraph();
     void malformedProjectKeepsTheCurrentOne();
+    void exampleOpensAsAnUntitledCopy();
     void autosaveWritesARecoveryFile();
     void problemsAndSummaryPanels();
     void screenshots();
@@ -807,6 +809,40 @@ void TestModelEditor::saveThenOpenGivesTheSameGraph() {
                 .contains(QFileInfo(path).absoluteFilePath()));
 }
 
+// A shipped example opens as an untitled copy, from File > Open and from the command line
+// (./run.sh): Save asks where, and the example's file is never written (issue 41: a stray Ctrl+S
+// among random input wrote four nodes into resources/examples/fashion_cnn.myelin).
+void TestModelEditor::exampleOpensAsAnUntitledCopy() {
+    const QString example = examplePath("fashion_cnn");
+    QFile file(example);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray shipped = file.readAll();
+    file.close();
+    QTemporaryDir dir;
+    {
+        Studio s;
+        QVERIFY(s.window.openProject(example));
+        QVERIFY(s.doc().isOpen());
+        QVERIFY(s.window.projectPath().isEmpty());
+        QCOMPARE(s.doc().dataDirectory(), QFileInfo(example).absolutePath());
+        QVERIFY2(s.window.statusBar()->currentMessage().contains(QStringLiteral("untitled copy")),
+                 qPrintable(s.window.statusBar()->currentMessage()));
+        saveScreenshot(s.window, QStringLiteral("editor_example_untitled_copy.png"));
+        s.scene().selectNodes({findNode(s.spec(), "ReLU")});
+        s.editor().deleteSelection();
+        const QString kept = dir.filePath(QStringLiteral("mine.myelin"));
+        QVERIFY(s.window.saveProjectAs(kept));
+        QCOMPARE(s.window.projectPath(), QFileInfo(kept).absoluteFilePath());
+    }
+    {
+        MainWindow w(example); // as ./run.sh starts the studio
+        QVERIFY(w.projectPath().isEmpty());
+        QVERIFY(w.document()->isOpen());
+    }
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.readAll(), shipped);
+}
+
 void TestModelEditor::malformedProjectKeepsTheCurrentOne() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
@@ -821,8 +857,11 @@ void TestModelEditor::malformedProjectKeepsTheCurrentOne() {
     file.write(QByteArray::fromStdString(text));
     file.close();
 
+    // A copy of the example: the shipped one opens untitled (exampleOpensAsAnUntitledCopy).
+    const QString project = dir.filePath(QStringLiteral("fashion_cnn.myelin"));
+    QVERIFY(QFile::copy(examplePath("fashion_cnn"), project));
     Studio s;
-    QVERIFY(s.window.openProject(examplePath("fashion_cnn")));
+    QVERIFY(s.window.openProject(project));
     s.scene().selectNodes({findNode(s.spec(), "ReLU")});
     s.editor().deleteSelection();
     const ModelSpec current = s.spec();

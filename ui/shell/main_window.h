@@ -96,7 +96,8 @@ class MainWindow : public QMainWindow {
 
     // Opens a project file. A file that cannot be read shows its error (with the line or the
     // field) in a message box and leaves the open project as it was. Unsaved changes are
-    // offered for saving first. True when `path` is now open.
+    // offered for saving first. A shipped example (exampleDirectory()) opens as an untitled
+    // copy, as File > New makes it. True when `path` is now open.
     bool openProject(const QString& path);
     // A new untitled project: an empty model, or a copy of the example at `examplePath`.
     bool newProject(const QString& examplePath = QString());
@@ -138,6 +139,7 @@ class MainWindow : public QMainWindow {
     void closeEvent(QCloseEvent* event) override;
 
   private:
+    QString exampleCopyMessage(const QString& fileName) const;
     void createDocks();
     void createMenus();
     void createStatusBar();

@@ -37,6 +37,14 @@ constexpr int kMaxRecentFiles = 8;
 const char* kRecentFilesKey = "recentFiles";
 const char* kLastDirectoryKey = "lastProjectDirectory";
 
+// A shipped example (in the folder File > New offers them from) opens as an untitled copy, as Qt
+// Creator opens its examples: Save asks where, so a stray Ctrl+S never writes over the example
+// that the gallery, the CLI's docs and the tests read.
+bool isShippedExample(const QFileInfo& file) {
+    const QString examples = exampleDirectory();
+    return !examples.isEmpty() && file.canonicalPath() == examples;
+}
+
 } // namespace
 
 void MainWindow::openAtStartup(const QString& path) {
@@ -50,9 +58,13 @@ void MainWindow::openAtStartup(const QString& path) {
         return;
     }
     // No message box before the window is up: a broken file is explained on the welcome page.
+    const bool example = isShippedExample(info);
     try {
         io::Project project = io::load_project(info.absoluteFilePath().toStdString());
-        document_->open(std::move(project), info.absoluteFilePath());
+        if (example)
+            document_->open(std::move(project), QString(), /*dirty=*/false, info.absolutePath());
+        else
+            document_->open(std::move(project), info.absoluteFilePath());
     } catch (const Error& e) {
         statusBar()->showMessage(tr("Could not open %1").arg(info.fileName()));
         welcomePage_->setProjectNotice(tr("<b>Could not open this project</b><br>%1")
@@ -64,8 +76,16 @@ void MainWindow::openAtStartup(const QString& path) {
         arrangeLayers(arranged);
         document_->setLayoutWithoutUndo(arranged);
     }
-    addRecentFile(info.absoluteFilePath());
+    if (example)
+        statusBar()->showMessage(exampleCopyMessage(info.fileName()));
+    else
+        addRecentFile(info.absoluteFilePath());
     QTimer::singleShot(0, editor_->view(), [this] { editor_->view()->showModel(); });
+}
+
+QString MainWindow::exampleCopyMessage(const QString& fileName) const {
+    return tr("Opened the example %1 as an untitled copy: Save asks where to keep it")
+        .arg(fileName);
 }
 
 void MainWindow::showProject(bool open) {
@@ -108,6 +128,11 @@ void MainWindow::showProjectError(const QString& text) {
 
 bool MainWindow::openProject(const QString& path) {
     const QString absolute = QFileInfo(path).absoluteFilePath();
+    if (isShippedExample(QFileInfo(absolute))) {
+        if (!newProject(absolute)) return false;
+        statusBar()->showMessage(exampleCopyMessage(QFileInfo(absolute).fileName()), kStatusMs);
+        return true;
+    }
     io::Project project;
     try {
         project = io::load_project(absolute.toStdString());
