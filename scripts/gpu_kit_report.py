@@ -63,6 +63,8 @@ def tests_table(text):
             passed += 1
         elif rc == 124:
             result = "**timed out** (150 s)"
+        elif rc == 125:
+            result = "skipped (the kit's time budget was spent)"
         else:
             result = f"**failed** (exit {rc})"
             if not first:
@@ -73,7 +75,7 @@ def tests_table(text):
 
 
 def sanitizer_summary(text):
-    if not text or text.splitlines()[0].endswith("not found"):
+    if not text or text.splitlines()[0].startswith("compute-sanitizer:"):
         return "compute-sanitizer: not run (" + (text.strip() or "no log") + ")"
     summary = re.findall(r"ERROR SUMMARY: .*", text)
     exit_line = re.findall(r"===== exit (\d+)", text)
