@@ -79,8 +79,8 @@ def sanitizer_summary(text):
         return "compute-sanitizer: not run (" + (text.strip() or "no log") + ")"
     summary = re.findall(r"ERROR SUMMARY: .*", text)
     exit_line = re.findall(r"===== exit (\d+)", text)
-    first = next((l for l in text.splitlines() if "Invalid" in l or "Error" in l
-                  and "SUMMARY" not in l), "")
+    first = next((l for l in text.splitlines()
+                  if ("Invalid" in l or "Error" in l) and "SUMMARY" not in l), "")
     said = [l for l in text.splitlines() if l.strip() and not l.startswith("=====")]
     parts = [summary[-1] if summary else "no ERROR SUMMARY line; it said: `" +
              cell(said[-1] if said else "nothing") + "`"]

@@ -140,6 +140,9 @@ class MainWindow : public QMainWindow {
 
   private:
     QString exampleCopyMessage(const QString& fileName) const;
+    // Lays out a just-opened model whose positions hide edges behind nodes (not an undoable
+    // edit); true when it did.
+    bool arrangeLayersIfNeeded();
     void createDocks();
     void createMenus();
     void createStatusBar();

@@ -71,16 +71,21 @@ void MainWindow::openAtStartup(const QString& path) {
                                            .arg(QString::fromUtf8(e.what()).toHtmlEscaped()));
         return;
     }
-    if (layoutNeedsArranging(document_->spec())) {
-        graph::ModelSpec arranged = document_->spec();
-        arrangeLayers(arranged);
-        document_->setLayoutWithoutUndo(arranged);
-    }
+    arrangeLayersIfNeeded();
     if (example)
         statusBar()->showMessage(exampleCopyMessage(info.fileName()));
     else
         addRecentFile(info.absoluteFilePath());
     QTimer::singleShot(0, editor_->view(), [this] { editor_->view()->showModel(); });
+}
+
+bool MainWindow::arrangeLayersIfNeeded() {
+    if (!layoutNeedsArranging(document_->spec())) return false;
+    // The file's positions hide edges behind nodes; lay it out (not an edit to undo).
+    graph::ModelSpec arranged = document_->spec();
+    arrangeLayers(arranged);
+    document_->setLayoutWithoutUndo(arranged);
+    return true;
 }
 
 QString MainWindow::exampleCopyMessage(const QString& fileName) const {
@@ -144,11 +149,7 @@ bool MainWindow::openProject(const QString& path) {
     }
     if (!maybeSave()) return false;
     document_->open(std::move(project), absolute);
-    if (layoutNeedsArranging(document_->spec())) {
-        // The file's positions hide edges behind nodes; lay it out (not an edit to undo).
-        graph::ModelSpec arranged = document_->spec();
-        arrangeLayers(arranged);
-        document_->setLayoutWithoutUndo(arranged);
+    if (arrangeLayersIfNeeded()) {
         statusBar()->showMessage(
             tr("Opened %1 (layers arranged automatically)").arg(QFileInfo(absolute).fileName()),
             kStatusMs);
@@ -176,11 +177,7 @@ bool MainWindow::newProject(const QString& examplePath) {
     if (!maybeSave()) return false;
     document_->open(std::move(project), QString(), /*dirty=*/false,
                     examplePath.isEmpty() ? QString() : QFileInfo(examplePath).absolutePath());
-    if (layoutNeedsArranging(document_->spec())) {
-        graph::ModelSpec arranged = document_->spec();
-        arrangeLayers(arranged);
-        document_->setLayoutWithoutUndo(arranged);
-    }
+    arrangeLayersIfNeeded();
     editor_->view()->showModel();
     QTimer::singleShot(0, editor_->view(), [this] { editor_->view()->showModel(); });
     return true;

@@ -58,12 +58,10 @@ CudaStatus probe() {
     // being MYELIN_CUDA_MIN_COMPUTE (80: compute 8.0): an older GPU cannot run them, so it is
     // listed as unusable rather than failing at the first kernel.
     constexpr int kMinCompute = MYELIN_CUDA_MIN_COMPUTE;
-    const auto too_old = [](const GpuInfo& gpu) {
-        return gpu.compute_major * 10 + gpu.compute_minor < kMinCompute;
-    };
     std::string names;
     for (const GpuInfo& gpu : status.devices)
-        if (too_old(gpu)) names += (names.empty() ? "" : ", ") + gpu.summary();
+        if (gpu.compute_major * 10 + gpu.compute_minor < kMinCompute)
+            names += (names.empty() ? "" : ", ") + gpu.summary();
     if (!names.empty()) {
         status.reason = "this build's kernels need compute capability " +
                         std::to_string(kMinCompute / 10) + "." + std::to_string(kMinCompute % 10) +
