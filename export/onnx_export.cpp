@@ -23,35 +23,6 @@ namespace myelin::exporters {
 
 namespace detail {
 
-OnnxAttr attr_int(std::string name, int64_t value) {
-    OnnxAttr a;
-    a.name = std::move(name);
-    a.type = OnnxAttr::Type::Int;
-    a.i = value;
-    return a;
-}
-OnnxAttr attr_float(std::string name, double value) {
-    OnnxAttr a;
-    a.name = std::move(name);
-    a.type = OnnxAttr::Type::Float;
-    a.f = float(value);
-    return a;
-}
-OnnxAttr attr_string(std::string name, std::string value) {
-    OnnxAttr a;
-    a.name = std::move(name);
-    a.type = OnnxAttr::Type::String;
-    a.s = std::move(value);
-    return a;
-}
-OnnxAttr attr_ints(std::string name, std::vector<int64_t> value) {
-    OnnxAttr a;
-    a.name = std::move(name);
-    a.type = OnnxAttr::Type::Ints;
-    a.ints = std::move(value);
-    return a;
-}
-
 std::string OnnxBuilder::unique(const std::string& base) {
     std::string name = base.empty() ? "value" : base;
     for (int i = 1; used_.count(name); ++i)
@@ -73,29 +44,20 @@ std::string OnnxBuilder::initializer(const std::string& name, const Tensor& t) {
     return init->name();
 }
 
-std::string OnnxBuilder::ints(const std::string& name, const std::vector<int64_t>& values) {
-    return initializer(name, from_vector(values, Dims{int64_t(values.size())}));
-}
-
-std::string OnnxBuilder::floats(const std::string& name, const std::vector<float>& values,
-                                const std::vector<int64_t>& shape) {
-    int64_t count = 1;
-    for (int64_t d : shape)
-        count *= d;
-    std::vector<float> filled =
-        values.size() == 1 ? std::vector<float>(size_t(count), values[0]) : values;
-    return initializer(name, from_vector(filled, Dims(shape)));
-}
-
-std::string OnnxBuilder::op(const std::string& op_type, const std::vector<std::string>& inputs,
-                            const std::string& output_hint, const std::vector<OnnxAttr>& attrs) {
+std::vector<std::string> OnnxBuilder::ops(const std::string& op_type,
+                                          const std::vector<std::string>& inputs,
+                                          const std::vector<std::string>& output_hints,
+                                          const std::vector<OnnxAttr>& attrs) {
     onnx::NodeProto* node = graph_.add_node();
     node->set_op_type(op_type);
     node->set_name(op_type + "_" + std::to_string(nodes_++));
     for (const auto& in : inputs)
         node->add_input(in);
-    const std::string out = unique(output_hint);
-    node->add_output(out);
+    std::vector<std::string> outputs;
+    for (const auto& hint : output_hints) {
+        outputs.push_back(unique(hint));
+        node->add_output(outputs.back());
+    }
     for (const OnnxAttr& a : attrs) {
         onnx::AttributeProto* p = node->add_attribute();
         p->set_name(a.name);
@@ -117,19 +79,14 @@ std::string OnnxBuilder::op(const std::string& op_type, const std::vector<std::s
             for (int64_t v : a.ints)
                 p->add_ints(v);
             break;
+        case OnnxAttr::Type::Strings:
+            p->set_type(onnx::AttributeProto::STRINGS);
+            for (const std::string& v : a.strings)
+                p->add_strings(v);
+            break;
         }
     }
-    return out;
-}
-
-std::string LayerContext::what() const {
-    return "layer '" + module_name + "' (" + kind.name + ")";
-}
-
-const Tensor& LayerContext::weight(const std::string& name) const {
-    auto it = weights.find(name);
-    if (it == weights.end()) throw Error(what() + " has no tensor '" + name + "'");
-    return it->second;
+    return outputs;
 }
 
 } // namespace detail
@@ -176,33 +133,22 @@ void add_metadata(onnx::ModelProto& model, const std::string& key, const std::st
 } // namespace
 
 std::string onnx_unsupported_kind(std::string_view kind) {
-    if (has_lowering(kind) || kind == "Input" || kind == "Output") return {};
-    return "no ONNX form is known for layer kind '" + std::string(kind) + "'";
+    return layer_forms_missing(kind);
 }
 
 std::vector<std::string> onnx_runtime_notes(const ExportSource& source) {
-    // Found by running every kind through OpenCV 4.6 (tests/export/test_export_onnx.cpp).
-    static const std::map<std::string, std::string, std::less<>> opencv_4_6 = {
-        {"LayerNorm", "OpenCV 4.6's DNN module has no LayerNormalization"},
-        {"Embedding", "OpenCV 4.6's DNN module cannot Gather with indices from a model input"},
-        {"Bilinear", "OpenCV 4.6's DNN module runs its MatMul form with a batch of 1 only"},
-        {"BatchNorm", "without running statistics it normalises with the batch's statistics, "
-                      "which OpenCV 4.6's DNN module computes per example (right for a batch "
-                      "of 1 only)"},
-    };
     const graph::ModelSpec& spec = source.project.model;
     const graph::Analysis analysis = graph::analyze(spec, 1);
     std::vector<std::string> notes;
     for (size_t index : analysis.order) {
         const graph::Node& node = spec.nodes[index];
-        const bool batch_statistics =
-            (node.kind == "BatchNorm1d" || node.kind == "BatchNorm2d") &&
-            !graph::with_defaults(graph::layer_kind(node.kind).attrs, node.attrs)
-                 .get_bool("track_running_stats");
-        auto it = opencv_4_6.find(batch_statistics ? "BatchNorm" : node.kind);
-        if (it != opencv_4_6.end() && analysis.nodes[index].reachable)
+        const LayerForms* forms = find_layer_forms(node.kind);
+        if (!forms || !forms->opencv_note || !analysis.nodes[index].reachable) continue;
+        const std::string note = forms->opencv_note(
+            graph::with_defaults(graph::layer_kind(node.kind).attrs, node.attrs));
+        if (!note.empty())
             notes.push_back("layer '" + analysis.nodes[index].module_name + "' (" + node.kind +
-                            "): " + it->second);
+                            "): " + note);
     }
     return notes;
 }
@@ -245,7 +191,11 @@ std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& opti
     std::map<graph::NodeId, size_t> index_of;
     for (size_t i = 0; i < spec.nodes.size(); ++i)
         index_of[spec.nodes[i].id] = i;
-    std::map<graph::NodeId, std::string> value_of;
+    // The ONNX value of each (node, output port) an edge takes.
+    std::map<std::pair<graph::NodeId, int>, std::string> value_of;
+    auto type_of = [&](const graph::Edge& e) {
+        return *analysis.nodes[index_of.at(e.from)].output_type(e.from_port);
+    };
     int input_count = 0;
     for (const graph::Node& n : spec.nodes)
         input_count += n.kind == "Input";
@@ -262,33 +212,47 @@ std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& opti
                              : (input_count == 1 ? "input" : "input_" + std::to_string(node.id)));
             set_type(graph->add_input(), *info.output, options.batch_dim);
             graph->mutable_input(graph->input_size() - 1)->set_name(name);
-            value_of[node.id] = name;
+            value_of[{node.id, 0}] = name;
             continue;
         }
         const auto inputs = spec.inputs_of(node.id);
         if (node.kind == "Output") {
-            output_type = *analysis.nodes[index_of.at(inputs.at(0).from)].output;
-            output_name = b.op("Identity", {value_of.at(inputs.at(0).from)}, "output");
+            const graph::Edge& e = inputs.at(0);
+            output_type = type_of(e);
+            output_name = b.op("Identity", {value_of.at({e.from, e.from_port})}, "output");
             set_type(graph->add_output(), output_type, options.batch_dim);
             graph->mutable_output(graph->output_size() - 1)->set_name(output_name);
             continue;
         }
         const graph::LayerKind& kind = graph::layer_kind(node.kind);
-        LayerContext layer{node,
-                           kind,
-                           graph::with_defaults(kind.attrs, node.attrs),
-                           info.module_name,
-                           {},
-                           {},
-                           {},
-                           *info.output};
+        OnnxLayer layer{node,
+                        kind,
+                        graph::with_defaults(kind.attrs, node.attrs),
+                        info.module_name,
+                        {},
+                        {},
+                        {},
+                        info.outputs.empty() ? std::vector<graph::TensorType>{*info.output}
+                                             : info.outputs,
+                        {}};
+        layer.used.assign(layer.outputs.size(), false);
+        for (const graph::Edge& e : spec.edges)
+            if (e.from == node.id && size_t(e.from_port) < layer.used.size())
+                layer.used[size_t(e.from_port)] = true;
         for (const auto& [name, tensor] : module->child(info.module_name)->state_dict())
             layer.weights[name] = tensor;
         for (const auto& e : inputs) {
-            layer.inputs.push_back(value_of.at(e.from));
-            layer.input_types.push_back(*analysis.nodes[index_of.at(e.from)].output);
+            layer.inputs.push_back(value_of.at({e.from, e.from_port}));
+            layer.input_types.push_back(type_of(e));
         }
-        value_of[node.id] = lower_layer(b, layer);
+        const std::vector<std::string> ports = find_layer_forms(node.kind)->onnx(b, layer);
+        for (size_t port = 0; port < ports.size(); ++port)
+            if (layer.wants(port)) {
+                if (ports[port].empty())
+                    throw Error(layer.what() + ": its ONNX form gives no value for output port " +
+                                std::to_string(port) + ", which an edge takes");
+                value_of[{node.id, int(port)}] = ports[port];
+            }
     }
     if (output_name.empty()) throw Error("the model has no Output node");
 

@@ -4,6 +4,7 @@
 // explicit forward, one line per node in topological order.
 #include <myelin/error.h>
 #include <myelin/export/export.h>
+#include <myelin/export/layer_forms.h>
 
 #include "analysis_check.h"
 #include <myelin/graph/analysis.h>
@@ -16,177 +17,6 @@
 namespace myelin::exporters {
 
 namespace {
-
-std::string py_bool(bool v) {
-    return v ? "True" : "False";
-}
-std::string py_float(double v) {
-    char text[40];
-    std::snprintf(text, sizeof text, "%.9g", v);
-    std::string s = text;
-    if (s.find_first_of(".eni") == std::string::npos) s += ".0";
-    return s;
-}
-std::string py_string(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if (c == '\n') {
-            out += "\\n";
-            continue;
-        }
-        out += c;
-    }
-    return out + "\"";
-}
-// 3 -> "3"; [3, 5] -> "(3, 5)".
-std::string py_int_or_pair(const graph::Attrs& a, std::string_view name) {
-    const auto& v = a.get_ints(name);
-    if (v.size() == 1) return std::to_string(v[0]);
-    return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ")";
-}
-std::string py_tuple(const std::vector<int64_t>& v) {
-    std::string out = "(";
-    for (size_t i = 0; i < v.size(); ++i)
-        out += (i ? ", " : "") + std::to_string(v[i]);
-    return out + (v.size() == 1 ? ",)" : ")");
-}
-std::string num(const graph::Attrs& a, std::string_view name) {
-    return std::to_string(a.get_int(name));
-}
-
-// A constructor call: positional arguments, then keyword arguments that differ from PyTorch's
-// defaults (the registry's defaults are PyTorch's), as a person would write it.
-class Call {
-  public:
-    Call(std::string callee, const graph::Attrs& attrs, const graph::Attrs& defaults)
-        : text_(std::move(callee) + "("), attrs_(attrs), defaults_(defaults) {}
-    Call& pos(const std::string& value) {
-        text_ += (first_ ? "" : ", ") + value;
-        first_ = false;
-        return *this;
-    }
-    // name=value unless the attribute `attr` (default: name) has its default value.
-    Call& kw(const std::string& name, const std::string& value, std::string attr = {}) {
-        if (attr.empty()) attr = name;
-        if (defaults_.contains(attr) && attrs_.at(attr) == defaults_.at(attr)) return *this;
-        return always(name, value);
-    }
-    Call& always(const std::string& name, const std::string& value) {
-        return pos(name + "=" + value);
-    }
-    std::string str() const { return text_ + ")"; }
-
-  private:
-    std::string text_;
-    bool first_ = true;
-    const graph::Attrs& attrs_;
-    const graph::Attrs& defaults_;
-};
-
-// The nn.Module constructor call of a layer node; empty for the merges (they are expressions).
-std::string constructor(const graph::Node& node, const graph::Attrs& a, const graph::Attrs& d,
-                        const std::string& what) {
-    const std::string& k = node.kind;
-    Call c("nn." + k, a, d);
-    auto flag = [&](const char* name) { return c.kw(name, py_bool(a.get_bool(name))); };
-    auto real = [&](const char* name) { return c.kw(name, py_float(a.get_float(name))); };
-    if (k == "Linear") {
-        c.pos(num(a, "in_features")).pos(num(a, "out_features"));
-        return flag("bias").str();
-    }
-    if (k == "Bilinear") {
-        c.pos(num(a, "in1_features")).pos(num(a, "in2_features")).pos(num(a, "out_features"));
-        return flag("bias").str();
-    }
-    if (k == "Conv1d" || k == "Conv2d") {
-        auto v = [&](const char* n) { return k == "Conv2d" ? py_int_or_pair(a, n) : num(a, n); };
-        c.pos(num(a, "in_channels")).pos(num(a, "out_channels")).pos(v("kernel_size"));
-        c.kw("stride", v("stride"));
-        if (a.get_bool("same_padding"))
-            c.always("padding", "\"same\"");
-        else
-            c.kw("padding", v("padding"));
-        c.kw("dilation", v("dilation")).kw("groups", num(a, "groups"));
-        flag("bias");
-        return c.kw("padding_mode", py_string(a.get_string("padding_mode"))).str();
-    }
-    if (k == "ConvTranspose2d") {
-        c.pos(num(a, "in_channels"))
-            .pos(num(a, "out_channels"))
-            .pos(py_int_or_pair(a, "kernel_size"));
-        c.always("stride", py_int_or_pair(a, "stride"));
-        c.kw("padding", py_int_or_pair(a, "padding"));
-        c.kw("output_padding", py_int_or_pair(a, "output_padding"));
-        c.kw("groups", num(a, "groups"));
-        flag("bias");
-        return c.kw("dilation", py_int_or_pair(a, "dilation")).str();
-    }
-    if (k == "MaxPool2d" || k == "AvgPool2d") {
-        c.pos(py_int_or_pair(a, "kernel_size"));
-        if (!a.is_none("stride")) c.always("stride", py_int_or_pair(a, "stride"));
-        c.kw("padding", py_int_or_pair(a, "padding"));
-        if (k == "MaxPool2d") c.kw("dilation", py_int_or_pair(a, "dilation"));
-        flag("ceil_mode");
-        if (k == "AvgPool2d") flag("count_include_pad");
-        return c.str();
-    }
-    if (k == "AdaptiveAvgPool2d") return c.pos(py_int_or_pair(a, "output_size")).str();
-    if (k == "BatchNorm1d" || k == "BatchNorm2d") {
-        c.pos(num(a, "num_features"));
-        real("eps");
-        c.kw("momentum", a.is_none("momentum") ? "None" : py_float(a.get_float("momentum")));
-        flag("affine");
-        return flag("track_running_stats").str();
-    }
-    if (k == "LayerNorm") {
-        c.pos(py_tuple(a.get_ints("normalized_shape")));
-        real("eps");
-        return flag("elementwise_affine").str();
-    }
-    if (k == "GroupNorm") {
-        c.pos(num(a, "num_groups")).pos(num(a, "num_channels"));
-        real("eps");
-        return flag("affine").str();
-    }
-    if (k == "ReLU" || k == "SiLU" || k == "Sigmoid" || k == "Tanh" || k == "Hardswish" ||
-        k == "Identity")
-        return c.str();
-    if (k == "LeakyReLU") return real("negative_slope").str();
-    if (k == "PReLU")
-        return c.kw("num_parameters", num(a, "num_parameters"))
-            .kw("init", py_float(a.get_float("init")))
-            .str();
-    if (k == "ELU") return real("alpha").str();
-    if (k == "GELU") return c.kw("approximate", py_string(a.get_string("approximate"))).str();
-    if (k == "Softmax" || k == "LogSoftmax") return c.always("dim", num(a, "dim")).str();
-    if (k == "Softplus")
-        return real("beta").kw("threshold", py_float(a.get_float("threshold"))).str();
-    if (k == "Dropout" || k == "Dropout2d") return real("p").str();
-    if (k == "Flatten")
-        return c.kw("start_dim", num(a, "start_dim")).kw("end_dim", num(a, "end_dim")).str();
-    if (k == "Unflatten")
-        return c.pos(num(a, "dim")).pos(py_tuple(a.get_ints("unflattened_size"))).str();
-    if (k == "Upsample") {
-        const auto& s = a.get_ints("scale_factor");
-        const std::string factor =
-            s.size() == 1 ? py_float(double(s[0]))
-                          : "(" + py_float(double(s[0])) + ", " + py_float(double(s[1])) + ")";
-        c.always("scale_factor", factor).always("mode", py_string(a.get_string("mode")));
-        if (a.get_string("mode") == "bilinear")
-            c.always("align_corners", py_bool(a.get_bool("align_corners")));
-        return c.str();
-    }
-    if (k == "Embedding") {
-        c.pos(num(a, "num_embeddings")).pos(num(a, "embedding_dim"));
-        return c.kw("padding_idx", a.is_none("padding_idx") ? "None" : num(a, "padding_idx")).str();
-    }
-    if (k == "Add" || k == "Multiply" || k == "Concat") return {};
-    throw Error(what +
-                " cannot be exported to PyTorch code: no PyTorch form is known for layer "
-                "kind '" +
-                k + "'");
-}
 
 bool is_identifier(const std::string& s) {
     return graph::is_valid_node_name(s);
@@ -319,11 +149,13 @@ std::string pytorch_code(const ExportSource& source) {
     for (size_t i = 0; i < spec.nodes.size(); ++i)
         index_of[spec.nodes[i].id] = i;
 
-    // The layers in topological order with their constructor calls; a chain has one Input, and
-    // each layer takes the one before it.
+    // The layers in topological order with their forms and constructor calls. A chain (an
+    // nn.Sequential) has one Input, and each layer is a module called on the one before it.
     struct Layer {
         size_t index;
-        std::string module, ctor;
+        PyLayer layer;
+        const LayerForms* forms;
+        std::string ctor;
     };
     std::vector<Layer> layers;
     std::vector<size_t> inputs;
@@ -332,7 +164,8 @@ std::string pytorch_code(const ExportSource& source) {
     std::string problems;
     for (size_t index : analysis.order) {
         const graph::Node& node = spec.nodes[index];
-        if (!analysis.nodes[index].reachable) continue;
+        const graph::NodeInfo& info = analysis.nodes[index];
+        if (!info.reachable) continue;
         if (node.kind == "Input") {
             inputs.push_back(index);
             chain = chain && inputs.size() == 1;
@@ -340,22 +173,117 @@ std::string pytorch_code(const ExportSource& source) {
             continue;
         }
         const auto in = spec.inputs_of(node.id);
-        chain = chain && in.size() == 1 && in[0].from == previous;
+        chain = chain && in.size() == 1 && in[0].from == previous && in[0].from_port == 0;
         previous = node.id;
         if (node.kind == "Output") continue;
         const graph::LayerKind& kind = graph::layer_kind(node.kind);
-        const std::string module = analysis.nodes[index].module_name;
+        const std::string what = "layer '" + info.module_name + "' (" + node.kind + ")";
+        const LayerForms* forms = find_layer_forms(node.kind);
+        if (!forms || !forms->refusal.empty()) {
+            problems += "\n  " + what + ": " + layer_forms_missing(node.kind);
+            continue;
+        }
+        PyLayer layer{node,
+                      kind,
+                      graph::with_defaults(kind.attrs, node.attrs),
+                      graph::with_defaults(kind.attrs, {}),
+                      info.module_name,
+                      {},
+                      info.outputs.empty() ? std::vector<graph::TensorType>{*info.output}
+                                           : info.outputs};
+        for (const auto& e : in)
+            layer.input_types.push_back(
+                *analysis.nodes[index_of.at(e.from)].output_type(e.from_port));
         try {
-            std::string ctor = constructor(node, graph::with_defaults(kind.attrs, node.attrs),
-                                           graph::with_defaults(kind.attrs, {}),
-                                           "layer '" + module + "' (" + node.kind + ")");
-            chain = chain && !ctor.empty();
-            layers.push_back({index, module, ctor});
+            std::string ctor = forms->pytorch_module ? forms->pytorch_module(layer) : "";
+            chain = chain && !ctor.empty() && !forms->pytorch_forward && layer.outputs.size() == 1;
+            layers.push_back({index, std::move(layer), forms, std::move(ctor)});
         } catch (const Error& e) {
-            problems += std::string("\n  ") + e.what();
+            problems += "\n  " + what + ": " + e.what();
         }
     }
     if (!problems.empty()) throw Error("the model cannot be exported to PyTorch code:" + problems);
+
+    // The model class first (the imports and helper definitions depend on what it uses).
+    std::ostringstream model;
+    if (chain) {
+        model << "\n\nclass Model(nn.Sequential):\n    def __init__(self):\n"
+                 "        super().__init__(OrderedDict([\n";
+        for (const auto& l : layers)
+            model << "            (" << py_string(l.layer.module_name) << ", " << l.ctor << "),\n";
+        model << "        ]))\n";
+    } else {
+        model
+            << "\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
+        for (const auto& l : layers) {
+            if (l.ctor.empty()) continue;
+            if (is_identifier(l.layer.module_name))
+                model << "        self." << l.layer.module_name << " = " << l.ctor << "\n";
+            else
+                model << "        self.add_module(" << py_string(l.layer.module_name) << ", "
+                      << l.ctor << ")\n";
+        }
+        // forward: one variable per node output port.
+        std::map<std::pair<graph::NodeId, int>, std::string> var;
+        std::string args;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            const graph::Node& n = spec.nodes[inputs[i]];
+            const std::string name =
+                !n.name.empty() ? n.name : (inputs.size() == 1 ? "x" : "x" + std::to_string(i));
+            var[{n.id, 0}] = name;
+            args += ", " + name;
+        }
+        model << "\n    def forward(self" << args << "):\n";
+        std::map<size_t, const Layer*> layer_at;
+        for (const auto& l : layers)
+            layer_at[l.index] = &l;
+        for (size_t index : analysis.order) {
+            const graph::Node& node = spec.nodes[index];
+            if (!analysis.nodes[index].reachable || node.kind == "Input") continue;
+            std::vector<std::string> in;
+            for (const auto& e : spec.inputs_of(node.id))
+                in.push_back(var.at({e.from, e.from_port}));
+            if (node.kind == "Output") {
+                model << "        return " << in.at(0) << "\n";
+                continue;
+            }
+            const Layer& l = *layer_at.at(index);
+            const std::string& module = l.layer.module_name;
+            const std::string v = is_identifier(module) ? module : "h" + module;
+            std::string expr;
+            if (l.forms->pytorch_forward) {
+                expr = l.forms->pytorch_forward(l.layer, layer_ref(module), in);
+            } else {
+                expr = layer_ref(module) + "(";
+                for (size_t i = 0; i < in.size(); ++i)
+                    expr += (i ? ", " : "") + in[i];
+                expr += ")";
+            }
+            // Several output ports: one variable each, named after the port.
+            const auto ports = l.layer.kind.output_ports(l.layer.attrs);
+            std::string targets = v;
+            var[{node.id, 0}] = v;
+            for (size_t p = 1; p < ports.size(); ++p) {
+                var[{node.id, int(p)}] = v + "_" + ports[p];
+                targets += ", " + v + "_" + ports[p];
+            }
+            model << "        " << targets << " = " << expr << "\n";
+        }
+    }
+    const std::string model_code = model.str();
+    // The definitions the model uses, once each, in the order first met.
+    std::vector<PyDefinition> definitions;
+    for (const auto& l : layers)
+        for (const PyDefinition& def : l.forms->pytorch_definitions) {
+            bool seen = false;
+            for (const auto& d : definitions)
+                seen = seen || d.name == def.name;
+            if (!seen && model_code.find(def.name + "(") != std::string::npos)
+                definitions.push_back(def);
+        }
+    bool needs_math = false;
+    for (const auto& def : definitions)
+        needs_math = needs_math || def.code.find("math.") != std::string::npos;
 
     const auto& d = source.description;
     std::ostringstream py;
@@ -364,7 +292,9 @@ std::string pytorch_code(const ExportSource& source) {
     if (!source.project.description.empty()) py << "# " << source.project.description << "\n";
     py << "#\n# Model() has exactly the state_dict names of the Myelin model, so\n"
           "# load_checkpoint(\"checkpoint.safetensors\") (below) loads its checkpoints.\n"
-          "import json\nimport struct\nfrom collections import OrderedDict\n\n"
+          "import json\n"
+       << (needs_math ? "import math\n" : "")
+       << "import struct\nfrom collections import OrderedDict\n\n"
           "import torch\nfrom torch import nn\n\n";
     // Constants: what one example looks like and how it is prepared.
     std::vector<int64_t> shape = d.input_shape;
@@ -409,66 +339,9 @@ std::string pytorch_code(const ExportSource& source) {
     }
     py << "    return x\n";
 
-    if (chain) {
-        py << "\n\nclass Model(nn.Sequential):\n    def __init__(self):\n"
-              "        super().__init__(OrderedDict([\n";
-        for (const auto& l : layers)
-            py << "            (" << py_string(l.module) << ", " << l.ctor << "),\n";
-        py << "        ]))\n";
-    } else {
-        py << "\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
-        for (const auto& l : layers) {
-            if (l.ctor.empty()) continue;
-            if (is_identifier(l.module))
-                py << "        self." << l.module << " = " << l.ctor << "\n";
-            else
-                py << "        self.add_module(" << py_string(l.module) << ", " << l.ctor << ")\n";
-        }
-        // forward: one variable per node output.
-        std::map<graph::NodeId, std::string> var;
-        std::string args;
-        for (size_t i = 0; i < inputs.size(); ++i) {
-            const graph::Node& n = spec.nodes[inputs[i]];
-            var[n.id] =
-                !n.name.empty() ? n.name : (inputs.size() == 1 ? "x" : "x" + std::to_string(i));
-            args += ", " + var[n.id];
-        }
-        py << "\n    def forward(self" << args << "):\n";
-        for (size_t index : analysis.order) {
-            const graph::Node& node = spec.nodes[index];
-            if (!analysis.nodes[index].reachable || node.kind == "Input") continue;
-            std::vector<std::string> in;
-            for (const auto& e : spec.inputs_of(node.id))
-                in.push_back(var.at(e.from));
-            if (node.kind == "Output") {
-                py << "        return " << in.at(0) << "\n";
-                continue;
-            }
-            const std::string module = analysis.nodes[index].module_name;
-            const std::string v = is_identifier(module) ? module : "h" + module;
-            std::string expr;
-            if (node.kind == "Add" || node.kind == "Multiply") {
-                for (size_t i = 0; i < in.size(); ++i)
-                    expr += (i ? (node.kind == "Add" ? " + " : " * ") : "") + in[i];
-            } else if (node.kind == "Concat") {
-                expr = "torch.cat([";
-                for (size_t i = 0; i < in.size(); ++i)
-                    expr += (i ? ", " : "") + in[i];
-                expr += "], dim=" +
-                        std::to_string(
-                            graph::with_defaults(graph::layer_kind("Concat").attrs, node.attrs)
-                                .get_int("dim")) +
-                        ")";
-            } else {
-                expr = layer_ref(module) + "(";
-                for (size_t i = 0; i < in.size(); ++i)
-                    expr += (i ? ", " : "") + in[i];
-                expr += ")";
-            }
-            py << "        " << v << " = " << expr << "\n";
-            var[node.id] = v;
-        }
-    }
+    for (const auto& def : definitions)
+        py << "\n\n" << def.code;
+    py << model_code;
     py << kLoader;
     return py.str();
 }

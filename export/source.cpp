@@ -208,18 +208,6 @@ graph::Analysis valid_analysis(const ExportSource& source) {
             if (p.severity == graph::Severity::Error) what += "\n  " + graph::describe(spec, p);
         throw Error("the model of project '" + source.project.name + "' is invalid:" + what);
     }
-    // The exporters write one value per node: an edge from another output port (an LSTM's h_n)
-    // would be exported as the node's first output, so it is refused.
-    for (const graph::Edge& e : spec.edges)
-        if (e.from_port != 0) {
-            const auto names = graph::output_port_names(spec.node(e.from));
-            throw Error("cannot export project '" + source.project.name +
-                        "': " + spec.display_name(e.to) + " takes output " +
-                        (size_t(e.from_port) < names.size() ? names[size_t(e.from_port)]
-                                                            : std::to_string(e.from_port)) +
-                        " of " + spec.display_name(e.from) + " (" + spec.node(e.from).kind +
-                        "); the exporters have no form for a layer's other outputs yet");
-        }
     return analysis;
 }
 

@@ -285,6 +285,117 @@ inline graph::ModelSpec embedding_model() {
     return s;
 }
 
+// Every sequence kind with each of its options the exporters write differently: GRU (two
+// layers, both directions, lengths) and its h_n port, RNN (relu, last output, no lengths), LSTM
+// (lengths) and its c_n port, MultiheadAttention (causal, lengths, per-head weights port),
+// TransformerEncoderLayer (GELU, post-norm), a causal one-layer TransformerEncoder, learned
+// positions, SequenceLast and SequenceMeanPool with and without lengths.
+inline graph::ModelSpec sequence_layers_model() {
+    graph::ModelSpec s;
+    const std::string t = "int64";
+    auto in = s.add_node("Input", "tokens", {{"shape", L({12})}, {"dtype", t}});
+    auto emb =
+        s.add_node("Embedding", "emb",
+                   {{"num_embeddings", I(30)}, {"embedding_dim", I(8)}, {"padding_idx", I(0)}});
+    auto len = s.add_node("PaddingLengths", "len");
+    auto pos = s.add_node("PositionalEncoding", "pos",
+                          {{"d_model", I(8)},
+                           {"encoding", std::string("learned")},
+                           {"max_len", I(16)},
+                           {"dropout", F(0.0)}});
+    auto gru = s.add_node("GRU", "gru",
+                          {{"input_size", I(8)},
+                           {"hidden_size", I(6)},
+                           {"num_layers", I(2)},
+                           {"bidirectional", true},
+                           {"num_inputs", I(2)}});
+    auto rnn = s.add_node("RNN", "rnn",
+                          {{"input_size", I(12)},
+                           {"hidden_size", I(5)},
+                           {"nonlinearity", std::string("relu")},
+                           {"output", std::string("last")}});
+    auto lstm = s.add_node("LSTM", "lstm",
+                           {{"input_size", I(8)},
+                            {"hidden_size", I(4)},
+                            {"bidirectional", true},
+                            {"num_inputs", I(2)}});
+    auto mha = s.add_node("MultiheadAttention", "mha",
+                          {{"embed_dim", I(12)},
+                           {"num_heads", I(3)},
+                           {"causal", true},
+                           {"num_inputs", I(2)},
+                           {"need_weights", true},
+                           {"average_attn_weights", false}});
+    auto layer = s.add_node("TransformerEncoderLayer", "layer",
+                            {{"d_model", I(12)},
+                             {"nhead", I(2)},
+                             {"dim_feedforward", I(16)},
+                             {"activation", std::string("gelu")},
+                             {"num_inputs", I(2)}});
+    auto encoder = s.add_node("TransformerEncoder", "encoder",
+                              {{"num_layers", I(1)},
+                               {"d_model", I(8)},
+                               {"nhead", I(2)},
+                               {"dim_feedforward", I(16)},
+                               {"causal", true}});
+    auto last = s.add_node("SequenceLast", "last", {{"num_inputs", I(2)}});
+    auto last_step = s.add_node("SequenceLast", "last_step");
+    auto mean = s.add_node("SequenceMeanPool", "mean");
+    auto valid_mean = s.add_node("SequenceMeanPool", "valid_mean", {{"num_inputs", I(2)}});
+    auto weights = s.add_node("Flatten", "weights");
+    auto attention_fc =
+        s.add_node("Linear", "attention_fc", {{"in_features", I(432)}, {"out_features", I(4)}});
+    auto cat = s.add_node("Concat", "cat", {{"num_inputs", I(8)}, {"dim", I(1)}});
+    auto fc = s.add_node("Linear", "fc", {{"in_features", I(85)}, {"out_features", I(5)}});
+    auto out = s.add_node("Output");
+    s.connect(in, emb);
+    s.connect(in, len);
+    s.connect(emb, pos);
+    s.connect(pos, gru);
+    s.connect(len, gru, 1);
+    s.connect(gru, rnn);
+    s.connect(pos, lstm);
+    s.connect(len, lstm, 1);
+    s.connect(gru, mha);
+    s.connect(len, mha, 1);
+    s.connect(mha, layer);
+    s.connect(len, layer, 1);
+    s.connect(pos, encoder);
+    s.connect(layer, last);
+    s.connect(len, last, 1);
+    s.connect(gru, last_step);
+    s.connect(layer, mean);
+    s.connect(encoder, valid_mean);
+    s.connect(len, valid_mean, 1);
+    s.connect(mha, weights, 0, 1);
+    s.connect(weights, attention_fc);
+    s.connect(last, cat, 0);         // 12
+    s.connect(last_step, cat, 1);    // 12
+    s.connect(mean, cat, 2);         // 12
+    s.connect(valid_mean, cat, 3);   // 8
+    s.connect(rnn, cat, 4);          // 5
+    s.connect(lstm, cat, 5, 2);      // c_n: 8
+    s.connect(gru, cat, 6, 1);       // h_n: 24
+    s.connect(attention_fc, cat, 7); // 4
+    s.connect(cat, fc);
+    s.connect(fc, out);
+    return s;
+}
+
+// Tokens [n, steps] in [1, vocabulary) with each row cut to a random length >= 1 by padding
+// zeros, the first row full and the second of length 1.
+inline Tensor padded_tokens(int64_t n, int64_t steps, int64_t vocabulary) {
+    Tensor x = randint(1, vocabulary, {n, steps}).contiguous();
+    int64_t* ids = x.data<int64_t>();
+    const Tensor lengths = randint(1, steps + 1, {n}).contiguous();
+    for (int64_t row = 0; row < n; ++row) {
+        const int64_t length = row == 0 ? steps : row == 1 ? 1 : lengths.data<int64_t>()[row];
+        for (int64_t t = length; t < steps; ++t)
+            ids[row * steps + t] = 0;
+    }
+    return x;
+}
+
 inline QString q(const std::string& s) {
     return QString::fromStdString(s);
 }

@@ -5,8 +5,10 @@
 #include "export_test_models.h"
 
 #include <myelin/error.h>
+#include <myelin/export/layer_forms.h>
 #include <myelin/io/checkpoint.h>
 #include <myelin/io/safetensors.h>
+#include <myelin/plugin/loader.h>
 #include <myelin/tensor.h>
 
 #include <QDir>
@@ -262,66 +264,67 @@ class TestExportCode : public QObject {
         QCOMPARE(again.readAll(), QByteArray("previous"));
     }
 
-    // The sequence kinds have no PyTorch-code or ONNX form yet: both exporters name each such
-    // layer and write nothing.
-    void sequenceLayersAreRefusedByName() {
-        auto source = fresh_source(io::load_project(example_path("word_language_lstm")));
-        QTemporaryDir empty;
-        const std::string py = empty.filePath("model.py").toStdString();
-        const std::string onnx = empty.filePath("model.onnx").toStdString();
-        for (int exporter = 0; exporter < 2; ++exporter) {
-            try {
-                if (exporter == 0)
-                    exporters::export_pytorch(source, py);
-                else
-                    exporters::export_onnx(source, onnx);
-                QFAIL("a model with an LSTM was exported");
-            } catch (const Error& e) {
-                const QString message = e.what();
-                QVERIFY2(message.contains("(LSTM)"), e.what());
-                QVERIFY2(message.contains("(PaddingLengths)"), e.what());
-                QVERIFY2(message.contains(exporter == 0 ? "no PyTorch form is known for layer "
-                                                          "kind 'LSTM'"
-                                                        : "no ONNX form is known for layer "
-                                                          "kind 'LSTM'"),
-                         e.what());
-            }
-        }
-        QVERIFY(QDir(empty.path()).isEmpty());
+    // The three word-language examples (embedding + MLP, LSTM with lengths, Transformer with
+    // lengths) on padded token batches.
+    void wordLanguageExamplesRunInPyTorch_data() {
+        QTest::addColumn<QString>("example");
+        QTest::newRow("mlp") << "word_language";
+        QTest::newRow("lstm") << "word_language_lstm";
+        QTest::newRow("transformer") << "word_language_transformer";
+    }
+    void wordLanguageExamplesRunInPyTorch() {
+        QFETCH(QString, example);
+        auto source = fresh_source(io::load_project(example_path(example.toStdString())));
+        default_generator().manual_seed(5);
+        compare_with_torch(source, padded_tokens(6, 24, 128), example);
     }
 
-    // An edge from an output port other than 0 (an LSTM's h_n) is refused by name: exporting it
-    // as the layer's first output would be wrong.
-    void otherOutputPortsAreRefused() {
-        io::Project p;
-        p.name = "states";
-        graph::ModelSpec& s = p.model;
-        const auto in =
-            s.add_node("Input", "tokens", {{"shape", L({6})}, {"dtype", std::string("int64")}});
-        const auto emb =
-            s.add_node("Embedding", "emb", {{"num_embeddings", I(10)}, {"embedding_dim", I(4)}});
-        const auto lstm = s.add_node("LSTM", "lstm", {{"input_size", I(4)}, {"hidden_size", I(3)}});
-        const auto fc = s.add_node("Linear", "fc", {{"in_features", I(3)}, {"out_features", I(2)}});
-        const auto out = s.add_node("Output");
-        s.connect(in, emb);
-        s.connect(emb, lstm);
-        s.connect(lstm, fc, 0, 1); // h_n
-        s.connect(fc, out);
-        auto source = fresh_source(p);
-        QTemporaryDir empty;
-        for (int exporter = 0; exporter < 2; ++exporter) {
-            try {
-                if (exporter == 0)
-                    exporters::export_pytorch(source, empty.filePath("m.py").toStdString());
-                else
-                    exporters::export_onnx(source, empty.filePath("m.onnx").toStdString());
-                QFAIL("a model using an LSTM's h_n port was exported");
-            } catch (const Error& e) {
-                QVERIFY2(QString(e.what()).contains("fc takes output h_n of lstm (LSTM)"),
-                         e.what());
-            }
-        }
-        QVERIFY(QDir(empty.path()).isEmpty());
+    void everySequenceLayerRunsInPyTorch() {
+        auto source = fresh_source(project_of(sequence_layers_model(), "sequence"));
+        default_generator().manual_seed(6);
+        compare_with_torch(source, padded_tokens(5, 12, 30), "sequence_layers");
+    }
+
+    // PyTorch's own modules (so the checkpoint loads strictly), the lengths through
+    // pack_padded_sequence, and one variable per output port named after it.
+    void sequenceLayersUsePyTorchModules() {
+        auto source = fresh_source(project_of(sequence_layers_model(), "sequence"));
+        const QString code = QString::fromStdString(exporters::pytorch_code(source));
+        for (const char* part :
+             {"self.gru = nn.GRU(8, 6, num_layers=2, batch_first=True, bidirectional=True)",
+              "self.rnn = nn.RNN(12, 5, nonlinearity=\"relu\", batch_first=True)",
+              "self.lstm = nn.LSTM(8, 4, batch_first=True, bidirectional=True)",
+              "self.mha = nn.MultiheadAttention(12, 3, batch_first=True)",
+              "self.pos = LearnedPositionalEncoding(8, dropout=0.0, max_len=16)",
+              "gru, gru_h_n = recurrent_ports(self.gru, pos, lengths=len)",
+              "rnn, rnn_h_n = recurrent_ports(self.rnn, gru, last=True)",
+              "lstm, lstm_h_n, lstm_c_n = recurrent_ports(self.lstm, pos, lengths=len)",
+              "mha, mha_weights = self.mha(gru, gru, gru, attn_mask=causal_mask(gru.size(1)), "
+              "key_padding_mask=padding_mask(len, gru.size(1)), need_weights=True, "
+              "average_attn_weights=False)",
+              "pack_padded_sequence", "enable_nested_tensor=False", "def sequence_last(",
+              "def sequence_mean(", "def padding_lengths(", "class LearnedPositionalEncoding("})
+            QVERIFY2(code.contains(part), part);
+        // Definitions the model does not use are left out.
+        QVERIFY(!code.contains("class SinusoidalPositionalEncoding("));
+        QVERIFY(!code.contains("import math"));
+    }
+
+    // The example plugin's second entry point gives SqueezeExcitation's forms: the plugin's
+    // project exports, and the code runs in PyTorch.
+    void pluginKindExportsThroughItsForms() {
+        plugin::LoadReport report =
+            plugin::load_plugin(std::string(MYELIN_EXAMPLE_PLUGIN_DIR) + "/myelin_example.so");
+        QVERIFY2(report.problems.empty(),
+                 report.problems.empty() ? "" : report.problems[0].message.c_str());
+        QVERIFY(exporters::find_layer_forms("SqueezeExcitation") != nullptr);
+        const std::string project =
+            std::string(std::getenv("MYELIN_SOURCE_DIR")) + "/plugins/example/fashion_se.myelin";
+        auto source = fresh_source(io::load_project(project));
+        const QString code = QString::fromStdString(exporters::pytorch_code(source));
+        QVERIFY(code.contains("class SqueezeExcitation(nn.Module):"));
+        default_generator().manual_seed(8);
+        compare_with_torch(source, rand({3, 1, 28, 28}), "fashion_se");
     }
 };
 

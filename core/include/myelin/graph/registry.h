@@ -1,8 +1,10 @@
 #pragma once
 // The layer registry: one description per node kind (name, category, ports, attributes, shape
 // rule, parameter count, FLOPs, and how to build the nn::Module). The editor's palette and
-// inspector, shape inference, validation, build() and the exporters all read it, so a new layer
-// kind is one entry here and nothing else.
+// inspector, shape inference, validation, build() and the exporters all read it. A new layer
+// kind is one entry here, plus its export forms (ONNX and PyTorch) in one record in
+// export/forms_*.cpp: core stays free of ONNX, and tests/export/test_export_forms fails while a
+// built-in kind has no forms.
 #include <myelin/dims.h>
 #include <myelin/dtype.h>
 #include <myelin/graph/attributes.h>
