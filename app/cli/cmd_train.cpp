@@ -4,6 +4,7 @@
 #include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/io/project.h>
+#include <myelin/spec/components.h>
 #include <myelin/store/run_store.h>
 #include <myelin/train/class_weights.h>
 #include <myelin/train/evaluation.h>
@@ -51,10 +52,10 @@ std::string duration_text(double seconds) {
 
 // All metrics, or (compact) the headline ones; the store has every metric either way.
 std::string metrics_text(const train::MetricMap& m, const char* prefix, bool compact = false) {
-    static const std::set<std::string> headline = {"loss", "accuracy", "mae", "rmse", "r2"};
     std::string out;
     for (const auto& [k, v] : m) {
-        if (compact && !headline.count(k)) continue;
+        const auto description = spec::describe_metric(k);
+        if (compact && !(description && description->headline)) continue;
         char buffer[96];
         std::snprintf(buffer, sizeof buffer, " %s%s=%.4f", prefix, k.c_str(), v);
         out += buffer;

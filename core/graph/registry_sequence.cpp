@@ -75,6 +75,7 @@ LayerKind sequence_kind(std::string name, std::string doc) {
 
 LayerKind recurrent(std::string name, nn::RecurrentMode mode, std::string doc) {
     LayerKind k = sequence_kind(name, std::move(doc));
+    k.recurrent = true;
     k.attrs = {attr::integer("input_size", 32, "Features per step of the input.", 1),
                attr::integer("hidden_size", 64, "Features of the hidden state.", 1),
                attr::integer("num_layers", 1, "Stacked recurrent layers.", 1, 16),

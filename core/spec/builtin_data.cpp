@@ -142,6 +142,7 @@ std::vector<DataSourceKind> data_sources() {
                                      "Folder holding the four IDX files.")},
                              load_fashion_mnist));
     kinds.back().fixed_training_examples = kFashionMnistTrainImages;
+    kinds.back().fixed_training_examples_label = "Fashion-MNIST training images";
     kinds.push_back(
         kind<DataSourceKind>("idx", "MNIST-style IDX files (plain or .gz): images and labels.",
                              {file("train_images", "Training images (IDX, uint8)."),

@@ -92,6 +92,7 @@ std::vector<SchedulerKind> schedulers() {
             c.three_phase = o.get_bool("three_phase");
             return std::make_shared<OneCycleLR>(opt, c);
         }));
+    kinds.back().sets_lr_itself = true;
     kinds.push_back(kind<SchedulerKind>(
         "LinearLR", "Changes the lr factor linearly over total_iters steps.",
         {exclusive(number("start_factor", 1.0 / 3.0, "Factor at the start.", 0.0, 1.0)),

@@ -91,12 +91,59 @@ const KindList<MetricKind>& metric_kinds() {
     return metrics();
 }
 
+namespace {
+
+const std::vector<MetricDescription>& builtin_metrics() {
+    using T = MetricTask;
+    // name, label, higher is better, task, headline, score
+    static const std::vector<MetricDescription> table = {
+        {"loss", "loss", false, T::Any, true, false},
+        {"accuracy", "accuracy", true, T::Classification, true, true},
+        {"top5_accuracy", "top-5 accuracy", true, T::Classification, false, false},
+        {"macro_precision", "macro precision", true, T::Classification, false, false},
+        {"macro_recall", "macro recall", true, T::Classification, false, false},
+        {"macro_f1", "macro F1", true, T::Classification, false, false},
+        {"mae", "MAE", false, T::Regression, true, false},
+        {"mse", "MSE", false, T::Regression, false, false},
+        {"rmse", "RMSE", false, T::Regression, true, false},
+        {"r2", "R²", true, T::Regression, true, true},
+    };
+    return table;
+}
+
+} // namespace
+
 const std::vector<std::string>& builtin_metric_names() {
-    static const std::vector<std::string> names = {
-        "loss",         "accuracy", "top5_accuracy", "macro_precision",
-        "macro_recall", "macro_f1", "mae",           "mse",
-        "rmse",         "r2"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const MetricDescription& m : builtin_metrics())
+            out.push_back(m.name);
+        return out;
+    }();
     return names;
+}
+
+std::vector<MetricDescription> metric_descriptions() {
+    std::vector<MetricDescription> out = builtin_metrics();
+    for (const MetricKind& kind : metric_kinds())
+        out.push_back({kind.name, kind.name, kind.higher_is_better, kind.task, false, false});
+    return out;
+}
+
+std::string_view metric_base_name(std::string_view name) {
+    for (std::string_view prefix : {"val_", "train_", "test_"})
+        if (name.starts_with(prefix)) return name.substr(prefix.size());
+    return name;
+}
+
+std::optional<MetricDescription> describe_metric(std::string_view name) {
+    const std::string_view base = metric_base_name(name);
+    for (const MetricDescription& m : builtin_metrics())
+        if (m.name == base) return m;
+    if (const MetricKind* kind = find_component(metric_kinds(), base))
+        return MetricDescription{kind->name, kind->name, kind->higher_is_better,
+                                 kind->task, false,      false};
+    return std::nullopt;
 }
 
 void check_kind(const LossKind& kind) {

@@ -317,10 +317,12 @@ MetricMap ClassificationMetrics::scalars() const {
 }
 
 std::vector<std::string> ClassificationMetrics::names(int64_t num_classes) {
-    std::vector<std::string> out{"accuracy"};
-    if (num_classes >= 5) out.push_back("top5_accuracy");
-    for (const char* name : {"macro_precision", "macro_recall", "macro_f1"})
-        out.push_back(name);
+    // The table's classification scores, in its order; top-5 only with at least 5 classes.
+    std::vector<std::string> out;
+    for (const std::string& name : spec::builtin_metric_names())
+        if (spec::describe_metric(name)->task == spec::MetricTask::Classification &&
+            (name != "top5_accuracy" || num_classes >= 5))
+            out.push_back(name);
     return out;
 }
 
@@ -421,20 +423,17 @@ MetricMap RegressionMetrics::scalars() const {
 }
 
 std::vector<std::string> RegressionMetrics::names() {
-    return {"mae", "mse", "rmse", "r2"};
+    std::vector<std::string> out;
+    for (const std::string& name : spec::builtin_metric_names())
+        if (spec::describe_metric(name)->task == spec::MetricTask::Regression) out.push_back(name);
+    return out;
 }
 
 // --- what a run records -------------------------------------------------------------------------
 
 bool higher_is_better(std::string_view metric) {
-    for (std::string_view prefix : {"val_", "train_", "test_"})
-        if (metric.starts_with(prefix)) metric.remove_prefix(prefix.size());
-    if (const spec::MetricKind* kind = spec::find_component(spec::metric_kinds(), metric))
-        return kind->higher_is_better;
-    for (std::string_view better :
-         {"accuracy", "top5_accuracy", "macro_precision", "macro_recall", "macro_f1", "r2"})
-        if (metric == better) return true;
-    return false;
+    const auto description = spec::describe_metric(metric);
+    return description && description->higher_is_better;
 }
 
 std::vector<MetricInfo> epoch_metrics(bool classification, int64_t num_classes,

@@ -219,10 +219,22 @@ void Trainer::check_data_fits_model() {
     if (!out) throw Error("the model's output shape could not be inferred");
     const Dims& s = out->shape;
     const std::string& loss = spec_.loss.kind;
+    // The losses of the other target type, from their records ("MSELoss, L1Loss or HuberLoss").
+    auto losses_taking = [](bool class_indices) {
+        std::vector<std::string> names;
+        for (const spec::LossKind& k : spec::loss_kinds())
+            if (k.takes_class_indices == class_indices) names.push_back(k.name);
+        std::string text;
+        for (size_t i = 0; i < names.size(); ++i)
+            text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+        return text;
+    };
     if (spec::loss_takes_class_indices(loss)) {
         if (!data_.classification())
-            throw Error(loss + " needs class labels, but the data's targets are numeric "
-                               "(regression): choose MSELoss, L1Loss, SmoothL1Loss or HuberLoss");
+            throw Error(loss +
+                        " needs class labels, but the data's targets are numeric "
+                        "(regression): choose " +
+                        losses_taking(false));
         int64_t classes = int64_t(data_.class_names.size());
         if (s.size() != 2 || s[1] != classes)
             throw Error("the model's output is " + graph::to_string(*out) + " but " + loss +
@@ -237,9 +249,11 @@ void Trainer::check_data_fits_model() {
     Dims target{2};
     for (int64_t v : e.target.sizes())
         target.push_back(v);
-    if (data_.classification() && (loss == "BCEWithLogitsLoss" || loss == "BCELoss"))
-        throw Error(loss + " needs float targets of the output's shape; this data has class "
-                           "indices: use CrossEntropyLoss");
+    if (data_.classification())
+        throw Error(loss +
+                    " needs float targets of the output's shape; this data has class "
+                    "indices: choose " +
+                    losses_taking(true));
     if (!(s == target))
         throw Error("the model's output " + graph::to_string(*out) +
                     " does not match the targets " + target.str() + " for " + loss +

@@ -294,8 +294,12 @@ void Trainer::reconcile_optimizer_options(io::Checkpoint& c, const std::string& 
                                     "to change them)"});
         return;
     }
-    if (edited.count("lr") && spec_.scheduler && spec_.scheduler->kind == "OneCycleLR")
-        throw Error("OneCycleLR sets the learning rate from its own max_lr, so a fork cannot "
+    const spec::SchedulerKind* schedule =
+        spec_.scheduler ? spec::find_component(spec::scheduler_kinds(), spec_.scheduler->kind)
+                        : nullptr;
+    if (edited.count("lr") && schedule && schedule->sets_lr_itself)
+        throw Error(schedule->name +
+                    " sets the learning rate from its own options, so a fork cannot "
                     "change the optimizer's lr (" +
                     format_number(before[0].at("lr")) + " -> " + format_number(after[0].at("lr")) +
                     ")");

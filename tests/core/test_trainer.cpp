@@ -703,6 +703,17 @@ void TestTrainer::offeredMetricsAreTheRecordedOnes() {
             higher_is_better("val_r2") && higher_is_better("top5_accuracy"));
     QVERIFY(!higher_is_better("val_loss") && !higher_is_better("val_rmse") &&
             !higher_is_better("train_loss") && !higher_is_better("val_mae"));
+    // One description per metric, which every room reads: labels, and one score per task.
+    QCOMPARE(spec::describe_metric("val_macro_f1")->label, std::string("macro F1"));
+    QCOMPARE(spec::describe_metric("test_r2")->label, std::string("R²"));
+    QVERIFY(!spec::describe_metric("lr") && !spec::describe_metric("grad_norm/fc1"));
+    int scores[3] = {};
+    for (const spec::MetricDescription& d : spec::metric_descriptions()) {
+        QVERIFY2(!d.label.empty(), d.name.c_str());
+        scores[int(d.task)] += d.score ? 1 : 0;
+    }
+    QCOMPARE(scores[int(spec::MetricTask::Classification)], 1);
+    QCOMPARE(scores[int(spec::MetricTask::Regression)], 1);
     // The score lists are the ones scalars() fills.
     RegressionMetrics regression;
     std::vector<std::string> keys;
@@ -738,11 +749,14 @@ void TestTrainer::dataMustFitTheModel() {
     QVERIFY(error_of<Error>([&] {
                 Trainer t(wrong_classes, {});
             }).contains("needs [N, 3] (set the last layer's output size to 3)"));
+    // A loss of float targets on class indices names the losses that take them (from the
+    // loss records, not a list in the trainer).
     io::Project regression_loss = blobs_project(csv_);
     regression_loss.train.loss = {"MSELoss", {}};
-    QVERIFY(error_of<Error>([&] {
-                Trainer t(regression_loss, {});
-            }).contains("does not match the targets"));
+    const QString wrong_target = error_of<Error>([&] { Trainer t(regression_loss, {}); });
+    QVERIFY2(wrong_target.contains("MSELoss needs float targets of the output's shape; this data "
+                                   "has class indices: choose CrossEntropyLoss"),
+             qPrintable(wrong_target));
     io::Project invalid = blobs_project(csv_);
     invalid.model.node(2).attrs.set("in_features", int64_t(7));
     QVERIFY(error_of<Error>([&] { Trainer t(invalid, {}); }).contains("the model cannot be built"));

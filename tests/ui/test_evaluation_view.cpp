@@ -83,6 +83,22 @@ class TestEvaluationView : public QObject {
         QVERIFY2(QFile::exists(checkpoint_), qPrintable(checkpoint_));
     }
 
+    // Before any evaluation the view says what to do: choose a checkpoint, then (one chosen)
+    // press Evaluate; results, once shown, stay (it said "Choose a checkpoint" with one chosen).
+    void promptsBeforeEvaluating() {
+        EvaluationView view;
+        QCOMPARE(view.message(), QStringLiteral("Choose a checkpoint to evaluate."));
+        view.setCheckpointChosen(true);
+        QVERIFY2(view.message().startsWith(QStringLiteral("Press Evaluate")),
+                 qPrintable(view.message()));
+        view.setCheckpointChosen(false);
+        QCOMPARE(view.message(), QStringLiteral("Choose a checkpoint to evaluate."));
+        QVERIFY(evaluateAndWait(view, stripes_, checkpoint_));
+        QVERIFY(view.evaluation());
+        view.setCheckpointChosen(true);
+        QVERIFY(view.message().isEmpty());
+    }
+
     void confusionMatrixCountsWhatTheCliPredicts() {
         // `myelin eval --predictions`: the model's outputs per example, counted here.
         const QString csv = dir_.filePath(QStringLiteral("predictions.csv"));

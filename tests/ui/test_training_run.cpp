@@ -401,7 +401,12 @@ void TestTrainingRun::liveViewOnFashionMnist() {
     QTRY_VERIFY_WITH_TIMEOUT(epochs.count() >= 3, kRunTimeoutMs);
     QTest::qWait(300); // a few steps into the fourth epoch
     QVERIFY(w.trainingDock()->validationLossPoints() >= 3);
-    QVERIFY(w.trainingDock()->headerText().contains(QStringLiteral("epoch 4/4")));
+    const QString header = w.trainingDock()->headerText();
+    QVERIFY2(header.contains(QStringLiteral("epoch 4/4")), qPrintable(header));
+    // Both step counts say what they count (the graph's scrubber counts the run's).
+    QVERIFY2(header.contains(QStringLiteral("of the epoch")) &&
+                 header.contains(QStringLiteral("in all")),
+             qPrintable(header));
     // The device line: the CPU and the memory the MLP's activations and gradients hold (several
     // blocks of 128 x 784 floats: far above zero) and their peak.
     const QString device = w.trainingDock()->deviceText();
@@ -413,6 +418,10 @@ void TestTrainingRun::liveViewOnFashionMnist() {
     // thread reads epoch 3's metrics late): then `finished` is already in the spy, and wait()
     // would wait for a second one.
     QVERIFY(!finished.isEmpty() || finished.wait(kRunTimeoutMs));
+    // The badge says how the run ended, as the runs browser does (it said "Idle").
+    const QString badge = w.trainingDock()->stateBadgeText();
+    QVERIFY2(badge == QStringLiteral("Stopped") || badge == QStringLiteral("Finished"),
+             qPrintable(badge));
     // After three epochs the MLP is well past chance on Fashion-MNIST.
     const auto* accuracy = w.trainingDock()->accuracyPlot()->graph(1)->data().data();
     QVERIFY(accuracy->size() >= 3);

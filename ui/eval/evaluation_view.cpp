@@ -5,6 +5,7 @@
 #include "widgets/theme.h"
 
 #include <myelin/io/project.h>
+#include <myelin/spec/components.h>
 #include <myelin/train/trainer.h>
 
 #include <QCheckBox>
@@ -22,6 +23,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+#include <myelin/spec/components.h>
 #include <qcustomplot.h>
 
 #include <algorithm>
@@ -35,18 +37,8 @@ constexpr int kThumbnail = 56;
 constexpr int kMostListed = 400; // examples a cell lists; the title says how many there are
 
 QString metricName(const std::string& key) {
-    static const std::map<std::string, QString> names = {
-        {"accuracy", QObject::tr("accuracy")},
-        {"top5_accuracy", QObject::tr("top-5")},
-        {"macro_f1", QObject::tr("macro F1")},
-        {"macro_precision", QObject::tr("macro precision")},
-        {"macro_recall", QObject::tr("macro recall")},
-        {"r2", QObject::tr("R²")},
-        {"mae", QObject::tr("MAE")},
-        {"mse", QObject::tr("MSE")},
-        {"rmse", QObject::tr("RMSE")}};
-    const auto it = names.find(key);
-    return it == names.end() ? QString::fromStdString(key) : it->second;
+    const auto description = spec::describe_metric(key);
+    return QString::fromStdString(description ? description->label : key);
 }
 
 QTableWidget* makeTable(const QString& name, const QStringList& headers) {
@@ -234,6 +226,7 @@ void EvaluationView::evaluate(const io::Project& project, const QString& project
     checkpointName_ = QFileInfo(checkpointPath).fileName();
     title_->setText(tr("Evaluating %1").arg(checkpointName_));
     metrics_->clear();
+    waiting_ = false;
     showMessage(tr("Loading the checkpoint and the data…"));
     job_ = std::make_shared<Job>();
     progress_->setRange(0, 0); // busy until the batches are known
@@ -303,6 +296,13 @@ void EvaluationView::onFinished() {
     emit finished();
 }
 
+void EvaluationView::setCheckpointChosen(bool chosen) {
+    if (!waiting_) return;
+    message_->setText(chosen ? tr("Press Evaluate to run this checkpoint on its test data.")
+                             : tr("Choose a checkpoint to evaluate."));
+    stack_->setCurrentWidget(message_);
+}
+
 void EvaluationView::showMessage(const QString& text) {
     message_->setText(text);
     stack_->setCurrentWidget(message_);
@@ -314,13 +314,17 @@ void EvaluationView::showResults() {
                         .arg(checkpointName_, QString::fromStdString(e.split))
                         .arg(QLocale().toString(qlonglong(e.size))));
     QStringList parts;
-    // The task's headline first, then the rest in name order.
-    for (const char* key : {"accuracy", "r2", "loss"})
+    // The task's score first, then the rest as the metric table lists them, then any others.
+    std::vector<std::string> order;
+    for (const spec::MetricDescription& d : spec::metric_descriptions())
+        if (d.score) order.push_back(d.name);
+    for (const spec::MetricDescription& d : spec::metric_descriptions())
+        if (!d.score) order.push_back(d.name);
+    for (const auto& [key, value] : e.metrics)
+        if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
+    for (const std::string& key : order)
         if (e.metrics.count(key))
             parts << QStringLiteral("%1 %2").arg(metricName(key)).arg(e.metrics.at(key), 0, 'f', 4);
-    for (const auto& [key, value] : e.metrics)
-        if (key != "accuracy" && key != "r2" && key != "loss")
-            parts << QStringLiteral("%1 %2").arg(metricName(key)).arg(value, 0, 'f', 4);
     metrics_->setText(parts.join(QStringLiteral("  ·  ")));
     if (e.size == 0)
         return showMessage(tr("The %1 data has no examples.").arg(QString::fromStdString(e.split)));

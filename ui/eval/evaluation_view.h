@@ -50,6 +50,9 @@ class EvaluationView : public QWidget {
     void evaluate(const io::Project& project, const QString& projectDir,
                   const QString& checkpointPath);
     void cancel();
+    // What the view says before any evaluation: choose a checkpoint, or (one is chosen) press
+    // Evaluate. Results, a running evaluation or its error stay as they are.
+    void setCheckpointChosen(bool chosen);
     bool isRunning() const;
 
     // The last evaluation that ran to its end; null before, and after a failure or Cancel.
@@ -88,6 +91,7 @@ class EvaluationView : public QWidget {
     void updateProgress();
     void showMessage(const QString& text);
     void showResults();
+    bool waiting_ = true; // nothing evaluated or running yet: the message is the prompt
     void fillPerClass();
     void fillTopLosses();
     void fillRegression();

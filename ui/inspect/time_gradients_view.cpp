@@ -4,6 +4,7 @@
 #include "widgets/theme.h"
 
 #include <myelin/error.h>
+#include <myelin/graph/registry.h>
 #include <myelin/train/layer_inspection.h>
 
 #include <qcustomplot.h>
@@ -27,7 +28,8 @@ namespace {
 constexpr size_t kMaxShrinkageSteps = 200; // evenly spread over a longer run
 
 bool isRecurrentKind(const std::string& kind) {
-    return kind == "LSTM" || kind == "GRU" || kind == "RNN";
+    const graph::LayerKind* k = graph::find_layer_kind(kind);
+    return k && k->recurrent;
 }
 
 // Smallest over largest of the norms above zero (steps padded in every probe example read 0);

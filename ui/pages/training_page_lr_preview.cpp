@@ -11,6 +11,7 @@
 
 #include <myelin/error.h>
 #include <myelin/optim/optimizer.h>
+#include <myelin/spec/components.h>
 #include <myelin/train/data_setup.h>
 
 #include <qcustomplot.h>
@@ -293,10 +294,15 @@ void TrainingPage::updatePreview() {
     QString steps;
     if (open && perStep && known) {
         const spec::DataSpec& d = document_->project().data;
-        steps = tr("x: optimizer steps, %1 per epoch (%2 Fashion-MNIST training images after the "
-                   "validation split in batches of %3%4) × %5 epochs.")
+        const spec::DataSourceKind* source =
+            spec::find_component(spec::data_source_kinds(), d.source.kind);
+        const QString examples = source && !source->fixed_training_examples_label.empty()
+                                     ? QString::fromStdString(source->fixed_training_examples_label)
+                                     : tr("training examples");
+        steps = tr("x: optimizer steps, %1 per epoch (%2 %3 after the validation split in "
+                   "batches of %4%5) × %6 epochs.")
                     .arg(groupDigits(*known),
-                         groupDigits(train::known_training_examples(d).value_or(0)))
+                         groupDigits(train::known_training_examples(d).value_or(0)), examples)
                     .arg(d.batch_size)
                     .arg(t.accumulation_steps > 1
                              ? tr(", %1 micro-batches per step").arg(t.accumulation_steps)

@@ -1,5 +1,7 @@
 #include "runs/run_records.h"
 
+#include <myelin/train/metrics.h>
+
 #include <QDateTime>
 #include <QTimeZone>
 
@@ -80,7 +82,7 @@ std::vector<RunRecord> readRunRecords(store::RunStore& store) {
             auto it = index.find(range.run);
             if (it == index.end()) continue; // a run created after list_runs read
             records[it->second].metrics[k].best =
-                kKeyMetrics[k].higherIsBetter ? range.max : range.min;
+                train::higher_is_better(kKeyMetrics[k].key) ? range.max : range.min;
         }
     }
     return records;

@@ -15,16 +15,15 @@
 namespace myelin::ui {
 
 // The metrics with best / last columns, when a run has them: best is the minimum of a loss, the
-// maximum of an accuracy.
+// maximum of an accuracy (which way is better: spec::describe_metric).
 struct KeyMetricInfo {
     const char* key;
     const char* label; // in column headers
-    bool higherIsBetter;
 };
 inline constexpr std::array<KeyMetricInfo, 3> kKeyMetrics{{
-    {"loss", "loss", false},
-    {"val_loss", "val loss", false},
-    {"val_accuracy", "val acc", true},
+    {"loss", "loss"},
+    {"val_loss", "val loss"},
+    {"val_accuracy", "val acc"},
 }};
 
 struct KeyMetricValues {

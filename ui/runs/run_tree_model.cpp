@@ -2,6 +2,8 @@
 
 #include "widgets/theme.h"
 
+#include <myelin/train/metrics.h>
+
 #include <QDateTime>
 #include <QPainter>
 #include <QPixmap>
@@ -196,8 +198,8 @@ QVariant RunTreeModel::headerData(int section, Qt::Orientation orientation, int 
     if (role == Qt::ToolTipRole && isMetric) {
         const KeyMetricInfo& m = kKeyMetrics[metric];
         return best ? QStringLiteral("The %1 value of %2 over the run")
-                          .arg(m.higherIsBetter ? QStringLiteral("highest")
-                                                : QStringLiteral("lowest"),
+                          .arg(train::higher_is_better(m.key) ? QStringLiteral("highest")
+                                                              : QStringLiteral("lowest"),
                                QLatin1String(m.key))
                     : QStringLiteral("%1 at the run's last step").arg(QLatin1String(m.key));
     }

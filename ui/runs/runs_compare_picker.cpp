@@ -1,5 +1,7 @@
 #include "runs/runs_compare_picker.h"
 
+#include <myelin/spec/components.h>
+
 #include <QLineEdit>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -26,9 +28,7 @@ QString otherGroup() {
 // The group of a series key: the loss and metrics first, then the optimizer and the run's
 // progress, then the per-layer families (grad_norm/<layer>, ...), then the rest.
 QString groupOf(const QString& key) {
-    if (key == QLatin1String("loss") || key.startsWith(QLatin1String("train_")) ||
-        key.startsWith(QLatin1String("val_")) || key.startsWith(QLatin1String("test_")))
-        return lossGroup();
+    if (spec::describe_metric(key.toStdString())) return lossGroup();
     if (key == QLatin1String("lr") || key == QLatin1String("samples_per_second") ||
         key == QLatin1String("epoch"))
         return progressGroup();

@@ -115,6 +115,7 @@ void EvaluatePage::showExample(qint64 index) {
 void EvaluatePage::updateState() {
     const bool chosen = !picker_->checkpointPath().isEmpty();
     evaluateButton_->setEnabled(chosen && !trainingActive_);
+    evaluation_->setCheckpointChosen(chosen);
     if (trainingActive_)
         note_->setText(tr("A run is training: evaluate when it has ended (or stop it)."));
     else if (!chosen)

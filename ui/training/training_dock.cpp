@@ -4,6 +4,7 @@
 #include "widgets/theme.h"
 
 #include <myelin/device.h>
+#include <myelin/spec/components.h>
 
 #include <qcustomplot.h>
 
@@ -22,6 +23,13 @@
 namespace myelin::ui {
 
 namespace {
+
+// Before the first point: epoch / step 0 to 1 and values 0 to 1 (QCustomPlot's default 0 to 5
+// reads as data that is not there).
+void emptyRanges(QCustomPlot* plot) {
+    plot->xAxis->setRange(0, 1);
+    plot->yAxis->setRange(0, 1);
+}
 
 QCustomPlot* makePlot(const QString& title, const QString& yLabel, QWidget* parent) {
     auto* plot = new QCustomPlot(parent);
@@ -48,6 +56,7 @@ QCustomPlot* makePlot(const QString& title, const QString& yLabel, QWidget* pare
     plot->legend->setRowSpacing(-2);
     plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    emptyRanges(plot);
     return plot;
 }
 
@@ -135,8 +144,10 @@ QString formatDuration(double seconds) {
 QString progressText(const train::Progress& p) {
     QStringList parts;
     parts << QObject::tr("epoch %1/%2").arg(std::min(p.epoch + 1, p.epochs)).arg(p.epochs);
+    // Both counts say what they count: the graph's scrubber counts the run's steps.
     if (p.steps_per_epoch > 0)
-        parts << QObject::tr("step %1/%2").arg(p.step_in_epoch).arg(p.steps_per_epoch);
+        parts << QObject::tr("step %1/%2 of the epoch").arg(p.step_in_epoch).arg(p.steps_per_epoch);
+    if (p.total_steps > 0) parts << QObject::tr("%1/%2 in all").arg(p.step).arg(p.total_steps);
     return parts.join(QStringLiteral("  ·  "));
 }
 
@@ -268,6 +279,7 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
                           colors::kWarning.name());
             });
     connect(controller_, &TrainingController::finished, this, [this](train::RunStatus status) {
+        lastStatus_ = status;
         drawPlots(); // the last points now, not after the replot interval
         appendLog(tr("run %1").arg(QString::fromLatin1(train::run_status_name(status))),
                   status == train::RunStatus::Failed ? colors::kError.name() : colors::kOk.name());
@@ -280,9 +292,11 @@ void TrainingDock::clear() {
     for (QCustomPlot* plot : {lossPlot_, accuracyPlot_, lrPlot_}) {
         for (int i = 0; i < plot->graphCount(); ++i)
             plot->graph(i)->data()->clear();
+        emptyRanges(plot);
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
     log_->clear();
+    lastStatus_.reset();
     runName_.clear();
     scoreMetric_.clear();
     progress_ = train::Progress{};
@@ -298,6 +312,10 @@ int TrainingDock::validationLossPoints() const {
 
 QString TrainingDock::headerText() const {
     return runLabel_->text() + QLatin1Char(' ') + statsLabel_->text();
+}
+
+QString TrainingDock::stateBadgeText() const {
+    return stateLabel_->text();
 }
 
 QString TrainingDock::deviceText() const {
@@ -320,17 +338,18 @@ void TrainingDock::onEpoch(const train::EpochMetrics& m) {
     if (auto it = m.validation.find("loss"); it != m.validation.end())
         validationLoss_->addData(step, it->second);
     if (scoreMetric_.isEmpty()) {
-        for (const char* name : {"accuracy", "r2"})
-            if (m.validation.count(name) != 0 || m.train.count(name) != 0) {
-                scoreMetric_ = QString::fromLatin1(name);
+        // The task's score (spec::MetricDescription::score): accuracy, or R² for regression.
+        for (const spec::MetricDescription& d : spec::metric_descriptions())
+            if (d.score && (m.validation.count(d.name) != 0 || m.train.count(d.name) != 0)) {
+                scoreMetric_ = QString::fromStdString(d.name);
+                if (d.task == spec::MetricTask::Regression) {
+                    accuracyPlot_->yAxis->setLabel(QString::fromStdString(d.label));
+                    if (auto* title = qobject_cast<QCPTextElement*>(
+                            accuracyPlot_->plotLayout()->element(0, 0)))
+                        title->setText(tr("%1 (regression)").arg(QString::fromStdString(d.label)));
+                }
                 break;
             }
-        if (scoreMetric_ == QLatin1String("r2")) {
-            accuracyPlot_->yAxis->setLabel(tr("R²"));
-            if (auto* title =
-                    qobject_cast<QCPTextElement*>(accuracyPlot_->plotLayout()->element(0, 0)))
-                title->setText(tr("R² (regression)"));
-        }
     }
     const std::string key = scoreMetric_.toStdString();
     // An epoch's x is its number (1-based); a mid-epoch validation sits between two epochs.
@@ -340,9 +359,11 @@ void TrainingDock::onEpoch(const train::EpochMetrics& m) {
     if (auto it = m.validation.find(key); it != m.validation.end())
         validationScore_->addData(epochX, it->second);
     QStringList parts;
-    for (const auto& [k, v] : m.validation)
-        if (k == "loss" || k == "accuracy" || k == "r2" || k == "top5_accuracy" || k == "rmse")
-            parts << QStringLiteral("%1 %2").arg(QString::fromStdString(k)).arg(v, 0, 'g', 4);
+    for (const spec::MetricDescription& d : spec::metric_descriptions())
+        if (auto it = m.validation.find(d.name); d.headline && it != m.validation.end())
+            parts << QStringLiteral("%1 %2")
+                         .arg(QString::fromStdString(d.name))
+                         .arg(it->second, 0, 'g', 4);
     if (!parts.isEmpty())
         appendLog(
             tr("epoch %1 validation: %2").arg(m.epoch + 1).arg(parts.join(QStringLiteral(", "))));
@@ -367,7 +388,14 @@ void TrainingDock::appendLog(const QString& text, const QString& color) {
 
 void TrainingDock::updateHeader() {
     const TrainingController::State state = controller_->state();
-    stateLabel_->setText(stateText(state));
+    if (state != TrainingController::State::Idle) lastStatus_.reset();
+    // Idle after a run: how that run ended, as the runs browser says it.
+    QString text = stateText(state);
+    if (state == TrainingController::State::Idle && lastStatus_) {
+        text = QString::fromLatin1(train::run_status_name(*lastStatus_));
+        text[0] = text[0].toUpper();
+    }
+    stateLabel_->setText(text);
     setStyleProperty(stateLabel_, "state", stateName(state));
     const int64_t runId = controller_->runId();
     if (runId >= 0 || !runName_.isEmpty())

@@ -11,6 +11,8 @@
 #include <QString>
 #include <QWidget>
 
+#include <optional>
+
 class QCustomPlot;
 class QCPGraph;
 class QLabel;
@@ -44,6 +46,8 @@ class TrainingDock : public QWidget {
     int validationLossPoints() const;
     QString headerText() const;
     QString deviceText() const;
+    // The state badge: "Training", "Paused", ..., or how the last run ended ("Finished").
+    QString stateBadgeText() const;
     QString logText() const;
 
   private:
@@ -73,6 +77,7 @@ class TrainingDock : public QWidget {
     QPlainTextEdit* log_ = nullptr;
     QString runName_;
     QString scoreMetric_; // "accuracy", "r2" or empty until the first epoch says which
+    std::optional<train::RunStatus> lastStatus_; // how the last run ended, until the next starts
     train::Progress progress_;
     bool dirty_ = false;
     QElapsedTimer sinceReplot_; // the plots redraw at most every kMinReplotMs while a run streams

@@ -86,6 +86,8 @@ struct LayerKind {
     std::string input_features_attr;
     // the inputs combine element by element (Add): feature maps must agree in channels.
     bool elementwise_inputs = false;
+    // A recurrent layer (LSTM, GRU, RNN): the inspection's gradients-through-time view lists it.
+    bool recurrent = false;
     // Where the kind comes from: empty for built-in kinds, else the plugin file that added it.
     std::string origin;
 

@@ -79,6 +79,9 @@ using MetricScheduleFactory = std::function<std::unique_ptr<optim::ReduceLROnPla
 struct SchedulerKind : ComponentKind {
     ScheduleFactory build;
     MetricScheduleFactory build_metric_driven;
+    // The schedule sets the learning rate from its own options (OneCycleLR's max_lr): the
+    // optimizer's lr is not used, so a fork cannot change it.
+    bool sets_lr_itself = false;
     bool metric_driven() const { return bool(build_metric_driven); }
 };
 
@@ -115,6 +118,8 @@ struct DataSourceKind : ComponentKind {
     // The number of training examples when it is fixed and known without reading a file
     // (Fashion-MNIST: 60,000), before the validation hold-out; unset when files decide it.
     std::optional<int64_t> fixed_training_examples;
+    // What those examples are, for people ("Fashion-MNIST training images").
+    std::string fixed_training_examples_label;
 };
 
 // --- transforms ---
@@ -161,6 +166,25 @@ struct MetricKind : ComponentKind {
 };
 // The names the built-in metrics take (a metric kind may not take them).
 const std::vector<std::string>& builtin_metric_names();
+
+// What every room says about one metric: the trainer and the CLI, the studio's plots, log,
+// evaluation, runs browser and comparison read it here and nowhere else.
+struct MetricDescription {
+    std::string name;  // as recorded, without the "val_" / "train_" / "test_" prefix: "macro_f1"
+    std::string label; // for people: "macro F1", "R²" (a plugin metric: its name)
+    bool higher_is_better = false;
+    MetricTask task = MetricTask::Any;
+    bool headline = false; // in compact lines: the CLI's epoch line, the studio's training log
+    bool score = false;    // the task's score: the studio's score plot (accuracy, R²)
+};
+// The built-in metrics in the order rooms list them (loss, the classification scores, the
+// regression errors), then the registered metric kinds.
+std::vector<MetricDescription> metric_descriptions();
+// `name` without its split prefix ("val_", "train_", "test_").
+std::string_view metric_base_name(std::string_view name);
+// The description of a recorded metric, with or without its split prefix; nullopt when it is
+// no metric ("lr", "grad_norm/fc1").
+std::optional<MetricDescription> describe_metric(std::string_view name);
 
 // The registries, built-in kinds first, then plugin kinds in registration order. Records never
 // move once registered (a deque), so pointers to them stay valid. Register before training or
