@@ -9,6 +9,7 @@
 #include <myelin/train/class_weights.h>
 #include <myelin/train/evaluation.h>
 #include <myelin/train/event_lines.h>
+#include <myelin/train/memory_estimate.h>
 #include <myelin/train/recorded_run.h>
 #include <myelin/train/trainer.h>
 
@@ -206,13 +207,13 @@ int train_process(const Args& args, train::TrainerOptions& options,
 }
 
 int cmd_train(const std::vector<std::string_view>& raw) {
-    Args args(raw,
-              {"--epochs",        "--seed",         "--threads", "--store",          "--name",
-               "--resume",        "--fork",         "--lr",      "--checkpoint-dir", "--max-steps",
-               "--init-weights",  "--break-on",     "--device",  "--dist",           "--bucket-mb",
-               "--dist-check",    "--dist-timeout", "--events",  "--stop-file",      "--data-dir",
-               "--record-project"},
-              {"--dist-no-overlap", "--sync-batchnorm", "--flush-denormal"});
+    Args args(
+        raw, {"--epochs",        "--seed",         "--threads", "--store",          "--name",
+              "--resume",        "--fork",         "--lr",      "--checkpoint-dir", "--max-steps",
+              "--init-weights",  "--break-on",     "--device",  "--dist",           "--bucket-mb",
+              "--dist-check",    "--dist-timeout", "--events",  "--stop-file",      "--data-dir",
+              "--record-project"},
+        {"--dist-no-overlap", "--sync-batchnorm", "--flush-denormal", "--ignore-memory-check"});
     if (args.positional().size() != 1)
         throw UsageError{"train: which project? (myelin train PROJECT)"};
     train::TrainerOptions options;
@@ -305,6 +306,23 @@ int train_process(const Args& args, train::TrainerOptions& options,
     // A copy of a project trained elsewhere (the studio's multi-process runs): its data paths
     // resolve in the original's folder, and the original is the file recorded with the run.
     if (auto dir = args.get("--data-dir")) options.project_dir = *dir;
+    // The memory pre-flight: a run that cannot fit is refused before anything is allocated or
+    // recorded (it would be killed minutes later by the system), one that is close is warned.
+    if (!args.flag("--ignore-memory-check")) {
+        try {
+            const train::MemoryVerdict memory = train::check_training_memory(
+                project, options.project_dir, project.data.batch_size, options.device);
+            if (memory.fit == train::MemoryFit::DoesNotFit) {
+                std::fprintf(stderr, "myelin: error: %s\n(--ignore-memory-check trains anyway)\n",
+                             memory.message.c_str());
+                return kExitError;
+            }
+            if (memory.fit == train::MemoryFit::Close)
+                std::fprintf(stderr, "myelin: warning: %s\n", memory.message.c_str());
+        } catch (const Error&) {
+            // An invalid model or data: the run's own setup says what is wrong, recorded.
+        }
+    }
     options.run_name = args.get("--name").value_or(
         project.name.empty() ? project_path.stem().string() : project.name);
     split_cores_between_ranks(project, options);

@@ -8,6 +8,7 @@
 #include <myelin/plugin/loader.h>
 #include <myelin/train/class_weights.h>
 #include <myelin/train/components.h>
+#include <myelin/train/memory_estimate.h>
 #include <myelin/version.h>
 
 #include "cli_common.h"
@@ -27,8 +28,12 @@ const char* const kUsage =
     "Headless tool of Myelin Studio.\n"
     "\n"
     "Commands:\n"
-    "  check PROJECT [--batch-size N]   validate a project and print its model summary\n"
-    "                                   (per layer: kind, output shape, params, FLOPs)\n"
+    "  check PROJECT [--batch-size N] [--device D]\n"
+    "                                   validate a project and print its model summary (per\n"
+    "                                   layer: kind, output shape, params, FLOPs) and the\n"
+    "                                   memory training needs at batch size N (default: the\n"
+    "                                   project's) on D (default: the project's device)\n"
+    "                                   against what is free there; exit 1 when it cannot fit\n"
     "  format PROJECT...                rewrite project files in canonical form\n"
     "  train PROJECT [options]          train the project's model; the run goes to the store\n"
     "      --epochs N                   override the project's epochs\n"
@@ -40,6 +45,8 @@ const char* const kUsage =
     "                                   moments decay into denormals, no longer IEEE-exact\n"
     "      --device cpu|cuda[:N]        where to train (default: the project's training.device,\n"
     "                                   else cpu); a device that cannot be used is refused\n"
+    "      --ignore-memory-check        train even when the memory estimate says the run\n"
+    "                                   cannot fit (it is refused before anything starts)\n"
     "                                   before the run starts (exit 1)\n"
     "      --store FILE                 run store (default: ~/.local/share/myelin/runs.sqlite)\n"
     "      --name NAME                  run name (default: the project's name)\n"
@@ -155,11 +162,20 @@ std::optional<int64_t> Args::get_int(const std::string& option, int64_t min) con
 }
 
 int cmd_check(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--batch-size"});
+    Args args(raw, {"--batch-size", "--device"});
     if (args.positional().size() != 1)
         throw UsageError{"check: which project? (myelin check PROJECT)"};
     const std::string& path = args.positional()[0];
-    int64_t batch = args.get_int("--batch-size", 1).value_or(1);
+    const std::optional<int64_t> batch_option = args.get_int("--batch-size", 1);
+    int64_t batch = batch_option.value_or(1);
+    std::optional<Device> requested;
+    if (auto text = args.get("--device")) {
+        try {
+            requested = parse_device(*text);
+        } catch (const Error& e) {
+            throw UsageError{std::string("--device: ") + e.what()};
+        }
+    }
     io::Project project;
     try {
         project = io::load_project(path);
@@ -184,6 +200,32 @@ int cmd_check(const std::vector<std::string_view>& raw) {
         for (const std::string& line : train::describe_loss_weights(project.train.loss, context))
             std::printf("\nloss %s %s", project.train.loss.kind.c_str(), line.c_str());
         train::make_loss(project.train.loss, context);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "myelin: error: %s\n", e.what());
+        return kExitError;
+    }
+    // The memory pre-flight at the batch size the run would use.
+    try {
+        const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+        const Device device = requested ? *requested : parse_device(project.train.device);
+        const int64_t run_batch = batch_option ? batch : project.data.batch_size;
+        const train::MemoryVerdict memory =
+            train::check_training_memory(project, dir.empty() ? "." : dir, run_batch, device);
+        std::printf("\nmemory to train at batch size %lld on %s:\n", (long long)run_batch,
+                    device.str().c_str());
+        for (const std::string& line : train::describe_memory(memory.estimate))
+            std::printf("%s\n", line.c_str());
+        if (memory.available.bytes > 0)
+            std::printf("free on %s: %s; the largest batch size that fits: %lld\n",
+                        memory.available.where.c_str(),
+                        train::format_bytes(memory.available.bytes).c_str(),
+                        (long long)memory.largest_batch);
+        if (memory.fit == train::MemoryFit::DoesNotFit) {
+            std::fprintf(stderr, "myelin: error: %s\n", memory.message.c_str());
+            return kExitError;
+        }
+        if (memory.fit == train::MemoryFit::Close)
+            std::fprintf(stderr, "myelin: warning: %s\n", memory.message.c_str());
     } catch (const Error& e) {
         std::fprintf(stderr, "myelin: error: %s\n", e.what());
         return kExitError;

@@ -143,6 +143,10 @@ std::vector<DataSourceKind> data_sources() {
                              load_fashion_mnist));
     kinds.back().fixed_training_examples = kFashionMnistTrainImages;
     kinds.back().fixed_training_examples_label = "Fashion-MNIST training images";
+    // 70,000 uint8 images of 28x28 and their labels, held in memory as read.
+    kinds.back().memory_bytes = [](const Attrs&, const SourceContext&) {
+        return int64_t(70000) * (28 * 28 + 1);
+    };
     kinds.push_back(
         kind<DataSourceKind>("idx", "MNIST-style IDX files (plain or .gz): images and labels.",
                              {file("train_images", "Training images (IDX, uint8)."),

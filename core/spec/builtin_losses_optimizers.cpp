@@ -179,11 +179,15 @@ std::vector<OptimizerKind> optimizers() {
                             adam_options(0.0, "L2 penalty."), [](const Attrs& o, Groups groups) {
                                 return std::make_unique<optim::Adam>(std::move(groups), adam_of(o));
                             }));
+    // exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad.
+    auto adam_state = [](const Attrs& o) { return o.get_bool("amsgrad") ? 3 : 2; };
+    kinds.back().state_tensors_per_parameter = adam_state;
     kinds.push_back(kind<OptimizerKind>(
         "AdamW", "Adam with decoupled weight decay.", adam_options(1e-2, "Decoupled weight decay."),
         [](const Attrs& o, Groups groups) {
             return std::make_unique<optim::AdamW>(std::move(groups), adam_of(o));
         }));
+    kinds.back().state_tensors_per_parameter = adam_state;
     kinds.push_back(kind<OptimizerKind>(
         "SGD", "Stochastic gradient descent with optional (Nesterov) momentum.",
         {lr(1e-2), number("momentum", 0.0, "Momentum factor.", 0.0),
@@ -200,6 +204,9 @@ std::vector<OptimizerKind> optimizers() {
             s.maximize = o.get_bool("maximize");
             return std::make_unique<optim::SGD>(std::move(groups), s);
         }));
+    kinds.back().state_tensors_per_parameter = [](const Attrs& o) {
+        return o.get_float("momentum") != 0.0 ? 1 : 0; // momentum_buffer
+    };
     kinds.push_back(kind<OptimizerKind>(
         "RMSprop", "Divides by a running average of squared gradients.",
         {lr(1e-2), number("alpha", 0.99, "Smoothing constant.", 0.0, 1.0), eps(1e-8),
@@ -216,6 +223,10 @@ std::vector<OptimizerKind> optimizers() {
             r.maximize = o.get_bool("maximize");
             return std::make_unique<optim::RMSprop>(std::move(groups), r);
         }));
+    kinds.back().state_tensors_per_parameter = [](const Attrs& o) {
+        // square_avg, momentum_buffer with momentum, grad_avg when centered.
+        return 1 + (o.get_float("momentum") != 0.0 ? 1 : 0) + (o.get_bool("centered") ? 1 : 0);
+    };
     kinds.push_back(kind<OptimizerKind>(
         "Adagrad", "Per-parameter rates from accumulated squared gradients.",
         {lr(1e-2), number("lr_decay", 0.0, "Learning rate decay.", 0.0), weight_decay(),
@@ -231,6 +242,7 @@ std::vector<OptimizerKind> optimizers() {
             a.maximize = o.get_bool("maximize");
             return std::make_unique<optim::Adagrad>(std::move(groups), a);
         }));
+    kinds.back().state_tensors_per_parameter = [](const Attrs&) { return 1; }; // sum
     return kinds;
 }
 

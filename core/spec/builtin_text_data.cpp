@@ -6,6 +6,8 @@
 #include <myelin/data/text.h>
 #include <myelin/error.h>
 
+#include <filesystem>
+
 namespace myelin::spec::builtin {
 
 using graph::AttrDesc;
@@ -80,6 +82,11 @@ SourceData load_csv_text(const Attrs& o, const SourceContext& context) {
 
 } // namespace
 
+// Reading a text source holds every line as a string, the de-duplication set and the encoded
+// examples at once: measured 217 MB at the peak for the word-language examples' 23.2 MB of
+// word lists (1.98 million lines), 9.4 bytes per byte of file.
+constexpr double kTextLoadBytesPerFileByte = 9.4;
+
 std::vector<DataSourceKind> text_data_sources() {
     std::vector<DataSourceKind> kinds;
     std::vector<AttrDesc> lines = {
@@ -102,6 +109,15 @@ std::vector<DataSourceKind> text_data_sources() {
     kinds.push_back(kind<DataSourceKind>(
         "text-lines", "Text classification: one text file per class, one example per line.",
         std::move(lines), load_text_lines));
+    kinds.back().memory_bytes = [](const Attrs& o, const SourceContext& context) {
+        int64_t bytes = 0;
+        for (const auto& [name, file] : data::parse_class_files(o.get_string("classes"))) {
+            std::error_code error;
+            const auto size = std::filesystem::file_size(context.resolve(file), error);
+            if (!error) bytes += int64_t(size);
+        }
+        return int64_t(double(bytes) * kTextLoadBytesPerFileByte);
+    };
 
     std::vector<AttrDesc> csv = {
         file("path", "The CSV file."),
@@ -118,6 +134,11 @@ std::vector<DataSourceKind> text_data_sources() {
                                          "Text classification from a CSV: a text column and a "
                                          "label column.",
                                          std::move(csv), load_csv_text));
+    kinds.back().memory_bytes = [](const Attrs& o, const SourceContext& context) {
+        std::error_code error;
+        const auto size = std::filesystem::file_size(context.required_path(o, "path"), error);
+        return error ? int64_t(0) : int64_t(double(size) * kTextLoadBytesPerFileByte);
+    };
     return kinds;
 }
 

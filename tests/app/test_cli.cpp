@@ -10,6 +10,8 @@
 
 #include <QFile>
 
+#include <QElapsedTimer>
+#include <QFileInfo>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -68,6 +70,7 @@ class TestCli : public QObject {
     void extraArgument();
     void noArguments();
     void checkValidProject();
+    void memoryPreflightRefusesWhatCannotFit();
     void checkInvalidProject();
     void checkMalformedProject();
     void deeplyNestedFilesAreRefused();
@@ -148,11 +151,46 @@ void TestCli::checkValidProject() {
     QVERIFY(r.out.contains(QStringLiteral("[128, 64, 7, 7]")));
     QVERIFY(r.out.contains(QStringLiteral("421,642 parameters (421,642 trainable)")));
     QVERIFY(r.out.trimmed().endsWith(QStringLiteral("OK")));
+    // The memory pre-flight's parts and what is free.
+    for (const char* part : {"memory to train at batch size 128 on cpu:", "optimizer state (Adam",
+                             "activations saved for backward", "free on this machine",
+                             "the largest batch size that fits"})
+        QVERIFY2(r.out.contains(QLatin1String(part)), part);
     const Result usage = runCli({QStringLiteral("check")});
     QCOMPARE(usage.exitCode, 2);
     const Result badBatch = runCli({QStringLiteral("check"), example("fashion_cnn.myelin"),
                                     QStringLiteral("--batch-size"), QStringLiteral("zero")});
     QCOMPARE(badBatch.exitCode, 2);
+}
+
+// fashion_mlp with a 1.3-billion-wide hidden layer (1.2 trillion parameters, 19 TB with Adam):
+// `check` and `train` refuse it in moments, naming the need and the machine's free memory, and
+// train creates no run (it was OOM-killed minutes later, leaving an "interrupted" run).
+void TestCli::memoryPreflightRefusesWhatCannotFit() {
+    QByteArray text = readFile(example("fashion_mlp.myelin"));
+    QVERIFY(text.contains("\"out_features\": 256") && text.contains("\"in_features\": 256"));
+    text.replace("\"out_features\": 256", "\"out_features\": 1300000000");
+    text.replace("\"in_features\": 256", "\"in_features\": 1300000000");
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("huge.myelin"));
+    QVERIFY(writeFile(path, text));
+    QElapsedTimer clock;
+    clock.start();
+    const Result check = runCli({QStringLiteral("check"), path});
+    QCOMPARE(check.exitCode, 1);
+    for (const char* part : {"needs about", "TB", "this machine has", "more than there is",
+                             "no batch size fits", "the largest layer, '1'"})
+        QVERIFY2(check.err.contains(QLatin1String(part)), qPrintable(check.err));
+    QVERIFY2(check.out.contains(QStringLiteral("memory to train at batch size 128 on cpu:")),
+             qPrintable(check.out));
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const Result train = runCli({QStringLiteral("train"), path, QStringLiteral("--store"), store});
+    QCOMPARE(train.exitCode, 1);
+    QVERIFY2(train.err.contains(QStringLiteral("no batch size fits")) &&
+                 train.err.contains(QStringLiteral("--ignore-memory-check")),
+             qPrintable(train.err));
+    QVERIFY(!QFileInfo::exists(store)); // refused before the run was recorded
+    qInfo("check and train refused in %lld ms together", (long long)clock.elapsed());
 }
 
 void TestCli::checkInvalidProject() {

@@ -5,6 +5,7 @@
 #include "document/project_document.h"
 #include "editor/graph_scene.h"
 #include "editor/model_editor.h"
+#include "editor/model_summary_panel.h"
 #include "shell/main_window.h"
 #include "training/training_controller.h"
 #include "training/training_dock.h"
@@ -84,6 +85,7 @@ class TestTrainingRun : public QObject {
     void resumesARunWithItsLineage();
     void badDataIsReportedAndRecorded();
     void liveViewOnFashionMnist();
+    void modelThatCannotFitIsNotTrained();
 
   private:
     QTemporaryDir home_;
@@ -255,6 +257,37 @@ void TestTrainingRun::invalidModelIsNotTrained() {
     QVERIFY(!w.startTraining());
     QVERIFY(!w.trainingController()->isActive());
     QVERIFY(w.findChild<QMessageBox*>(QStringLiteral("cannotTrainBox")) != nullptr);
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("runs.sqlite"))));
+}
+
+// A model no machine holds (a 1.3-billion-wide hidden layer: 19 TB with Adam) is refused by
+// Train before anything starts, saying what it needs and what is free; the Model Summary says
+// the same while it is edited.
+void TestTrainingRun::modelThatCannotFitIsNotTrained() {
+    QTemporaryDir dir;
+    MainWindow w;
+    w.trainingController()->setStorePath(dir.filePath(QStringLiteral("runs.sqlite")));
+    QVERIFY(w.openProject(
+        QStringLiteral(MYELIN_TEST_SOURCE_DIR "/resources/examples/fashion_mlp.myelin")));
+    QVERIFY2(w.summaryPanel()->memoryLabel()->text().contains(QStringLiteral("needs about")),
+             qPrintable(w.summaryPanel()->memoryLabel()->text()));
+    myelin::graph::ModelSpec huge = w.document()->spec();
+    int linear = 0;
+    for (myelin::graph::Node& n : huge.nodes)
+        if (n.kind == "Linear") {
+            if (linear == 0) n.attrs.set("out_features", int64_t(1'300'000'000));
+            if (linear == 1) n.attrs.set("in_features", int64_t(1'300'000'000));
+            ++linear;
+        }
+    w.document()->applyEdit(huge, QStringLiteral("Widen"));
+    const QString summary = w.summaryPanel()->memoryLabel()->text();
+    QVERIFY2(summary.contains(QStringLiteral("no batch size fits")), qPrintable(summary));
+    QVERIFY(!w.startTraining());
+    QVERIFY(!w.trainingController()->isActive());
+    auto* box = w.findChild<QMessageBox*>(QStringLiteral("notEnoughMemoryBox"));
+    QVERIFY(box != nullptr);
+    QVERIFY2(box->informativeText().contains(QStringLiteral("this machine has")),
+             qPrintable(box->informativeText()));
     QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("runs.sqlite"))));
 }
 

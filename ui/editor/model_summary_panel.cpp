@@ -3,9 +3,14 @@
 #include "document/project_document.h"
 #include "widgets/theme.h"
 
+#include <myelin/cuda.h>
+#include <myelin/error.h>
+#include <myelin/train/memory_estimate.h>
+
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -48,6 +53,12 @@ ModelSummaryPanel::ModelSummaryPanel(ProjectDocument* document, QWidget* parent)
     bar->addSpacing(16);
     bar->addWidget(totals_, 1);
 
+    memory_ = new QLabel(this);
+    memory_->setObjectName(QStringLiteral("summaryMemory"));
+    memory_->setTextFormat(Qt::RichText);
+    memory_->setWordWrap(true);
+    memory_->setContentsMargins(10, 0, 10, 6);
+
     table_ = new QTableWidget(0, kColumnCount, this);
     table_->setObjectName(QStringLiteral("summaryTable"));
     table_->setHorizontalHeaderLabels({tr("Layer"), tr("Kind"), tr("Output shape"), tr("Params"),
@@ -81,6 +92,7 @@ ModelSummaryPanel::ModelSummaryPanel(ProjectDocument* document, QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
     layout->addLayout(bar);
+    layout->addWidget(memory_);
     layout->addWidget(table_, 1);
 
     connect(document_, &ProjectDocument::modelChanged, this, [this](bool layoutOnly) {
@@ -168,6 +180,39 @@ void ModelSummaryPanel::refresh() {
                  qs(graph::format_count(analysis_.trainable_params)),
                  qs(graph::format_si(analysis_.total_flops, "FLOPs")),
                  qs(graph::format_si(double(analysis_.total_activation_bytes), "B"))));
+    refreshMemory();
+}
+
+void ModelSummaryPanel::refreshMemory() {
+    memory_->clear();
+    memory_->setToolTip(QString());
+    if (!analysis_.ok()) return;
+    const io::Project& project = document_->project();
+    try {
+        const Device device = parse_device(project.train.device);
+        const train::MemoryVerdict v = train::check_training_memory(
+            project, document_->dataDirectory().toStdString(), batchSize_->value(), device);
+        QString text = tr("Training at batch size %1 on %2 needs about <b>%3</b>")
+                           .arg(batchSize_->value())
+                           .arg(qs(device.str()), qs(train::format_bytes(v.need)));
+        if (v.available.bytes > 0)
+            text += tr(" of %1 free  ·  the largest batch size that fits: %2")
+                        .arg(qs(train::format_bytes(v.available.bytes)))
+                        .arg(QLocale().toString(qlonglong(v.largest_batch)));
+        if (v.fit != train::MemoryFit::Fits)
+            text =
+                QStringLiteral("<span style='color:%1'>%2<br>%3</span>")
+                    .arg((v.fit == train::MemoryFit::DoesNotFit ? colors::kError : colors::kWarning)
+                             .name(),
+                         text, qs(v.message).toHtmlEscaped());
+        memory_->setText(text);
+        QStringList lines;
+        for (const std::string& line : train::describe_memory(v.estimate))
+            lines << qs(line).trimmed();
+        memory_->setToolTip(lines.join(QLatin1Char('\n')));
+    } catch (const Error& e) {
+        memory_->setText(tr("Training memory: %1").arg(qs(e.what()).toHtmlEscaped()));
+    }
 }
 
 } // namespace myelin::ui

@@ -24,8 +24,10 @@
 #include "training/training_dock.h"
 #include "widgets/theme.h"
 
+#include <myelin/cuda.h>
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
+#include <myelin/train/memory_estimate.h>
 #include <myelin/train/trainer.h>
 
 #include <QAction>
@@ -190,6 +192,28 @@ bool MainWindow::startTraining() {
         box->setAttribute(Qt::WA_DeleteOnClose);
         box->open();
         return false;
+    }
+    // The memory pre-flight: a run that cannot fit is refused before anything starts (it would
+    // be killed by the system minutes later); one that is close is said in the status bar.
+    try {
+        const io::Project& project = document_->project();
+        const train::MemoryVerdict memory = train::check_training_memory(
+            project, document_->dataDirectory().toStdString(), project.data.batch_size,
+            parse_device(project.train.device));
+        if (memory.fit == train::MemoryFit::DoesNotFit) {
+            auto* box =
+                new QMessageBox(QMessageBox::Warning, tr("Not Enough Memory"),
+                                tr("This run cannot fit in memory."), QMessageBox::Close, this);
+            box->setObjectName(QStringLiteral("notEnoughMemoryBox"));
+            box->setInformativeText(QString::fromStdString(memory.message));
+            box->setAttribute(Qt::WA_DeleteOnClose);
+            box->open();
+            return false;
+        }
+        if (memory.fit == train::MemoryFit::Close)
+            statusBar()->showMessage(QString::fromStdString(memory.message), kStatusMs);
+    } catch (const Error&) {
+        // The run's own setup says what is wrong with the model or the data.
     }
     TrainingStartOptions options;
     options.runName = document_->displayName();

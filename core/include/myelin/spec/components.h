@@ -66,6 +66,10 @@ using OptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(
     const graph::Attrs& options, std::vector<optim::ParamGroup> groups)>;
 struct OptimizerKind : ComponentKind {
     OptimizerFactory build;
+    // How many tensors of each parameter's size the optimizer keeps (Adam: exp_avg and
+    // exp_avg_sq, 2; SGD: its momentum buffer, 1 with momentum, else 0), for the memory
+    // pre-flight. Null: 2, as Adam (a plugin's optimizer that does not say).
+    std::function<int(const graph::Attrs& options)> state_tensors_per_parameter;
 };
 
 // --- LR schedules: step- or epoch-driven (build), or driven by a metric (build_metric_driven);
@@ -120,6 +124,10 @@ struct DataSourceKind : ComponentKind {
     std::optional<int64_t> fixed_training_examples;
     // What those examples are, for people ("Fashion-MNIST training images").
     std::string fixed_training_examples_label;
+    // The memory loading and holding its data takes at its peak, in bytes, estimated without
+    // reading the data (the memory pre-flight, train/memory_estimate.h). Null: the sizes of the
+    // files and folders its options name.
+    std::function<int64_t(const graph::Attrs& options, const SourceContext& context)> memory_bytes;
 };
 
 // --- transforms ---
