@@ -81,6 +81,12 @@ const char* const kUsage =
     "      --data-dir DIR               resolve the project's data paths in DIR\n"
     "      --record-project FILE        the project file recorded with the run\n"
     "      --sync-batchnorm             BatchNorm statistics over every rank's examples\n"
+    "  lr-find PROJECT [options]        learning-rate range test: up to --steps N (100) steps on\n"
+    "                                   a fresh copy of the model with the lr growing from\n"
+    "                                   --start-lr X (1e-7) to --end-lr Y (10), stopped when the\n"
+    "                                   loss diverges; prints the curve and the suggested lr\n"
+    "                                   (steepest descent, and a tenth of the minimum); nothing\n"
+    "                                   is written (--seed S as train)\n"
     "  eval [PROJECT] --checkpoint FILE [--predictions CSV]\n"
     "                                   evaluate a checkpoint on the project's test data (and\n"
     "                                   write every example's target and outputs); for\n"
@@ -305,6 +311,7 @@ int run(int argc, char** argv) {
     if (command == "eval") return cmd_eval(args);
     if (command == "runs") return cmd_runs(args);
     if (command == "export") return cmd_export(args);
+    if (command == "lr-find") return cmd_lr_find(args);
     throw UsageError{"unknown command '" + std::string(command) + "'"};
 }
 

@@ -10,6 +10,7 @@
 
 #include <QFile>
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QProcess>
@@ -71,6 +72,7 @@ class TestCli : public QObject {
     void noArguments();
     void checkValidProject();
     void memoryPreflightRefusesWhatCannotFit();
+    void lrFindPrintsTheCurveAndSuggestion();
     void checkInvalidProject();
     void checkMalformedProject();
     void deeplyNestedFilesAreRefused();
@@ -191,6 +193,31 @@ void TestCli::memoryPreflightRefusesWhatCannotFit() {
              qPrintable(train.err));
     QVERIFY(!QFileInfo::exists(store)); // refused before the run was recorded
     qInfo("check and train refused in %lld ms together", (long long)clock.elapsed());
+}
+
+// `myelin lr-find`: the curve and the suggestions, nothing written beside the project.
+void TestCli::lrFindPrintsTheCurveAndSuggestion() {
+    QTemporaryDir dir;
+    const QString project = dir.filePath(QStringLiteral("tabular.myelin"));
+    QByteArray text = readFile(example("tabular_regression.myelin"));
+    QVERIFY(!text.isEmpty());
+    QVERIFY(QFile::copy(example("tabular_regression.myelin"), project));
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("data")));
+    QVERIFY(QFile::copy(example("data/tabular_regression.csv"),
+                        dir.filePath(QStringLiteral("data/tabular_regression.csv"))));
+    const Result r =
+        runCli({QStringLiteral("lr-find"), project, QStringLiteral("--steps"), QStringLiteral("60"),
+                QStringLiteral("--start-lr"), QStringLiteral("1e-6"), QStringLiteral("--end-lr"),
+                QStringLiteral("1")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+    for (const char* part : {"learning-rate range test of", "smoothed", "suggested learning rate:",
+                             "a tenth of where the loss is lowest", "the project's learning rate:"})
+        QVERIFY2(r.out.contains(QLatin1String(part)), qPrintable(r.out));
+    QCOMPARE(readFile(project), text);
+    QCOMPARE(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).size(), 2);
+    const Result usage = runCli(
+        {QStringLiteral("lr-find"), project, QStringLiteral("--end-lr"), QStringLiteral("-1")});
+    QCOMPARE(usage.exitCode, 2);
 }
 
 void TestCli::checkInvalidProject() {
