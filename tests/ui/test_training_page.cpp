@@ -3,6 +3,7 @@
 // undo/redo through the document, invalid options refused with the reason, and the lock used
 // while a run trains. Screenshots land in the artifacts folder (docs/screenshots/ holds copies).
 #include "document/project_document.h"
+#include "pages/lr_finder_dialog.h"
 #include "pages/training_page.h"
 #include "ui_test_support.h"
 #include "widgets/theme.h"
@@ -20,6 +21,7 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -33,6 +35,7 @@
 using myelin::spec::TrainSpec;
 using myelin::test::artifactsDir;
 using myelin::test::examplePath;
+using myelin::ui::LrFinderDialog;
 using myelin::ui::ProjectDocument;
 using myelin::ui::TrainingPage;
 
@@ -96,6 +99,7 @@ class TestTrainingPage : public QObject {
     void cosinePreviewComesFromCore();
     void perStepPreviewUsesTheDataSize();
     void optimizerLrUpdatesPreviewAndUndoRestores();
+    void findLearningRateAppliesASuggestion();
     void invalidOptionsAreExplainedAndNotCommitted();
     void kindChangeResetsOptionsAndUndoRestores();
     void epochsSpinBoxIsOneUndoStep();
@@ -291,6 +295,39 @@ void TestTrainingPage::optimizerLrUpdatesPreviewAndUndoRestores() {
     f.undo().redo();
     QCOMPARE(f.option<QDoubleSpinBox>("optimizerOptions", "lr")->value(), 0.01);
     QCOMPARE(f.page.previewValues().front(), 0.01);
+}
+
+// "Find learning rate…": the range test on the CNN in its dialog, the curve plotted with the
+// suggestions, and "Use" applying one as one undoable edit (nothing else changes).
+void TestTrainingPage::findLearningRateAppliesASuggestion() {
+    Fixture f;
+    const myelin::io::Project before = f.doc.project();
+    const int commands = f.undo().count();
+    auto* button = f.find<QPushButton>("findLearningRate");
+    QVERIFY(button != nullptr && button->isEnabled());
+    QTest::mouseClick(button, Qt::LeftButton);
+    LrFinderDialog* dialog = f.page.lrFinderDialog();
+    QVERIFY(dialog != nullptr);
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->useSteepestButton()->isEnabled() || !dialog->error().isEmpty(),
+                             120000);
+    QVERIFY2(dialog->error().isEmpty(), qPrintable(dialog->error()));
+    const myelin::train::LrFindResult& r = dialog->result();
+    QVERIFY(r.lrs.size() >= 10 && r.lrs.size() <= 100);
+    QCOMPARE(dialog->plot()->graph(1)->dataCount(), int(r.smoothed.size()));
+    QVERIFY(r.steepest_lr > 1e-7 && r.steepest_lr < 10);
+    QVERIFY(dialog->summaryText().contains(QStringLiteral("Suggested")));
+    QCoreApplication::processEvents(); // the buttons' new texts laid out
+    savePixmap(dialog->grab(), QDir(artifactsDir()).filePath(QStringLiteral("lr_finder.png")));
+    QCOMPARE(f.undo().count(), commands); // nothing changed while it ran
+    const double suggested = r.steepest_lr;
+    dialog->useSteepestButton()->click();
+    QCOMPARE(f.train().optimizer.options.get_float("lr"), suggested);
+    QCOMPARE(f.undo().count(), commands + 1);
+    QVERIFY2(f.undo().undoText().contains(QStringLiteral("range test")),
+             qPrintable(f.undo().undoText()));
+    f.undo().undo();
+    QVERIFY(f.doc.project().train == before.train);
+    QVERIFY(f.doc.project().model == before.model);
 }
 
 void TestTrainingPage::invalidOptionsAreExplainedAndNotCommitted() {

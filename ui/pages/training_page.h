@@ -9,6 +9,7 @@
 #include <myelin/io/project.h>
 #include <myelin/train/components.h>
 
+#include <QPointer>
 #include <QWidget>
 
 #include <cstdint>
@@ -27,6 +28,7 @@ class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QMouseEvent;
+class QPushButton;
 class QScrollArea;
 class QShowEvent;
 class QSpinBox;
@@ -35,6 +37,7 @@ class QStackedWidget;
 namespace myelin::ui {
 
 class ClassCountsLoader;
+class LrFinderDialog;
 class ClassWeightsEditor;
 class DevicePicker;
 class ProjectDocument;
@@ -73,6 +76,11 @@ class TrainingPage : public QWidget {
     // processes, the threads split between them.
     void setProcessesAvailable(bool available, int maxProcesses);
     int processes() const;
+
+    // "Find learning rate…": opens the range test's dialog (null before, or once it closed);
+    // a suggestion it applies is one undoable edit of the optimizer's lr.
+    void findLearningRate();
+    LrFinderDialog* lrFinderDialog() const;
 
   protected:
     bool eventFilter(QObject* watched, QEvent* event) override; // hides the hover on leave
@@ -136,6 +144,8 @@ class TrainingPage : public QWidget {
     int64_t previewSteps(const spec::TrainSpec& t) const;
 
     ProjectDocument* document_;
+    QPushButton* findLr_ = nullptr;
+    QPointer<LrFinderDialog> lrFinder_;
     bool locked_ = false;
     QString lockReason_;
 

@@ -3,7 +3,9 @@
 // component choices, and the form helpers the page's files share (training_page_form.h).
 #include "pages/training_page.h"
 
+#include "document/project_document.h"
 #include "pages/class_weights_editor.h"
+#include "pages/lr_finder_dialog.h"
 #include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/device_picker.h"
@@ -21,6 +23,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QRegularExpressionValidator>
 #include <QResizeEvent>
@@ -163,7 +166,15 @@ QWidget* TrainingPage::buildSettings() {
         return form;
     };
     buildComponent(loss_, section(tr("Loss")), QStringLiteral("loss"));
-    buildComponent(optimizer_, section(tr("Optimizer")), QStringLiteral("optimizer"));
+    QFormLayout* optimizer = section(tr("Optimizer"));
+    buildComponent(optimizer_, optimizer, QStringLiteral("optimizer"));
+    findLr_ = new QPushButton(tr("Find learning rate…"), settings_);
+    findLr_->setObjectName(QStringLiteral("findLearningRate"));
+    findLr_->setToolTip(tr("A range test: up to 100 steps on a copy of the model with the "
+                           "learning rate growing until the loss diverges; suggests a learning "
+                           "rate to apply."));
+    connect(findLr_, &QPushButton::clicked, this, &TrainingPage::findLearningRate);
+    optimizer->addRow(QString(), findLr_);
     buildScheduleSection(section(tr("Schedule")));
     buildRunSection(section(tr("Run")));
     buildEarlyStoppingSection(section(tr("Early stopping")));
@@ -173,6 +184,28 @@ QWidget* TrainingPage::buildSettings() {
     for (QFormLayout* form : forms)
         alignLabels(form);
     return settings_;
+}
+
+LrFinderDialog* TrainingPage::lrFinderDialog() const {
+    return lrFinder_.data();
+}
+
+void TrainingPage::findLearningRate() {
+    if (!document_->isOpen() || locked_ || lrFinder_) return;
+    const io::Project& project = document_->project();
+    double current = 0;
+    if (const spec::OptimizerKind* kind =
+            spec::find_component(spec::optimizer_kinds(), project.train.optimizer.kind))
+        current =
+            graph::with_defaults(kind->options, project.train.optimizer.options).get_float("lr");
+    auto* dialog = new LrFinderDialog(project, document_->dataDirectory(), current, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &LrFinderDialog::learningRateChosen, this, [this](double lr) {
+        commit([lr](spec::TrainSpec& t) { t.optimizer.options.set("lr", lr); },
+               tr("Set the learning rate to %1 (range test)").arg(lr, 0, 'g', 3));
+    });
+    lrFinder_ = dialog;
+    dialog->open();
 }
 
 // The schedule's kind and options, when it steps and, for ReduceLROnPlateau, the metric it
