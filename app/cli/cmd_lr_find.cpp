@@ -3,6 +3,7 @@
 #include <myelin/error.h>
 #include <myelin/optim/optimizer.h>
 #include <myelin/spec/components.h>
+#include <myelin/store/run_store.h>
 #include <myelin/train/lr_finder.h>
 
 #include "cli_common.h"
@@ -36,7 +37,7 @@ double project_lr(const io::Project& project) {
 } // namespace
 
 int cmd_lr_find(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--steps", "--start-lr", "--end-lr", "--seed"});
+    Args args(raw, {"--steps", "--start-lr", "--end-lr", "--seed", "--store"});
     if (args.positional().size() != 1)
         throw UsageError{"lr-find: which project? (myelin lr-find PROJECT)"};
     const std::filesystem::path path = args.positional()[0];
@@ -45,6 +46,8 @@ int cmd_lr_find(const std::vector<std::string_view>& raw) {
     options.start_lr = number_option(args, "--start-lr", options.start_lr);
     options.end_lr = number_option(args, "--end-lr", options.end_lr);
     if (auto seed = args.get_int("--seed", 0)) options.seed = uint64_t(*seed);
+    options.store_path = args.get("--store").value_or(store::default_store_path().string());
+    options.project_path = std::filesystem::absolute(path).lexically_normal().string();
     try {
         const io::Project project = io::load_project(path);
         std::printf("learning-rate range test of %s: %lld steps from %.3g to %.3g\n",
@@ -66,6 +69,8 @@ int cmd_lr_find(const std::vector<std::string_view>& raw) {
         }
         std::printf("the project's learning rate: %.3g (%s)\n", project_lr(project),
                     project.train.optimizer.kind.c_str());
+        std::printf("recorded as run %lld in %s (tagged %s: `myelin runs list --all` shows it)\n",
+                    (long long)r.run_id, options.store_path.string().c_str(), train::kLrFindTag);
         return r.steepest_lr > 0 ? kExitOk : kExitError;
     } catch (const Error& e) {
         std::fprintf(stderr, "myelin: error: %s\n", e.what());

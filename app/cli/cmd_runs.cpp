@@ -2,9 +2,11 @@
 #include <myelin/error.h>
 #include <myelin/store/run_store.h>
 #include <myelin/train/layer_inspection.h>
+#include <myelin/train/lr_finder.h>
 
 #include "cli_common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -50,7 +52,7 @@ std::string parent_text(store::RunStore& store, const store::Run& run,
 } // namespace
 
 int cmd_runs(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--store", "--step"}, {"--wide"});
+    Args args(raw, {"--store", "--step"}, {"--wide", "--all"});
     const auto& pos = args.positional();
     if (pos.empty())
         throw UsageError{
@@ -68,7 +70,15 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
         std::map<int64_t, std::vector<store::Artifact>> artifacts; // of parents, read once each
         std::printf("%5s  %-24s %-11s %-10s %-16s %s\n", "id", "name", "status", "parent",
                     "started", "metrics");
+        int64_t hidden = 0;
         for (const auto& r : runs) {
+            // Learning-rate range tests are runs of their own kind: listed with --all.
+            if (!args.flag("--all") &&
+                std::find(r.run.tags.begin(), r.run.tags.end(), std::string(train::kLrFindTag)) !=
+                    r.run.tags.end()) {
+                ++hidden;
+                continue;
+            }
             std::string metrics;
             for (const char* key : kListed)
                 for (const auto& m : r.latest_metrics)
@@ -84,6 +94,9 @@ int cmd_runs(const std::vector<std::string_view>& raw) {
                         time_text(r.run.started_at).c_str(), metrics.c_str());
         }
         if (runs.empty()) std::printf("(no runs)\n");
+        if (hidden > 0)
+            std::printf("(%lld learning-rate range test(s) not listed: --all lists them)\n",
+                        (long long)hidden);
         return kExitOk;
     }
     if (action == "show") {

@@ -4,7 +4,9 @@
 #include <myelin/train/lr_finder.h>
 
 #include <myelin/error.h>
+#include <myelin/store/run_store.h>
 #include <myelin/train/callbacks.h>
+#include <myelin/train/store_sink.h>
 #include <myelin/train/trainer.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 
 namespace myelin::train {
 
@@ -139,11 +142,41 @@ LrFindResult find_learning_rate(const io::Project& project,
     trainer_options.max_steps = options.steps;
     trainer_options.epochs = 1'000'000; // max_steps ends it
     if (options.seed != 0) trainer_options.seed = options.seed;
-    Trainer trainer(copy, trainer_options);
+    // Recorded: a run of its own, created before the Trainer so a failed setup is recorded too.
+    std::optional<store::RunStore> store;
+    int64_t run_id = 0;
+    if (!options.store_path.empty()) {
+        store.emplace(store::RunStore::open(options.store_path));
+        store::RunInfo info = run_info(copy, trainer_options);
+        info.name = !options.run_name.empty()
+                        ? options.run_name
+                        : (project.name.empty() ? "project" : project.name) + " (LR range test)";
+        info.project_path = options.project_path;
+        run_id = store->create_run(info);
+        store->set_run_tags(run_id, {kLrFindTag});
+        store->set_run_note(run_id, "learning-rate range test from " +
+                                        RangeTest::format(options.start_lr) + " to " +
+                                        RangeTest::format(options.end_lr));
+    }
+    std::optional<Trainer> built;
+    try {
+        built.emplace(copy, trainer_options);
+    } catch (const Error& e) {
+        if (store) store->finish_run(run_id, store::RunStatus::Failed, e.what());
+        throw;
+    }
+    Trainer& trainer = *built;
+    std::optional<StoreSink> sink;
+    if (store) {
+        sink.emplace(*store, run_id);
+        trainer.set_sink(&*sink);
+    }
     LrFindResult result;
+    result.run_id = run_id;
     auto test = std::make_shared<RangeTest>(options, result);
     trainer.add_callback(test);
     const TrainResult run = trainer.run();
+    if (store) store->flush();
     if (run.status == RunStatus::Failed) {
         // A non-finite loss stops the run before the step ends: the divergence, at this lr.
         if (result.lrs.empty() && test->last_lr() <= options.start_lr)

@@ -202,21 +202,34 @@ void TestCli::lrFindPrintsTheCurveAndSuggestion() {
     QByteArray text = readFile(example("tabular_regression.myelin"));
     QVERIFY(!text.isEmpty());
     QVERIFY(QFile::copy(example("tabular_regression.myelin"), project));
+    QTemporaryDir storeDir;
+    const QString store = storeDir.filePath(QStringLiteral("runs.sqlite"));
     QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("data")));
     QVERIFY(QFile::copy(example("data/tabular_regression.csv"),
                         dir.filePath(QStringLiteral("data/tabular_regression.csv"))));
     const Result r =
         runCli({QStringLiteral("lr-find"), project, QStringLiteral("--steps"), QStringLiteral("60"),
                 QStringLiteral("--start-lr"), QStringLiteral("1e-6"), QStringLiteral("--end-lr"),
-                QStringLiteral("1")});
+                QStringLiteral("1"), QStringLiteral("--store"), store});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
     for (const char* part : {"learning-rate range test of", "smoothed", "suggested learning rate:",
                              "a tenth of where the loss is lowest", "the project's learning rate:"})
         QVERIFY2(r.out.contains(QLatin1String(part)), qPrintable(r.out));
     QCOMPARE(readFile(project), text);
     QCOMPARE(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).size(), 2);
-    const Result usage = runCli(
-        {QStringLiteral("lr-find"), project, QStringLiteral("--end-lr"), QStringLiteral("-1")});
+    // Recorded as a run of its own kind: left out of `runs list` unless --all.
+    QVERIFY2(r.out.contains(QStringLiteral("recorded as run 1")), qPrintable(r.out));
+    const Result list =
+        runCli({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("--store"), store});
+    QCOMPARE(list.exitCode, 0);
+    QVERIFY2(!list.out.contains(QStringLiteral("LR range test")) &&
+                 list.out.contains(QStringLiteral("1 learning-rate range test(s) not listed")),
+             qPrintable(list.out));
+    const Result all = runCli({QStringLiteral("runs"), QStringLiteral("list"),
+                               QStringLiteral("--store"), store, QStringLiteral("--all")});
+    QVERIFY2(all.out.contains(QStringLiteral("Tabular regression (LR")), qPrintable(all.out));
+    const Result usage = runCli({QStringLiteral("lr-find"), project, QStringLiteral("--end-lr"),
+                                 QStringLiteral("-1"), QStringLiteral("--store"), store});
     QCOMPARE(usage.exitCode, 2);
 }
 

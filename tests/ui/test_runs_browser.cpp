@@ -507,6 +507,25 @@ class TestRunsBrowser : public QObject {
                  QStringLiteral("6 runs"));
     }
 
+    // A learning-rate range test (a run tagged lr-find) is not listed until its tag is chosen.
+    void rangeTestsAreListedWhenTheirTagIsChosen() {
+        QTemporaryDir dir;
+        const Lineage l = buildLineage(dir.path());
+        {
+            store::RunStore runs = store::RunStore::open(l.path.toStdString());
+            runs.set_run_tags(l.other, {"lr-find"});
+        }
+        RunsBrowser browser;
+        open(browser, l.path);
+        QAbstractItemModel* m = model(browser);
+        QCOMPARE(listedCount(m), 5);
+        QVERIFY(!find(m, l.other).isValid());
+        auto* tag = browser.findChild<QComboBox*>(QStringLiteral("runsTagFilter"));
+        tag->setCurrentIndex(tag->findText(QStringLiteral("lr-find")));
+        QCOMPARE(listedCount(m), 1);
+        QVERIFY(find(m, l.other).isValid());
+    }
+
     void exportsTheListedRunsAsCsv() {
         QTemporaryDir dir;
         const Lineage l = buildLineage(dir.path());

@@ -121,6 +121,11 @@ void LrFinderDialog::showEvent(QShowEvent* event) {
     if (!started_) start();
 }
 
+void LrFinderDialog::setRecording(const QString& storePath, const QString& projectPath) {
+    storePath_ = storePath;
+    projectPath_ = projectPath;
+}
+
 void LrFinderDialog::start() {
     if (started_) return;
     started_ = true;
@@ -128,8 +133,11 @@ void LrFinderDialog::start() {
     auto job = job_;
     const io::Project project = project_;
     const std::string dir = projectDir_.toStdString();
-    job->future = QtConcurrent::run([job, project, dir] {
+    const std::string store = storePath_.toStdString(), projectPath = projectPath_.toStdString();
+    job->future = QtConcurrent::run([job, project, dir, store, projectPath] {
         train::LrFindOptions options;
+        options.store_path = store;
+        options.project_path = projectPath;
         options.progress = [job](int64_t, double lr, double loss) {
             std::lock_guard lock(job->mutex);
             job->lrs.push_back(lr);

@@ -30,6 +30,9 @@ class LrFinderDialog : public QDialog {
                    QWidget* parent = nullptr);
     ~LrFinderDialog() override; // cancels a test still running and waits for it
 
+    // Records the test in this run store (as a run tagged lr-find, with the project's path);
+    // empty: not recorded. Before start().
+    void setRecording(const QString& storePath, const QString& projectPath);
     // Starts the test (the dialog does when first shown).
     void start();
     bool running() const;
@@ -56,6 +59,7 @@ class LrFinderDialog : public QDialog {
 
     io::Project project_;
     QString projectDir_;
+    QString storePath_, projectPath_;
     double currentLr_;
     std::shared_ptr<Job> job_;
     bool started_ = false;

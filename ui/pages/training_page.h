@@ -80,6 +80,8 @@ class TrainingPage : public QWidget {
     // "Find learning rate…": opens the range test's dialog (null before, or once it closed);
     // a suggestion it applies is one undoable edit of the optimizer's lr.
     void findLearningRate();
+    // Where the range test is recorded (the studio's run store); unset or empty: not recorded.
+    void setRunStorePath(std::function<QString()> storePath) { storePath_ = std::move(storePath); }
     LrFinderDialog* lrFinderDialog() const;
 
   protected:
@@ -146,6 +148,7 @@ class TrainingPage : public QWidget {
     ProjectDocument* document_;
     QPushButton* findLr_ = nullptr;
     QPointer<LrFinderDialog> lrFinder_;
+    std::function<QString()> storePath_;
     bool locked_ = false;
     QString lockReason_;
 

@@ -199,6 +199,7 @@ void TrainingPage::findLearningRate() {
         current =
             graph::with_defaults(kind->options, project.train.optimizer.options).get_float("lr");
     auto* dialog = new LrFinderDialog(project, document_->dataDirectory(), current, this);
+    dialog->setRecording(storePath_ ? storePath_() : QString(), document_->filePath());
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &LrFinderDialog::learningRateChosen, this, [this](double lr) {
         commit([lr](spec::TrainSpec& t) { t.optimizer.options.set("lr", lr); },

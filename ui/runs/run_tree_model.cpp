@@ -2,6 +2,7 @@
 
 #include "widgets/theme.h"
 
+#include <myelin/train/lr_finder.h>
 #include <myelin/train/metrics.h>
 
 #include <QDateTime>
@@ -405,6 +406,10 @@ bool RunFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourcePa
     const store::Run& r = record->run;
     if (status_ && r.status != *status_) return false;
     if (!tag_.empty() && std::find(r.tags.begin(), r.tags.end(), tag_) == r.tags.end())
+        return false;
+    // Learning-rate range tests are runs of their own kind: shown when their tag is chosen.
+    if (tag_ != train::kLrFindTag &&
+        std::find(r.tags.begin(), r.tags.end(), train::kLrFindTag) != r.tags.end())
         return false;
     if (projectOnly_ && !isOfProject(*record)) return false;
     if (text_.isEmpty()) return true;

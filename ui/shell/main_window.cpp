@@ -110,6 +110,8 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     setCentralWidget(pages_);
 
     training_ = new TrainingController(this);
+    // The learning-rate range test is recorded where runs are (as a run tagged lr-find).
+    trainingPage_->setRunStorePath([this] { return training_->storePath(); });
     const QString storePath = qEnvironmentVariable("MYELIN_STORE");
     if (!storePath.isEmpty())
         training_->setStorePath(storePath);

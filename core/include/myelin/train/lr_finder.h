@@ -29,7 +29,15 @@ struct LrFindOptions {
     std::function<void(int64_t step, double lr, double loss)> progress;
     // Polled after every step: true stops the test (the result holds what was measured).
     std::function<bool()> cancelled;
+    // Where to record the test as a run of its own (its steps' loss and lr), tagged
+    // kLrFindTag so run lists leave it out unless asked; empty: not recorded.
+    std::filesystem::path store_path;
+    std::string run_name;     // default: "<project name> (LR range test)"
+    std::string project_path; // recorded with the run
 };
+
+// The tag of range-test runs in the store.
+inline constexpr const char* kLrFindTag = "lr-find";
 
 struct LrFindResult {
     std::vector<double> lrs;      // the learning rate of each step
@@ -41,6 +49,7 @@ struct LrFindResult {
     double min_lr = 0;      // where the smoothed loss is lowest
     double min_over_10 = 0; // min_lr / 10
     std::string note;       // why it stopped or why there is no suggestion
+    int64_t run_id = 0;     // the store's run when recorded
 };
 
 // Throws myelin::Error when the project cannot be trained (the messages of a run's setup) or the
