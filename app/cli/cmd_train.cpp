@@ -99,6 +99,10 @@ class ProgressPrinter final : public train::EventSink {
             std::printf("breakpoint %s at step %lld%s: %s\n", b->condition.c_str(),
                         (long long)b->step, b->layer ? (" in " + *b->layer).c_str() : "",
                         b->message.c_str());
+        } else if (auto* change = e.get<train::RunChanged>()) {
+            end_line();
+            std::printf("changed after step %lld: %s\n", (long long)change->step,
+                        change->what.c_str());
         } else if (auto* err = e.get<train::RunError>()) {
             end_line();
             std::fprintf(stderr, "myelin: training failed: %s\n", err->message.c_str());

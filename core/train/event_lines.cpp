@@ -176,6 +176,11 @@ void write(json& j, const BreakpointFired& e) {
     j["paused"] = e.paused;
 }
 
+void write(json& j, const RunChanged& e) {
+    j["step"] = e.step;
+    j["what"] = e.what;
+}
+
 void write(json& j, const Finished& e) {
     j["status"] = status_name(e.status);
     j["epoch"] = e.epoch;
@@ -259,6 +264,7 @@ std::optional<EventPayload> read_payload(const std::string& kind, const json& j)
     if (kind == "Finished")
         return Finished{read_status(get_string(j, "status")), get_int(j, "epoch"),
                         get_int(j, "step")};
+    if (kind == "Changed") return RunChanged{get_int(j, "step"), get_string(j, "what")};
     return std::nullopt;
 }
 

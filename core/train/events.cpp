@@ -78,6 +78,8 @@ const char* event_kind_name(EventKind kind) {
         return "Finished";
     case EventKind::TimeGradient:
         return "TimeGradient";
+    case EventKind::Changed:
+        return "Changed";
     }
     return "unknown";
 }

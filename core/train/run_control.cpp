@@ -30,4 +30,20 @@ bool RunControl::wait_while_paused() {
     return true;
 }
 
+void RunControl::request_edits(const RunEdits& edits) {
+    std::lock_guard lock(edits_mutex_);
+    RunEdits merged = edits_.value_or(RunEdits{});
+    if (edits.lr) merged.lr = edits.lr;
+    if (edits.clip_grad_norm) merged.clip_grad_norm = edits.clip_grad_norm;
+    if (edits.clip_grad_value) merged.clip_grad_value = edits.clip_grad_value;
+    if (!merged.empty()) edits_ = merged;
+}
+
+std::optional<RunEdits> RunControl::take_edits() {
+    std::lock_guard lock(edits_mutex_);
+    std::optional<RunEdits> taken;
+    taken.swap(edits_);
+    return taken;
+}
+
 } // namespace myelin::train

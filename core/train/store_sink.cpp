@@ -89,6 +89,8 @@ void StoreSink::on_event(const Event& e) {
     } else if (auto* b = e.get<BreakpointFired>()) {
         store_.log_event(run_, {b->step, "breakpoint", b->layer.value_or(""),
                                 b->condition + ": " + b->message, t});
+    } else if (auto* change = e.get<RunChanged>()) {
+        store_.log_event(run_, {change->step, "change", "", change->what, t});
     } else if (auto* err = e.get<RunError>()) {
         error_ = err->message;
         if (err->module) error_ += " [module " + *err->module + "]";

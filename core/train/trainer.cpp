@@ -587,6 +587,7 @@ int64_t Trainer::train_epoch() {
         if (control_->stop_requested()) break;
         wait_while_paused();
         if (control_->stop_requested()) break;
+        apply_pending_edits();
         const int64_t last = std::min(micro + spec_.accumulation_steps, micro_batches_per_epoch_);
         try {
             const int64_t next = train_step(micro, last);

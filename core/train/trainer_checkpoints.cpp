@@ -257,6 +257,58 @@ std::string format_number(double v) {
 
 } // namespace
 
+void Trainer::apply_pending_edits() {
+    const std::optional<RunEdits> edits = control_->take_edits();
+    if (!edits) return;
+    std::string what;
+    auto add = [&](const std::string& text) { what += (what.empty() ? "" : ", ") + text; };
+    auto clip_text = [](const std::optional<double>& v) {
+        return v ? format_number(*v) : std::string("off");
+    };
+    if (edits->lr) {
+        const spec::SchedulerKind* schedule =
+            spec_.scheduler ? spec::find_component(spec::scheduler_kinds(), spec_.scheduler->kind)
+                            : nullptr;
+        auto& groups = optimizer_->param_groups();
+        const double old_lr = groups.empty() ? 0.0 : groups.front().options.at("lr");
+        if (schedule && schedule->sets_lr_itself) {
+            report(LogMessage{LogLevel::Warning,
+                              schedule->name + " sets the learning rate from its own options: "
+                                               "the lr was not changed"});
+        } else if (!(*edits->lr > 0) || !(old_lr > 0)) {
+            report(LogMessage{LogLevel::Warning, "the learning rate cannot be scaled from " +
+                                                     format_number(old_lr) + " to " +
+                                                     format_number(*edits->lr)});
+        } else {
+            // Every group and the schedule scaled by one factor: ratios between groups and the
+            // schedule's shape from here on are kept.
+            const double factor = *edits->lr / old_lr;
+            for (auto& g : groups) {
+                g.options["lr"] *= factor;
+                if (auto it = g.options.find("initial_lr"); it != g.options.end())
+                    it->second *= factor;
+            }
+            if (schedule_) {
+                optim::SchedulerState state = schedule_->state_dict();
+                scale_schedule_lrs(state, std::vector<double>(groups.size(), factor));
+                schedule_->load_state_dict(state);
+            }
+            add("lr " + format_number(old_lr) + " -> " + format_number(*edits->lr));
+        }
+    }
+    if (edits->clip_grad_norm && *edits->clip_grad_norm != spec_.clip_grad_norm) {
+        add("clip_grad_norm " + clip_text(spec_.clip_grad_norm) + " -> " +
+            clip_text(*edits->clip_grad_norm));
+        spec_.clip_grad_norm = *edits->clip_grad_norm;
+    }
+    if (edits->clip_grad_value && *edits->clip_grad_value != spec_.clip_grad_value) {
+        add("clip_grad_value " + clip_text(spec_.clip_grad_value) + " -> " +
+            clip_text(*edits->clip_grad_value));
+        spec_.clip_grad_value = *edits->clip_grad_value;
+    }
+    if (!what.empty()) report(RunChanged{step_, what});
+}
+
 void Trainer::reconcile_optimizer_options(io::Checkpoint& c, const std::string& where) {
     if (c.project_json.empty()) {
         if (options_.fork)

@@ -116,7 +116,8 @@ const QStringList kProjectActions = {
     QStringLiteral("actionShow_summaryDock"), QStringLiteral("actionShow_trainingDock"),
     QStringLiteral("actionTrain"),
     // No run to pause, resume or stop without a project.
-    QStringLiteral("actionPause"), QStringLiteral("actionResume"), QStringLiteral("actionStop")};
+    QStringLiteral("actionPause"), QStringLiteral("actionResume"), QStringLiteral("actionStop"),
+    QStringLiteral("actionChangeWhilePaused")};
 
 void TestMainWindow::withoutProjectOnlyProjectActionsAreDisabled() {
     QSettings().remove(QStringLiteral("recentFiles"));

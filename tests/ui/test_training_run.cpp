@@ -7,6 +7,7 @@
 #include "editor/model_editor.h"
 #include "editor/model_summary_panel.h"
 #include "shell/main_window.h"
+#include "training/paused_changes_dialog.h"
 #include "training/training_controller.h"
 #include "training/training_dock.h"
 #include "ui_test_support.h"
@@ -39,6 +40,7 @@
 using myelin::test::artifactsDir;
 using myelin::test::writeBlobsProject;
 using myelin::ui::MainWindow;
+using myelin::ui::PausedChangesDialog;
 using myelin::ui::TrainingController;
 
 namespace {
@@ -85,6 +87,7 @@ class TestTrainingRun : public QObject {
     void resumesARunWithItsLineage();
     void badDataIsReportedAndRecorded();
     void liveViewOnFashionMnist();
+    void changeWhilePausedLowersTheLearningRate();
     void modelThatCannotFitIsNotTrained();
 
   private:
@@ -166,6 +169,55 @@ void TestTrainingRun::trainsAndRecordsTheRun() {
 
     QCoreApplication::processEvents(); // the header's last texts laid out, as on screen
     w.grab().save(QDir(artifactsDir()).filePath(QStringLiteral("training_run_finished.png")));
+}
+
+// Paused, the learning rate lowered in "Change While Paused", resumed: the run goes on from the
+// same step with the new rate, the dock marks the change on its step plots and says it in the
+// log, and the store records it as a run event at that step.
+void TestTrainingRun::changeWhilePausedLowersTheLearningRate() {
+    QTemporaryDir dir;
+    const QString project = writeBlobsProject(dir.path(), 100000, 600);
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    MainWindow w;
+    w.trainingController()->setStorePath(store);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(w.openProject(project));
+    TrainingController* controller = w.trainingController();
+    QSignalSpy steps(controller, &TrainingController::stepMetrics);
+    QSignalSpy changed(controller, &TrainingController::runChanged);
+    QVERIFY(w.startTraining());
+    QVERIFY(steps.wait(kRunTimeoutMs));
+    QVERIFY(!action(w, "actionChangeWhilePaused")->isEnabled()); // running: not yet
+    action(w, "actionPause")->trigger();
+    QTest::qWait(500); // the step under way finishes
+    QVERIFY(action(w, "actionChangeWhilePaused")->isEnabled());
+    const double before = w.trainingDock()->lastLearningRate();
+    QVERIFY(before > 0);
+    action(w, "actionChangeWhilePaused")->trigger();
+    auto* dialog = w.findChild<PausedChangesDialog*>(QStringLiteral("pausedChangesDialog"));
+    QVERIFY(dialog != nullptr);
+    const QString lowered = QString::number(before / 10, 'g', 6);
+    dialog->learningRateField()->setText(lowered);
+    QVERIFY(dialog->edits().lr.has_value());
+    dialog->accept();
+    action(w, "actionResume")->trigger();
+    QVERIFY(changed.wait(kRunTimeoutMs));
+    const qint64 at = changed.at(0).at(0).toLongLong();
+    QVERIFY2(changed.at(0).at(1).toString().startsWith(QStringLiteral("lr ")),
+             qPrintable(changed.at(0).at(1).toString()));
+    QTRY_VERIFY_WITH_TIMEOUT(w.trainingDock()->lastLearningRate() < before / 5, kRunTimeoutMs);
+    QCOMPARE(w.trainingDock()->changeSteps(), std::vector<int64_t>{int64_t(at)});
+    QVERIFY(w.trainingDock()->logText().contains(QStringLiteral("changed after step")));
+    QCoreApplication::processEvents();
+    w.grab().save(QDir(artifactsDir()).filePath(QStringLiteral("change_while_paused.png")));
+    action(w, "actionStop")->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(controller->state() == TrainingController::State::Idle, kRunTimeoutMs);
+    auto runs = myelin::store::RunStore::open(store.toStdString());
+    const auto events = runs.events(runs.list_runs().at(0).run.id);
+    QVERIFY(std::any_of(events.begin(), events.end(), [&](const myelin::store::RunEvent& e) {
+        return e.kind == "change" && e.step == at;
+    }));
 }
 
 void TestTrainingRun::pauseResumeAndStop() {

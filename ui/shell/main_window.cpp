@@ -311,6 +311,11 @@ void MainWindow::createMenus() {
     resumeAction_->setObjectName(QStringLiteral("actionResume"));
     resumeAction_->setShortcut(Qt::Key_F7);
     resumeAction_->setIcon(style()->standardIcon(QStyle::SP_MediaSeekForward));
+    changeAction_ =
+        train->addAction(tr("C&hange While Paused…"), this, &MainWindow::changeWhilePaused);
+    changeAction_->setObjectName(QStringLiteral("actionChangeWhilePaused"));
+    changeAction_->setStatusTip(tr("The learning rate and gradient clipping a paused run takes "
+                                   "from its next step"));
     stopAction_ = train->addAction(tr("&Stop"), this, &MainWindow::stopTraining);
     stopAction_->setObjectName(QStringLiteral("actionStop"));
     stopAction_->setShortcut(Qt::SHIFT | Qt::Key_F5);

@@ -130,6 +130,8 @@ class MainWindow : public QMainWindow {
     void showBackendsDialog();
     // Train > Breakpoints…: the conditions that pause the runs started here.
     void showBreakpointsDialog();
+    // While a run is paused: the learning rate and clipping it takes from its next step.
+    void changeWhilePaused();
     void showAboutDialog();
     void showNewProjectDialog();
     void showOpenDialog();
@@ -202,6 +204,7 @@ class MainWindow : public QMainWindow {
     QToolBar* trainToolBar_ = nullptr;
     QAction* trainAction_ = nullptr;
     QAction* pauseAction_ = nullptr;
+    QAction* changeAction_ = nullptr;
     QAction* resumeAction_ = nullptr;
     QAction* stopAction_ = nullptr;
     QAction* newAction_ = nullptr;

@@ -19,6 +19,7 @@
 #include "runs/fork_dialog.h"
 #include "shell/welcome_page.h"
 #include "training/breakpoints_dialog.h"
+#include "training/paused_changes_dialog.h"
 #include "training/process_run.h"
 #include "training/training_controller.h"
 #include "training/training_dock.h"
@@ -56,7 +57,7 @@ void MainWindow::createTraining() {
     trainToolBar_->setMovable(false);
     trainToolBar_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     trainToolBar_->setIconSize(QSize(16, 16));
-    for (QAction* action : {trainAction_, pauseAction_, resumeAction_, stopAction_})
+    for (QAction* action : {trainAction_, pauseAction_, resumeAction_, changeAction_, stopAction_})
         trainToolBar_->addAction(action);
 
     connect(training_, &TrainingController::stateChanged, this,
@@ -149,6 +150,7 @@ void MainWindow::updateTrainingActions() {
     trainAction_->setEnabled(open && state == TrainingController::State::Idle);
     pauseAction_->setEnabled(state == TrainingController::State::Running && training_->canPause());
     resumeAction_->setEnabled(state == TrainingController::State::Paused);
+    changeAction_->setEnabled(state == TrainingController::State::Paused && training_->canPause());
     stopAction_->setEnabled(state == TrainingController::State::Running ||
                             state == TrainingController::State::Paused);
     // Another project cannot replace the one a run is training.
@@ -222,6 +224,20 @@ bool MainWindow::startTraining() {
     options.projectPath = document_->filePath();
     options.processes = trainingPage_->processes();
     return startRun(document_->project(), document_->dataDirectory(), options);
+}
+
+void MainWindow::changeWhilePaused() {
+    if (training_->state() != TrainingController::State::Paused || !training_->canPause()) return;
+    auto* dialog =
+        new PausedChangesDialog(training_->progress().step, trainingDock_->lastLearningRate(),
+                                training_->clipGradNorm(), training_->clipGradValue(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        if (training_->requestEdits(dialog->edits()))
+            statusBar()->showMessage(tr("The changes take effect when the run resumes."),
+                                     kStatusMs);
+    });
+    dialog->open();
 }
 
 bool MainWindow::resumeRun(qint64 run) {

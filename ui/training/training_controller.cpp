@@ -62,6 +62,8 @@ bool TrainingController::start(const io::Project& project, const QString& projec
                                const TrainingStartOptions& options) {
     if (isActive()) return false;
     runProcesses_ = std::max(1, options.processes);
+    clipGradNorm_ = project.train.clip_grad_norm;
+    clipGradValue_ = project.train.clip_grad_value;
     if (options.processes > 1) return startProcesses(project, projectDir, options);
     session_ = std::make_shared<Session>();
     session_->storePath = storePath_.toStdString();
@@ -94,6 +96,14 @@ void TrainingController::pause() {
     if (state_ != State::Running || !session_ || process_) return;
     session_->control->pause();
     setState(State::Paused);
+}
+
+bool TrainingController::requestEdits(const train::RunEdits& edits) {
+    if (state_ != State::Paused || !session_ || process_ || edits.empty()) return false;
+    session_->control->request_edits(edits);
+    if (edits.clip_grad_norm) clipGradNorm_ = *edits.clip_grad_norm;
+    if (edits.clip_grad_value) clipGradValue_ = *edits.clip_grad_value;
+    return true;
 }
 
 void TrainingController::resume() {
@@ -163,6 +173,8 @@ void TrainingController::dispatch(const train::Event& event) {
         // The trainer paused itself; reflect it so Resume and Stop act on it.
         if (e->paused && state_ == State::Running) setState(State::Paused);
         emit breakpointHit(*e);
+    } else if (const auto* e = event.get<train::RunChanged>()) {
+        emit runChanged(qint64(e->step), QString::fromStdString(e->what));
     } else if (const auto* e = event.get<train::Finished>()) {
         // Reported once the worker has ended (onThreadFinished): then a new run can start.
         finalStatus_ = e->status;

@@ -9,6 +9,7 @@
 #include <myelin/train/breakpoints.h>
 #include <myelin/train/events.h>
 #include <myelin/train/recorded_run.h>
+#include <myelin/train/run_control.h>
 
 #include <QObject>
 #include <QString>
@@ -65,6 +66,12 @@ class TrainingController : public QObject {
                const TrainingStartOptions& options = {});
     // Replaces the breakpoints of the run that is going, from its next optimizer step on.
     void setBreakpoints(const std::vector<train::BreakCondition>& conditions);
+    // While paused (in this process): settings the run takes when it resumes (the learning rate,
+    // gradient clipping; train::RunEdits). False when there is no such run.
+    bool requestEdits(const train::RunEdits& edits);
+    // The run's gradient clipping: the project's, then as requestEdits changed it.
+    std::optional<double> clipGradNorm() const { return clipGradNorm_; }
+    std::optional<double> clipGradValue() const { return clipGradValue_; }
     void pause();
     void resume();
     // Finishes the current optimizer step, writes a checkpoint and ends the run as stopped.
@@ -97,6 +104,8 @@ class TrainingController : public QObject {
     // A breakpoint held the run at a step: the controller is Paused; resume() finishes the
     // step, stop() gives it up (with a checkpoint of the position before it).
     void breakpointHit(const myelin::train::BreakpointFired& breakpoint);
+    // Settings changed at a step (requestEdits), as the trainer applied them.
+    void runChanged(qint64 step, const QString& what);
     // The run ended and the controller is idle again (the store has the final status).
     void finished(myelin::train::RunStatus status);
 
@@ -122,6 +131,7 @@ class TrainingController : public QObject {
     int64_t runId_ = -1;
     train::Progress progress_;
     std::optional<train::RunStatus> finalStatus_; // from the Finished event
+    std::optional<double> clipGradNorm_, clipGradValue_;
     ProcessRun* process_ = nullptr;
     int runProcesses_ = 1;
     bool errorReported_ = false; // a RunError arrived (a process run's stderr is then not shown)

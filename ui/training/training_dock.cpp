@@ -278,6 +278,20 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
                               .arg(QString::fromStdString(b.message)),
                           colors::kWarning.name());
             });
+    // A change made while paused: said in the log and marked on the step plots.
+    connect(controller_, &TrainingController::runChanged, this,
+            [this](qint64 step, const QString& what) {
+                appendLog(tr("changed after step %1: %2").arg(step).arg(what),
+                          colors::kWarning.name());
+                changeSteps_.push_back(step);
+                for (QCustomPlot* plot : {lossPlot_, lrPlot_}) {
+                    auto* line = new QCPItemStraightLine(plot);
+                    line->point1->setCoords(double(step), 0);
+                    line->point2->setCoords(double(step), 1);
+                    line->setPen(QPen(colors::kWarning, 1, Qt::DashLine));
+                }
+                replot();
+            });
     connect(controller_, &TrainingController::finished, this, [this](train::RunStatus status) {
         lastStatus_ = status;
         drawPlots(); // the last points now, not after the replot interval
@@ -297,6 +311,9 @@ void TrainingDock::clear() {
     }
     log_->clear();
     lastStatus_.reset();
+    changeSteps_.clear();
+    for (QCustomPlot* plot : {lossPlot_, accuracyPlot_, lrPlot_})
+        plot->clearItems();
     runName_.clear();
     scoreMetric_.clear();
     progress_ = train::Progress{};
@@ -312,6 +329,10 @@ int TrainingDock::validationLossPoints() const {
 
 QString TrainingDock::headerText() const {
     return runLabel_->text() + QLatin1Char(' ') + statsLabel_->text();
+}
+
+double TrainingDock::lastLearningRate() const {
+    return learningRate_->data()->isEmpty() ? 0.0 : (learningRate_->data()->constEnd() - 1)->value;
 }
 
 QString TrainingDock::stateBadgeText() const {

@@ -12,6 +12,7 @@
 #include <QWidget>
 
 #include <optional>
+#include <vector>
 
 class QCustomPlot;
 class QCPGraph;
@@ -48,6 +49,10 @@ class TrainingDock : public QWidget {
     QString deviceText() const;
     // The state badge: "Training", "Paused", ..., or how the last run ended ("Finished").
     QString stateBadgeText() const;
+    // The learning rate of the last step shown (0 before the first).
+    double lastLearningRate() const;
+    // Steps where the run's settings changed (each a dashed line on the loss and lr plots).
+    const std::vector<int64_t>& changeSteps() const { return changeSteps_; }
     QString logText() const;
 
   private:
@@ -78,6 +83,7 @@ class TrainingDock : public QWidget {
     QString runName_;
     QString scoreMetric_; // "accuracy", "r2" or empty until the first epoch says which
     std::optional<train::RunStatus> lastStatus_; // how the last run ended, until the next starts
+    std::vector<int64_t> changeSteps_;
     train::Progress progress_;
     bool dirty_ = false;
     QElapsedTimer sinceReplot_; // the plots redraw at most every kMinReplotMs while a run streams

@@ -138,6 +138,14 @@ struct BreakpointFired {
     bool paused = false; // the run waits for resume(); otherwise it stops
 };
 
+// Settings changed while the run was paused (RunControl::request_edits), in force from optimizer
+// step `step` + 1 on: "lr 0.001 -> 0.0003, clip_grad_norm off -> 1". The store records it as a
+// run event of kind "change"; the studio marks it on the run's plots.
+struct RunChanged {
+    int64_t step = 0;
+    std::string what;
+};
+
 enum class RunStatus : uint8_t { Finished, Stopped, Failed };
 const char* run_status_name(RunStatus status); // "finished", "stopped", "failed" (the store's)
 
@@ -163,6 +171,7 @@ enum class EventKind : uint8_t {
     Breakpoint,
     Finished,
     TimeGradient,
+    Changed,
 };
 const char* event_kind_name(EventKind kind); // "RunStarted", ...
 // StepMetrics, TensorSummary, FeatureMap, TimeGradient and Progress: a later event of the kind
@@ -171,7 +180,7 @@ bool is_droppable(EventKind kind);
 
 using EventPayload = std::variant<RunStarted, StepMetrics, EpochMetrics, TensorSummaryEvent,
                                   FeatureMapEvent, CheckpointSaved, Progress, LogMessage, RunError,
-                                  BreakpointFired, Finished, TimeGradientEvent>;
+                                  BreakpointFired, Finished, TimeGradientEvent, RunChanged>;
 
 // Seconds since the Unix epoch (the store's wall_time column).
 double wall_clock_seconds();

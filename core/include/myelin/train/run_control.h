@@ -6,8 +6,20 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 
 namespace myelin::train {
+
+// Settings a run takes at its next optimizer step (the studio's "Change" while paused). What can
+// change mid-run: the learning rate (the first parameter group's; the others keep their ratios,
+// and a schedule is scaled with it, so it goes on from here) and gradient clipping. The graph,
+// the data and the optimizer's kind cannot.
+struct RunEdits {
+    std::optional<double> lr;
+    std::optional<std::optional<double>> clip_grad_norm; // a max norm, or off (inner nullopt)
+    std::optional<std::optional<double>> clip_grad_value;
+    bool empty() const { return !lr && !clip_grad_norm && !clip_grad_value; }
+};
 
 class RunControl {
   public:
@@ -21,7 +33,14 @@ class RunControl {
     // Blocks while paused, until resumed or stopped. Returns whether it waited.
     bool wait_while_paused();
 
+    // Edits for the next optimizer step, merged into any not yet taken (a later value wins).
+    void request_edits(const RunEdits& edits);
+    // The pending edits, taken (the Trainer's, before each step).
+    std::optional<RunEdits> take_edits();
+
   private:
+    std::mutex edits_mutex_;
+    std::optional<RunEdits> edits_;
     std::atomic<bool> stop_{false};
     std::atomic<bool> paused_{false};
     std::mutex mutex_;

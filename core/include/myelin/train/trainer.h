@@ -257,6 +257,9 @@ class Trainer {
     // After the checkpoint's optimizer state is loaded: applies (fork) or adopts (resume) the
     // options the checkpoint's project sets differently; may scale `checkpoint.scheduler`.
     void reconcile_optimizer_options(io::Checkpoint& checkpoint, const std::string& where);
+    // Applies what RunControl::request_edits asked for, before the next optimizer step, and
+    // reports it (RunChanged); an edit that cannot apply is reported as a warning instead.
+    void apply_pending_edits();
     // Each parameter group's options as `optimizer` gives them (stand-in parameters).
     std::vector<std::map<std::string, double>> group_options(const spec::Choice& optimizer) const;
     void load_initial_weights();
