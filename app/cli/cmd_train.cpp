@@ -105,7 +105,8 @@ class ProgressPrinter final : public train::EventSink {
                         change->what.c_str());
         } else if (auto* err = e.get<train::RunError>()) {
             end_line();
-            std::fprintf(stderr, "myelin: training failed: %s\n", err->message.c_str());
+            std::fprintf(stderr, "myelin: training %s: %s\n", err->stopped ? "stopped" : "failed",
+                         err->message.c_str());
         }
         std::fflush(stdout);
     }

@@ -12,8 +12,11 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <string>
@@ -400,10 +403,33 @@ std::string errno_text(int err) {
     return std::strerror(err);
 }
 
+std::mutex& write_fault_mutex() {
+    static std::mutex m;
+    return m;
+}
+std::function<int(const fs::path&)>& write_fault() {
+    static std::function<int(const fs::path&)> fault;
+    return fault;
+}
+
+std::string size_text(uint64_t bytes) {
+    char text[32];
+    if (bytes >= 1'000'000)
+        std::snprintf(text, sizeof text, "%.1f MB", double(bytes) / 1e6);
+    else
+        std::snprintf(text, sizeof text, "%.1f kB", double(bytes) / 1e3);
+    return text;
+}
+
 // A temporary file next to the target that is removed unless commit() renamed it into place.
+// `bytes`: the file's size, said when the disk is full.
 class AtomicWriter {
   public:
-    explicit AtomicWriter(const fs::path& target) : target_(target) {
+    AtomicWriter(const fs::path& target, uint64_t bytes) : target_(target), bytes_(bytes) {
+        {
+            std::lock_guard lock(write_fault_mutex());
+            if (write_fault()) injected_ = write_fault()(target);
+        }
         static std::atomic<uint64_t> counter{0};
         const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
         for (int attempt = 0;; ++attempt) {
@@ -425,12 +451,11 @@ class AtomicWriter {
 
     void write(const void* data, size_t n) {
         const auto* p = static_cast<const char*>(data);
+        if (injected_ != 0) fail_write(injected_);
         while (n > 0) {
             const ssize_t done = ::write(fd_, p, std::min<size_t>(n, size_t(1) << 30));
             if (done < 0 && errno == EINTR) continue;
-            if (done <= 0)
-                fail("writing the temporary file '" + temp_.string() +
-                     "' failed: " + errno_text(done < 0 ? errno : EIO));
+            if (done <= 0) fail_write(done < 0 ? errno : EIO);
             p += done;
             n -= static_cast<size_t>(done);
         }
@@ -461,8 +486,17 @@ class AtomicWriter {
     [[noreturn]] void fail(const std::string& what) const {
         throw Error("cannot write '" + target_.string() + "': " + what);
     }
+    // A failed write: a WriteError that says, for a full disk, what the file needed.
+    [[noreturn]] void fail_write(int err) const {
+        std::string what = "cannot write '" + target_.string() + "': writing the temporary file '" +
+                           temp_.string() + "' failed: " + errno_text(err);
+        if (err == ENOSPC || err == EDQUOT) what += " (the file needs " + size_text(bytes_) + ")";
+        throw WriteError(what, err, bytes_);
+    }
 
     fs::path target_, temp_;
+    uint64_t bytes_ = 0;
+    int injected_ = 0;
     int fd_ = -1;
     bool committed_ = false;
 };
@@ -551,7 +585,7 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
     for (int i = 0; i < 8; ++i)
         prefix[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
 
-    AtomicWriter out(path);
+    AtomicWriter out(path, 8 + text.size() + offset);
     out.write(prefix, 8);
     out.write(text.data(), text.size());
     for (size_t k : data_order) {
@@ -635,6 +669,11 @@ SafetensorsFile load_safetensors(const fs::path& path) {
         out.tensors.emplace_back(info.name, std::move(t));
     }
     return out;
+}
+
+void set_write_fault_for_tests(std::function<int(const std::filesystem::path& target)> fault) {
+    std::lock_guard lock(write_fault_mutex());
+    write_fault() = std::move(fault);
 }
 
 } // namespace myelin::io

@@ -165,6 +165,7 @@ void write(json& j, const RunError& e) {
     j["epoch"] = e.epoch;
     j["step"] = e.step;
     if (e.module) j["module"] = *e.module;
+    if (e.stopped) j["stopped"] = true;
 }
 
 void write(json& j, const BreakpointFired& e) {
@@ -256,7 +257,8 @@ std::optional<EventPayload> read_payload(const std::string& kind, const json& j)
     }
     if (kind == "Error")
         return RunError{get_string(j, "message"), get_int(j, "epoch"), get_int(j, "step"),
-                        get_optional_string(j, "module")};
+                        get_optional_string(j, "module"),
+                        j.contains("stopped") && get_bool(j, "stopped")};
     if (kind == "Breakpoint")
         return BreakpointFired{
             get_string(j, "condition"), get_string(j, "message"), get_optional_string(j, "layer"),

@@ -506,6 +506,8 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
     d.metrics_step = metrics_step_;
     auto path = options_.checkpoint_dir / file_name;
     io::save_checkpoint(path, c);
+    last_written_checkpoint_ = path;
+    last_written_step_ = step_;
     return path;
 }
 
@@ -551,18 +553,36 @@ TrainResult Trainer::run() {
             ended = end_epoch();
         }
         if (result_.status == RunStatus::Finished && data_.test) test_metrics();
+    } catch (const io::WriteError& e) {
+        stop_after_write_failure(e);
     } catch (const std::exception& e) {
         fail(e);
     }
     try { // whatever the outcome: callbacks release their hooks and fill in the result
         for (auto& callback : callbacks_)
             callback->on_run_end(*this, result_);
+    } catch (const io::WriteError& e) { // the final checkpoint
+        if (result_.status != RunStatus::Failed) stop_after_write_failure(e);
     } catch (const std::exception& e) {
         if (result_.status != RunStatus::Failed) fail(e);
     }
     result_.steps = step_;
     report(Finished{result_.status, epoch_, step_});
     return result_;
+}
+
+void Trainer::stop_after_write_failure(const std::exception& e) {
+    // A checkpoint the disk could not take: the run stops (not fails), resumable from the last
+    // checkpoint that was written, which is kept.
+    result_.status = RunStatus::Stopped;
+    result_.error =
+        std::string(e.what()) + "; the run stopped after step " + std::to_string(step_) + "; " +
+        (last_written_checkpoint_.empty()
+             ? std::string("no checkpoint was written before it, so it cannot be "
+                           "resumed: free space and train again")
+             : "it can be resumed from " + last_written_checkpoint_.filename().string() +
+                   " (step " + std::to_string(last_written_step_) + ")");
+    report(RunError{result_.error, epoch_, step_, std::nullopt, true});
 }
 
 void Trainer::fail(const std::exception& e) {

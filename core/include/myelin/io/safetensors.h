@@ -12,11 +12,13 @@
 // (PyTorch's state_dict order survives a round trip).
 #include <myelin/dims.h>
 #include <myelin/dtype.h>
+#include <myelin/error.h>
 #include <myelin/tensor.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,6 +71,26 @@ struct SafetensorsFile {
 // every tensor is aligned to its element size (the header keeps the given order).
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const StringPairs& metadata = {});
+
+// A file that could not be written (the disk is full, the folder is read-only): the message names
+// the file and the reason, and for a full disk how many bytes the file needed. Nothing was left
+// at the target, and a file already there is as it was.
+class WriteError : public Error {
+  public:
+    WriteError(const std::string& message, int error_number, uint64_t bytes_needed)
+        : Error(message), error_number_(error_number), bytes_needed_(bytes_needed) {}
+    int error_number() const { return error_number_; } // errno: ENOSPC for a full disk
+    uint64_t bytes_needed() const { return bytes_needed_; }
+
+  private:
+    int error_number_;
+    uint64_t bytes_needed_;
+};
+
+// The writers' fault seam, for tests that need a full disk without a small mount: before each
+// file save_safetensors writes, `fault(target)` is asked for an errno to fail it with (0: write
+// it). Empty (the default): none.
+void set_write_fault_for_tests(std::function<int(const std::filesystem::path& target)> fault);
 
 // Reads and validates the whole file; every tensor is a new CPU tensor.
 SafetensorsFile load_safetensors(const std::filesystem::path& path);

@@ -125,6 +125,7 @@ struct RunError {
     int64_t epoch = 0;
     int64_t step = 0;
     std::optional<std::string> module; // the module where a NaN/Inf first appeared, if known
+    bool stopped = false; // the run ends stopped, not failed (a checkpoint the disk refused)
 };
 
 // A training breakpoint (train/breakpoints.h) fired at `step`, the optimizer step not yet

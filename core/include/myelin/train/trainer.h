@@ -257,6 +257,9 @@ class Trainer {
     // After the checkpoint's optimizer state is loaded: applies (fork) or adopts (resume) the
     // options the checkpoint's project sets differently; may scale `checkpoint.scheduler`.
     void reconcile_optimizer_options(io::Checkpoint& checkpoint, const std::string& where);
+    // A checkpoint write failed (io::WriteError: a full disk): the run ends stopped, saying
+    // which checkpoint it can be resumed from.
+    void stop_after_write_failure(const std::exception& e);
     // Applies what RunControl::request_edits asked for, before the next optimizer step, and
     // reports it (RunChanged); an edit that cannot apply is reported as a warning instead.
     void apply_pending_edits();
@@ -293,6 +296,8 @@ class Trainer {
     spec::LossContext loss_context_;
     std::shared_ptr<nn::Loss> loss_;
     std::unique_ptr<optim::Optimizer> optimizer_;
+    std::filesystem::path last_written_checkpoint_; // the newest checkpoint written
+    int64_t last_written_step_ = 0;
     std::unique_ptr<Schedule> schedule_;
     std::unique_ptr<EarlyStopping> early_stopping_;
     std::unique_ptr<data::DataLoader> train_loader_;
