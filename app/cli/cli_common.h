@@ -47,6 +47,7 @@ int cmd_train(const std::vector<std::string_view>& args);
 int cmd_eval(const std::vector<std::string_view>& args);
 int cmd_runs(const std::vector<std::string_view>& args);
 int cmd_export(const std::vector<std::string_view>& args);
+int cmd_import(const std::vector<std::string_view>& args);
 int cmd_lr_find(const std::vector<std::string_view>& args);
 
 // The project a checkpoint carries and the folder its data paths resolve in (recorded in the

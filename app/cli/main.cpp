@@ -100,6 +100,12 @@ const char* const kUsage =
     "                                   PyTorch code (.py with a checkpoint loader) or weights\n"
     "                                   with their project, classes and preprocessing; nothing\n"
     "                                   is written when the export fails\n"
+    "  import MODEL.onnx -o PROJECT [--checkpoint FILE]\n"
+    "                                   build a project of Myelin layers from an ONNX model\n"
+    "                                   (opset 13-17, e.g. from torch.onnx.export) and write its\n"
+    "                                   weights (default: PROJECT with .safetensors) for\n"
+    "                                   --init-weights; nothing is written when a node has no\n"
+    "                                   Myelin layer\n"
     "  runs list [--store FILE] [--all] list runs with their parent (#RUN@STEP: resumed or\n"
     "                                   forked from that run's checkpoint of that step) and\n"
     "                                   latest metrics; --all also lists learning-rate range\n"
@@ -313,6 +319,7 @@ int run(int argc, char** argv) {
     if (command == "eval") return cmd_eval(args);
     if (command == "runs") return cmd_runs(args);
     if (command == "export") return cmd_export(args);
+    if (command == "import") return cmd_import(args);
     if (command == "lr-find") return cmd_lr_find(args);
     throw UsageError{"unknown command '" + std::string(command) + "'"};
 }

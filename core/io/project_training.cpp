@@ -40,6 +40,7 @@ TrainSpec detail::read_train(const Reader& r) {
             "flush_denormal",
             "deterministic",
             "allow_tf32",
+            "init_weights",
             "early_stopping",
             "checkpoints",
             "capture",
@@ -77,6 +78,7 @@ TrainSpec detail::read_train(const Reader& r) {
     t.flush_denormal = r.bool_or("flush_denormal", false);
     t.deterministic = r.bool_or("deterministic", false);
     t.allow_tf32 = r.bool_or("allow_tf32", false);
+    t.init_weights = r.str_or("init_weights", "");
     if (r.has("early_stopping")) {
         Reader e = r.at("early_stopping");
         e.only({"enabled", "metric", "mode", "patience", "min_delta"});
@@ -134,6 +136,7 @@ detail::json detail::write_train(const TrainSpec& t) {
     if (t.flush_denormal) o["flush_denormal"] = true; // files without it stay as they were
     if (t.deterministic) o["deterministic"] = true;
     if (t.allow_tf32) o["allow_tf32"] = true;
+    if (!t.init_weights.empty()) o["init_weights"] = t.init_weights;
     json e = json::object();
     e["enabled"] = t.early_stopping.enabled;
     e["metric"] = t.early_stopping.metric;

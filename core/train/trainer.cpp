@@ -173,6 +173,13 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
         if (spec_.capture.layers.empty() ||
             std::count(spec_.capture.layers.begin(), spec_.capture.layers.end(), name))
             layers_.emplace_back(name, child);
+    // The project's initial weights (relative to its folder) unless given here; a resume or fork
+    // starts from its checkpoint instead.
+    if (options_.init_weights.empty() && !spec_.init_weights.empty() &&
+        options_.resume_from.empty()) {
+        const std::filesystem::path p = spec_.init_weights;
+        options_.init_weights = p.is_absolute() ? p : options_.project_dir / p;
+    }
     if (!options_.init_weights.empty()) load_initial_weights();
     if (!options_.resume_from.empty()) load_resume_checkpoint();
     move_to_device();

@@ -72,6 +72,7 @@ class TestProject : public QObject {
     void defaultsFillIn();
     void jsonSyntaxErrorsHaveLineAndColumn();
     void fieldErrorsHaveJsonPaths();
+    void initialWeightsAreWrittenOnlyWhenSet();
     void newerFormatIsRefused();
     void deviceIsWrittenOnlyWhenNotCpu();
     void flushDenormalIsWrittenOnlyWhenOn();
@@ -229,11 +230,25 @@ void TestProject::fieldErrorsHaveJsonPaths() {
     }
 }
 
+// training.init_weights: written only when set, in a version-6 file, and read back.
+void TestProject::initialWeightsAreWrittenOnlyWhenSet() {
+    Project p = parse_project(kMinimal);
+    QVERIFY(p.train.init_weights.empty());
+    QVERIFY(serialize_project(p).find("init_weights") == std::string::npos);
+    p.train.init_weights = "imported.safetensors";
+    const std::string text = serialize_project(p);
+    QVERIFY2(text.find("\"init_weights\": \"imported.safetensors\"") != std::string::npos,
+             text.c_str());
+    QVERIFY2(text.find("\"format_version\": 6,") != std::string::npos, text.c_str());
+    QCOMPARE(parse_project(text).train, p.train);
+}
+
 void TestProject::newerFormatIsRefused() {
     QString e = parse_error(edited("\"format_version\": 1", "\"format_version\": 7"));
     QCOMPARE(e, QStringLiteral("p.myelin:format_version: this project needs format version 7; "
-                               "this build of Myelin reads up to version 5 (update Myelin to "
-                               "open it)"));
+                               "this build of Myelin reads up to version %1 (update Myelin to "
+                               "open it)")
+                    .arg(myelin::io::kProjectFormatVersion));
     e = parse_error(edited("\"format_version\": 1", "\"format_version\": 0"));
     QVERIFY2(e.contains("format_version: expected an integer >= 1"), qPrintable(e));
 }

@@ -1,10 +1,14 @@
 // MainWindow driven offscreen: menus, status bar, title, dialogs, and a screenshot artifact.
+#include "document/project_document.h"
 #include "shell/backends_dialog.h"
 #include "shell/main_window.h"
 #include "ui_test_support.h"
 #include "widgets/theme.h"
 
 #include <myelin/device.h>
+#include <myelin/export/export.h>
+#include <myelin/generator.h>
+#include <myelin/graph/build.h>
 #include <myelin/io/project.h>
 #include <myelin/version.h>
 
@@ -70,6 +74,7 @@ class TestMainWindow : public QObject {
     void fullScreenToggles();
     void backendsDialogListsBackends();
     void aboutDialogShowsVersion();
+    void importModelOpensItsProject();
     void screenshot();
 };
 
@@ -317,6 +322,39 @@ void TestMainWindow::aboutDialogShowsVersion() {
     QVERIFY(QTest::qWaitForWindowExposed(box));
     saveScreenshot(*box, QStringLiteral("about_dialog.png"));
     box->close();
+}
+
+// File > Import Model…: the shipped CNN exported to ONNX and imported again opens as a project
+// of Myelin layers that starts its runs from the imported weights; a file that is no model is
+// refused in a message box and nothing is written.
+void TestMainWindow::importModelOpensItsProject() {
+    QTemporaryDir dir;
+    myelin::exporters::ExportSource source;
+    source.project =
+        myelin::io::load_project(myelin::test::examplePath("fashion_cnn").toStdString());
+    myelin::default_generator().manual_seed(3);
+    source.weights = myelin::graph::build(source.project.model)->state_dict();
+    const QString onnx = dir.filePath(QStringLiteral("cnn.onnx"));
+    myelin::exporters::export_onnx(source, onnx.toStdString());
+    MainWindow w;
+    const QString project = dir.filePath(QStringLiteral("imported.myelin"));
+    QVERIFY(w.findChild<QAction*>(QStringLiteral("actionImportModel"))->isEnabled()); // no project
+    QVERIFY(w.importModel(onnx, project));
+    QCOMPARE(w.document()->filePath(), project);
+    QCOMPARE(w.document()->spec().nodes.size(), source.project.model.nodes.size());
+    QCOMPARE(w.document()->project().train.init_weights, std::string("imported.safetensors"));
+    QVERIFY(QFile::exists(dir.filePath(QStringLiteral("imported.safetensors"))));
+    QVERIFY2(w.statusBar()->currentMessage().contains(QStringLiteral("Set its data")),
+             qPrintable(w.statusBar()->currentMessage()));
+
+    const QString junk = dir.filePath(QStringLiteral("junk.onnx"));
+    QFile f(junk);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("not a model");
+    f.close();
+    QVERIFY(!w.importModel(junk, dir.filePath(QStringLiteral("junk.myelin"))));
+    QVERIFY(w.findChild<QMessageBox*>(QStringLiteral("importFailedBox")) != nullptr);
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("junk.myelin"))));
 }
 
 void TestMainWindow::screenshot() {

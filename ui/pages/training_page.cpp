@@ -165,6 +165,10 @@ void TrainingPage::refresh() {
     showClip(clipNormEnabled_, clipNorm_, t.clip_grad_norm);
     showClip(clipValueEnabled_, clipValue_, t.clip_grad_value);
     {
+        const QSignalBlocker b(initWeights_);
+        initWeights_->setText(QString::fromStdString(t.init_weights));
+    }
+    {
         const QSignalBlocker b(seed_);
         seed_->setText(QString::number(t.seed));
         showFieldError(seedError_, seed_, QString());

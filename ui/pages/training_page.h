@@ -174,6 +174,7 @@ class TrainingPage : public QWidget {
     QCheckBox* deterministic_ = nullptr; // training.deterministic
     QCheckBox* allowTf32_ = nullptr;     // training.allow_tf32
     QLineEdit* seed_ = nullptr;
+    QLineEdit* initWeights_ = nullptr;
     QLabel* seedError_ = nullptr;
     QSpinBox* validateEvery_ = nullptr;
     QSpinBox* threads_ = nullptr;

@@ -256,6 +256,23 @@ void TrainingPage::buildScheduleSection(QFormLayout* schedule) {
 
 // Epochs, accumulation, gradient clipping, precision, seed, validation, threads and device.
 void TrainingPage::buildRunSection(QFormLayout* run) {
+    initWeights_ = new QLineEdit(settings_);
+    initWeights_->setObjectName(QStringLiteral("initWeights"));
+    initWeights_->setPlaceholderText(tr("none: each layer's own initialisation"));
+    initWeights_->setToolTip(
+        tr("A safetensors file a fresh run starts from (an imported model's weights, a "
+           "checkpoint), relative to the project's folder. A layer whose name is not in it (a "
+           "replaced head) keeps its initialisation; a resume or fork starts from its "
+           "checkpoint instead."));
+    run->addRow(tr("Initial weights"), initWeights_);
+    connect(initWeights_, &QLineEdit::editingFinished, this, [this] {
+        const std::string path = initWeights_->text().trimmed().toStdString();
+        if (path == document_->project().train.init_weights) return;
+        commit([path](spec::TrainSpec& t) { t.init_weights = path; },
+               path.empty() ? tr("Clear the initial weights")
+                            : tr("Start from %1").arg(QString::fromStdString(path)));
+    });
+
     epochs_ = intSpin(QStringLiteral("trainEpochs"), 1, 1000000,
                       tr("Passes over the training set."), settings_);
     run->addRow(tr("Epochs"), epochs_);

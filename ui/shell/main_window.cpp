@@ -232,6 +232,10 @@ void MainWindow::createMenus() {
     saveAsAction_->setObjectName(QStringLiteral("actionSaveAs"));
     saveAsAction_->setShortcut(QKeySequence::SaveAs);
     file->addSeparator();
+    importAction_ = file->addAction(tr("&Import Model…"), this, &MainWindow::showImportDialog);
+    importAction_->setObjectName(QStringLiteral("actionImportModel"));
+    importAction_->setStatusTip(tr("Build a project of Myelin layers from an ONNX model (from "
+                                   "torch.onnx.export) and start its runs from its weights"));
     exportAction_ =
         file->addAction(tr("&Export Trained Model…"), this, &MainWindow::showExportDialog);
     exportAction_->setObjectName(QStringLiteral("actionExport"));

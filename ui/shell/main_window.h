@@ -99,6 +99,10 @@ class MainWindow : public QMainWindow {
     // offered for saving first. A shipped example (exampleDirectory()) opens as an untitled
     // copy, as File > New makes it. True when `path` is now open.
     bool openProject(const QString& path);
+    // File > Import Model…: `onnx` as a project written to `projectPath` (and its weights beside
+    // it, the project's initial weights), then opened. False (with a message box naming the
+    // node or file) when it cannot be imported; nothing is written then.
+    bool importModel(const QString& onnx, const QString& projectPath);
     // A new untitled project: an empty model, or a copy of the example at `examplePath`.
     bool newProject(const QString& examplePath = QString());
     // Save to the project's file (asks for one when it has none); Save As to `path` (asks when
@@ -130,6 +134,7 @@ class MainWindow : public QMainWindow {
     void showBackendsDialog();
     // Train > Breakpoints…: the conditions that pause the runs started here.
     void showBreakpointsDialog();
+    void showImportDialog();
     // While a run is paused: the learning rate and clipping it takes from its next step.
     void changeWhilePaused();
     void showAboutDialog();
@@ -204,6 +209,7 @@ class MainWindow : public QMainWindow {
     QToolBar* trainToolBar_ = nullptr;
     QAction* trainAction_ = nullptr;
     QAction* pauseAction_ = nullptr;
+    QAction* importAction_ = nullptr;
     QAction* changeAction_ = nullptr;
     QAction* resumeAction_ = nullptr;
     QAction* stopAction_ = nullptr;

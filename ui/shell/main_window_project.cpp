@@ -10,7 +10,10 @@
 #include "editor/model_editor.h"
 #include "shell/new_project_dialog.h"
 #include "shell/welcome_page.h"
+#include "training/training_controller.h"
 
+#include <myelin/error.h>
+#include <myelin/export/import.h>
 #include <myelin/io/project.h>
 
 #include <QAction>
@@ -251,6 +254,50 @@ void MainWindow::showNewProjectDialog() {
     connect(dialog, &QDialog::accepted, this,
             [this, dialog] { newProject(dialog->selectedExample()); });
     dialog->open();
+}
+
+void MainWindow::showImportDialog() {
+    const QString directory =
+        QSettings().value(QString::fromLatin1(kLastDirectoryKey), QDir::homePath()).toString();
+    const QString onnx = QFileDialog::getOpenFileName(this, tr("Import Model"), directory,
+                                                      tr("ONNX models (*.onnx)"));
+    if (onnx.isEmpty()) return;
+    const QFileInfo info(onnx);
+    QString project = QFileDialog::getSaveFileName(
+        this, tr("Save the Imported Project As"),
+        info.dir().filePath(info.completeBaseName() + QStringLiteral(".myelin")),
+        tr("Myelin projects (*.myelin)"));
+    if (project.isEmpty()) return;
+    if (!project.endsWith(QStringLiteral(".myelin"))) project += QStringLiteral(".myelin");
+    importModel(onnx, project);
+}
+
+bool MainWindow::importModel(const QString& onnx, const QString& projectPath) {
+    if (training_->isActive()) return false;
+    try {
+        const exporters::ImportedModel model = exporters::import_onnx_file(onnx.toStdString());
+        const std::filesystem::path checkpoint =
+            exporters::default_import_checkpoint(projectPath.toStdString());
+        exporters::write_imported_model(model, projectPath.toStdString(), checkpoint);
+        if (!openProject(projectPath)) return false;
+        statusBar()->showMessage(
+            tr("Imported %1: %2 layers; runs start from its weights (%3). Set its data on the "
+               "Data page before training.")
+                .arg(QFileInfo(onnx).fileName())
+                .arg(model.project.model.nodes.size() - 2)
+                .arg(QString::fromStdString(checkpoint.filename().string())),
+            kStatusMs * 3);
+        return true;
+    } catch (const Error& e) {
+        auto* box = new QMessageBox(QMessageBox::Warning, tr("Cannot Import"),
+                                    tr("%1 cannot be imported.").arg(QFileInfo(onnx).fileName()),
+                                    QMessageBox::Close, this);
+        box->setObjectName(QStringLiteral("importFailedBox"));
+        box->setInformativeText(QString::fromStdString(e.what()));
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+        return false;
+    }
 }
 
 void MainWindow::showOpenDialog() {

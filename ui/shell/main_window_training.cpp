@@ -157,6 +157,7 @@ void MainWindow::updateTrainingActions() {
     const bool idle = state == TrainingController::State::Idle;
     newAction_->setEnabled(idle);
     openAction_->setEnabled(idle);
+    importAction_->setEnabled(idle);
     closeAction_->setEnabled(idle && open);
     recentMenu_->setEnabled(idle);
     welcomePage_->setEnabled(idle);

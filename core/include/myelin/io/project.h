@@ -26,7 +26,8 @@ namespace myelin::io {
 // Version 3 adds training.device other than "cpu" and training.precision "float16".
 // Version 4 adds training.flush_denormal.
 // Version 5 adds training.deterministic and training.allow_tf32.
-inline constexpr int kProjectFormatVersion = 5;
+// Version 6 adds training.init_weights.
+inline constexpr int kProjectFormatVersion = 6;
 
 struct Project {
     int format_version = kProjectFormatVersion;
@@ -62,10 +63,12 @@ inline int required_format_version(const graph::ModelSpec& model) {
         if (e.from_port != 0) return 2;
     return 1;
 }
-// The format_version serialize_project writes for `project`: 5 when its training asks for
+// The format_version serialize_project writes for `project`: 6 when it names initial weights,
+// 5 when its training asks for
 // deterministic GPU kernels or TF32, 4 when it flushes denormals, 3 when it asks for a device
 // other than the CPU or for float16, else the model's.
 inline int required_format_version(const Project& project) {
+    if (!project.train.init_weights.empty()) return 6;
     if (project.train.deterministic || project.train.allow_tf32) return 5;
     if (project.train.flush_denormal) return 4;
     if (project.train.device != "cpu" || project.train.precision == "float16") return 3;

@@ -97,6 +97,11 @@ struct TrainSpec {
     // holds each key only when on.
     bool deterministic = false;
     bool allow_tf32 = false;
+    // Weights a fresh run starts from (a safetensors state_dict: an imported model's, a
+    // checkpoint's), relative to the project's folder; names or shapes that do not fit keep their
+    // initialisation, with a warning (a replaced head). Empty: the layers' own initialisation.
+    // A resume or fork starts from its checkpoint instead. The CLI's --init-weights overrides it.
+    std::string init_weights;
     EarlyStoppingSpec early_stopping;
     CheckpointSpec checkpoints;
     CaptureSpec capture;
