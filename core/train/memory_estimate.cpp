@@ -167,19 +167,7 @@ MemoryAvailable available_memory(const Device& device) {
 }
 
 std::string format_bytes(int64_t bytes) {
-    const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
-    double value = double(bytes);
-    int unit = 0;
-    while (std::abs(value) >= 1000 && unit < 5) {
-        value /= 1000;
-        ++unit;
-    }
-    char text[32];
-    if (unit == 0)
-        std::snprintf(text, sizeof text, "%lld bytes", (long long)bytes);
-    else
-        std::snprintf(text, sizeof text, value >= 100 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-    return text;
+    return graph::format_si(double(bytes), "B"); // as the analysis summary writes sizes
 }
 
 std::vector<std::string> describe_memory(const MemoryEstimate& e) {

@@ -81,7 +81,7 @@ MemoryVerdict check_training_memory(const MemoryEstimate& estimate,
                                     const MemoryAvailable& available, const io::Project& project,
                                     const std::filesystem::path& project_dir);
 
-// "1.2 GB", "55 MB", "812 kB" (decimal units, as the analysis summary writes sizes).
+// "1.20 GB", "55.00 MB", "812.00 kB" (graph::format_si: decimal units, as the summary).
 std::string format_bytes(int64_t bytes);
 // The estimate as lines "  weights  1.7 MB", then "  total  ..." (for `myelin check`).
 std::vector<std::string> describe_memory(const MemoryEstimate& estimate);
