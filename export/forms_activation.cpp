@@ -192,6 +192,19 @@ void add_norm_activation_forms(FormsTable& table) {
                                   .str();
                           }};
     table["ReLU"] = plain("Relu");
+    // Clip with constant bounds (opset 11 on: inputs, not attributes).
+    table["ReLU6"] = {.onnx = single([](OnnxGraph& g, const OnnxLayer& l) {
+                          return g.op("Clip",
+                                      {l.inputs[0], g.floats(l.name("min"), {0.0f}, {}),
+                                       g.floats(l.name("max"), {6.0f}, {})},
+                                      l.module_name);
+                      }),
+                      .pytorch_module = py_plain(),
+                      .opencv_note = [](const graph::Attrs&) {
+                          return std::string("OpenCV 4.6's DNN module reads Clip only with its "
+                                             "bounds as attributes (opset 10), not as the inputs "
+                                             "of opset 11 on");
+                      }};
     table["Sigmoid"] = plain("Sigmoid");
     table["Tanh"] = plain("Tanh");
     table["Hardswish"] = plain("HardSwish");

@@ -1474,7 +1474,7 @@ void Importer::op_recurrent() {
     }
 }
 
-// Clip(0, none) is ReLU; Myelin has no clamp layer (no ReLU6 or Hardtanh) for other bounds.
+// Clip(0, none) is ReLU, Clip(0, 6) ReLU6; Myelin has no general clamp layer (Hardtanh).
 void Importer::op_clip() {
     auto bound = [&](int i) -> std::optional<double> {
         if (!has_input(i)) return std::nullopt;
@@ -1489,6 +1489,7 @@ void Importer::op_clip() {
         note("Clip(min=0) imported as ReLU");
         return layer_output("ReLU");
     }
+    if (low && *low == 0.0 && high && *high == 6.0) return layer_output("ReLU6");
     auto text = [](const std::optional<double>& v) {
         if (!v) return std::string("none");
         std::ostringstream s;
@@ -1496,8 +1497,8 @@ void Importer::op_clip() {
         return s.str();
     };
     refuse("Clip(min=" + text(low) + ", max=" + text(high) +
-           "): Myelin has no clamp layer (no ReLU6 or Hardtanh); only Clip with min 0 and no "
-           "max (a ReLU) is imported");
+           "): Myelin has no clamp layer for these bounds (no Hardtanh); Clip(0, none) is "
+           "imported as ReLU and Clip(0, 6) as ReLU6");
 }
 
 void Importer::op_prelu() {

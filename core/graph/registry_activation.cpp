@@ -29,6 +29,8 @@ LayerKind activation(std::string name, std::string doc, double cost, BuildFn bui
 void add_activation_kinds(std::vector<LayerKind>& kinds) {
     kinds.push_back(activation("ReLU", "max(0, x).", 1, simple<nn::ReLU>()));
     kinds.push_back(
+        activation("ReLU6", "min(max(0, x), 6) (MobileNet's activation).", 1, simple<nn::ReLU6>()));
+    kinds.push_back(
         activation("LeakyReLU", "x for x > 0, negative_slope * x otherwise.", 1,
                    [](const Attrs& a) {
                        return std::make_shared<nn::LeakyReLU>(a.get_float("negative_slope"));

@@ -30,6 +30,10 @@ Tensor ReLU::forward(const TensorList& inputs) {
     return relu(inputs[0]);
 }
 
+Tensor ReLU6::forward(const TensorList& inputs) {
+    return clamp(inputs[0], 0.0, 6.0);
+}
+
 Tensor LeakyReLU::forward(const TensorList& inputs) {
     return leaky_relu(inputs[0], negative_slope);
 }

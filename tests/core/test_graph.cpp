@@ -141,6 +141,7 @@ std::vector<KindCase> kind_cases() {
         {"Identity", {}, {{5}}},
         {"Upsample", {}, {{2, 3, 3}}},
         {"ReLU", {}, {{3, 5}}},
+        {"ReLU6", {}, {{3, 5}}},
         {"LeakyReLU", {{"negative_slope", 0.2}}, {{3, 5}}},
         {"PReLU", {}, {{3, 5}}},
         {"PReLU", {{"num_parameters", int64_t(3)}}, {{3, 5}}},

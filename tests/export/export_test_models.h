@@ -396,6 +396,30 @@ inline Tensor padded_tokens(int64_t n, int64_t steps, int64_t vocabulary) {
     return x;
 }
 
+// ReLU6 (ONNX Clip with bound inputs, which OpenCV 4.6 does not read): between two Linears whose
+// outputs are scaled so some values pass 6.
+inline graph::ModelSpec relu6_model() {
+    graph::ModelSpec s;
+    auto in = s.add_node("Input", "", {{"shape", L({12})}});
+    auto fc = s.add_node("Linear", "fc", {{"in_features", I(12)}, {"out_features", I(16)}});
+    auto relu6 = s.add_node("ReLU6", "relu6");
+    auto head = s.add_node("Linear", "head", {{"in_features", I(16)}, {"out_features", I(4)}});
+    auto out = s.add_node("Output");
+    s.connect(in, fc);
+    s.connect(fc, relu6);
+    s.connect(relu6, head);
+    s.connect(head, out);
+    return s;
+}
+
+// relu6_model's source with its first Linear scaled by 20, so the clamp at 6 is reached.
+inline exporters::ExportSource relu6_source() {
+    exporters::ExportSource source = fresh_source(project_of(relu6_model(), "relu6"));
+    for (auto& [name, t] : source.weights)
+        if (name == "fc.weight") t = (t * 20.0).contiguous();
+    return source;
+}
+
 inline QString q(const std::string& s) {
     return QString::fromStdString(s);
 }

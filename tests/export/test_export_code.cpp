@@ -209,6 +209,7 @@ class TestExportCode : public QObject {
                            "layer_norm");
         compare_with_torch(fresh_source(project_of(embedding_model(), "emb")),
                            randint(0, 20, {3, 7}), "embedding");
+        compare_with_torch(relu6_source(), rand({3, 12}), "relu6");
     }
 
     void safetensorsDescribesItself() {

@@ -202,15 +202,17 @@ class TestExportOnnx : public QObject {
     // inferred shapes must be Myelin's (export_onnx does that itself).
     void checkedOnly() {
         for (auto [spec, file] : {std::pair{layer_norm_model(), "layer_norm.onnx"},
-                                  std::pair{embedding_model(), "embedding.onnx"}}) {
+                                  std::pair{embedding_model(), "embedding.onnx"},
+                                  std::pair{relu6_model(), "relu6.onnx"}}) {
             auto source = fresh_source(project_of(spec, file));
             exporters::export_onnx(source, path(file));
             onnx::checker::check_model(read_model(path(file)));
         }
-        // Which runtimes cannot run them is said, and true: OpenCV refuses both files.
+        // Which runtimes cannot run them is said, and true: OpenCV refuses each file.
         for (auto [spec, file, kind] :
              {std::tuple{layer_norm_model(), "layer_norm.onnx", "LayerNorm"},
-              std::tuple{embedding_model(), "embedding.onnx", "Embedding"}}) {
+              std::tuple{embedding_model(), "embedding.onnx", "Embedding"},
+              std::tuple{relu6_model(), "relu6.onnx", "ReLU6"}}) {
             const auto notes = exporters::onnx_runtime_notes(fresh_source(project_of(spec, file)));
             QCOMPARE(notes.size(), size_t(1));
             QVERIFY2(QString::fromStdString(notes[0]).contains(kind), notes[0].c_str());
@@ -338,6 +340,7 @@ class TestExportOnnx : public QObject {
         cases.push_back(
             {fresh_source(project_of(layer_norm_model(), "l")), {5, 16}, 0, "layer_norm"});
         cases.push_back({fresh_source(project_of(embedding_model(), "e")), {7}, 20, "embedding"});
+        cases.push_back({relu6_source(), {12}, 0, "relu6"});
         for (const char* example :
              {"word_language", "word_language_lstm", "word_language_transformer"})
             cases.push_back(

@@ -927,11 +927,18 @@ class TestImportOnnx : public QObject {
         });
     }
 
-    void refuses_clip_other_than_relu() {
+    // Clip(0, 6) is ReLU6 (MobileNet's); other bounds have no layer and are refused.
+    void imports_relu6_and_refuses_other_clips() {
         guarded([&] {
-            expect_refusal(HeadModel().bytes(6.0f), "relu6.onnx",
-                           {"relu6.onnx", "'/features/features.2/Clip'", "Clip", "position 2",
-                            "max=6", "ReLU6"});
+            const exporters::ImportedModel m =
+                exporters::import_onnx(HeadModel().bytes(6.0f), "relu6.onnx");
+            bool relu6 = false;
+            for (const graph::Node& n : m.project.model.nodes)
+                relu6 = relu6 || n.kind == "ReLU6";
+            QVERIFY(relu6);
+            expect_refusal(HeadModel().bytes(4.0f), "clip4.onnx",
+                           {"clip4.onnx", "'/features/features.2/Clip'", "Clip", "position 2",
+                            "max=4", "Hardtanh"});
         });
     }
 

@@ -384,6 +384,13 @@ class ReLU : public Module {
     Tensor forward(const TensorList& inputs) override;
 };
 
+// min(max(0, x), 6): MobileNet's activation (PyTorch's nn.ReLU6).
+class ReLU6 : public Module {
+  public:
+    ReLU6() : Module("ReLU6") {}
+    Tensor forward(const TensorList& inputs) override;
+};
+
 class LeakyReLU : public Module {
   public:
     explicit LeakyReLU(double negative_slope = 0.01)
