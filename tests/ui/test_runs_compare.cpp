@@ -148,6 +148,35 @@ class TestRunsCompare : public QObject {
         QVERIFY(graphNamed(bName)->visible());
     }
 
+    // A change made while a run was paused (a store event of kind "change") is a dashed line in
+    // the run's colour at its step, said under the plot; none on the epoch axis.
+    void changesWhilePausedAreMarked() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("runs.sqlite"));
+        int64_t a = 0, b = 0;
+        {
+            auto s = store::RunStore::open(path.toStdString());
+            a = addRun(s, "a", "loss", 0, ramp(10, 2.0, -0.1));
+            b = addRun(s, "b", "loss", 0, ramp(10, 2.5, -0.1));
+            s.log_event(a, {4, "change", "", "lr 0.01 -> 0.001", 0});
+        }
+        RunsCompareView view;
+        view.setStorePath(path);
+        view.setRuns({a, b});
+        QCustomPlot* plot = view.plot(QStringLiteral("loss"));
+        QVERIFY(plot != nullptr);
+        QCOMPARE(plot->itemCount(), 1);
+        auto* line = qobject_cast<QCPItemStraightLine*>(plot->item(0));
+        QVERIFY(line != nullptr);
+        QCOMPARE(line->point1->coords().x(), 4.0);
+        const auto* notes = view.findChild<QLabel*>(QStringLiteral("comparePlotNotes"));
+        QVERIFY(notes != nullptr);
+        QVERIFY2(notes->text().contains(QStringLiteral("changed after step 4: lr 0.01 -> 0.001")),
+                 qPrintable(notes->text()));
+        view.setSmoothing(0.3); // a redraw keeps one line, not two
+        QCOMPARE(view.plot(QStringLiteral("loss"))->itemCount(), 1);
+    }
+
     void smoothingIsTensorBoardsDebiasedEma() {
         // By hand, w = 0.6: last = 0.4, 1.04, 1.824, (NaN skipped), 3.0944, (Inf skipped),
         // 3.45664; debias = 1 - 0.6^n for n = 1..5 finite values folded in.

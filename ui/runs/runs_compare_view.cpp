@@ -266,6 +266,8 @@ void RunsCompareView::readRuns() {
             entry.running = run.status == store::RunStatus::Running;
             entry.lineage = compare::readLineage(*store_, id);
             entry.params = store_->params(id);
+            for (const store::RunEvent& e : store_->events(id))
+                if (e.kind == "change") entry.changes.emplace_back(e.step, e.message);
         } catch (const store::StoreError& e) {
             // An unknown id, or a store that cannot be read now (locked, damaged).
             const bool unknown =
@@ -475,8 +477,29 @@ void RunsCompareView::redraw(bool keepRanges) {
                                   entry.epochs ? &*entry.epochs : nullptr,
                                   hiddenRuns_.count(entry.id) > 0});
             }
-            const QStringList notes =
+            QStringList notes =
                 compare::drawRuns(plot->plot, plot->key, curves, options, plot->drawn);
+            // Changes made while a run was paused: a dashed line in the run's colour at the step
+            // (on the step axis), said in the notes.
+            for (QCPAbstractItem* item : plot->changeMarks)
+                plot->plot->removeItem(item);
+            plot->changeMarks.clear();
+            for (const RunEntry& entry : entries_) {
+                if (hiddenRuns_.count(entry.id)) continue;
+                for (const auto& [step, what] : entry.changes) {
+                    if (xAxis_ == XAxis::Step) {
+                        auto* line = new QCPItemStraightLine(plot->plot);
+                        line->point1->setCoords(double(step), 0);
+                        line->point2->setCoords(double(step), 1);
+                        line->setPen(QPen(entry.color, 1, Qt::DashLine));
+                        plot->changeMarks.push_back(line);
+                    }
+                    notes << tr("%1 changed after step %2: %3")
+                                 .arg(entry.label)
+                                 .arg(step)
+                                 .arg(QString::fromStdString(what));
+                }
+            }
             plot->notes->setText(notes.join(QLatin1Char('\n')));
             plot->notes->setVisible(!notes.isEmpty());
         }

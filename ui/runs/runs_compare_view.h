@@ -23,6 +23,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QCPAbstractItem;
 class QCustomPlot;
 class QLabel;
 class QShowEvent;
@@ -109,6 +110,8 @@ class RunsCompareView : public QWidget {
         std::optional<compare::Anchors> epochs; // read on first use
         std::map<std::string, std::string> params;
         bool running = false;
+        // Settings changed while the run was paused (store events of kind "change"): step, what.
+        std::vector<std::pair<int64_t, std::string>> changes;
     };
     struct PlotEntry {
         QString key;
@@ -116,7 +119,8 @@ class RunsCompareView : public QWidget {
         QCustomPlot* plot = nullptr;
         QLabel* notes = nullptr;
         std::map<int64_t, compare::DrawnRun> drawn;
-        bool fitted = false; // its axes were fitted to the curves once
+        std::vector<QCPAbstractItem*> changeMarks; // dashed lines at the runs' changes
+        bool fitted = false;                       // its axes were fitted to the curves once
     };
 
     bool openStore();
