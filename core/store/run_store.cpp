@@ -91,6 +91,9 @@ RunStore::Impl::Impl(const fs::path& requested, const StoreOptions& opts)
         } catch (const detail::BusyError&) {
             // Another process is writing: the store is still usable; the next open or
             // mark_interrupted_runs() marks them.
+        } catch (const detail::DiskFullError&) {
+            // A full disk: what the store holds can still be read (runs list, the studio's Runs
+            // tab); the runs are marked when there is room again.
         }
     }
     writer = std::thread([this] { writer_loop(); });

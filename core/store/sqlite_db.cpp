@@ -158,6 +158,7 @@ void Database::fail(int rc, std::string_view doing, const char* sqlite_message) 
     std::string text =
         message(std::string(doing) + ": " + explain(rc, sqlite_message, busy_timeout_));
     if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) throw BusyError(text);
+    if ((rc & 0xff) == SQLITE_FULL) throw DiskFullError(text);
     throw StoreError(text);
 }
 

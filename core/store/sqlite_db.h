@@ -23,6 +23,12 @@ class BusyError : public StoreError {
     using StoreError::StoreError;
 };
 
+// A write found the disk (or the file system's quota) full.
+class DiskFullError : public StoreError {
+  public:
+    using StoreError::StoreError;
+};
+
 class Database;
 
 class Statement {
