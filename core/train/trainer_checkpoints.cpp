@@ -384,4 +384,62 @@ void Trainer::reconcile_optimizer_options(io::Checkpoint& c, const std::string& 
                                                   ": optimizer " + what});
 }
 
+std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int64_t epoch,
+                                               int64_t batch_in_epoch) {
+    if (options_.checkpoint_dir.empty()) return {};
+    std::filesystem::create_directories(options_.checkpoint_dir);
+    io::Checkpoint c;
+    c.model = model_->state_dict();
+    c.optimizer_kind = optimizer_->name();
+    c.optimizer = optimizer_->state_dict();
+    // Written from host copies: the same files from every device (no copies on the CPU).
+    for (auto& [name, t] : c.model)
+        t = t.to(kCPU);
+    for (auto& [index, state] : c.optimizer.state)
+        for (auto& [key, t] : state)
+            t = t.to(kCPU);
+    if (schedule_) c.scheduler = schedule_->state_dict();
+    if (scaler_) c.grad_scaler = scaler_->state_dict();
+    c.position = {epoch, batch_in_epoch, step_, world_size()};
+    c.generator_state = default_generator().get_state();
+    if (early_stopping_->has_best()) c.best_metric = early_stopping_->best();
+    c.bad_epochs = early_stopping_->bad_epochs();
+    c.early_stopping_updates = early_stopping_->updates();
+    // The project as trained (overrides in), so a fork from here compares against what ran.
+    io::Project trained = project_;
+    trained.train = spec_;
+    c.project_json = io::serialize_project(trained);
+    io::CheckpointDescription& d = c.description;
+    d.project_dir = std::filesystem::absolute(options_.project_dir).lexically_normal().string();
+    d.run_id = options_.run_id;
+    d.class_names = data_.class_names;
+    d.input_shape.assign(data_.input_shape.begin(), data_.input_shape.end());
+    d.preprocessing = data_.preprocessing;
+    if (data_.text_encoder) d.text_encoding = data_.text_encoder->encoding();
+    for (const auto& [k, v] : result_.train)
+        d.metrics.emplace_back("train_" + k, v);
+    for (const auto& [k, v] : result_.validation)
+        d.metrics.emplace_back("val_" + k, v);
+    d.metrics_step = metrics_step_;
+    auto path = options_.checkpoint_dir / file_name;
+    io::save_checkpoint(path, c);
+    last_written_checkpoint_ = path;
+    last_written_step_ = step_;
+    return path;
+}
+
+void Trainer::stop_after_write_failure(const std::exception& e) {
+    // A checkpoint the disk could not take: the run stops (not fails), resumable from the last
+    // checkpoint that was written, which is kept.
+    result_.status = RunStatus::Stopped;
+    result_.error =
+        std::string(e.what()) + "; the run stopped after step " + std::to_string(step_) + "; " +
+        (last_written_checkpoint_.empty()
+             ? std::string("no checkpoint was written before it, so it cannot be "
+                           "resumed: free space and train again")
+             : "it can be resumed from " + last_written_checkpoint_.filename().string() +
+                   " (step " + std::to_string(last_written_step_) + ")");
+    report(RunError{result_.error, epoch_, step_, std::nullopt, true});
+}
+
 } // namespace myelin::train
