@@ -58,7 +58,7 @@ struct Port {
 };
 
 struct Value {
-    enum class Kind { Constant, Ints, Tensor, Padded, View, Zeros } kind = Kind::Constant;
+    enum class Kind { Constant, Ints, Tensor, Padded, View, Zeros, Lengths } kind = Kind::Constant;
     Tensor constant;           // Constant
     std::vector<int64_t> ints; // Ints (kBatch: the batch size)
     bool scalar = false;       // Ints of rank 0
@@ -72,6 +72,9 @@ struct Value {
     std::vector<int64_t> atoms;
     std::vector<std::vector<int>> layout, groups;
     std::string view_node; // View: the node that made the last layout change, for messages
+    // Lengths: each sequence's length computed from the token ids `port` [N, T], as
+    // PaddingLengths does it, one step at a time: tokens == 0, != 0, their count, clamped to 1.
+    enum class Stage { PaddingMask, TokenMask, Counts, Lengths } stage = Stage::PaddingMask;
 };
 
 // A computed tensor as a view of itself: one atom per dimension.
@@ -306,10 +309,10 @@ const std::set<std::string, std::less<>>& supported_ops() {
         std::set<std::string, std::less<>> names;
         std::istringstream list(
             "Add AveragePool BatchNormalization Cast Clip Concat Constant ConstantOfShape Conv "
-            "ConvTranspose Dropout Elu Expand Flatten GRU Gather Gemm GlobalAveragePool HardSwish "
-            "Identity LSTM LayerNormalization LeakyRelu LogSoftmax MatMul MaxPool Mul PRelu Pad "
-            "RNN ReduceMean Relu Reshape Shape Sigmoid Slice Softmax Softplus Squeeze Tanh "
-            "Transpose Unsqueeze");
+            "ConvTranspose Dropout Elu Equal Expand Flatten GRU Gather Gemm GlobalAveragePool "
+            "HardSwish Identity LSTM LayerNormalization LeakyRelu LogSoftmax MatMul Max MaxPool "
+            "Mul Not PRelu Pad RNN ReduceMean ReduceSum Relu Reshape Shape Sigmoid Slice Softmax "
+            "Softplus Squeeze Tanh Transpose Unsqueeze");
         for (std::string op; list >> op;)
             names.insert(op);
         return names;
@@ -380,6 +383,12 @@ class Importer {
             refuse("reads the output of the Pad node '" + v.pad_node +
                    "': Myelin pads only inside a convolution, so a Pad is imported only in "
                    "front of a Conv");
+        if (v.kind == Value::Kind::Lengths)
+            refuse("reads the sequence lengths (or their padding mask) computed from the token "
+                   "ids '" +
+                   input_name(i) +
+                   "': Myelin takes lengths only as a recurrent "
+                   "layer's sequence_lens");
         if (v.kind == Value::Kind::View)
             refuse("reads a layout change (Transpose, Reshape, Squeeze) made by " + v.view_node +
                    " that Myelin has no layer for: layout changes are imported only where they "
@@ -462,6 +471,10 @@ class Importer {
     void op_gather();
     void op_reduce_mean();
     void op_recurrent();
+    // Equal / Not / ReduceSum / Max (and Clip) on the way from token ids to their lengths.
+    bool op_lengths_step();
+    Port padding_lengths_of(const Port& tokens);
+    std::map<std::pair<graph::NodeId, int>, Port> padding_lengths_; // by token port
     void view_reshape(const Value& v, const std::vector<int64_t>& target, bool allow_zero);
     // Sets output `i` to the view, or to the tensor it shows when it undoes every change.
     void set_view(int i, Value v) {
@@ -570,7 +583,8 @@ void Importer::convert() {
         const Value& v = input(0);
         const bool to_int = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
         const bool to_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
-        if ((v.kind == Value::Kind::Ints && to_int) || v.kind == Value::Kind::Zeros)
+        if ((v.kind == Value::Kind::Ints && to_int) || v.kind == Value::Kind::Zeros ||
+            v.kind == Value::Kind::Lengths)
             return set_output(0, v);
         if (v.kind == Value::Kind::Constant && (to_int || to_float))
             return set_output(
@@ -720,6 +734,12 @@ void Importer::convert() {
     if (op == "Elu") return layer_output("ELU", {{"alpha", attr_float(*node_, "alpha", 1.0)}});
     if (op == "Softmax" || op == "LogSoftmax")
         return layer_output(op, {{"dim", attr_int(*node_, "axis", -1)}});
+    if (op == "Equal" || op == "Not" || op == "ReduceSum" || op == "Max" || op == "Clip")
+        if (op_lengths_step()) return;
+    if (op == "Equal" || op == "Not" || op == "ReduceSum" || op == "Max")
+        refuse(op + " is imported only on the way from token ids to each sequence's length "
+                    "(PaddingLengths: (tokens != 0).sum(dim=1).clamp(min=1)); Myelin has no "
+                    "layer for it elsewhere");
     if (op == "Clip") return op_clip();
     if (op == "PRelu") return op_prelu();
     if (op == "Add") return op_add();
@@ -1386,9 +1406,15 @@ void Importer::op_recurrent() {
         refuse("weights W " + w.sizes().str() + " and R " + r.sizes().str() +
                " do not fit hidden_size " + std::to_string(attr_int(*node_, "hidden_size", 0)) +
                " on " + std::to_string(features) + " features");
-    if (has_input(4))
-        refuse("sequence_lens is not imported (Myelin takes each sequence's length from "
-               "PaddingLengths)");
+    std::optional<Port> lengths;
+    if (has_input(4)) {
+        const Value& v = input(4);
+        if (v.kind != Value::Kind::Lengths || v.stage != Value::Stage::Lengths)
+            refuse("sequence_lens is imported only when computed from the token ids as "
+                   "PaddingLengths does it ((tokens != 0).sum(dim=1).clamp(min=1)); Myelin's "
+                   "recurrent layers take each sequence's length from PaddingLengths");
+        lengths = padding_lengths_of(v.port);
+    }
     for (int i : {5, 6})
         if (!is_zero(i))
             refuse("its initial state (input " + std::to_string(i) +
@@ -1453,7 +1479,12 @@ void Importer::op_recurrent() {
             {"bidirectional", dirs == 2},
             {"bias", bias}};
     if (op == "RNN") a.set("nonlinearity", nonlinearity);
-    const Port p = add_layer(op, a, {x}, weight_hint(1), weights);
+    std::vector<Port> inputs{x};
+    if (lengths) {
+        a.set("num_inputs", int64_t(2));
+        inputs.push_back(*lengths);
+    }
+    const Port p = add_layer(op, a, inputs, weight_hint(1), weights);
     const std::vector<TensorType>& types = made_[p.node].outputs;
     // Atoms of port 0: N, T, D, H; of the state ports: N, D, H.
     Value y;
@@ -1472,6 +1503,66 @@ void Importer::op_recurrent() {
         state.groups = {{1}, {0}, {2}};
         set_view(port, state);
     }
+}
+
+// The lengths of token-id sequences, (tokens != 0).sum(dim=1).clamp(min=1) as PyTorch and
+// Myelin's own export write it, is followed op by op (Value::Kind::Lengths) and becomes one
+// PaddingLengths layer when a recurrent layer reads it as sequence_lens. False: the node is not
+// such a step (the caller handles or refuses it).
+bool Importer::op_lengths_step() {
+    const std::string& op = node_->op_type();
+    using Stage = Value::Stage;
+    auto constant_is = [&](int i, double want) {
+        if (!has_input(i)) return false;
+        const Value& v = input(i);
+        if (v.kind != Value::Kind::Constant && v.kind != Value::Kind::Ints) return false;
+        const Tensor c = constant_input(i);
+        return c.numel() == 1 && c.to(DType::Float64).contiguous().data<double>()[0] == want;
+    };
+    auto emit = [&](const Port& tokens, Stage stage) {
+        Value v;
+        v.kind = Value::Kind::Lengths;
+        v.port = tokens;
+        v.stage = stage;
+        set_output(0, std::move(v));
+        return true;
+    };
+    if (op == "Equal") {
+        for (int side : {0, 1}) {
+            if (!has_input(side) || input(side).kind != Value::Kind::Tensor) continue;
+            const Port tokens = input(side).port;
+            if (tokens.type.dtype == DType::Int64 && tokens.type.shape.size() == 2 &&
+                constant_is(1 - side, 0.0))
+                return emit(tokens, Stage::PaddingMask);
+        }
+        return false;
+    }
+    const Value& v = input(0);
+    if (v.kind != Value::Kind::Lengths) return false;
+    if (op == "Not" && (v.stage == Stage::PaddingMask || v.stage == Stage::TokenMask))
+        return emit(v.port, v.stage == Stage::PaddingMask ? Stage::TokenMask : Stage::PaddingMask);
+    if (op == "ReduceSum" && v.stage == Stage::TokenMask) {
+        const std::vector<int64_t> axes =
+            has_input(1) ? ints_input(1) : attr_ints(*node_, "axes", {});
+        if (axes.size() == 1 && (axes[0] == 1 || axes[0] == -1) &&
+            attr_int(*node_, "keepdims", 1) == 0)
+            return emit(v.port, Stage::Counts);
+        refuse("a count of the non-padding tokens is imported over the steps (axis 1, "
+               "keepdims=0) only");
+    }
+    if (v.stage == Stage::Counts &&
+        ((op == "Max" && node_->input_size() == 2 && constant_is(1, 1.0)) ||
+         (op == "Clip" && constant_is(1, 1.0) && !has_input(2))))
+        return emit(v.port, Stage::Lengths);
+    refuse(op + " of sequence lengths: only (tokens != 0).sum(dim=1).clamp(min=1) is imported "
+                "(Myelin's PaddingLengths)");
+}
+
+Port Importer::padding_lengths_of(const Port& tokens) {
+    const auto key = std::make_pair(tokens.node, tokens.port);
+    auto it = padding_lengths_.find(key);
+    if (it != padding_lengths_.end()) return it->second;
+    return padding_lengths_[key] = add_layer("PaddingLengths", {}, {tokens}, "lengths");
 }
 
 // Clip(0, none) is ReLU, Clip(0, 6) ReLU6; Myelin has no general clamp layer (Hardtanh).

@@ -715,7 +715,8 @@ class TestImportOnnx : public QObject {
         QTest::addColumn<QString>("name");
         for (const char* name :
              {"fashion_mlp", "fashion_cnn", "fashion_resnet", "tabular_regression", "word_language",
-              "image_model", "vector_model", "sequence_model", "recurrent_model"})
+              "word_language_lstm", "image_model", "vector_model", "sequence_model",
+              "recurrent_model"})
             QTest::newRow(name) << QString(name);
     }
 
