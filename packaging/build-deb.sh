@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build-deb}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_NATIVE=OFF \
   -DMYELIN_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=/usr
-cmake --build "$build" --target myelin myelin-studio myelin_example myelin_man_pages
+cmake --build "$build" --target myelin myelin-studio myelin_example myelin_man_pages \
+  myelin_completion
 (cd "$build" && cpack -G DEB)
 deb=$(ls "$build"/*.deb)
 echo "package: $deb"

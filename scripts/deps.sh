@@ -14,6 +14,7 @@ MYELIN_DEBIAN_PACKAGES=(
     libqcustomplot-dev
     libsqlite3-dev
     nlohmann-json3-dev
+    libcli11-dev      # the myelin CLI's options, help, man page and completion (header-only)
     libopenblas-openmp-dev
     libdnnl-dev
     ocl-icd-opencl-dev # oneDNN's CMake package config looks for OpenCL (only Recommended)

@@ -1,5 +1,5 @@
 #pragma once
-// Shared bits of the `myelin` subcommands: exit codes, a tiny option parser, messages.
+// Shared bits of the `myelin` subcommands: exit codes, their parsed arguments, messages.
 #include <myelin/io/project.h>
 
 #include <cstdint>
@@ -8,7 +8,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,16 +19,21 @@ inline constexpr int kExitError = 1;   // invalid project, failed run, unreadabl
 inline constexpr int kExitUsage = 2;   // bad command line
 inline constexpr int kExitStopped = 3; // training stopped before the end (Ctrl-C, --max-steps)
 
-// Thrown for a bad command line; main() prints it with a pointer to --help and exits 2.
+// Thrown for a bad command line; run_cli prints it with a pointer to the command's --help and
+// exits 2.
 struct UsageError {
     std::string message;
 };
 
-// "--name value" options and positional arguments. Flags listed in `flags` take no value.
+// A command's arguments as the command line gave them, read from the parsed description
+// (cli_run.cpp): values by every name of their option ("-o" and "--output"), flags given.
 class Args {
   public:
-    Args(const std::vector<std::string_view>& args, const std::set<std::string>& options,
-         const std::set<std::string>& flags = {});
+    Args() = default;
+    Args(std::vector<std::string> positional, std::map<std::string, std::string> values,
+         std::set<std::string> flags)
+        : positional_(std::move(positional)), values_(std::move(values)), flags_(std::move(flags)) {
+    }
     const std::vector<std::string>& positional() const { return positional_; }
     std::optional<std::string> get(const std::string& option) const;
     bool flag(const std::string& option) const { return flags_.count(option) > 0; }
@@ -41,14 +45,23 @@ class Args {
     std::set<std::string> flags_;
 };
 
-int cmd_check(const std::vector<std::string_view>& args);
-int cmd_format(const std::vector<std::string_view>& args);
-int cmd_train(const std::vector<std::string_view>& args);
-int cmd_eval(const std::vector<std::string_view>& args);
-int cmd_runs(const std::vector<std::string_view>& args);
-int cmd_export(const std::vector<std::string_view>& args);
-int cmd_import(const std::vector<std::string_view>& args);
-int cmd_lr_find(const std::vector<std::string_view>& args);
+int cmd_check(const Args& args);
+int cmd_format(const Args& args);
+int cmd_plugins(const Args& args);
+int cmd_train(const Args& args);
+int cmd_eval(const Args& args);
+int cmd_runs_list(const Args& args);
+int cmd_runs_show(const Args& args);
+int cmd_runs_layers(const Args& args);
+int cmd_runs_export_csv(const Args& args);
+int cmd_runs_delete(const Args& args);
+int cmd_export(const Args& args);
+int cmd_import(const Args& args);
+int cmd_lr_find(const Args& args);
+
+// Parses the command line against its one description (cli_spec.cpp), prints help, usage errors
+// and the generated documents, and runs the command. Returns the exit code.
+int run_cli(int argc, char** argv);
 
 // The project a checkpoint carries and the folder its data paths resolve in (recorded in the
 // checkpoint; else the checkpoint's folder). Throws myelin::Error for an older checkpoint

@@ -23,14 +23,10 @@ checkpoint_project(const std::filesystem::path& checkpoint) {
     return {io::parse_project(c.project_json, checkpoint.string() + " (its project)"), folder};
 }
 
-int cmd_export(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--checkpoint", "--format", "-o", "--output"});
+int cmd_export(const Args& args) {
     const auto checkpoint = args.get("--checkpoint");
     const auto format_text = args.get("--format");
-    const auto out = args.get("-o") ? args.get("-o") : args.get("--output");
-    if (args.positional().size() > 1 || !checkpoint || !format_text || !out)
-        throw UsageError{"export: myelin export [PROJECT] --checkpoint FILE "
-                         "--format onnx|pytorch|safetensors -o OUT"};
+    const auto out = args.get("--output");
     const auto format = exporters::parse_format(*format_text);
     if (!format)
         throw UsageError{"export: unknown format '" + *format_text +

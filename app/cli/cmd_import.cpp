@@ -10,12 +10,8 @@
 
 namespace myelin::cli {
 
-int cmd_import(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"-o", "--output", "--checkpoint"});
-    const auto out = args.get("-o") ? args.get("-o") : args.get("--output");
-    if (args.positional().size() != 1 || !out)
-        throw UsageError{
-            "import: myelin import MODEL.onnx -o PROJECT.myelin [--checkpoint OUT.safetensors]"};
+int cmd_import(const Args& args) {
+    const auto out = args.get("--output");
     const std::filesystem::path project = *out;
     const std::filesystem::path checkpoint = args.get("--checkpoint")
                                                  ? std::filesystem::path(*args.get("--checkpoint"))

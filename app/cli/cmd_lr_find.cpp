@@ -36,10 +36,7 @@ double project_lr(const io::Project& project) {
 
 } // namespace
 
-int cmd_lr_find(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--steps", "--start-lr", "--end-lr", "--seed", "--store"});
-    if (args.positional().size() != 1)
-        throw UsageError{"lr-find: which project? (myelin lr-find PROJECT)"};
+int cmd_lr_find(const Args& args) {
     const std::filesystem::path path = args.positional()[0];
     train::LrFindOptions options;
     options.steps = args.get_int("--steps", 2).value_or(options.steps);

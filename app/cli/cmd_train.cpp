@@ -15,6 +15,7 @@
 
 #include "cli_common.h"
 #include "cli_dist.h"
+#include "cli_json.h"
 
 #include <unistd.h>
 
@@ -211,16 +212,7 @@ int train_process(const Args& args, train::TrainerOptions& options,
                   const std::shared_ptr<dist::Communicator>& comm);
 }
 
-int cmd_train(const std::vector<std::string_view>& raw) {
-    Args args(
-        raw, {"--epochs",        "--seed",         "--threads", "--store",          "--name",
-              "--resume",        "--fork",         "--lr",      "--checkpoint-dir", "--max-steps",
-              "--init-weights",  "--break-on",     "--device",  "--dist",           "--bucket-mb",
-              "--dist-check",    "--dist-timeout", "--events",  "--stop-file",      "--data-dir",
-              "--record-project"},
-        {"--dist-no-overlap", "--sync-batchnorm", "--flush-denormal", "--ignore-memory-check"});
-    if (args.positional().size() != 1)
-        throw UsageError{"train: which project? (myelin train PROJECT)"};
+int cmd_train(const Args& args) {
     train::TrainerOptions options;
     options.epochs = args.get_int("--epochs", 1);
     if (auto s = args.get_int("--seed", 0)) options.seed = uint64_t(*s);
@@ -473,13 +465,61 @@ void print_top_losses(const train::Evaluation& e) {
     }
 }
 
+// eval --json: the document the README's "JSON output" describes.
+nlohmann::ordered_json evaluation_json(const train::Evaluation& e,
+                                       const std::optional<std::string>& csv) {
+    nlohmann::ordered_json doc = {{"split", e.split}, {"examples", e.size}};
+    doc["metrics"] = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : e.metrics)
+        doc["metrics"][k] = v;
+    doc["predictions"] = csv ? nlohmann::ordered_json(*csv) : nlohmann::ordered_json(nullptr);
+    const train::ConfusionMatrix& confusion = e.confusion;
+    const auto name = [&](int64_t c) {
+        return c < int64_t(confusion.class_names.size()) ? confusion.class_names[size_t(c)]
+                                                         : std::to_string(c);
+    };
+    doc["confusion"] = nullptr;
+    if (confusion.num_classes > 0) {
+        nlohmann::ordered_json classes = nlohmann::ordered_json::array(),
+                               matrix = nlohmann::ordered_json::array(),
+                               per_class = nlohmann::ordered_json::array();
+        for (int64_t r = 0; r < confusion.num_classes; ++r) {
+            classes.push_back(name(r));
+            nlohmann::ordered_json row = nlohmann::ordered_json::array();
+            for (int64_t c = 0; c < confusion.num_classes; ++c)
+                row.push_back(confusion.at(r, c));
+            matrix.push_back(row);
+            const train::ClassScores s = train::class_scores(confusion, r);
+            per_class.push_back({{"class", name(r)},
+                                 {"precision", s.precision},
+                                 {"recall", s.recall},
+                                 {"f1", s.f1},
+                                 {"support", s.support}});
+        }
+        doc["confusion"] = {{"classes", classes}, {"matrix", matrix}, {"per_class", per_class}};
+    }
+    nlohmann::ordered_json top = nlohmann::ordered_json::array();
+    for (int64_t i : e.top_losses) {
+        nlohmann::ordered_json row = {{"example", i}, {"loss", e.losses[size_t(i)]}};
+        if (e.classification()) {
+            const int64_t t = e.targets[size_t(i)], p = e.predicted[size_t(i)];
+            row["target"] = name(t);
+            row["predicted"] = name(p);
+            row["probability"] = e.probability(i, p);
+            row["target_probability"] = e.probability(i, t);
+        } else {
+            row["target"] = e.target_value(i, 0);
+            row["output"] = e.output(i, 0);
+        }
+        top.push_back(row);
+    }
+    doc["top_losses"] = top;
+    return doc;
+}
+
 } // namespace
 
-int cmd_eval(const std::vector<std::string_view>& raw) {
-    Args args(raw, {"--checkpoint", "--threads", "--predictions", "--top-loss"});
-    if (args.positional().size() > 1 || !args.get("--checkpoint"))
-        throw UsageError{"eval: myelin eval [PROJECT] --checkpoint FILE [--predictions CSV] "
-                         "[--top-loss K]"};
+int cmd_eval(const Args& args) {
     const int64_t top_loss = args.get_int("--top-loss", 1).value_or(0);
     io::Project project;
     std::filesystem::path project_dir;
@@ -496,9 +536,22 @@ int cmd_eval(const std::vector<std::string_view>& raw) {
     const data::DatasetPtr dataset = train::evaluation_dataset(*trainer, &split);
     train::EvaluationOptions options;
     options.top_losses = top_loss;
+    const auto start = std::chrono::steady_clock::now();
     const train::Evaluation e = train::evaluate_examples(*trainer, dataset, options);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (args.flag("--json")) {
+        if (auto csv = args.get("--predictions")) write_predictions(e, *csv);
+        nlohmann::ordered_json doc = evaluation_json(e, args.get("--predictions"));
+        doc["seconds"] = seconds;
+        print_json(doc);
+        return kExitOk;
+    }
     std::printf("%s (%lld examples):%s\n", split.c_str(), (long long)e.size,
                 metrics_text(e.metrics, "").c_str());
+    // Loading, transforms and the forward passes: what a user waits for.
+    std::printf("evaluated in %.3f s (%.0f examples/s)\n", seconds,
+                seconds > 0 ? double(e.size) / seconds : 0.0);
     if (auto csv = args.get("--predictions")) {
         write_predictions(e, *csv);
         std::printf("wrote the model's outputs for %lld examples to %s\n", (long long)e.size,

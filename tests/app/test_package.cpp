@@ -1,8 +1,8 @@
 // The Debian package (issue 15, packaging): cpack builds it from this build, it unpacks into a
 // scratch root (dpkg-deb -x), its Depends come from dpkg-shlibdeps, and what it installed runs
 // from there: `myelin --version`, `myelin check` on an installed example, the installed example
-// plugin found beside the installed core, the man page made from `myelin --help`, the studio's
-// libraries all resolved.
+// plugin found beside the installed core, the man page and bash completion generated from the
+// CLI's description, the studio's libraries all resolved.
 #include <QDir>
 #include <QFile>
 #include <QProcess>
@@ -124,7 +124,18 @@ void TestPackage::installedFilesAreThere() {
     QCOMPARE(man.code, 0);
     const QString& page = man.out;
     QVERIFY2(page.startsWith(QStringLiteral(".TH MYELIN 1")), qPrintable(page.left(200)));
-    QVERIFY2(page.contains(QStringLiteral("--fork")), "the man page lacks the help's options");
+    // Generated from the command-line description: every command's options (roff's minus signs).
+    QVERIFY2(page.contains(QStringLiteral("\\-\\-fork")), "the man page lacks train's options");
+    QVERIFY2(page.contains(QStringLiteral(".SS \"runs list")), "the man page lacks runs list");
+    // The bash completion, where bash-completion looks for it, defining the completion.
+    const QString completion = root_ + "/usr/share/bash-completion/completions/myelin";
+    QVERIFY2(QFile::exists(completion), qPrintable(completion));
+    const Result complete =
+        run(QStringLiteral("bash"),
+            {QStringLiteral("-c"), "source '" + completion + "' && complete -p myelin"},
+            scratch_.path());
+    QCOMPARE(complete.code, 0);
+    QCOMPARE(complete.out.trimmed(), QStringLiteral("complete -F _myelin myelin"));
 }
 
 void TestPackage::installedStudioResolvesItsLibraries() {
