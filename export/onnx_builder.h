@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,7 +24,22 @@ class OnnxBuilder final : public OnnxGraph {
                                  const std::vector<OnnxAttr>& attrs = {}) override;
     using OnnxGraph::op;
 
+    // An int8 model's QDQ form: the initializers with these names are written as int8 values
+    // (weight / scale, which gives the int8 value back) with a DequantizeLinear in front; the
+    // scales are per output channel (axis 0; axis 1 for a "_transposed" weight) or one.
+    std::map<std::string, std::vector<float>> int8_weights;
+    // QuantizeLinear then DequantizeLinear of `x` with uint8 parameters (static quantization).
+    std::string fake_quantize(const std::string& x, float scale, int32_t zero_point,
+                              const std::string& hint);
+    // DynamicQuantizeLinear then DequantizeLinear (dynamic quantization's activations).
+    std::string dynamic_fake_quantize(const std::string& x, const std::string& hint);
+
   private:
+    std::string raw_initializer(const std::string& name, int data_type, const Dims& dims,
+                                const void* bytes, size_t size);
+    std::string int8_weight(const std::string& name, const Tensor& t,
+                            const std::vector<float>& scales);
+
     onnx::GraphProto& graph_;
     std::set<std::string> used_;
     int nodes_ = 0;

@@ -16,6 +16,8 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -31,7 +33,68 @@ std::string OnnxBuilder::unique(const std::string& base) {
     return name;
 }
 
+std::string OnnxBuilder::raw_initializer(const std::string& name, int data_type, const Dims& dims,
+                                         const void* bytes, size_t size) {
+    onnx::TensorProto* init = graph_.add_initializer();
+    init->set_name(unique(name));
+    init->set_data_type(data_type);
+    for (int64_t d : dims)
+        init->add_dims(d);
+    init->set_raw_data(bytes, size);
+    return init->name();
+}
+
+std::string OnnxBuilder::int8_weight(const std::string& name, const Tensor& t,
+                                     const std::vector<float>& scales) {
+    const Tensor w = t.contiguous().to(DType::Float32).contiguous();
+    const bool transposed = name.size() > 11 && name.ends_with("_transposed");
+    const int64_t channels = int64_t(scales.size());
+    const int64_t axis = transposed ? w.dim() - 1 : 0;
+    if (channels != 1 && (w.dim() < 1 || w.size(axis) != channels))
+        throw Error("int8 weight '" + name + "': " + std::to_string(channels) +
+                    " scales for a weight of shape " + w.sizes().str());
+    // Channel of element i: along dimension 0, or the last one of a transposed [in, out] weight.
+    const int64_t inner = channels == 1 || transposed ? 1 : w.numel() / channels;
+    std::string values(size_t(w.numel()), '\0');
+    const float* data = w.data<float>();
+    for (int64_t i = 0; i < w.numel(); ++i) {
+        const int64_t c = channels == 1 ? 0 : transposed ? i % channels : i / inner;
+        const float q = std::nearbyint(data[i] / scales[size_t(c)]);
+        values[size_t(i)] = char(int8_t(std::clamp(q, -128.0f, 127.0f)));
+    }
+    const std::string q = raw_initializer(name + "_int8", onnx::TensorProto::INT8, w.sizes(),
+                                          values.data(), values.size());
+    const Dims scale_dims = channels == 1 ? Dims{} : Dims{channels};
+    const std::string s = raw_initializer(name + "_scale", onnx::TensorProto::FLOAT, scale_dims,
+                                          scales.data(), scales.size() * sizeof(float));
+    const std::string zeros(scales.size(), '\0');
+    const std::string z = raw_initializer(name + "_zero_point", onnx::TensorProto::INT8, scale_dims,
+                                          zeros.data(), zeros.size());
+    std::vector<OnnxAttr> attrs;
+    if (channels != 1) attrs.push_back(attr_int("axis", axis));
+    return op("DequantizeLinear", {q, s, z}, name, attrs);
+}
+
+std::string OnnxBuilder::fake_quantize(const std::string& x, float scale, int32_t zero_point,
+                                       const std::string& hint) {
+    const std::string s =
+        raw_initializer(hint + "_scale", onnx::TensorProto::FLOAT, Dims{}, &scale, sizeof scale);
+    const uint8_t zp = uint8_t(zero_point);
+    const std::string z =
+        raw_initializer(hint + "_zero_point", onnx::TensorProto::UINT8, Dims{}, &zp, 1);
+    const std::string q = op("QuantizeLinear", {x, s, z}, hint + "_quantized");
+    return op("DequantizeLinear", {q, s, z}, hint + "_dequantized");
+}
+
+std::string OnnxBuilder::dynamic_fake_quantize(const std::string& x, const std::string& hint) {
+    const std::vector<std::string> q = ops(
+        "DynamicQuantizeLinear", {x}, {hint + "_quantized", hint + "_scale", hint + "_zero_point"});
+    return op("DequantizeLinear", q, hint + "_dequantized");
+}
+
 std::string OnnxBuilder::initializer(const std::string& name, const Tensor& t) {
+    if (const auto it = int8_weights.find(name); it != int8_weights.end())
+        return int8_weight(name, t, it->second);
     const bool integer = t.dtype() == DType::Int64;
     const Tensor values = t.contiguous().to(integer ? DType::Int64 : DType::Float32).contiguous();
     onnx::TensorProto* init = graph_.add_initializer();
@@ -187,6 +250,16 @@ std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& opti
     onnx::GraphProto* graph = model.mutable_graph();
     graph->set_name(source.project.name.empty() ? "model" : source.project.name);
     OnnxBuilder b(*graph);
+    // An int8 model: its layers' weights as int8 initializers, their inputs and outputs through
+    // QuantizeLinear / DequantizeLinear with the calibrated parameters (QDQ, which onnxruntime
+    // runs with its int8 kernels).
+    std::map<std::string, const quant::QuantizedLayer*> int8_layers;
+    if (source.quantization)
+        for (const quant::QuantizedLayer& layer : source.quantization->layers) {
+            int8_layers[layer.module] = &layer;
+            b.int8_weights[layer.module + ".weight"] = layer.weight_scales;
+            b.int8_weights[layer.module + ".weight_transposed"] = layer.weight_scales;
+        }
 
     std::map<graph::NodeId, size_t> index_of;
     for (size_t i = 0; i < spec.nodes.size(); ++i)
@@ -245,7 +318,22 @@ std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& opti
             layer.inputs.push_back(value_of.at({e.from, e.from_port}));
             layer.input_types.push_back(type_of(e));
         }
-        const std::vector<std::string> ports = find_layer_forms(node.kind)->onnx(b, layer);
+        const auto int8 = int8_layers.find(info.module_name);
+        const bool is_static =
+            source.quantization && source.quantization->scheme == quant::Scheme::Static;
+        if (int8 != int8_layers.end())
+            layer.inputs[0] =
+                is_static
+                    ? b.fake_quantize(layer.inputs[0], int8->second->input.scale,
+                                      int8->second->input.zero_point, info.module_name + "_input")
+                    : b.dynamic_fake_quantize(layer.inputs[0], info.module_name + "_input");
+        std::vector<std::string> ports = find_layer_forms(node.kind)->onnx(b, layer);
+        // The output's parameters were observed after a fused ReLU: quantizing the value before
+        // it with them clamps negatives to the zero point, which is that ReLU.
+        if (int8 != int8_layers.end() && is_static)
+            ports[0] =
+                b.fake_quantize(ports[0], int8->second->output.scale,
+                                int8->second->output.zero_point, info.module_name + "_output");
         for (size_t port = 0; port < ports.size(); ++port)
             if (layer.wants(port)) {
                 if (ports[port].empty())
@@ -260,6 +348,8 @@ std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& opti
     if (source.description.run_id > 0)
         add_metadata(model, "myelin.run_id", std::to_string(source.description.run_id));
     add_metadata(model, "myelin.step", std::to_string(source.position.step));
+    if (source.quantization)
+        add_metadata(model, "myelin.quantization", source.quantization->to_json());
     if (!source.description.class_names.empty())
         add_metadata(model, "myelin.class_names", json_strings(source.description.class_names));
 

@@ -347,6 +347,9 @@ std::string pytorch_code(const ExportSource& source) {
 }
 
 void export_pytorch(const ExportSource& source, const std::filesystem::path& out) {
+    if (source.quantization)
+        throw Error("PyTorch code for an int8 checkpoint is not written yet: export it to ONNX "
+                    "(QDQ), or export the float checkpoint it was made from");
     check_export_source(source);
     write_file_atomically(out, pytorch_code(source));
 }

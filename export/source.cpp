@@ -76,6 +76,13 @@ ExportSource load_export_source(const std::optional<io::Project>& project,
                         " carries no project (an older checkpoint): name the project file too");
         source.project = io::parse_project(c.project_json, checkpoint.string() + " (its project)");
     }
+    if (!c.quantization.empty()) {
+        quant::QuantizationPlan plan =
+            quant::QuantizationPlan::from_json(c.quantization, checkpoint.string());
+        quant::read_parameters(plan, c.model, checkpoint.string());
+        c.model = quant::dequantized_state(plan, c.model);
+        source.quantization = std::move(plan);
+    }
     source.weights = std::move(c.model);
     source.description = std::move(c.description);
     source.position = c.position;
@@ -145,6 +152,10 @@ void write_file_atomically(const std::filesystem::path& out, std::string_view by
 }
 
 void export_safetensors(const ExportSource& source, const std::filesystem::path& out) {
+    if (source.quantization)
+        throw Error("an int8 checkpoint is already a self-describing safetensors file (int8 "
+                    "weights with their scales and activation parameters): copy it, or export it "
+                    "to ONNX");
     check_export_source(source);
     io::Checkpoint c;
     c.model = source.weights;

@@ -58,6 +58,7 @@ int cmd_runs_delete(const Args& args);
 int cmd_export(const Args& args);
 int cmd_import(const Args& args);
 int cmd_lr_find(const Args& args);
+int cmd_quantize(const Args& args);
 
 // Parses the command line against its one description (cli_spec.cpp), prints help, usage errors
 // and the generated documents, and runs the command. Returns the exit code.

@@ -168,6 +168,28 @@ struct Describer {
         flag(c, "--json", kJson);
     }
 
+    void quantize(CLI::App* root) {
+        CLI::App* c = command(
+            root, "quantize",
+            "make an int8 model of a float checkpoint\n"
+            "Static (default): Linear and Conv2d layers get per-channel int8 weights and int8 "
+            "activations whose ranges an observer measures on the training split's first "
+            "batches; a ReLU after one is fused. --dynamic: Linear layers get per-tensor int8 "
+            "weights and each batch's activations are quantized on the fly. Other layers stay "
+            "float32 (the output says which and why). The result is a checkpoint that eval and "
+            "export --format onnx read. Without PROJECT: the project the checkpoint carries.",
+            cmd_quantize);
+        argument(c, "PROJECT", "the project file (*.myelin)", false);
+        value(c, "--checkpoint", "FILE", "the float checkpoint (.safetensors)")->required();
+        value(c, "-o,--output", "OUT", "the int8 checkpoint to write (.safetensors)")->required();
+        value(c, "--calibration-batches", "N", "static: calibrate on N batches (default 32)");
+        value(c, "--observer", "histogram|minmax|moving-average",
+              "static: how activation ranges are measured (default histogram, PyTorch's "
+              "HistogramObserver)");
+        flag(c, "--dynamic", "dynamic quantization (quantize_dynamic) instead of static");
+        value(c, "--threads", "N", "compute threads (default: the project's, else all)");
+    }
+
     void export_(CLI::App* root) {
         CLI::App* c = command(
             root, "export",
@@ -277,6 +299,7 @@ CommandLine describe_command_line() {
     d.train(root);
     d.lr_find(root);
     d.eval(root);
+    d.quantize(root);
     d.export_(root);
     d.import(root);
     d.runs(root);

@@ -83,6 +83,14 @@ Tensor GraphModule::forward(const TensorList& inputs) {
     return std::move(slots[size_t(output_slot_)]);
 }
 
+void GraphModule::replace_layer(NodeId node, nn::ModulePtr module) {
+    const std::string& name = module_name(node);
+    if (name.empty()) throw Error("node " + std::to_string(node) + " is not a layer node");
+    replace_child(name, module);
+    for (Step& step : steps_)
+        if (step.node == node) step.module = module.get();
+}
+
 const std::string& GraphModule::module_name(NodeId node) const {
     static const std::string none;
     for (const auto& [id, name] : names_)

@@ -294,8 +294,9 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& c) {
                               : json(value);
         metadata.emplace_back("grad_scaler", scaler.dump());
     }
+    if (!c.quantization.empty()) metadata.emplace_back("quantization", c.quantization);
     describe(metadata, c);
-    save_safetensors(path, tensors, metadata);
+    save_safetensors(path, tensors, metadata, c.int8_tensors);
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& path) {
@@ -320,6 +321,11 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
         throw Error(where + ": checkpoint format '" + *format + "' is not supported (expected " +
                     kCheckpointFormat + ")");
     Checkpoint c;
+    if (auto plan = meta_json("quantization")) c.quantization = plan->dump();
+    c.int8_tensors = file.int8_names;
+    if (!c.int8_tensors.empty() && c.quantization.empty())
+        throw Error(where + ": tensor '" + c.int8_tensors[0] +
+                    "' is int8 but the metadata has no 'quantization' plan that reads it");
     auto training = meta_json("training");
     if (!training) throw Error(where + ": metadata 'training' is missing");
     const std::string tw = where + ": training";

@@ -58,7 +58,7 @@ constexpr DTypeTag kDTypeTags[] = {{"F32", DType::Float32}, {"F64", DType::Float
                                    {"I64", DType::Int64},   {"U8", DType::UInt8},
                                    {"BOOL", DType::Bool}};
 // Valid safetensors dtypes that Myelin has no tensor type for (named so the message can say so).
-constexpr const char* kForeignDTypes[] = {"I8",      "I16",     "I32",     "U16",     "U32",
+constexpr const char* kForeignDTypes[] = {"I16",     "I32",     "U16",     "U32",
                                           "U64",     "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3",
                                           "F6_E3M2", "F4",      "C64"};
 
@@ -66,7 +66,7 @@ std::string supported_dtypes() {
     std::string out;
     for (const auto& t : kDTypeTags)
         out += (out.empty() ? "" : ", ") + std::string(t.tag);
-    return out;
+    return out + ", I8";
 }
 
 std::string range_text(uint64_t begin, uint64_t end) {
@@ -125,14 +125,18 @@ SafetensorsTensorInfo parse_entry(const std::string& source, const std::string& 
     const auto& tag = dtype.get_ref<const std::string&>();
     const auto known = std::find_if(std::begin(kDTypeTags), std::end(kDTypeTags),
                                     [&](const DTypeTag& t) { return tag == t.tag; });
-    if (known == std::end(kDTypeTags)) {
+    if (tag == "I8") {
+        info.dtype = DType::UInt8; // the same bytes; the name goes to int8_names
+        info.int8 = true;
+    } else if (known == std::end(kDTypeTags)) {
         const bool foreign = std::find(std::begin(kForeignDTypes), std::end(kForeignDTypes), tag) !=
                              std::end(kForeignDTypes);
         fail_read(source, where + ": " + (foreign ? "dtype '" : "unknown dtype '") + clip(tag) +
                               "'" + (foreign ? " has no Myelin tensor type" : "") +
                               " (Myelin reads " + supported_dtypes() + ")");
+    } else {
+        info.dtype = known->dtype;
     }
-    info.dtype = known->dtype;
 
     const Json& shape = field("shape");
     if (!shape.is_array())
@@ -527,7 +531,7 @@ std::optional<std::string> SafetensorsFile::metadata_value(std::string_view key)
 }
 
 void save_safetensors(const fs::path& path, const NamedTensors& tensors,
-                      const StringPairs& metadata) {
+                      const StringPairs& metadata, const std::vector<std::string>& int8_names) {
     const auto fail = [&](const std::string& what) {
         throw Error("cannot write '" + path.string() + "': " + what);
     };
@@ -539,6 +543,15 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
         if (name == kMetadataKey) fail("a tensor cannot be named '__metadata__'");
         if (!names.insert(name).second) fail("two tensors are named '" + name + "'");
         if (!t.defined()) fail("tensor '" + name + "' is undefined");
+    }
+    const std::unordered_set<std::string_view> int8(int8_names.begin(), int8_names.end());
+    for (const std::string& name : int8_names) {
+        const auto it = std::find_if(tensors.begin(), tensors.end(),
+                                     [&](const auto& entry) { return entry.first == name; });
+        if (it == tensors.end()) fail("int8 tensor '" + name + "' is not among the tensors");
+        if (it->second.dtype() != DType::UInt8)
+            fail("int8 tensor '" + name + "' must be given as UInt8 bytes, not " +
+                 dtype_name(it->second.dtype()));
     }
     std::unordered_set<std::string_view> keys;
     for (const auto& [key, value] : metadata)
@@ -570,7 +583,8 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors,
     for (size_t k = 0; k < tensors.size(); ++k) {
         const Tensor& t = tensors[k].second;
         const uint64_t end = begin[k] + static_cast<uint64_t>(t.numel()) * t.element_size();
-        header.emplace(tensors[k].first, OrderedJson{{"dtype", safetensors_dtype_name(t.dtype())},
+        const char* tag = int8.count(tensors[k].first) ? "I8" : safetensors_dtype_name(t.dtype());
+        header.emplace(tensors[k].first, OrderedJson{{"dtype", tag},
                                                      {"shape", t.shape().vec()},
                                                      {"data_offsets", {begin[k], end}}});
     }
@@ -614,6 +628,7 @@ SafetensorsFile load_safetensors_from_memory(const uint8_t* data, size_t size,
         if (info.data_end > info.data_begin)
             std::memcpy(t.data_ptr(), buffer + info.data_begin, info.data_end - info.data_begin);
         check_bools(source_name, info, t);
+        if (info.int8) out.int8_names.push_back(info.name);
         out.tensors.emplace_back(info.name, std::move(t));
     }
     return out;
@@ -666,6 +681,7 @@ SafetensorsFile load_safetensors(const fs::path& path) {
                                       "' (was the file changed while being read?)");
         }
         check_bools(source, info, t);
+        if (info.int8) out.int8_names.push_back(info.name);
         out.tensors.emplace_back(info.name, std::move(t));
     }
     return out;

@@ -205,6 +205,16 @@ void Module::add_child(const std::string& name, ModulePtr module) {
     children_.emplace_back(name, std::move(module));
 }
 
+void Module::replace_child(const std::string& name, ModulePtr module) {
+    if (!module) throw Error(type_name_ + ": cannot put a null module in place of '" + name + "'");
+    for (auto& [child_name, child] : children_)
+        if (child_name == name) {
+            child = std::move(module);
+            return;
+        }
+    throw Error(type_name_ + " has no child module '" + name + "'");
+}
+
 Tensor& Module::param(const std::string& name) {
     for (auto& s : parameters_)
         if (s.name == name) return s.value;

@@ -11,6 +11,8 @@
 #include <myelin/spec/components.h>
 #include <myelin/train/components.h>
 #include <myelin/train/evaluation.h>
+
+#include <myelin/quant/quantized_model.h>
 #include <myelin/train/trainer.h>
 
 #include <algorithm>
@@ -174,6 +176,14 @@ std::unique_ptr<Trainer> trainer_for_checkpoint(const io::Project& project,
     // A text model reads its examples through the vocabulary it was trained with.
     options.text_encoding = saved.description.text_encoding;
     auto trainer = std::make_unique<Trainer>(project, options);
+    if (!saved.quantization.empty()) {
+        // An int8 checkpoint: its layers become int8 modules made from the stored values.
+        quant::load_quantized(
+            trainer->model(),
+            quant::QuantizationPlan::from_json(saved.quantization, checkpoint.string()),
+            saved.model, checkpoint.string());
+        return trainer;
+    }
     // Only the model's tensors: an evaluation needs no optimizer state, so a checkpoint whose
     // optimizer no longer fits the project (other frozen layers, another optimizer) still
     // evaluates. The message is the one a resume gives.

@@ -100,6 +100,10 @@ std::string checkpoint_model_mismatch(const io::Project& project,
 void Trainer::load_initial_weights() {
     const std::string where = options_.init_weights.string();
     io::SafetensorsFile file = io::load_safetensors(options_.init_weights);
+    if (!file.int8_names.empty())
+        throw Error(where + ": holds int8 weights (a quantized model, tensor '" +
+                    file.int8_names[0] +
+                    "'); start from the float checkpoint it was made from");
     nn::StateDict state;
     for (auto& [name, tensor] : file.tensors)
         if (name.rfind("optimizer.", 0) != 0) state.emplace_back(name, tensor);
@@ -136,6 +140,10 @@ void Trainer::load_initial_weights() {
 void Trainer::load_resume_checkpoint() {
     io::Checkpoint c = io::load_checkpoint(options_.resume_from);
     const std::string where = options_.resume_from.string();
+    if (!c.quantization.empty())
+        throw Error(where + ": an int8 (quantized) checkpoint cannot be trained on (its int8 "
+                            "layers have no gradients); resume or fork from the float checkpoint "
+                            "it was made from");
     auto r = model_->load_state_dict(c.model, false);
     if (!r.ok()) throw Error(where + ": the checkpoint does not fit this model:" + r.text());
     if (c.optimizer_kind == optimizer_->name()) {

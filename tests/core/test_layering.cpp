@@ -21,7 +21,8 @@ namespace {
 const std::map<std::string, int> kLayers = {
     {"tensor", 0}, {"autograd", 0}, {"backend", 0}, // the tensor core
     {"nn", 1},     {"optim", 2},    {"data", 3},    {"graph", 4}, {"spec", 5},
-    {"io", 6},     {"store", 7},    {"dist", 8},    {"train", 9}, {"plugin", 10},
+    {"io", 6},     {"store", 7},    {"dist", 8},    {"quant", 9}, {"train", 10},
+    {"plugin", 11},
 };
 
 const fs::path kCore = fs::path(MYELIN_SOURCE_DIR) / "core";

@@ -470,10 +470,33 @@ class TestSafetensors : public QObject {
                           "tensor 'a': data_offsets begin is negative (-1)");
     }
 
+    // int8 tensors (quantized weights) travel as UInt8 bytes tagged I8, both ways.
+    void int8_tensors_are_tagged_i8() {
+        Tensor bytes = empty(Dims{2, 2}, DType::UInt8);
+        const int8_t values[4] = {-128, -1, 0, 127};
+        std::memcpy(bytes.data_ptr(), values, 4);
+        const fs::path file = path("int8.safetensors");
+        save_safetensors(file, {{"w", bytes}, {"s", full(Dims{2}, 0.5)}}, {}, {"w"});
+        QVERIFY(read_file(file).find("\"dtype\":\"I8\"") != std::string::npos);
+        const SafetensorsFile loaded = load_safetensors(file);
+        QCOMPARE(loaded.int8_names, std::vector<std::string>{"w"});
+        QCOMPARE(loaded.find("w")->dtype(), DType::UInt8);
+        QCOMPARE(std::memcmp(loaded.find("w")->data_ptr(), values, 4), 0);
+        QVERIFY(read_safetensors_header(file).find("w")->int8);
+        // Only UInt8 tensors that are given can be tagged.
+        bool refused = false;
+        try {
+            save_safetensors(path("bad.safetensors"), {{"s", full(Dims{2}, 0.5)}}, {}, {"s"});
+        } catch (const Error& e) {
+            refused = std::string(e.what()).find("UInt8") != std::string::npos;
+        }
+        QVERIFY(refused);
+    }
+
     void malformed_dtypes_and_shapes() {
         EXPECT_LOAD_ERROR(file_bytes("{" + entry("a", "F99", "[1]", "[0, 4]") + "}", "xxxx"),
                           "tensor 'a': unknown dtype 'F99' (Myelin reads F32, F64, F16, BF16, "
-                          "I64, U8, BOOL)");
+                          "I64, U8, BOOL, I8)");
         EXPECT_LOAD_ERROR(file_bytes("{" + entry("a", "I32", "[1]", "[0, 4]") + "}", "xxxx"),
                           "tensor 'a': dtype 'I32' has no Myelin tensor type");
         EXPECT_LOAD_ERROR(file_bytes("{" + entry("a", "f32", "[1]", "[0, 4]") + "}", "xxxx"),

@@ -21,6 +21,10 @@ class GraphModule : public nn::Module {
     // The module name of a layer node ("conv1", "3") and back; -1 / "" when not a layer node.
     const std::string& module_name(NodeId node) const;
     NodeId node_of_module(const std::string& module_name) const;
+    // Runs `module` for layer node `node` from now on (its child of the same name is replaced):
+    // a Linear swapped for its int8 form. The fused conv-ReLU paths check the module's type
+    // when they run, so a replaced Conv2d simply runs unfused. Throws Error for a non-layer node.
+    void replace_layer(NodeId node, nn::ModulePtr module);
     const std::vector<NodeId>& input_nodes() const { return input_nodes_; }
     // Input shapes without the batch dimension, as declared by the Input nodes.
     const std::vector<Dims>& input_shapes() const { return input_shapes_; }

@@ -71,6 +71,11 @@ struct Checkpoint {
     // growth_factor, backoff_factor, growth_interval, _growth_tracker); empty without it.
     std::map<std::string, double> grad_scaler;
     CheckpointDescription description;
+    // An int8 model (myelin quantize): the plan as JSON (quant/quantized_model.h reads it; empty
+    // for a float checkpoint) and the names of the `model` tensors that are int8 values held as
+    // UInt8 bytes (written with safetensors' "I8" tag).
+    std::string quantization;
+    std::vector<std::string> int8_tensors;
 };
 
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);

@@ -40,6 +40,7 @@ struct SafetensorsTensorInfo {
     Dims shape;
     uint64_t data_begin = 0; // byte offsets into the byte buffer (which starts at data_start)
     uint64_t data_end = 0;
+    bool int8 = false; // an "I8" tensor, read as a UInt8 tensor of the same bytes (see below)
 };
 
 // The header alone: what the studio lists for a checkpoint without loading its weights.
@@ -53,9 +54,13 @@ struct SafetensorsHeader {
     std::optional<std::string> metadata_value(std::string_view key) const;
 };
 
+// Int8 tensors (quantized weights): Myelin has no int8 tensor type, so one travels as a UInt8
+// tensor holding the same bytes. Writers list their names in `int8_names` to tag them "I8" (what
+// PyTorch reads as torch.int8); readers get them as UInt8 tensors with their names listed.
 struct SafetensorsFile {
     NamedTensors tensors; // header order, CPU tensors
     StringPairs metadata;
+    std::vector<std::string> int8_names; // "I8" tensors (UInt8 here), header order
 
     // The tensor called `name`, or nullptr.
     const Tensor* find(std::string_view name) const;
@@ -70,7 +75,8 @@ struct SafetensorsFile {
 // keys must be unique. The byte buffer holds the tensors ordered by decreasing element size, so
 // every tensor is aligned to its element size (the header keeps the given order).
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
-                      const StringPairs& metadata = {});
+                      const StringPairs& metadata = {},
+                      const std::vector<std::string>& int8_names = {});
 
 // A file that could not be written (the disk is full, the folder is read-only): the message names
 // the file and the reason, and for a full disk how many bytes the file needed. Nothing was left

@@ -72,6 +72,9 @@ class Module : public std::enable_shared_from_this<Module> {
         return module;
     }
     void add_child(const std::string& name, ModulePtr module);
+    // Puts `module` in place of the child called `name` (same name, same position): a layer
+    // swapped for its quantized form. Throws Error when there is no such child.
+    void replace_child(const std::string& name, ModulePtr module);
 
     // Direct access by local name (throws Error naming the module when absent).
     Tensor& param(const std::string& name);

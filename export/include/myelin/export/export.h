@@ -11,6 +11,7 @@
 #include <myelin/io/checkpoint.h>
 #include <myelin/io/project.h>
 #include <myelin/nn/module.h>
+#include <myelin/quant/quantized_model.h>
 
 #include <filesystem>
 #include <optional>
@@ -31,6 +32,10 @@ struct ExportSource {
     io::CheckpointDescription description;
     io::TrainingPosition position;    // epoch, batch and step the weights were saved at
     std::filesystem::path checkpoint; // where the weights came from (empty: in memory)
+    // An int8 checkpoint (myelin quantize): its plan with every layer's parameters read. The
+    // weights are then the float values the int8 ones stand for (quant::dequantized_state), so
+    // the float model's checks apply; the ONNX writer puts the int8 values back (QDQ).
+    std::optional<quant::QuantizationPlan> quantization;
 };
 
 // Loads `checkpoint` with `project` (nullopt: the project the checkpoint carries) and checks that

@@ -1,0 +1,564 @@
+#include <myelin/error.h>
+#include <myelin/graph/registry.h>
+#include <myelin/nn/layers.h>
+#include <myelin/quant/quantized_model.h>
+
+#include <myelin/autograd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace myelin::quant {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The child module of `model` that runs layer `module` (nullptr when there is none).
+nn::Module* child_of(const graph::GraphModule& model, const std::string& module) {
+    for (const auto& [name, child] : model.named_children())
+        if (name == module) return child.get();
+    return nullptr;
+}
+
+// A contiguous float32 CPU copy-free view of `x` where possible.
+Tensor float_input(const Tensor& x, const char* layer) {
+    if (!x.device().is_cpu())
+        throw Error(std::string(layer) + ": int8 layers run on the CPU; the input is on " +
+                    x.device().str());
+    return (x.dtype() == DType::Float32 ? x : x.to(DType::Float32)).contiguous();
+}
+
+// UInt8 bytes of int8 values (the checkpoint's form) and back.
+Tensor int8_bytes(const QuantizedWeight& w) {
+    Tensor t = empty(w.shape, DType::UInt8);
+    std::memcpy(t.data_ptr(), w.values.data(), w.values.size());
+    return t;
+}
+
+Tensor scalar_float(float v) {
+    return full(Dims{}, double(v), DType::Float32);
+}
+Tensor scalar_int(int64_t v) {
+    return full(Dims{}, double(v), DType::Int64);
+}
+
+std::string reason_for(const std::string& kind, Scheme scheme) {
+    if (kind == "LSTM" || kind == "GRU" || kind == "RNN")
+        return "no int8 recurrent kernel yet: it runs in float32";
+    if (kind == "Conv2d" && scheme == Scheme::Dynamic)
+        return "dynamic quantization covers Linear layers (quantize_dynamic's default set)";
+    if (kind == "BatchNorm1d" || kind == "BatchNorm2d" || kind == "LayerNorm")
+        return "normalization runs in float32 (it is not folded into the layer before it)";
+    if (kind == "Embedding") return "a table lookup: it stays float32";
+    return "no int8 kernel for " + kind + ": it runs in float32";
+}
+
+} // namespace
+
+std::string_view scheme_name(Scheme scheme) {
+    return scheme == Scheme::Static ? "static" : "dynamic";
+}
+
+// --- the int8 modules --------------------------------------------------------------------------
+
+QuantizedLinear::QuantizedLinear(QuantizedWeight weight, Tensor bias, std::optional<QParams> input,
+                                 std::optional<QParams> output, bool relu)
+    : Module("QuantizedLinear"), weight_(std::move(weight)), bias_(std::move(bias)), input_(input),
+      output_(output), relu_(relu) {
+    if (input_.has_value() != output_.has_value())
+        throw Error("QuantizedLinear: give both activation parameters (static) or none (dynamic)");
+    register_buffer("weight", int8_bytes(weight_));
+    register_buffer("weight_scale",
+                    from_vector(weight_.scales, Dims{int64_t(weight_.scales.size())}));
+    if (bias_.defined()) register_buffer("bias", bias_);
+    if (input_) {
+        register_buffer("input_scale", scalar_float(input_->scale));
+        register_buffer("input_zero_point", scalar_int(input_->zero_point));
+        register_buffer("output_scale", scalar_float(output_->scale));
+        register_buffer("output_zero_point", scalar_int(output_->zero_point));
+    }
+}
+
+Tensor QuantizedLinear::forward(const TensorList& inputs) {
+    const Tensor x = float_input(inputs[0], "QuantizedLinear");
+    if (!input_) return dynamic_quantized_linear(x, weight_, bias_, relu_);
+    return dequantize(
+        quantized_linear(quantize_per_tensor(x, *input_), weight_, bias_, relu_, *output_));
+}
+
+std::string QuantizedLinear::extra_repr() const {
+    std::ostringstream s;
+    s << "in_features=" << weight_.shape[1] << ", out_features=" << weight_.shape[0]
+      << (input_ ? ", static" : ", dynamic") << (relu_ ? ", relu" : "");
+    return s.str();
+}
+
+QuantizedConv2d::QuantizedConv2d(QuantizedWeight weight, Tensor bias, const Conv2dOptions& options,
+                                 QParams input, QParams output, bool relu,
+                                 std::optional<FusedMaxPool> pool)
+    : Module("QuantizedConv2d"), weight_(std::move(weight)), bias_(std::move(bias)),
+      options_(options), input_(input), output_(output), relu_(relu), pool_(pool) {
+    register_buffer("weight", int8_bytes(weight_));
+    register_buffer("weight_scale",
+                    from_vector(weight_.scales, Dims{int64_t(weight_.scales.size())}));
+    if (bias_.defined()) register_buffer("bias", bias_);
+    register_buffer("input_scale", scalar_float(input_.scale));
+    register_buffer("input_zero_point", scalar_int(input_.zero_point));
+    register_buffer("output_scale", scalar_float(output_.scale));
+    register_buffer("output_zero_point", scalar_int(output_.zero_point));
+}
+
+Tensor QuantizedConv2d::forward(const TensorList& inputs) {
+    const Tensor x = float_input(inputs[0], "QuantizedConv2d");
+    QTensor y =
+        quantized_conv2d(quantize_per_tensor(x, input_), weight_, bias_, options_, relu_, output_);
+    if (pool_)
+        y = quantized_max_pool2d(y, pool_->kernel, pool_->stride, pool_->padding, pool_->dilation);
+    return dequantize(y);
+}
+
+std::string QuantizedConv2d::extra_repr() const {
+    std::ostringstream s;
+    s << weight_.shape[1] * options_.groups << ", " << weight_.shape[0] << ", kernel_size=("
+      << weight_.shape[2] << ", " << weight_.shape[3] << "), stride=(" << options_.stride[0] << ", "
+      << options_.stride[1] << ")" << (relu_ ? ", relu" : "") << (pool_ ? ", max_pool" : "");
+    return s.str();
+}
+
+// --- the plan ----------------------------------------------------------------------------------
+
+std::string QuantizationPlan::to_json() const {
+    json j;
+    j["scheme"] = std::string(scheme_name(scheme));
+    if (scheme == Scheme::Static) {
+        j["observer"] = std::string(observer_kind_name(observer));
+        j["calibration_batches"] = calibration_batches;
+    }
+    json layers_json = json::array();
+    for (const QuantizedLayer& l : layers) {
+        json o{{"module", l.module}, {"kind", l.kind}};
+        if (scheme == Scheme::Static) {
+            o["relu"] = l.relu;
+            if (!l.relu_module.empty()) o["relu_module"] = l.relu_module;
+            if (!l.pool_module.empty()) o["pool_module"] = l.pool_module;
+        }
+        layers_json.push_back(std::move(o));
+    }
+    j["layers"] = std::move(layers_json);
+    json floats = json::array();
+    for (const FloatLayer& f : float_layers)
+        floats.push_back({{"module", f.module}, {"kind", f.kind}, {"reason", f.reason}});
+    j["float_layers"] = std::move(floats);
+    return j.dump();
+}
+
+QuantizationPlan QuantizationPlan::from_json(const std::string& text, const std::string& where) {
+    const std::string w = where + ": quantization";
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::exception& e) {
+        throw Error(w + ": not valid JSON: " + e.what());
+    }
+    auto string_of = [&](const json& o, const char* key, const std::string& at) {
+        const auto it = o.find(key);
+        if (it == o.end() || !it->is_string()) throw Error(at + "." + key + ": expected a string");
+        return it->get<std::string>();
+    };
+    if (!j.is_object()) throw Error(w + ": expected an object");
+    QuantizationPlan plan;
+    const std::string scheme = string_of(j, "scheme", w);
+    if (scheme == "static")
+        plan.scheme = Scheme::Static;
+    else if (scheme == "dynamic")
+        plan.scheme = Scheme::Dynamic;
+    else
+        throw Error(w + ".scheme: '" + scheme + "' is not static or dynamic");
+    if (plan.scheme == Scheme::Static) {
+        const std::string observer = string_of(j, "observer", w);
+        const auto kind = parse_observer_kind(observer);
+        if (!kind) throw Error(w + ".observer: unknown observer '" + observer + "'");
+        plan.observer = *kind;
+        const auto batches = j.find("calibration_batches");
+        if (batches == j.end() || !batches->is_number_integer() || batches->get<int64_t>() < 0)
+            throw Error(w + ".calibration_batches: expected a count");
+        plan.calibration_batches = batches->get<int64_t>();
+    }
+    const auto layers = j.find("layers");
+    if (layers == j.end() || !layers->is_array()) throw Error(w + ".layers: expected an array");
+    for (size_t i = 0; i < layers->size(); ++i) {
+        const json& o = (*layers)[i];
+        const std::string at = w + ".layers[" + std::to_string(i) + "]";
+        if (!o.is_object()) throw Error(at + ": expected an object");
+        QuantizedLayer l;
+        l.module = string_of(o, "module", at);
+        l.kind = string_of(o, "kind", at);
+        if (l.kind != "Linear" && (l.kind != "Conv2d" || plan.scheme != Scheme::Static))
+            throw Error(at + ".kind: '" + l.kind + "' has no " +
+                        std::string(scheme_name(plan.scheme)) + " int8 form");
+        if (const auto relu = o.find("relu"); relu != o.end()) {
+            if (!relu->is_boolean()) throw Error(at + ".relu: expected true or false");
+            l.relu = relu->get<bool>();
+        }
+        for (auto [key, field] :
+             {std::pair{"relu_module", &l.relu_module}, std::pair{"pool_module", &l.pool_module}})
+            if (o.contains(key)) *field = string_of(o, key, at);
+        if (!l.pool_module.empty() && (l.kind != "Conv2d" || l.relu_module.empty()))
+            throw Error(at + ".pool_module: a max pool is fused only after a Conv2d's ReLU");
+        plan.layers.push_back(std::move(l));
+    }
+    if (const auto floats = j.find("float_layers"); floats != j.end() && floats->is_array())
+        for (size_t i = 0; i < floats->size(); ++i) {
+            const std::string at = w + ".float_layers[" + std::to_string(i) + "]";
+            const json& o = (*floats)[i];
+            if (!o.is_object()) throw Error(at + ": expected an object");
+            plan.float_layers.push_back(
+                {string_of(o, "module", at), string_of(o, "kind", at), string_of(o, "reason", at)});
+        }
+    return plan;
+}
+
+QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::GraphModule& model,
+                                   Scheme scheme, ObserverKind observer) {
+    QuantizationPlan plan;
+    plan.scheme = scheme;
+    plan.observer = observer;
+    for (const graph::Node& node : spec.nodes) {
+        const std::string& module = model.module_name(node.id);
+        if (module.empty()) continue;
+        const nn::Module* m = child_of(model, module);
+        if (!m || m->named_parameters().empty()) continue;
+        std::string reason;
+        if (node.kind == "Linear") {
+            // int8 for any batch shape: the kernel reads the last dimension.
+        } else if (node.kind == "Conv2d" && scheme == Scheme::Static) {
+            const auto* conv = dynamic_cast<const nn::Conv2d*>(m);
+            if (!conv)
+                reason = "not built as a Conv2d module";
+            else if (conv->options.padding_mode != "zeros")
+                reason = "padding_mode '" + conv->options.padding_mode +
+                         "' (the int8 convolution pads with zeros)";
+            else if (conv->options.same_padding &&
+                     ((conv->kernel_size.h - 1) * conv->options.dilation.h % 2 ||
+                      (conv->kernel_size.w - 1) * conv->options.dilation.w % 2))
+                reason = "padding='same' with an even kernel pads one side more (the int8 "
+                         "convolution pads both sides alike)";
+        } else {
+            reason = reason_for(node.kind, scheme);
+        }
+        if (!reason.empty()) {
+            plan.float_layers.push_back({module, node.kind, reason});
+            continue;
+        }
+        QuantizedLayer layer;
+        layer.module = module;
+        layer.kind = node.kind;
+        if (scheme == Scheme::Static) {
+            const std::vector<graph::Edge> out = spec.outputs_of(node.id);
+            layer.relu = out.size() == 1 && spec.node(out[0].to).kind == "ReLU";
+            if (layer.relu) {
+                const graph::NodeId relu = out[0].to;
+                layer.relu_module = model.module_name(relu);
+                const std::vector<graph::Edge> after = spec.outputs_of(relu);
+                const auto* pool = after.size() == 1 ? dynamic_cast<const nn::MaxPool2d*>(child_of(
+                                                           model, model.module_name(after[0].to)))
+                                                     : nullptr;
+                if (node.kind == "Conv2d" && pool && !pool->options.ceil_mode)
+                    layer.pool_module = model.module_name(after[0].to);
+            }
+        }
+        plan.layers.push_back(std::move(layer));
+    }
+    if (plan.layers.empty())
+        throw Error(std::string("no layer of this model has a ") +
+                    std::string(scheme_name(scheme)) + " int8 form (Linear" +
+                    (scheme == Scheme::Static ? " and Conv2d" : "") + " layers do)");
+    return plan;
+}
+
+// --- calibration -------------------------------------------------------------------------------
+
+void calibrate(graph::GraphModule& model, QuantizationPlan& plan,
+               const std::function<bool(TensorList& inputs)>& next_batch) {
+    if (plan.scheme != Scheme::Static) return;
+    struct Watch {
+        std::unique_ptr<Observer> input, output;
+    };
+    std::vector<Watch> watches(plan.layers.size());
+    // The hooks come off however calibration ends.
+    struct Handles {
+        std::vector<HookHandle> list;
+        ~Handles() {
+            for (HookHandle& h : list)
+                h.remove();
+        }
+    } handles;
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+        QuantizedLayer& layer = plan.layers[i];
+        nn::Module* m = child_of(model, layer.module);
+        if (!m) throw Error("quantization: the model has no layer '" + layer.module + "'");
+        watches[i].input = make_observer(plan.observer);
+        watches[i].output = make_observer(plan.observer);
+        Watch* w = &watches[i];
+        const bool relu = layer.relu;
+        handles.list.push_back(m->register_forward_hook(
+            [w, relu](nn::Module&, const TensorList& inputs, const Tensor& output) -> Tensor {
+                w->input->observe(inputs[0].to(DType::Float32).contiguous());
+                // The fused ReLU's output: the same values a ReLU module would give.
+                Tensor y = output.to(DType::Float32).contiguous();
+                w->output->observe(relu ? clamp(y, 0.0, std::nullopt) : y);
+                return Tensor();
+            }));
+    }
+    const bool was_training = model.is_training();
+    model.eval();
+    int64_t batches = 0;
+    try {
+        autograd::NoGradGuard no_grad;
+        TensorList inputs;
+        while (next_batch(inputs)) {
+            model(inputs);
+            ++batches;
+            inputs.clear();
+        }
+    } catch (...) {
+        model.train(was_training);
+        throw;
+    }
+    model.train(was_training);
+    if (batches == 0) throw Error("quantization: no calibration batch (the data is empty)");
+    plan.calibration_batches = batches;
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+        plan.layers[i].input = watches[i].input->qparams();
+        plan.layers[i].output = watches[i].output->qparams();
+    }
+}
+
+// --- the swap ----------------------------------------------------------------------------------
+
+namespace {
+
+Tensor bias_copy(const Tensor& bias) {
+    return bias.defined() ? bias.detach().to(DType::Float32).contiguous().clone() : Tensor();
+}
+
+Conv2dOptions conv_options(const nn::Conv2d& conv) {
+    Conv2dOptions o;
+    for (int d = 0; d < 2; ++d) {
+        o.stride[d] = conv.options.stride.arr()[d];
+        o.dilation[d] = conv.options.dilation.arr()[d];
+        o.padding[d] = conv.options.same_padding
+                           ? (conv.kernel_size.arr()[d] - 1) * o.dilation[d] / 2
+                           : conv.options.padding.arr()[d];
+    }
+    o.groups = conv.options.groups;
+    return o;
+}
+
+// Puts layer `layer`'s int8 module in `model`: the layer swapped, and the fused ReLU and max
+// pool made identities (the int8 layer does their work).
+void install(graph::GraphModule& model, const QuantizedLayer& layer, Scheme scheme,
+             QuantizedWeight weight, Tensor bias, const std::string& where) {
+    const nn::Module* m = child_of(model, layer.module);
+    auto fused = [&](const std::string& name, const char* what) -> nn::Module* {
+        nn::Module* f = name.empty() ? nullptr : child_of(model, name);
+        if (!name.empty() && !f)
+            throw Error(where + ": the quantization plan fuses " + what + " '" + name +
+                        "', which the model does not have");
+        return f;
+    };
+    nn::Module* relu = fused(layer.relu_module, "the ReLU");
+    nn::Module* pool_module = fused(layer.pool_module, "the max pool");
+    if (relu && !dynamic_cast<nn::ReLU*>(relu))
+        throw Error(where + ": layer '" + layer.relu_module + "' is not a ReLU");
+    std::shared_ptr<nn::Module> int8;
+    const bool is_static = scheme == Scheme::Static;
+    if (layer.kind == "Linear") {
+        int8 = std::make_shared<QuantizedLinear>(
+            std::move(weight), std::move(bias),
+            is_static ? std::optional<QParams>(layer.input) : std::nullopt,
+            is_static ? std::optional<QParams>(layer.output) : std::nullopt, layer.relu);
+    } else {
+        const auto* conv = dynamic_cast<const nn::Conv2d*>(m);
+        if (!conv) throw Error(where + ": layer '" + layer.module + "' is not a Conv2d");
+        std::optional<FusedMaxPool> pool;
+        if (pool_module) {
+            const auto* p = dynamic_cast<const nn::MaxPool2d*>(pool_module);
+            if (!p || p->options.ceil_mode)
+                throw Error(where + ": layer '" + layer.pool_module +
+                            "' is not a MaxPool2d without ceil_mode");
+            pool = FusedMaxPool{p->kernel_size.arr(), p->stride.arr(), p->options.padding.arr(),
+                                p->options.dilation.arr()};
+        }
+        int8 = std::make_shared<QuantizedConv2d>(std::move(weight), std::move(bias),
+                                                 conv_options(*conv), layer.input, layer.output,
+                                                 layer.relu, pool);
+    }
+    model.replace_layer(model.node_of_module(layer.module), int8);
+    for (const std::string& name : {layer.relu_module, layer.pool_module})
+        if (!name.empty())
+            model.replace_layer(model.node_of_module(name), std::make_shared<nn::Identity>());
+}
+
+} // namespace
+
+void quantize_model(graph::GraphModule& model, const QuantizationPlan& plan) {
+    for (const QuantizedLayer& layer : plan.layers) {
+        nn::Module* m = child_of(model, layer.module);
+        if (!m) throw Error("quantization: the model has no layer '" + layer.module + "'");
+        const Tensor w = m->param("weight").detach().to(kCPU).to(DType::Float32).contiguous();
+        Tensor bias;
+        for (const auto& [name, p] : m->named_parameters(false))
+            if (name == "bias") bias = bias_copy(p);
+        QuantizedWeight qw = plan.scheme == Scheme::Static ? quantize_weight_per_channel(w)
+                                                           : quantize_weight_per_tensor(w);
+        install(model, layer, plan.scheme, std::move(qw), std::move(bias), "quantization");
+    }
+}
+
+QuantizedState quantized_state(const graph::GraphModule& model) {
+    QuantizedState state;
+    state.tensors = model.state_dict();
+    for (const auto& [name, child] : model.named_children())
+        if (dynamic_cast<const QuantizedLinear*>(child.get()) ||
+            dynamic_cast<const QuantizedConv2d*>(child.get()))
+            state.int8_names.push_back(name + ".weight");
+    return state;
+}
+
+namespace {
+
+const Tensor* find_tensor(const nn::StateDict& tensors, const std::string& name) {
+    for (const auto& [key, t] : tensors)
+        if (key == name) return &t;
+    return nullptr;
+}
+
+// The int8 values of layer `module` (checked against its scales by read_parameters).
+const Tensor& int8_values(const nn::StateDict& tensors, const std::string& module,
+                          const std::string& where) {
+    const Tensor* t = find_tensor(tensors, module + ".weight");
+    if (!t || t->dtype() != DType::UInt8)
+        throw Error(where + ": the int8 weight '" + module + ".weight' is missing");
+    return *t;
+}
+
+} // namespace
+
+void read_parameters(QuantizationPlan& plan, const nn::StateDict& tensors,
+                     const std::string& where) {
+    auto need = [&](const std::string& name, const Dims& shape) -> const Tensor& {
+        const Tensor* t = find_tensor(tensors, name);
+        if (!t) throw Error(where + ": the quantized layer's tensor '" + name + "' is missing");
+        if (t->sizes() != shape)
+            throw Error(where + ": tensor '" + name + "' is " + t->sizes().str() + ", expected " +
+                        shape.str());
+        return *t;
+    };
+    auto qparams = [&](const std::string& prefix) {
+        QParams q{float(need(prefix + "_scale", Dims{}).item<double>()),
+                  int32_t(need(prefix + "_zero_point", Dims{}).item<double>())};
+        if (!(q.scale > 0.0f) || !std::isfinite(q.scale) || q.zero_point < kQUInt8Min ||
+            q.zero_point > kQUInt8Max)
+            throw Error(where + ": '" + prefix + "' has scale " + std::to_string(q.scale) +
+                        " and zero point " + std::to_string(q.zero_point) +
+                        " (a positive scale and a zero point in [0, 255] are needed)");
+        return q;
+    };
+    for (QuantizedLayer& layer : plan.layers) {
+        const std::string p = layer.module + ".";
+        const Tensor& values = int8_values(tensors, layer.module, where);
+        const int64_t out = values.dim() > 0 ? values.size(0) : 0;
+        const Tensor* scales = find_tensor(tensors, p + "weight_scale");
+        if (!scales || scales->dim() != 1 || (scales->size(0) != 1 && scales->size(0) != out))
+            throw Error(where + ": tensor '" + p + "weight_scale' must be [" + std::to_string(out) +
+                        "] (per channel) or [1] (per tensor)");
+        const Tensor s = scales->to(DType::Float32).contiguous();
+        layer.weight_scales.assign(s.data<float>(), s.data<float>() + s.numel());
+        for (float v : layer.weight_scales)
+            if (!(v > 0.0f) || !std::isfinite(v))
+                throw Error(where + ": tensor '" + p + "weight_scale' holds " + std::to_string(v) +
+                            " (scales must be positive and finite)");
+        if (plan.scheme == Scheme::Static) {
+            layer.input = qparams(p + "input");
+            layer.output = qparams(p + "output");
+        }
+    }
+}
+
+nn::StateDict dequantized_state(const QuantizationPlan& plan, const nn::StateDict& tensors) {
+    std::map<std::string, const QuantizedLayer*> by_weight;
+    std::set<std::string> left_out;
+    for (const QuantizedLayer& layer : plan.layers) {
+        by_weight[layer.module + ".weight"] = &layer;
+        for (const char* part : {"weight_scale", "input_scale", "input_zero_point", "output_scale",
+                                 "output_zero_point"})
+            left_out.insert(layer.module + "." + part);
+    }
+    nn::StateDict out;
+    for (const auto& [name, t] : tensors) {
+        if (left_out.count(name)) continue;
+        const auto it = by_weight.find(name);
+        if (it == by_weight.end()) {
+            out.emplace_back(name, t);
+            continue;
+        }
+        QuantizedWeight w;
+        w.shape = t.sizes();
+        w.values.resize(size_t(t.numel()));
+        std::memcpy(w.values.data(), t.contiguous().data_ptr(), w.values.size());
+        w.scales = it->second->weight_scales;
+        out.emplace_back(name, dequantize_weight(w));
+    }
+    return out;
+}
+
+void load_quantized(graph::GraphModule& model, const QuantizationPlan& given,
+                    const nn::StateDict& tensors, const std::string& where) {
+    QuantizationPlan plan = given;
+    read_parameters(plan, tensors, where);
+    for (const QuantizedLayer& layer : plan.layers) {
+        nn::Module* m = child_of(model, layer.module);
+        if (!m)
+            throw Error(where + ": the quantization plan names layer '" + layer.module +
+                        "', which the project's model does not have");
+        const Tensor& values = int8_values(tensors, layer.module, where);
+        const Dims shape = m->param("weight").sizes();
+        if (values.sizes() != shape)
+            throw Error(where + ": tensor '" + layer.module + ".weight' is " +
+                        values.sizes().str() + ", the layer's weight is " + shape.str());
+        QuantizedWeight w;
+        w.shape = shape;
+        w.values.resize(size_t(values.numel()));
+        std::memcpy(w.values.data(), values.contiguous().data_ptr(), w.values.size());
+        w.scales = layer.weight_scales;
+        Tensor bias;
+        for (const auto& [name, param] : m->named_parameters(false))
+            if (name == "bias") {
+                const Tensor* b = find_tensor(tensors, layer.module + ".bias");
+                if (!b || b->sizes() != param.sizes())
+                    throw Error(where + ": the bias '" + layer.module + ".bias' is missing or " +
+                                "not " + param.sizes().str());
+                bias = b->to(DType::Float32).contiguous().clone();
+            }
+        install(model, layer, plan.scheme, std::move(w), std::move(bias), where);
+    }
+    const nn::LoadStateDictResult r = model.load_state_dict(tensors, false);
+    if (!r.ok())
+        throw Error(where + ": the quantized checkpoint does not fit the model:" + r.text());
+}
+
+int64_t state_bytes(const nn::StateDict& state) {
+    int64_t bytes = 0;
+    for (const auto& [name, t] : state)
+        bytes += t.numel() * int64_t(t.element_size());
+    return bytes;
+}
+
+} // namespace myelin::quant

@@ -1,0 +1,221 @@
+// A trained model made int8 (quant/quantized_model.h, train/quantization.h): the plan, the
+// calibration, the checkpoint it writes, its evaluation, and what is refused.
+#include <myelin/error.h>
+#include <myelin/graph/build.h>
+#include <myelin/io/checkpoint.h>
+#include <myelin/io/project.h>
+#include <myelin/io/safetensors.h>
+#include <myelin/quant/quantized_model.h>
+#include <myelin/train/evaluation.h>
+#include <myelin/train/quantization.h>
+#include <myelin/train/trainer.h>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "../support/stripes_project.h"
+
+#include <algorithm>
+#include <filesystem>
+
+using namespace myelin;
+
+namespace {
+
+struct Trained {
+    std::string folder, file;
+    std::filesystem::path checkpoint;
+};
+
+// The stripes CNN (conv -> ReLU -> pool -> flatten -> fc) trained for three epochs.
+Trained trainStripes(const QTemporaryDir& dir) {
+    Trained t;
+    t.folder = dir.path().toStdString();
+    t.file = test::writeStripesProject(t.folder, 3, 0);
+    train::TrainerOptions options;
+    options.project_dir = t.folder;
+    options.checkpoint_dir = t.folder + "/ck";
+    train::Trainer trainer(io::load_project(t.file), options);
+    t.checkpoint = trainer.run().last_checkpoint;
+    return t;
+}
+
+train::Evaluation evaluate(const Trained& t, const std::filesystem::path& checkpoint) {
+    auto trainer = train::trainer_for_checkpoint(io::load_project(t.file), t.folder, checkpoint);
+    return train::evaluate_examples(*trainer, train::evaluation_dataset(*trainer));
+}
+
+template <typename F> QString errorOf(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+} // namespace
+
+class TestQuantModel : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void staticQuantizationEvaluatesLikeTheFloatModel() {
+        QTemporaryDir dir;
+        const Trained t = trainStripes(dir);
+        QVERIFY(std::filesystem::exists(t.checkpoint));
+        const std::filesystem::path int8 = t.folder + "/int8.safetensors";
+        train::QuantizeOptions options;
+        options.calibration_batches = 6;
+        std::vector<int64_t> progress;
+        options.progress = [&](int64_t done, int64_t) { progress.push_back(done); };
+        const train::QuantizeResult r = train::quantize_checkpoint(
+            io::load_project(t.file), t.folder, t.checkpoint, int8, options);
+
+        QCOMPARE(progress.size(), size_t(6));
+        QCOMPARE(r.plan.calibration_batches, int64_t(6));
+        QCOMPARE(r.plan.layers.size(), size_t(2));
+        QCOMPARE(r.plan.layers[0].module, std::string("conv"));
+        QVERIFY(r.plan.layers[0].relu);                  // the ReLU after it is fused
+        QCOMPARE(r.plan.layers[0].output.zero_point, 0); // observed after the ReLU
+        QCOMPARE(r.plan.layers[1].module, std::string("fc"));
+        QVERIFY(!r.plan.layers[1].relu);
+        QVERIFY(r.plan.float_layers.empty());
+        QVERIFY(r.int8_bytes < r.float_bytes / 2);
+
+        // The file: int8 weights tagged I8, the plan, no optimizer state.
+        const io::Checkpoint saved = io::load_checkpoint(int8);
+        QCOMPARE(saved.int8_tensors, (std::vector<std::string>{"conv.weight", "fc.weight"}));
+        QVERIFY(!saved.quantization.empty());
+        QVERIFY(saved.optimizer_kind.empty());
+        QVERIFY(!saved.project_json.empty());
+
+        const train::Evaluation f = evaluate(t, t.checkpoint);
+        const train::Evaluation q = evaluate(t, int8);
+        QCOMPARE(q.size, f.size);
+        int64_t same = 0;
+        for (size_t i = 0; i < f.predicted.size(); ++i)
+            same += f.predicted[i] == q.predicted[i];
+        QVERIFY2(same >= f.size * 9 / 10, qPrintable(QString("%1 of %2").arg(same).arg(f.size)));
+        double largest = 0, scale = 0;
+        for (size_t i = 0; i < f.outputs.size(); ++i) {
+            largest = std::max(largest, double(std::abs(f.outputs[i] - q.outputs[i])));
+            scale = std::max(scale, double(std::abs(f.outputs[i])));
+        }
+        QVERIFY2(
+            largest <= 0.1 * scale,
+            qPrintable(QString("int8 logits differ by %1 (largest %2)").arg(largest).arg(scale)));
+        // Evaluating again gives the same numbers (same machine, same kernels).
+        QCOMPARE(evaluate(t, int8).outputs, q.outputs);
+    }
+
+    void int8CheckpointsCannotTrainOrBeQuantizedAgain() {
+        QTemporaryDir dir;
+        const Trained t = trainStripes(dir);
+        const std::filesystem::path int8 = t.folder + "/int8.safetensors";
+        train::QuantizeOptions options;
+        options.calibration_batches = 2;
+        train::quantize_checkpoint(io::load_project(t.file), t.folder, t.checkpoint, int8, options);
+
+        QVERIFY(errorOf([&] {
+                    train::quantize_checkpoint(io::load_project(t.file), t.folder, int8,
+                                               t.folder + "/again.safetensors", options);
+                }).contains("already quantized"));
+        QVERIFY(!std::filesystem::exists(t.folder + "/again.safetensors"));
+
+        train::TrainerOptions resume;
+        resume.project_dir = t.folder;
+        resume.resume_from = int8;
+        QVERIFY(errorOf([&] {
+                    train::Trainer trainer(io::load_project(t.file), resume);
+                    trainer.run();
+                }).contains("cannot be trained on"));
+        train::TrainerOptions init;
+        init.project_dir = t.folder;
+        init.init_weights = int8;
+        QVERIFY(errorOf([&] {
+                    train::Trainer trainer(io::load_project(t.file), init);
+                    trainer.run();
+                }).contains("int8"));
+
+        // int8 tensors without a plan that reads them are refused.
+        io::Checkpoint c = io::load_checkpoint(int8);
+        c.quantization.clear();
+        io::save_checkpoint(t.folder + "/no_plan.safetensors", c);
+        QVERIFY(errorOf([&] {
+                    io::load_checkpoint(t.folder + "/no_plan.safetensors");
+                }).contains("'conv.weight' is int8"));
+        // A damaged scale is named.
+        c = io::load_checkpoint(int8);
+        for (auto& [name, tensor] : c.model)
+            if (name == "fc.input_scale") tensor = full(Dims{}, -1.0);
+        io::save_checkpoint(t.folder + "/bad_scale.safetensors", c);
+        QVERIFY(errorOf([&] {
+                    evaluate(t, t.folder + "/bad_scale.safetensors");
+                }).contains("fc.input"));
+    }
+
+    void dynamicQuantizationCoversLinearLayers() {
+        QTemporaryDir dir;
+        const Trained t = trainStripes(dir);
+        const std::filesystem::path int8 = t.folder + "/dynamic.safetensors";
+        train::QuantizeOptions options;
+        options.scheme = quant::Scheme::Dynamic;
+        const train::QuantizeResult r = train::quantize_checkpoint(
+            io::load_project(t.file), t.folder, t.checkpoint, int8, options);
+        QCOMPARE(r.plan.layers.size(), size_t(1));
+        QCOMPARE(r.plan.layers[0].module, std::string("fc"));
+        QCOMPARE(r.plan.float_layers.size(), size_t(1));
+        QCOMPARE(r.plan.float_layers[0].module, std::string("conv"));
+        QVERIFY(QString::fromStdString(r.plan.float_layers[0].reason).contains("dynamic"));
+        const train::Evaluation f = evaluate(t, t.checkpoint);
+        const train::Evaluation q = evaluate(t, int8);
+        int64_t same = 0;
+        for (size_t i = 0; i < f.predicted.size(); ++i)
+            same += f.predicted[i] == q.predicted[i];
+        QVERIFY(same >= f.size * 9 / 10);
+    }
+
+    void planSaysWhatStaysFloat() {
+        graph::ModelSpec spec;
+        const auto in = spec.add_node(
+            "Input", "", {{"shape", std::vector<int64_t>{6}}, {"dtype", std::string("int64")}});
+        const auto emb = spec.add_node(
+            "Embedding", "emb", {{"num_embeddings", int64_t(20)}, {"embedding_dim", int64_t(4)}});
+        const auto lstm = spec.add_node("LSTM", "lstm",
+                                        {{"input_size", int64_t(4)},
+                                         {"hidden_size", int64_t(5)},
+                                         {"output", std::string("last")}});
+        const auto fc = spec.add_node("Linear", "fc",
+                                      {{"in_features", int64_t(5)}, {"out_features", int64_t(3)}});
+        const auto out = spec.add_node("Output");
+        spec.connect(in, emb);
+        spec.connect(emb, lstm);
+        spec.connect(lstm, fc);
+        spec.connect(fc, out);
+        auto model = graph::build(spec);
+        const quant::QuantizationPlan plan =
+            quant::plan_quantization(spec, *model, quant::Scheme::Static);
+        QCOMPARE(plan.layers.size(), size_t(1));
+        QCOMPARE(plan.float_layers.size(), size_t(2));
+        QCOMPARE(plan.float_layers[0].kind, std::string("Embedding"));
+        QCOMPARE(plan.float_layers[1].kind, std::string("LSTM"));
+        QVERIFY(QString::fromStdString(plan.float_layers[1].reason).contains("recurrent"));
+
+        // The plan's JSON reads back; a broken one is refused naming the field.
+        const quant::QuantizationPlan back =
+            quant::QuantizationPlan::from_json(plan.to_json(), "f");
+        QCOMPARE(back.to_json(), plan.to_json());
+        QVERIFY(errorOf([] { quant::QuantizationPlan::from_json("{}", "f"); }).contains("scheme"));
+        QVERIFY(errorOf([] {
+                    quant::QuantizationPlan::from_json(
+                        R"({"scheme":"dynamic","layers":[{"module":"a","kind":"LSTM"}]})", "f");
+                }).contains("layers[0].kind"));
+        QVERIFY(errorOf([] {
+                    quant::QuantizationPlan::from_json("[1,", "f");
+                }).contains("not valid JSON"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestQuantModel)
+#include "test_quant_model.moc"
