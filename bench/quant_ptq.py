@@ -93,6 +93,7 @@ def main():
     ap.add_argument("--batches", type=int, default=32)
     ap.add_argument("--observer", default="histogram")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--qat-epochs", type=int, default=1)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     work = tempfile.mkdtemp(prefix="myelin-quant-")
@@ -121,8 +122,13 @@ def main():
         rate = float(re.search(r"\(([0-9.]+) examples/s\)", out).group(1))
         return acc, rate
 
+    qat = os.path.join(work, "qat.safetensors")
+    qat_out = run([a.myelin, "quantize", project_path, "--checkpoint", ck, "-o", qat,
+                   "--calibration-batches", str(a.batches), "--qat-epochs", str(a.qat_epochs),
+                   "--qat-lr", "1e-4"])
     f_acc, f_rate = myelin_eval(ck)
     q_acc, q_rate = myelin_eval(int8)
+    qat_acc, qat_rate = myelin_eval(qat)
 
     # 4: PyTorch's eager int8 model from the same float weights.
     engines = torch.backends.quantized.supported_engines
@@ -154,13 +160,15 @@ def main():
     rows = [
         ("myelin float32", f_acc, f_rate),
         ("myelin int8 (%s, %d batches)" % (a.observer, a.batches), q_acc, q_rate),
+        ("myelin int8 QAT (%d epoch, lr 1e-4)" % a.qat_epochs, qat_acc, qat_rate),
         ("torch %s float32" % torch.__version__, t_float_acc, t_float_rate),
         ("torch int8 eager (%s)" % engine, t_acc, t_rate),
     ]
     print("fashion_cnn, %d epochs, %d threads, batch %d" % (a.epochs, a.threads, batch))
     for name, acc, rate in rows:
         print("  %-34s accuracy %.4f   %8.0f examples/s" % (name, acc, rate))
-    print("  accuracy drop (myelin int8): %.2f pt" % (100 * (f_acc - q_acc)))
+    print("  accuracy drop (myelin int8): PTQ %.2f pt, QAT %.2f pt" %
+          (100 * (f_acc - q_acc), 100 * (f_acc - qat_acc)))
     print("  size: float weights %d bytes, int8 checkpoint %d bytes (%.3fx)" %
           (float_bytes, int8_bytes, int8_bytes / float_bytes))
     print("  int8 / float32 throughput (myelin): %.2fx" % (q_rate / f_rate))

@@ -187,6 +187,10 @@ struct Describer {
               "static: how activation ranges are measured (default histogram, PyTorch's "
               "HistogramObserver)");
         flag(c, "--dynamic", "dynamic quantization (quantize_dynamic) instead of static");
+        value(c, "--qat-epochs", "N",
+              "static: N epochs of quantization-aware training (fake quantization, "
+              "moving-average observers) from the checkpoint before the conversion");
+        value(c, "--qat-lr", "X", "the learning rate of those epochs (default: the project's)");
         value(c, "--threads", "N", "compute threads (default: the project's, else all)");
     }
 

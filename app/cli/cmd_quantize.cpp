@@ -5,7 +5,9 @@
 
 #include "cli_common.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace myelin::cli {
 
@@ -35,6 +37,20 @@ int cmd_quantize(const Args& args) {
         options.observer = *kind;
     }
     options.calibration_batches = args.get_int("--calibration-batches", 1).value_or(32);
+    options.qat_epochs = args.get_int("--qat-epochs", 1).value_or(0);
+    if (options.qat_epochs > 0 && options.scheme == quant::Scheme::Dynamic)
+        throw UsageError{"--qat-epochs is for static quantization"};
+    if (auto lr = args.get("--qat-lr")) {
+        char* end = nullptr;
+        const double value = std::strtod(lr->c_str(), &end);
+        if (lr->empty() || *end != '\0' || !(value > 0) || !std::isfinite(value))
+            throw UsageError{"--qat-lr needs a number > 0, got '" + *lr + "'"};
+        if (options.qat_epochs == 0) throw UsageError{"--qat-lr needs --qat-epochs"};
+        options.qat_lr = value;
+    }
+    if (options.qat_epochs > 0 && args.get("--observer"))
+        throw UsageError{"--observer: quantization-aware training follows the ranges with "
+                         "moving-average observers (PyTorch's QAT default)"};
     options.threads = int(args.get_int("--threads", 1).value_or(0));
     const std::filesystem::path out = *args.get("--output");
 
@@ -42,9 +58,13 @@ int cmd_quantize(const Args& args) {
         train::quantize_checkpoint(project, project_dir, checkpoint, out, options);
     const quant::QuantizationPlan& plan = r.plan;
     if (plan.scheme == quant::Scheme::Static)
-        std::printf("static int8: %s observer, %lld calibration batch(es) of %lld\n",
+        std::printf("static int8: %s observer, %lld calibration batch(es) of %lld%s\n",
                     std::string(quant::observer_kind_name(plan.observer)).c_str(),
-                    (long long)plan.calibration_batches, (long long)project.data.batch_size);
+                    (long long)plan.calibration_batches, (long long)project.data.batch_size,
+                    plan.qat_epochs > 0 ? (", then " + std::to_string(plan.qat_epochs) +
+                                           " epoch(s) of quantization-aware training")
+                                              .c_str()
+                                        : "");
     else
         std::printf("dynamic int8: activations quantized per batch\n");
     for (const quant::QuantizedLayer& layer : plan.layers) {

@@ -139,6 +139,7 @@ std::string QuantizationPlan::to_json() const {
     if (scheme == Scheme::Static) {
         j["observer"] = std::string(observer_kind_name(observer));
         j["calibration_batches"] = calibration_batches;
+        if (qat_epochs > 0) j["qat_epochs"] = qat_epochs;
     }
     json layers_json = json::array();
     for (const QuantizedLayer& l : layers) {
@@ -189,6 +190,11 @@ QuantizationPlan QuantizationPlan::from_json(const std::string& text, const std:
         if (batches == j.end() || !batches->is_number_integer() || batches->get<int64_t>() < 0)
             throw Error(w + ".calibration_batches: expected a count");
         plan.calibration_batches = batches->get<int64_t>();
+        if (const auto qat = j.find("qat_epochs"); qat != j.end()) {
+            if (!qat->is_number_integer() || qat->get<int64_t>() < 0)
+                throw Error(w + ".qat_epochs: expected a count");
+            plan.qat_epochs = qat->get<int64_t>();
+        }
     }
     const auto layers = j.find("layers");
     if (layers == j.end() || !layers->is_array()) throw Error(w + ".layers: expected an array");

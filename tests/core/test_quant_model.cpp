@@ -16,6 +16,7 @@
 #include "../support/stripes_project.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 using namespace myelin;
@@ -174,6 +175,50 @@ class TestQuantModel : public QObject {
         for (size_t i = 0; i < f.predicted.size(); ++i)
             same += f.predicted[i] == q.predicted[i];
         QVERIFY(same >= f.size * 9 / 10);
+    }
+
+    // QAT: training with fake quantization from the float weights, then the PTQ conversion.
+    void quantizationAwareTraining() {
+        QTemporaryDir dir;
+        const Trained t = trainStripes(dir);
+        const std::filesystem::path ptq = t.folder + "/ptq.safetensors";
+        const std::filesystem::path qat = t.folder + "/qat.safetensors";
+        train::QuantizeOptions options;
+        options.calibration_batches = 4;
+        train::quantize_checkpoint(io::load_project(t.file), t.folder, t.checkpoint, ptq, options);
+        options.qat_epochs = 1;
+        options.qat_lr = 0.01;
+        const train::QuantizeResult r = train::quantize_checkpoint(
+            io::load_project(t.file), t.folder, t.checkpoint, qat, options);
+        QCOMPARE(r.plan.qat_epochs, int64_t(1));
+        QCOMPARE(r.plan.observer, quant::ObserverKind::MovingAverageMinMax);
+        QCOMPARE(r.plan.calibration_batches, int64_t(4));
+        QCOMPARE(quant::QuantizationPlan::from_json(r.plan.to_json(), "f").qat_epochs, int64_t(1));
+        // The same layers and the same kind of file as PTQ, with trained weights.
+        const io::Checkpoint a = io::load_checkpoint(ptq), b = io::load_checkpoint(qat);
+        QCOMPARE(b.int8_tensors, a.int8_tensors);
+        QCOMPARE(b.model.size(), a.model.size());
+        bool changed = false;
+        for (size_t i = 0; i < a.model.size(); ++i) {
+            QCOMPARE(b.model[i].first, a.model[i].first);
+            QCOMPARE(b.model[i].second.sizes(), a.model[i].second.sizes());
+            if (a.model[i].first == "fc.weight")
+                changed = std::memcmp(a.model[i].second.data_ptr(), b.model[i].second.data_ptr(),
+                                      size_t(a.model[i].second.numel())) != 0;
+        }
+        QVERIFY(changed);
+        const train::Evaluation f = evaluate(t, t.checkpoint);
+        const train::Evaluation q = evaluate(t, qat);
+        QVERIFY2(q.metrics.at("accuracy") >= f.metrics.at("accuracy") - 0.1,
+                 qPrintable(QString("QAT %1, float %2")
+                                .arg(q.metrics.at("accuracy"))
+                                .arg(f.metrics.at("accuracy"))));
+        // Dynamic quantization has no QAT.
+        options.scheme = quant::Scheme::Dynamic;
+        QVERIFY(errorOf([&] {
+                    train::quantize_checkpoint(io::load_project(t.file), t.folder, t.checkpoint,
+                                               t.folder + "/x.safetensors", options);
+                }).contains("static"));
     }
 
     void planSaysWhatStaysFloat() {

@@ -50,6 +50,7 @@ struct QuantizationPlan {
     Scheme scheme = Scheme::Static;
     ObserverKind observer = ObserverKind::Histogram; // static only
     int64_t calibration_batches = 0;                 // static: batches the observers saw
+    int64_t qat_epochs = 0; // static: epochs of quantization-aware training after calibration
     std::vector<QuantizedLayer> layers;
     std::vector<FloatLayer> float_layers;
 

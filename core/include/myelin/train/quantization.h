@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 namespace myelin::train {
 
@@ -15,6 +16,12 @@ struct QuantizeOptions {
     quant::ObserverKind observer = quant::ObserverKind::Histogram;
     int64_t calibration_batches = 32; // static: the training split's first batches
     int threads = 0;                  // 0: all
+    // Quantization-aware training (static only): after calibration, this many epochs of the
+    // project's training with every planned layer's weights, input and output fake-quantized
+    // (straight-through estimator) and moving-average observers following the ranges; then the
+    // same conversion as post-training quantization. 0: none.
+    int64_t qat_epochs = 0;
+    std::optional<double> qat_lr; // the optimizer's lr for those epochs (default: the project's)
     // Called after each calibration batch (done, of); may be empty.
     std::function<void(int64_t done, int64_t total)> progress;
 };
