@@ -34,6 +34,35 @@ Tensor float_input(const Tensor& x, const char* layer) {
     return (x.dtype() == DType::Float32 ? x : x.to(DType::Float32)).contiguous();
 }
 
+// A layer's input as quint8: the values the int8 layer before it handed on (UInt8, already with
+// this layer's input parameters), or float32 values quantized here.
+QTensor quantized_input(const Tensor& x, QParams q, const char* layer) {
+    if (x.dtype() == DType::UInt8) return {x, q};
+    return quantize_per_tensor(float_input(x, layer), q);
+}
+
+// What a layer hands on (Int8Output): a channels-last result of the convolution kernels made
+// contiguous by one pass over each image's bytes (cheaper than the generic strided copy).
+Tensor handed_on(const QTensor& y, Int8Output output) {
+    if (output == Int8Output::Float) return dequantize(y);
+    const Tensor& d = y.data;
+    if (output == Int8Output::UInt8ChannelsLast) return d;
+    const bool channels_last = d.dim() == 4 && d.strides()[1] == 1 && d.strides()[3] == d.size(1) &&
+                               d.strides()[2] == d.size(1) * d.size(3) &&
+                               d.strides()[0] == d.size(1) * d.size(2) * d.size(3);
+    if (!channels_last) return d.contiguous();
+    const int64_t batch = d.size(0), channels = d.size(1), plane = d.size(2) * d.size(3);
+    Tensor out = empty(d.shape(), DType::UInt8);
+    const uint8_t* p = d.data<uint8_t>();
+    uint8_t* o = out.data<uint8_t>();
+#pragma omp parallel for if (d.numel() > (1 << 16)) schedule(static)
+    for (int64_t n = 0; n < batch; ++n)
+        for (int64_t c = 0; c < channels; ++c)
+            for (int64_t i = 0; i < plane; ++i)
+                o[(n * channels + c) * plane + i] = p[(n * plane + i) * channels + c];
+    return out;
+}
+
 // UInt8 bytes of int8 values (the checkpoint's form) and back.
 Tensor int8_bytes(const QuantizedWeight& w) {
     Tensor t = empty(w.shape, DType::UInt8);
@@ -86,10 +115,12 @@ QuantizedLinear::QuantizedLinear(QuantizedWeight weight, Tensor bias, std::optio
 }
 
 Tensor QuantizedLinear::forward(const TensorList& inputs) {
-    const Tensor x = float_input(inputs[0], "QuantizedLinear");
-    if (!input_) return dynamic_quantized_linear(x, weight_, bias_, relu_);
-    return dequantize(
-        quantized_linear(quantize_per_tensor(x, *input_), weight_, bias_, relu_, *output_));
+    if (!input_)
+        return dynamic_quantized_linear(float_input(inputs[0], "QuantizedLinear"), weight_, bias_,
+                                        relu_);
+    const QTensor x = quantized_input(inputs[0], *input_, "QuantizedLinear");
+    const QTensor y = quantized_linear(x, weight_, bias_, relu_, *output_);
+    return handed_on(y, has_hooks() ? Int8Output::Float : int8_output_);
 }
 
 std::string QuantizedLinear::extra_repr() const {
@@ -115,12 +146,11 @@ QuantizedConv2d::QuantizedConv2d(QuantizedWeight weight, Tensor bias, const Conv
 }
 
 Tensor QuantizedConv2d::forward(const TensorList& inputs) {
-    const Tensor x = float_input(inputs[0], "QuantizedConv2d");
-    QTensor y =
-        quantized_conv2d(quantize_per_tensor(x, input_), weight_, bias_, options_, relu_, output_);
+    QTensor y = quantized_conv2d(quantized_input(inputs[0], input_, "QuantizedConv2d"), weight_,
+                                 bias_, options_, relu_, output_);
     if (pool_)
         y = quantized_max_pool2d(y, pool_->kernel, pool_->stride, pool_->padding, pool_->dilation);
-    return dequantize(y);
+    return handed_on(y, has_hooks() ? Int8Output::Float : int8_output_);
 }
 
 std::string QuantizedConv2d::extra_repr() const {
@@ -148,6 +178,7 @@ std::string QuantizationPlan::to_json() const {
             o["relu"] = l.relu;
             if (!l.relu_module.empty()) o["relu_module"] = l.relu_module;
             if (!l.pool_module.empty()) o["pool_module"] = l.pool_module;
+            if (!l.output_to.empty()) o["output_to"] = l.output_to;
         }
         layers_json.push_back(std::move(o));
     }
@@ -213,7 +244,8 @@ QuantizationPlan QuantizationPlan::from_json(const std::string& text, const std:
             l.relu = relu->get<bool>();
         }
         for (auto [key, field] :
-             {std::pair{"relu_module", &l.relu_module}, std::pair{"pool_module", &l.pool_module}})
+             {std::pair{"relu_module", &l.relu_module}, std::pair{"pool_module", &l.pool_module},
+              std::pair{"output_to", &l.output_to}})
             if (o.contains(key)) *field = string_of(o, key, at);
         if (!l.pool_module.empty() && (l.kind != "Conv2d" || l.relu_module.empty()))
             throw Error(at + ".pool_module: a max pool is fused only after a Conv2d's ReLU");
@@ -281,6 +313,23 @@ QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::Gr
         }
         plan.layers.push_back(std::move(layer));
     }
+    // Consecutive int8 layers (through identities and Flatten only) hand on uint8 values.
+    if (scheme == Scheme::Static) {
+        std::map<graph::NodeId, std::string> planned;
+        for (const QuantizedLayer& layer : plan.layers)
+            planned[model.node_of_module(layer.module)] = layer.module;
+        for (QuantizedLayer& layer : plan.layers) {
+            const std::string& last = !layer.pool_module.empty()   ? layer.pool_module
+                                      : !layer.relu_module.empty() ? layer.relu_module
+                                                                   : layer.module;
+            graph::NodeId at = model.node_of_module(last);
+            std::vector<graph::Edge> out = spec.outputs_of(at);
+            while (out.size() == 1 && spec.node(out[0].to).kind == "Flatten")
+                out = spec.outputs_of(out[0].to);
+            if (out.size() == 1 && out[0].to_port == 0 && planned.count(out[0].to))
+                layer.output_to = planned[out[0].to];
+        }
+    }
     if (plan.layers.empty())
         throw Error(std::string("no layer of this model has a ") +
                     std::string(scheme_name(scheme)) + " int8 form (Linear" +
@@ -289,6 +338,13 @@ QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::Gr
 }
 
 // --- calibration -------------------------------------------------------------------------------
+
+void share_handed_on_parameters(QuantizationPlan& plan) {
+    for (const QuantizedLayer& from : plan.layers)
+        if (!from.output_to.empty())
+            for (QuantizedLayer& to : plan.layers)
+                if (to.module == from.output_to) to.input = from.output;
+}
 
 void calibrate(graph::GraphModule& model, QuantizationPlan& plan,
                const std::function<bool(TensorList& inputs)>& next_batch) {
@@ -344,6 +400,7 @@ void calibrate(graph::GraphModule& model, QuantizationPlan& plan,
         plan.layers[i].input = watches[i].input->qparams();
         plan.layers[i].output = watches[i].output->qparams();
     }
+    share_handed_on_parameters(plan);
 }
 
 // --- the swap ----------------------------------------------------------------------------------
@@ -369,8 +426,14 @@ Conv2dOptions conv_options(const nn::Conv2d& conv) {
 
 // Puts layer `layer`'s int8 module in `model`: the layer swapped, and the fused ReLU and max
 // pool made identities (the int8 layer does their work).
-void install(graph::GraphModule& model, const QuantizedLayer& layer, Scheme scheme,
+void install(graph::GraphModule& model, const QuantizationPlan& plan, const QuantizedLayer& layer,
              QuantizedWeight weight, Tensor bias, const std::string& where) {
+    const Scheme scheme = plan.scheme;
+    Int8Output hand_on = Int8Output::Float;
+    for (const QuantizedLayer& to : plan.layers)
+        if (!layer.output_to.empty() && to.module == layer.output_to)
+            hand_on =
+                to.kind == "Conv2d" ? Int8Output::UInt8ChannelsLast : Int8Output::UInt8Contiguous;
     const nn::Module* m = child_of(model, layer.module);
     auto fused = [&](const std::string& name, const char* what) -> nn::Module* {
         nn::Module* f = name.empty() ? nullptr : child_of(model, name);
@@ -390,6 +453,7 @@ void install(graph::GraphModule& model, const QuantizedLayer& layer, Scheme sche
             std::move(weight), std::move(bias),
             is_static ? std::optional<QParams>(layer.input) : std::nullopt,
             is_static ? std::optional<QParams>(layer.output) : std::nullopt, layer.relu);
+        static_cast<QuantizedLinear&>(*int8).set_output(hand_on);
     } else {
         const auto* conv = dynamic_cast<const nn::Conv2d*>(m);
         if (!conv) throw Error(where + ": layer '" + layer.module + "' is not a Conv2d");
@@ -405,6 +469,7 @@ void install(graph::GraphModule& model, const QuantizedLayer& layer, Scheme sche
         int8 = std::make_shared<QuantizedConv2d>(std::move(weight), std::move(bias),
                                                  conv_options(*conv), layer.input, layer.output,
                                                  layer.relu, pool);
+        static_cast<QuantizedConv2d&>(*int8).set_output(hand_on);
     }
     model.replace_layer(model.node_of_module(layer.module), int8);
     for (const std::string& name : {layer.relu_module, layer.pool_module})
@@ -424,7 +489,7 @@ void quantize_model(graph::GraphModule& model, const QuantizationPlan& plan) {
             if (name == "bias") bias = bias_copy(p);
         QuantizedWeight qw = plan.scheme == Scheme::Static ? quantize_weight_per_channel(w)
                                                            : quantize_weight_per_tensor(w);
-        install(model, layer, plan.scheme, std::move(qw), std::move(bias), "quantization");
+        install(model, plan, layer, std::move(qw), std::move(bias), "quantization");
     }
 }
 
@@ -553,7 +618,7 @@ void load_quantized(graph::GraphModule& model, const QuantizationPlan& given,
                                 "not " + param.sizes().str());
                 bias = b->to(DType::Float32).contiguous().clone();
             }
-        install(model, layer, plan.scheme, std::move(w), std::move(bias), where);
+        install(model, plan, layer, std::move(w), std::move(bias), where);
     }
     const nn::LoadStateDictResult r = model.load_state_dict(tensors, false);
     if (!r.ok())

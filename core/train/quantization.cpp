@@ -175,6 +175,7 @@ train_quantization_aware(const io::Project& project, const std::filesystem::path
         throw Error("quantization-aware training did not finish" +
                     (r.error.empty() ? std::string() : ": " + r.error));
     fake.fill(plan);
+    quant::share_handed_on_parameters(plan);
     return trainer;
 }
 

@@ -108,6 +108,24 @@ class TestQuantModel : public QObject {
             qPrintable(QString("int8 logits differ by %1 (largest %2)").arg(largest).arg(scale)));
         // Evaluating again gives the same numbers (same machine, same kernels).
         QCOMPARE(evaluate(t, int8).outputs, q.outputs);
+        QCOMPARE(r.plan.layers[0].output_to, std::string("fc")); // through the pool and Flatten
+        QVERIFY(r.plan.layers[1].input == r.plan.layers[0].output);
+
+        // conv hands fc its uint8 values; a hook on conv (an inspection) makes it hand on
+        // float32 instead, which fc quantizes back to the same values: the same logits.
+        auto trainer = train::trainer_for_checkpoint(io::load_project(t.file), t.folder, int8);
+        graph::GraphModule& model = trainer->model();
+        const Tensor x = randn(Dims{5, 1, 8, 8});
+        const Tensor handed_uint8 = model(x);
+        HookHandle hook = model.child("conv")->register_forward_hook(
+            [](nn::Module&, const TensorList&, const Tensor& y) {
+                if (y.dtype() != DType::Float32) throw Error("a hook saw non-float values");
+                return Tensor();
+            });
+        const Tensor handed_float = model(x);
+        hook.remove();
+        QCOMPARE(handed_float.dtype(), DType::Float32);
+        QVERIFY(equal(handed_uint8, handed_float));
     }
 
     void int8CheckpointsCannotTrainOrBeQuantizedAgain() {

@@ -34,6 +34,10 @@ struct QuantizedLayer {
     // Static Conv2d with a fused ReLU: the MaxPool2d after that ReLU (its only reader) runs on
     // the int8 values inside the layer (max commutes with the quantization); empty: none.
     std::string pool_module;
+    // Static: the int8 layer that reads this one's output (through identities and Flatten
+    // only). Its input parameters are this layer's output parameters, so the values can pass
+    // between the two as uint8 (PyTorch's eager int8 model does the same); empty: none.
+    std::string output_to;
     QParams input;  // static: calibrated parameters of the layer's input ...
     QParams output; // ... and of its output (after the fused ReLU)
     // The weight's scales per output channel (or one: per tensor); not in the plan's JSON (the
@@ -72,6 +76,10 @@ QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::Gr
 void calibrate(graph::GraphModule& model, QuantizationPlan& plan,
                const std::function<bool(TensorList& inputs)>& next_batch);
 
+// Gives each layer that reads an int8 layer's uint8 values (output_to) that layer's output
+// parameters as its input parameters (calibrate and QAT call it).
+void share_handed_on_parameters(QuantizationPlan& plan);
+
 // Swaps each planned layer of `model` (its float weights in place) for its int8 module.
 void quantize_model(graph::GraphModule& model, const QuantizationPlan& plan);
 
@@ -107,6 +115,11 @@ struct FusedMaxPool {
     std::array<int64_t, 2> kernel{2, 2}, stride{2, 2}, padding{0, 0}, dilation{1, 1};
 };
 
+// What an int8 module hands on: float32 values (the default), or its quint8 values as a UInt8
+// tensor (their parameters are the reading int8 layer's input parameters), channels-last for a
+// convolution reading it, or contiguous for a Flatten on the way to a Linear.
+enum class Int8Output { Float, UInt8ChannelsLast, UInt8Contiguous };
+
 // The int8 modules. Their state_dict: weight (UInt8 bytes of int8 values, the float weight's
 // shape), weight_scale [out] (or [1]: per tensor), bias (float32, when the layer has one) and,
 // static only, input_scale / input_zero_point / output_scale / output_zero_point (rank 0).
@@ -118,12 +131,16 @@ class QuantizedLinear : public nn::Module {
     Tensor forward(const TensorList& inputs) override;
     std::string extra_repr() const override;
     const QuantizedWeight& weight() const { return weight_; }
+    // A UInt8 input holds quint8 values with this layer's input parameters (from the int8 layer
+    // before it); a float32 input is quantized here. With hooks the output is float32.
+    void set_output(Int8Output output) { int8_output_ = output; }
 
   private:
     QuantizedWeight weight_;
     Tensor bias_;
     std::optional<QParams> input_, output_;
     bool relu_;
+    Int8Output int8_output_ = Int8Output::Float;
 };
 
 class QuantizedConv2d : public nn::Module {
@@ -134,10 +151,12 @@ class QuantizedConv2d : public nn::Module {
     Tensor forward(const TensorList& inputs) override;
     std::string extra_repr() const override;
     const QuantizedWeight& weight() const { return weight_; }
+    void set_output(Int8Output output) { int8_output_ = output; } // as QuantizedLinear's
 
   private:
     QuantizedWeight weight_;
     Tensor bias_;
+    Int8Output int8_output_ = Int8Output::Float;
     Conv2dOptions options_;
     QParams input_, output_;
     bool relu_;
