@@ -256,6 +256,9 @@ std::string onnx_model_bytes(const ExportSource& source, const OnnxOptions& opti
     std::map<std::string, const quant::QuantizedLayer*> int8_layers;
     if (source.quantization)
         for (const quant::QuantizedLayer& layer : source.quantization->layers) {
+            // ONNX has no dynamic int8 recurrent op outside com.microsoft: a recurrent layer is
+            // written with its weights' float values (int8 value x scale).
+            if (layer.kind != "Linear" && layer.kind != "Conv2d") continue;
             int8_layers[layer.module] = &layer;
             b.int8_weights[layer.module + ".weight"] = layer.weight_scales;
             b.int8_weights[layer.module + ".weight_transposed"] = layer.weight_scales;

@@ -1,7 +1,10 @@
 #include <myelin/error.h>
 #include <myelin/graph/registry.h>
 #include <myelin/nn/layers.h>
+#include <myelin/nn/recurrent.h>
 #include <myelin/quant/quantized_model.h>
+
+#include "quant/quantized_recurrent.h"
 
 #include <myelin/autograd.h>
 
@@ -78,8 +81,9 @@ Tensor scalar_int(int64_t v) {
 }
 
 std::string reason_for(const std::string& kind, Scheme scheme) {
-    if (kind == "LSTM" || kind == "GRU" || kind == "RNN")
-        return "no int8 recurrent kernel yet: it runs in float32";
+    if (detail::is_recurrent_kind(kind))
+        return "static quantization has no int8 recurrent layer (dynamic quantization has: "
+               "--dynamic)";
     if (kind == "Conv2d" && scheme == Scheme::Dynamic)
         return "dynamic quantization covers Linear layers (quantize_dynamic's default set)";
     if (kind == "BatchNorm1d" || kind == "BatchNorm2d" || kind == "LayerNorm")
@@ -174,6 +178,7 @@ std::string QuantizationPlan::to_json() const {
     json layers_json = json::array();
     for (const QuantizedLayer& l : layers) {
         json o{{"module", l.module}, {"kind", l.kind}};
+        if (detail::is_recurrent_kind(l.kind)) o["last"] = l.last_only;
         if (scheme == Scheme::Static) {
             o["relu"] = l.relu;
             if (!l.relu_module.empty()) o["relu_module"] = l.relu_module;
@@ -236,12 +241,19 @@ QuantizationPlan QuantizationPlan::from_json(const std::string& text, const std:
         QuantizedLayer l;
         l.module = string_of(o, "module", at);
         l.kind = string_of(o, "kind", at);
-        if (l.kind != "Linear" && (l.kind != "Conv2d" || plan.scheme != Scheme::Static))
+        const bool dynamic_kind =
+            plan.scheme == Scheme::Dynamic && detail::is_recurrent_kind(l.kind);
+        if (l.kind != "Linear" && !dynamic_kind &&
+            (l.kind != "Conv2d" || plan.scheme != Scheme::Static))
             throw Error(at + ".kind: '" + l.kind + "' has no " +
                         std::string(scheme_name(plan.scheme)) + " int8 form");
         if (const auto relu = o.find("relu"); relu != o.end()) {
             if (!relu->is_boolean()) throw Error(at + ".relu: expected true or false");
             l.relu = relu->get<bool>();
+        }
+        if (const auto last = o.find("last"); last != o.end()) {
+            if (!last->is_boolean()) throw Error(at + ".last: expected true or false");
+            l.last_only = last->get<bool>();
         }
         for (auto [key, field] :
              {std::pair{"relu_module", &l.relu_module}, std::pair{"pool_module", &l.pool_module},
@@ -275,6 +287,9 @@ QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::Gr
         std::string reason;
         if (node.kind == "Linear") {
             // int8 for any batch shape: the kernel reads the last dimension.
+        } else if (scheme == Scheme::Dynamic && detail::is_recurrent_kind(node.kind)) {
+            const auto* r = dynamic_cast<const nn::RNNBase*>(m);
+            if (!r || !r->batch_first) reason = "not built as a batch-first recurrent module";
         } else if (node.kind == "Conv2d" && scheme == Scheme::Static) {
             const auto* conv = dynamic_cast<const nn::Conv2d*>(m);
             if (!conv)
@@ -297,6 +312,8 @@ QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::Gr
         QuantizedLayer layer;
         layer.module = module;
         layer.kind = node.kind;
+        if (detail::is_recurrent_kind(node.kind))
+            layer.last_only = node.attrs.get_string("output") == "last";
         if (scheme == Scheme::Static) {
             const std::vector<graph::Edge> out = spec.outputs_of(node.id);
             layer.relu = out.size() == 1 && spec.node(out[0].to).kind == "ReLU";
@@ -483,6 +500,11 @@ void quantize_model(graph::GraphModule& model, const QuantizationPlan& plan) {
     for (const QuantizedLayer& layer : plan.layers) {
         nn::Module* m = child_of(model, layer.module);
         if (!m) throw Error("quantization: the model has no layer '" + layer.module + "'");
+        if (detail::is_recurrent_kind(layer.kind)) {
+            model.replace_layer(model.node_of_module(layer.module),
+                                detail::dynamic_recurrent(*m, layer.last_only));
+            continue;
+        }
         const Tensor w = m->param("weight").detach().to(kCPU).to(DType::Float32).contiguous();
         Tensor bias;
         for (const auto& [name, p] : m->named_parameters(false))
@@ -500,6 +522,9 @@ QuantizedState quantized_state(const graph::GraphModule& model) {
         if (dynamic_cast<const QuantizedLinear*>(child.get()) ||
             dynamic_cast<const QuantizedConv2d*>(child.get()))
             state.int8_names.push_back(name + ".weight");
+        else
+            for (const std::string& local : detail::recurrent_int8_weights(*child))
+                state.int8_names.push_back(name + "." + local);
     return state;
 }
 
@@ -543,6 +568,7 @@ void read_parameters(QuantizationPlan& plan, const nn::StateDict& tensors,
         return q;
     };
     for (QuantizedLayer& layer : plan.layers) {
+        if (detail::is_recurrent_kind(layer.kind)) continue; // checked as the layer is built
         const std::string p = layer.module + ".";
         const Tensor& values = int8_values(tensors, layer.module, where);
         const int64_t out = values.dim() > 0 ? values.size(0) : 0;
@@ -566,7 +592,17 @@ void read_parameters(QuantizationPlan& plan, const nn::StateDict& tensors,
 nn::StateDict dequantized_state(const QuantizationPlan& plan, const nn::StateDict& tensors) {
     std::map<std::string, const QuantizedLayer*> by_weight;
     std::set<std::string> left_out;
+    std::map<std::string, const Tensor*> recurrent_scales; // int8 weight -> its scale [1]
     for (const QuantizedLayer& layer : plan.layers) {
+        if (detail::is_recurrent_kind(layer.kind)) {
+            const std::string p = layer.module + ".";
+            for (const auto& [name, t] : tensors)
+                if (name.starts_with(p) && name.ends_with("_scale")) {
+                    left_out.insert(name);
+                    recurrent_scales[name.substr(0, name.size() - 6)] = &t;
+                }
+            continue;
+        }
         by_weight[layer.module + ".weight"] = &layer;
         for (const char* part : {"weight_scale", "input_scale", "input_zero_point", "output_scale",
                                  "output_zero_point"})
@@ -575,6 +611,15 @@ nn::StateDict dequantized_state(const QuantizationPlan& plan, const nn::StateDic
     nn::StateDict out;
     for (const auto& [name, t] : tensors) {
         if (left_out.count(name)) continue;
+        if (const auto r = recurrent_scales.find(name); r != recurrent_scales.end()) {
+            QuantizedWeight w;
+            w.shape = t.sizes();
+            w.values.resize(size_t(t.numel()));
+            std::memcpy(w.values.data(), t.contiguous().data_ptr(), w.values.size());
+            w.scales = {float(r->second->item<double>())};
+            out.emplace_back(name, dequantize_weight(w));
+            continue;
+        }
         const auto it = by_weight.find(name);
         if (it == by_weight.end()) {
             out.emplace_back(name, t);
@@ -599,6 +644,12 @@ void load_quantized(graph::GraphModule& model, const QuantizationPlan& given,
         if (!m)
             throw Error(where + ": the quantization plan names layer '" + layer.module +
                         "', which the project's model does not have");
+        if (detail::is_recurrent_kind(layer.kind)) {
+            model.replace_layer(
+                model.node_of_module(layer.module),
+                detail::dynamic_recurrent(*m, layer.last_only, layer.module + ".", tensors, where));
+            continue;
+        }
         const Tensor& values = int8_values(tensors, layer.module, where);
         const Dims shape = m->param("weight").sizes();
         if (values.sizes() != shape)

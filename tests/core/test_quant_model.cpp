@@ -239,6 +239,77 @@ class TestQuantModel : public QObject {
                 }).contains("static"));
     }
 
+    // quantize_dynamic's recurrent layers: int8 weights, each step's activations quantized on
+    // the fly; the lengths skip padding; the state reads back into a fresh model.
+    void dynamicRecurrentLayers_data() {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<bool>("bidirectional");
+        QTest::newRow("LSTM") << "LSTM" << true;
+        QTest::newRow("GRU") << "GRU" << false;
+        QTest::newRow("RNN") << "RNN" << true;
+    }
+    void dynamicRecurrentLayers() {
+        QFETCH(QString, kind);
+        QFETCH(bool, bidirectional);
+        graph::ModelSpec spec;
+        const auto in = spec.add_node(
+            "Input", "", {{"shape", std::vector<int64_t>{7}}, {"dtype", std::string("int64")}});
+        const auto emb = spec.add_node(
+            "Embedding", "emb", {{"num_embeddings", int64_t(20)}, {"embedding_dim", int64_t(6)}});
+        const auto lengths = spec.add_node("PaddingLengths", "lengths");
+        const auto rnn = spec.add_node(kind.toStdString(), "rnn",
+                                       {{"input_size", int64_t(6)},
+                                        {"hidden_size", int64_t(5)},
+                                        {"num_layers", int64_t(2)},
+                                        {"bidirectional", bidirectional},
+                                        {"output", std::string("last")},
+                                        {"num_inputs", int64_t(2)}});
+        const int64_t features = bidirectional ? 10 : 5;
+        const auto fc = spec.add_node("Linear", "fc",
+                                      {{"in_features", features}, {"out_features", int64_t(3)}});
+        const auto out = spec.add_node("Output");
+        spec.connect(in, emb);
+        spec.connect(in, lengths);
+        spec.connect(emb, rnn);
+        spec.connect(lengths, rnn, 1);
+        spec.connect(rnn, fc);
+        spec.connect(fc, out);
+        default_generator().manual_seed(5);
+        auto model = graph::build(spec);
+        model->eval();
+        // Rows with padding (0) after their words, one of them all padding.
+        std::vector<int64_t> tokens(4 * 7, 0);
+        for (int64_t r = 0; r < 3; ++r)
+            for (int64_t t = 0; t < 7 - 2 * r; ++t)
+                tokens[size_t(r * 7 + t)] = 1 + (r * 7 + t * 3) % 19;
+        const Tensor x = from_vector(tokens, Dims{4, 7});
+        const Tensor expected = (*model)(x);
+
+        const quant::QuantizationPlan plan =
+            quant::plan_quantization(spec, *model, quant::Scheme::Dynamic);
+        QCOMPARE(plan.layers.size(), size_t(2));
+        QCOMPARE(plan.layers[0].kind, kind.toStdString());
+        QVERIFY(plan.layers[0].last_only);
+        quant::quantize_model(*model, plan);
+        const Tensor got = (*model)(x);
+        QCOMPARE(got.sizes(), expected.sizes());
+        const double scale = max(abs(expected)).item<double>();
+        const double diff = max(abs(sub(got, expected))).item<double>();
+        QVERIFY2(diff <= 0.05 * scale + 1e-3,
+                 qPrintable(QString("int8 %1 differs by %2 (outputs up to %3)")
+                                .arg(kind)
+                                .arg(diff)
+                                .arg(scale)));
+
+        const quant::QuantizedState state = quant::quantized_state(*model);
+        QCOMPARE(state.int8_names.size(), size_t((bidirectional ? 8 : 4) + 1));
+        auto fresh = graph::build(spec);
+        fresh->eval();
+        quant::load_quantized(*fresh, quant::QuantizationPlan::from_json(plan.to_json(), "f"),
+                              state.tensors, "f");
+        QVERIFY(equal((*fresh)(x), got));
+    }
+
     void planSaysWhatStaysFloat() {
         graph::ModelSpec spec;
         const auto in = spec.add_node(
@@ -272,7 +343,7 @@ class TestQuantModel : public QObject {
         QVERIFY(errorOf([] { quant::QuantizationPlan::from_json("{}", "f"); }).contains("scheme"));
         QVERIFY(errorOf([] {
                     quant::QuantizationPlan::from_json(
-                        R"({"scheme":"dynamic","layers":[{"module":"a","kind":"LSTM"}]})", "f");
+                        R"({"scheme":"dynamic","layers":[{"module":"a","kind":"Conv2d"}]})", "f");
                 }).contains("layers[0].kind"));
         QVERIFY(errorOf([] {
                     quant::QuantizationPlan::from_json("[1,", "f");

@@ -28,7 +28,8 @@ std::string_view scheme_name(Scheme scheme); // "static", "dynamic"
 // One layer run in int8.
 struct QuantizedLayer {
     std::string module;      // the node's module name in the built model ("fc1", "3")
-    std::string kind;        // "Linear" or "Conv2d"
+    std::string kind;        // "Linear" or "Conv2d"; dynamic also "LSTM", "GRU", "RNN"
+    bool last_only = false;  // a recurrent layer whose port 0 is each sequence's final state
     bool relu = false;       // static: the ReLU after it (its only reader) is fused ...
     std::string relu_module; // ... which then runs as the identity
     // Static Conv2d with a fused ReLU: the MaxPool2d after that ReLU (its only reader) runs on
