@@ -1,6 +1,7 @@
 #include "shell/evaluate_page.h"
 
 #include "eval/evaluation_view.h"
+#include "eval/quantization_view.h"
 #include "eval/single_example_view.h"
 #include "runs/checkpoint_picker.h"
 
@@ -32,13 +33,19 @@ EvaluatePage::EvaluatePage(QWidget* parent) : QWidget(parent) {
     tabs_->setObjectName(QStringLiteral("evaluateTabs"));
     evaluation_ = new EvaluationView(tabs_);
     single_ = new SingleExampleView(tabs_);
+    quantization_ = new QuantizationView(tabs_);
     tabs_->addTab(evaluation_, tr("Test Set"));
     tabs_->addTab(single_, tr("One Example"));
+    tabs_->addTab(quantization_, tr("Quantize"));
     layout->addWidget(tabs_, 1);
 
     connect(evaluateButton_, &QPushButton::clicked, this, &EvaluatePage::evaluate);
     connect(picker_, &CheckpointPicker::changed, this, &EvaluatePage::updateState);
     connect(evaluation_, &EvaluationView::exampleActivated, this, &EvaluatePage::showExample);
+    connect(quantization_, &QuantizationView::quantizeRequested, this, &EvaluatePage::quantize);
+    // Each refuses to start while the other runs (they share the process's random state).
+    connect(evaluation_, &EvaluationView::finished, this, &EvaluatePage::updateState);
+    connect(quantization_, &QuantizationView::finished, this, &EvaluatePage::updateState);
     connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
         // The single-example view loads its model when first shown for a checkpoint.
         if (tabs_->widget(index) != single_) return;
@@ -87,13 +94,25 @@ bool EvaluatePage::chosenModel(io::Project& project, QString& dataDir) {
 }
 
 void EvaluatePage::evaluate() {
-    if (trainingActive_ || evaluation_->isRunning()) return;
+    if (trainingActive_ || evaluation_->isRunning() || quantization_->isRunning()) return;
     io::Project project;
     QString dir;
     const QString checkpoint = picker_->checkpointPath();
     if (checkpoint.isEmpty() || !chosenModel(project, dir)) return;
     tabs_->setCurrentWidget(evaluation_);
     evaluation_->evaluate(project, dir, checkpoint);
+    updateState();
+}
+
+void EvaluatePage::quantize() {
+    if (trainingActive_ || evaluation_->isRunning() || quantization_->isRunning()) return;
+    io::Project project;
+    QString dir;
+    const QString checkpoint = picker_->checkpointPath();
+    if (checkpoint.isEmpty() || !chosenModel(project, dir)) return;
+    tabs_->setCurrentWidget(quantization_);
+    quantization_->quantize(project, dir, checkpoint);
+    updateState();
 }
 
 bool EvaluatePage::evaluateRun(qint64 run) {
@@ -114,8 +133,14 @@ void EvaluatePage::showExample(qint64 index) {
 
 void EvaluatePage::updateState() {
     const bool chosen = !picker_->checkpointPath().isEmpty();
-    evaluateButton_->setEnabled(chosen && !trainingActive_);
+    const bool quantizing = quantization_->isRunning();
+    evaluateButton_->setEnabled(chosen && !trainingActive_ && !quantizing);
     evaluation_->setCheckpointChosen(chosen);
+    quantization_->setCheckpointChosen(chosen);
+    quantization_->setBlockedReason(
+        trainingActive_ ? tr("A run is training: quantize when it has ended (or stop it).")
+        : evaluation_->isRunning() ? tr("An evaluation is running: quantize when it has ended.")
+                                   : QString());
     if (trainingActive_)
         note_->setText(tr("A run is training: evaluate when it has ended (or stop it)."));
     else if (!chosen)

@@ -2,7 +2,8 @@
 // The Evaluate tab: pick a run's checkpoint (or a file), then "Test set" evaluates it on the
 // project's test data (metrics, confusion matrix with its examples, per-class scores, highest
 // losses; regression plots) and "One example" runs one example through it, layer by layer.
-// An example double-clicked in the evaluation opens in "One example".
+// An example double-clicked in the evaluation opens in "One example". "Quantize" makes an int8
+// copy of the checkpoint and compares it with the float one (QuantizationView).
 #include <myelin/io/project.h>
 
 #include <QString>
@@ -18,6 +19,7 @@ namespace myelin::ui {
 
 class CheckpointPicker;
 class EvaluationView;
+class QuantizationView;
 class SingleExampleView;
 
 class EvaluatePage : public QWidget {
@@ -36,6 +38,7 @@ class EvaluatePage : public QWidget {
     CheckpointPicker* picker() const { return picker_; }
     EvaluationView* evaluationView() const { return evaluation_; }
     SingleExampleView* singleExampleView() const { return single_; }
+    QuantizationView* quantizationView() const { return quantization_; }
     QTabWidget* tabs() const { return tabs_; }
 
   public slots:
@@ -45,6 +48,9 @@ class EvaluatePage : public QWidget {
     bool evaluateRun(qint64 run);
     // Runs test example `index` through the chosen checkpoint in "One example".
     void showExample(qint64 index);
+    // Quantizes the chosen checkpoint and compares it with the float one (the Quantize tab's
+    // button).
+    void quantize();
 
   private:
     // The project and data folder to evaluate the chosen checkpoint with; unset (with the
@@ -58,6 +64,7 @@ class EvaluatePage : public QWidget {
     QTabWidget* tabs_ = nullptr;
     EvaluationView* evaluation_ = nullptr;
     SingleExampleView* single_ = nullptr;
+    QuantizationView* quantization_ = nullptr;
     std::optional<io::Project> openProject_;
     QString openDataDir_;
     QString singleModelKey_; // the checkpoint SingleExampleView holds
