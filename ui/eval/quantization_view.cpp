@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <numeric>
 #include <cmath>
 
 namespace myelin::ui {
@@ -367,6 +368,16 @@ void QuantizationView::quantize(const io::Project& project, const QString& proje
                 job->done = done;
             };
             o.cancelled = [job] { return job->cancel.load(); };
+            {
+                // An untimed pass over the first examples first, so neither model's rate
+                // includes the one-off set-up (oneDNN primitives, the thread team).
+                std::vector<int64_t> first(size_t(std::min<int64_t>(dataset->size(), 512)));
+                std::iota(first.begin(), first.end(), int64_t(0));
+                train::EvaluationOptions warm;
+                warm.cancelled = o.cancelled;
+                train::evaluate_examples(
+                    *trainer, std::make_shared<data::Subset>(dataset, std::move(first)), warm);
+            }
             const auto start = std::chrono::steady_clock::now();
             auto e =
                 std::make_shared<train::Evaluation>(train::evaluate_examples(*trainer, dataset, o));
