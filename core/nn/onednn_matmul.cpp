@@ -21,32 +21,11 @@ struct MatmulEntry {
     dnnl::matmul prim;
 };
 
-// Below this many multiply-adds a product runs on the calling thread alone, as OpenBLAS does
-// (its SMP threshold, 4 x 65536): a thread team's fork and join cost more than they save, and
-// on a busy machine every join waits for the partner thread to be scheduled.
-constexpr int64_t kSerialMacs = int64_t(1) << 18;
-
-// Sets the calling thread's OpenMP team size for its lifetime, then restores it.
-class TeamSize {
-  public:
-    explicit TeamSize(int threads) : saved_(omp_get_max_threads()) {
-        if (threads != saved_) omp_set_num_threads(threads);
-    }
-    ~TeamSize() {
-        if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
-    }
-    TeamSize(const TeamSize&) = delete;
-    TeamSize& operator=(const TeamSize&) = delete;
-
-  private:
-    int saved_;
-};
-
 } // namespace
 
 bool onednn_matmul(int64_t M, int64_t N, int64_t K, GemmOperand<float> a, GemmOperand<float> b,
                    const float* bias, float* y, int64_t ldy, bool accumulate) {
-    const TeamSize team(M * N * K < kSerialMacs ? 1 : omp_get_max_threads());
+    const du::TeamSize team(M * N * K < du::kSerialMacs ? 1 : omp_get_max_threads());
     // oneDNN sizes a primitive's work split by the thread count when it is created.
     const int threads = omp_get_max_threads();
     std::shared_ptr<MatmulEntry> e;

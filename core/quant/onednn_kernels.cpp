@@ -34,25 +34,6 @@ using tag = memory::format_tag;
 
 namespace {
 
-// Below this many multiply-adds a product runs on the calling thread alone (nn's matmul does
-// the same): a thread team's fork and join cost more than they save.
-constexpr int64_t kSerialMacs = int64_t(1) << 18;
-
-class TeamSize {
-  public:
-    explicit TeamSize(int threads) : saved_(omp_get_max_threads()) {
-        if (threads != saved_) omp_set_num_threads(threads);
-    }
-    ~TeamSize() {
-        if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
-    }
-    TeamSize(const TeamSize&) = delete;
-    TeamSize& operator=(const TeamSize&) = delete;
-
-  private:
-    int saved_;
-};
-
 // The attributes every int8 primitive here shares: user scratchpad, per-channel output scales
 // (`scales`, or runtime ones when null), the runtime source zero point, ReLU, and the runtime
 // output zero point for a u8 output.
@@ -154,7 +135,7 @@ memory::dims dims2(std::array<int64_t, 2> v) {
 bool onednn_linear(const uint8_t* x, int64_t M, int64_t K, int32_t x_zp, const QuantizedWeight& w,
                    const Requantization& r, void* y, bool runtime_scales) {
     const int64_t N = w.out_channels();
-    const TeamSize team(M * N * K < kSerialMacs ? 1 : omp_get_max_threads());
+    const du::TeamSize team(M * N * K < du::kSerialMacs ? 1 : omp_get_max_threads());
     const int threads = omp_get_max_threads();
     const bool u8_out = r.out_zero_point.has_value();
     // Fixed output scales get oneDNN 2.6's brgemm kernels (VNNI); runtime ones only its older

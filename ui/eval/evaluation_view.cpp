@@ -1,4 +1,5 @@
 #include "eval/evaluation_view.h"
+#include "eval/read_only_table.h"
 
 #include "eval/confusion_matrix_widget.h"
 #include "eval/example_render.h"
@@ -39,17 +40,6 @@ constexpr int kMostListed = 400; // examples a cell lists; the title says how ma
 QString metricName(const std::string& key) {
     const auto description = spec::describe_metric(key);
     return QString::fromStdString(description ? description->label : key);
-}
-
-QTableWidget* makeTable(const QString& name, const QStringList& headers) {
-    auto* table = new QTableWidget(0, int(headers.size()));
-    table->setObjectName(name);
-    table->setHorizontalHeaderLabels(headers);
-    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    table->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table->verticalHeader()->hide();
-    table->horizontalHeader()->setStretchLastSection(true);
-    return table;
 }
 
 QTableWidgetItem* numberItem(double value, int decimals) {

@@ -1,4 +1,5 @@
 #include "eval/quantization_view.h"
+#include "eval/read_only_table.h"
 
 #include "eval/confusion_matrix_widget.h"
 #include "eval/example_render.h"
@@ -30,8 +31,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <numeric>
 #include <cmath>
+#include <numeric>
 
 namespace myelin::ui {
 
@@ -42,17 +43,6 @@ namespace {
 struct Cancelled {};
 
 enum Phase { kLoading, kCalibrating, kEvaluatingFloat, kEvaluatingInt8 };
-
-QTableWidget* makeTable(const QString& name, const QStringList& headers) {
-    auto* table = new QTableWidget(0, int(headers.size()));
-    table->setObjectName(name);
-    table->setHorizontalHeaderLabels(headers);
-    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    table->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table->verticalHeader()->hide();
-    table->horizontalHeader()->setStretchLastSection(true);
-    return table;
-}
 
 QTableWidgetItem* rightItem(const QString& text) {
     auto* item = new QTableWidgetItem(text);

@@ -4,6 +4,7 @@
 // more than a small convolution). Used by the CPU backend's NN kernels and, through
 // nn/dnnl_util.h, by nn's bf16 matmuls and recurrent step GEMMs.
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <cstdint>
 #include <initializer_list>
@@ -71,6 +72,28 @@ inline bool bf16_supported() {
     }();
     return ok;
 }
+
+// Below this many multiply-adds a oneDNN product runs on the calling thread alone, as OpenBLAS
+// does (its SMP threshold, 4 x 65536): a thread team's fork and join cost more than they save,
+// and on a busy machine every join waits for the partner thread to be scheduled.
+inline constexpr int64_t kSerialMacs = int64_t(1) << 18;
+
+// Sets the calling thread's OpenMP team size for its lifetime, then restores it (oneDNN sizes a
+// primitive's work split by the thread count when it is created).
+class TeamSize {
+  public:
+    explicit TeamSize(int threads) : saved_(omp_get_max_threads()) {
+        if (threads != saved_) omp_set_num_threads(threads);
+    }
+    ~TeamSize() {
+        if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+    }
+    TeamSize(const TeamSize&) = delete;
+    TeamSize& operator=(const TeamSize&) = delete;
+
+  private:
+    int saved_;
+};
 
 // Cache of primitive bundles keyed by a vector of integers (shape, attributes, kind). Bounded:
 // cleared when it grows past `limit` entries (shapes rarely vary that much).
