@@ -14,7 +14,9 @@ const fs = require("fs"), zlib = require("zlib");
     const b = Math.min(500, n - start);
     const x = new Float32Array(b * 784);
     for (let i = 0; i < b * 784; ++i) x[i] = raw[16 + start * 784 + i] / 255;
-    const out = (await session.run({ input: new ort.Tensor("float32", x, [b, 1, 28, 28]) })).output.data;
+    // The model's own input name ("input", or the Input node's name).
+    const feeds = { [session.inputNames[0]]: new ort.Tensor("float32", x, [b, 1, 28, 28]) };
+    const out = (await session.run(feeds)).output.data;
     for (let i = 0; i < b; ++i) {
       let best = 0;
       for (let c = 1; c < 10; ++c) if (out[i * 10 + c] > out[i * 10 + best]) best = c;

@@ -81,6 +81,9 @@ ExportSource load_export_source(const std::optional<io::Project>& project,
             quant::QuantizationPlan::from_json(c.quantization, checkpoint.string());
         quant::read_parameters(plan, c.model, checkpoint.string());
         c.model = quant::dequantized_state(plan, c.model);
+        // Written as the int8 model computes: folded BatchNorms gone, their biases in the
+        // convolutions.
+        source.project.model = quant::folded_spec(source.project.model, plan);
         source.quantization = std::move(plan);
     }
     source.weights = std::move(c.model);

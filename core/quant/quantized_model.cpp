@@ -1,4 +1,5 @@
 #include <myelin/error.h>
+#include <myelin/generator.h>
 #include <myelin/graph/registry.h>
 #include <myelin/nn/layers.h>
 #include <myelin/nn/recurrent.h>
@@ -183,6 +184,7 @@ std::string QuantizationPlan::to_json() const {
             o["relu"] = l.relu;
             if (!l.relu_module.empty()) o["relu_module"] = l.relu_module;
             if (!l.pool_module.empty()) o["pool_module"] = l.pool_module;
+            if (!l.bn_module.empty()) o["bn_module"] = l.bn_module;
             if (!l.output_to.empty()) o["output_to"] = l.output_to;
         }
         layers_json.push_back(std::move(o));
@@ -257,7 +259,7 @@ QuantizationPlan QuantizationPlan::from_json(const std::string& text, const std:
         }
         for (auto [key, field] :
              {std::pair{"relu_module", &l.relu_module}, std::pair{"pool_module", &l.pool_module},
-              std::pair{"output_to", &l.output_to}})
+              std::pair{"output_to", &l.output_to}, std::pair{"bn_module", &l.bn_module}})
             if (o.contains(key)) *field = string_of(o, key, at);
         if (!l.pool_module.empty() && (l.kind != "Conv2d" || l.relu_module.empty()))
             throw Error(at + ".pool_module: a max pool is fused only after a Conv2d's ReLU");
@@ -275,7 +277,7 @@ QuantizationPlan QuantizationPlan::from_json(const std::string& text, const std:
 }
 
 QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::GraphModule& model,
-                                   Scheme scheme, ObserverKind observer) {
+                                   Scheme scheme, ObserverKind observer, bool fold_batch_norm) {
     QuantizationPlan plan;
     plan.scheme = scheme;
     plan.observer = observer;
@@ -315,7 +317,15 @@ QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::Gr
         if (detail::is_recurrent_kind(node.kind))
             layer.last_only = node.attrs.get_string("output") == "last";
         if (scheme == Scheme::Static) {
-            const std::vector<graph::Edge> out = spec.outputs_of(node.id);
+            std::vector<graph::Edge> out = spec.outputs_of(node.id);
+            if (fold_batch_norm && node.kind == "Conv2d" && out.size() == 1) {
+                const auto* bn = dynamic_cast<const nn::BatchNorm2d*>(
+                    child_of(model, model.module_name(out[0].to)));
+                if (bn && bn->track_running_stats) {
+                    layer.bn_module = model.module_name(out[0].to);
+                    out = spec.outputs_of(out[0].to);
+                }
+            }
             layer.relu = out.size() == 1 && spec.node(out[0].to).kind == "ReLU";
             if (layer.relu) {
                 const graph::NodeId relu = out[0].to;
@@ -330,6 +340,11 @@ QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::Gr
         }
         plan.layers.push_back(std::move(layer));
     }
+    // A folded BatchNorm is part of its convolution, not a float layer.
+    for (const QuantizedLayer& layer : plan.layers)
+        if (!layer.bn_module.empty())
+            std::erase_if(plan.float_layers,
+                          [&](const FloatLayer& f) { return f.module == layer.bn_module; });
     // Consecutive int8 layers (through identities and Flatten only) hand on uint8 values.
     if (scheme == Scheme::Static) {
         std::map<graph::NodeId, std::string> planned;
@@ -338,6 +353,7 @@ QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::Gr
         for (QuantizedLayer& layer : plan.layers) {
             const std::string& last = !layer.pool_module.empty()   ? layer.pool_module
                                       : !layer.relu_module.empty() ? layer.relu_module
+                                      : !layer.bn_module.empty()   ? layer.bn_module
                                                                    : layer.module;
             graph::NodeId at = model.node_of_module(last);
             std::vector<graph::Edge> out = spec.outputs_of(at);
@@ -386,9 +402,17 @@ void calibrate(graph::GraphModule& model, QuantizationPlan& plan,
         watches[i].output = make_observer(plan.observer);
         Watch* w = &watches[i];
         const bool relu = layer.relu;
+        // With a folded BatchNorm the layer's output is the BatchNorm's (in evaluation mode the
+        // two compute the folded convolution).
+        nn::Module* out = layer.bn_module.empty() ? m : child_of(model, layer.bn_module);
+        if (!out) throw Error("quantization: the model has no layer '" + layer.bn_module + "'");
         handles.list.push_back(m->register_forward_hook(
-            [w, relu](nn::Module&, const TensorList& inputs, const Tensor& output) -> Tensor {
+            [w](nn::Module&, const TensorList& inputs, const Tensor&) -> Tensor {
                 w->input->observe(inputs[0].to(DType::Float32).contiguous());
+                return Tensor();
+            }));
+        handles.list.push_back(out->register_forward_hook(
+            [w, relu](nn::Module&, const TensorList&, const Tensor& output) -> Tensor {
                 // The fused ReLU's output: the same values a ReLU module would give.
                 Tensor y = output.to(DType::Float32).contiguous();
                 w->output->observe(relu ? clamp(y, 0.0, std::nullopt) : y);
@@ -489,9 +513,42 @@ void install(graph::GraphModule& model, const QuantizationPlan& plan, const Quan
         static_cast<QuantizedConv2d&>(*int8).set_output(hand_on);
     }
     model.replace_layer(model.node_of_module(layer.module), int8);
-    for (const std::string& name : {layer.relu_module, layer.pool_module})
+    for (const std::string& name : {layer.bn_module, layer.relu_module, layer.pool_module})
         if (!name.empty())
             model.replace_layer(model.node_of_module(name), std::make_shared<nn::Identity>());
+}
+
+} // namespace
+
+namespace {
+
+// BatchNorm (evaluation mode) folded into the convolution before it: with s = gamma /
+// sqrt(running_var + eps), w' = w * s per output channel and b' = (b - running_mean) * s + beta.
+void fold_batch_norm(const nn::Module& module, Tensor& w, Tensor& bias) {
+    const auto* bn = dynamic_cast<const nn::BatchNormBase*>(&module);
+    if (!bn || !bn->track_running_stats)
+        throw Error("quantization: '" + module.type_name() +
+                    "' is not a BatchNorm with running "
+                    "statistics");
+    auto host = [](const Tensor& t) { return t.detach().to(kCPU).to(DType::Float64).contiguous(); };
+    const int64_t channels = w.size(0);
+    const Tensor mean = host(bn->running_mean), var = host(bn->running_var);
+    const Tensor gamma = bn->affine ? host(bn->weight) : full(Dims{channels}, 1.0, DType::Float64);
+    const Tensor beta = bn->affine ? host(bn->bias) : zeros(Dims{channels}, DType::Float64);
+    const Tensor b = bias.defined() ? host(bias) : zeros(Dims{channels}, DType::Float64);
+    Tensor folded_w = w.to(DType::Float64).contiguous();
+    Tensor folded_b = zeros(Dims{channels}, DType::Float64);
+    const int64_t per_channel = folded_w.numel() / channels;
+    double* fw = folded_w.data<double>();
+    for (int64_t c = 0; c < channels; ++c) {
+        const double s = gamma.data<double>()[c] / std::sqrt(var.data<double>()[c] + bn->eps);
+        for (int64_t i = 0; i < per_channel; ++i)
+            fw[c * per_channel + i] *= s;
+        folded_b.data<double>()[c] =
+            (b.data<double>()[c] - mean.data<double>()[c]) * s + beta.data<double>()[c];
+    }
+    w = folded_w.to(DType::Float32).contiguous();
+    bias = folded_b.to(DType::Float32).contiguous();
 }
 
 } // namespace
@@ -505,10 +562,11 @@ void quantize_model(graph::GraphModule& model, const QuantizationPlan& plan) {
                                 detail::dynamic_recurrent(*m, layer.last_only));
             continue;
         }
-        const Tensor w = m->param("weight").detach().to(kCPU).to(DType::Float32).contiguous();
+        Tensor w = m->param("weight").detach().to(kCPU).to(DType::Float32).contiguous();
         Tensor bias;
         for (const auto& [name, p] : m->named_parameters(false))
             if (name == "bias") bias = bias_copy(p);
+        if (!layer.bn_module.empty()) fold_batch_norm(*child_of(model, layer.bn_module), w, bias);
         QuantizedWeight qw = plan.scheme == Scheme::Static ? quantize_weight_per_channel(w)
                                                            : quantize_weight_per_tensor(w);
         install(model, plan, layer, std::move(qw), std::move(bias), "quantization");
@@ -661,6 +719,13 @@ void load_quantized(graph::GraphModule& model, const QuantizationPlan& given,
         std::memcpy(w.values.data(), values.contiguous().data_ptr(), w.values.size());
         w.scales = layer.weight_scales;
         Tensor bias;
+        if (!layer.bn_module.empty()) { // the folded bias, whether or not the layer had one
+            const Tensor* b = find_tensor(tensors, layer.module + ".bias");
+            if (!b || b->sizes() != Dims{shape[0]})
+                throw Error(where + ": the folded bias '" + layer.module + ".bias' is missing or " +
+                            "not [" + std::to_string(shape[0]) + "]");
+            bias = b->to(DType::Float32).contiguous().clone();
+        }
         for (const auto& [name, param] : m->named_parameters(false))
             if (name == "bias") {
                 const Tensor* b = find_tensor(tensors, layer.module + ".bias");
@@ -681,6 +746,28 @@ int64_t state_bytes(const nn::StateDict& state) {
     for (const auto& [name, t] : state)
         bytes += t.numel() * int64_t(t.element_size());
     return bytes;
+}
+
+graph::ModelSpec folded_spec(const graph::ModelSpec& spec, const QuantizationPlan& plan) {
+    bool any = false;
+    for (const QuantizedLayer& layer : plan.layers)
+        any = any || !layer.bn_module.empty();
+    if (!any) return spec;
+    // Module names as the built model gives them (a node's name, else its position).
+    const std::string generator = default_generator().get_state();
+    const std::shared_ptr<graph::GraphModule> model = graph::build(spec);
+    default_generator().set_state(generator);
+    graph::ModelSpec out = spec;
+    for (const QuantizedLayer& layer : plan.layers) {
+        if (layer.bn_module.empty()) continue;
+        const graph::NodeId conv = model->node_of_module(layer.module);
+        const graph::NodeId bn = model->node_of_module(layer.bn_module);
+        out.node(conv).attrs.set("bias", true);
+        for (const graph::Edge& e : out.outputs_of(bn))
+            out.connect(conv, e.to, e.to_port, 0);
+        out.remove_node(bn);
+    }
+    return out;
 }
 
 } // namespace myelin::quant

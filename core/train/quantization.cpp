@@ -203,7 +203,9 @@ QuantizeResult quantize_checkpoint(const io::Project& project,
     QuantizeResult result;
     result.float_bytes = quant::state_bytes(trainer->model().state_dict());
     result.plan =
-        quant::plan_quantization(project.model, trainer->model(), options.scheme, options.observer);
+        // Quantization-aware training trains each convolution as it is, BatchNorm after it.
+        quant::plan_quantization(project.model, trainer->model(), options.scheme, options.observer,
+                                 options.qat_epochs == 0);
     if (options.qat_epochs > 0) {
         trainer =
             train_quantization_aware(project, project_dir, checkpoint, saved, result.plan, options);

@@ -1,10 +1,12 @@
 // A trained model made int8 (quant/quantized_model.h, train/quantization.h): the plan, the
 // calibration, the checkpoint it writes, its evaluation, and what is refused.
+#include <myelin/autograd.h>
 #include <myelin/error.h>
 #include <myelin/graph/build.h>
 #include <myelin/io/checkpoint.h>
 #include <myelin/io/project.h>
 #include <myelin/io/safetensors.h>
+#include <myelin/nn/layers.h>
 #include <myelin/quant/quantized_model.h>
 #include <myelin/train/evaluation.h>
 #include <myelin/train/quantization.h>
@@ -310,6 +312,103 @@ class TestQuantModel : public QObject {
         QVERIFY(equal((*fresh)(x), got));
     }
 
+    // A convolution's BatchNorm is folded into its int8 weights and bias (fuse_modules), the
+    // ReLU after the BatchNorm fused; the export's spec loses the BatchNorm.
+    void batchNormIsFolded() {
+        try {
+            checkBatchNormFolding();
+        } catch (const std::exception& e) {
+            QFAIL(e.what());
+        }
+    }
+
+  private:
+    void checkBatchNormFolding() {
+        graph::ModelSpec spec;
+        const auto in = spec.add_node("Input", "", {{"shape", std::vector<int64_t>{2, 6, 6}}});
+        const auto conv = spec.add_node("Conv2d", "conv",
+                                        {{"in_channels", int64_t(2)},
+                                         {"out_channels", int64_t(4)},
+                                         {"kernel_size", int64_t(3)},
+                                         {"padding", int64_t(1)},
+                                         {"bias", false}});
+        const auto bn = spec.add_node("BatchNorm2d", "bn", {{"num_features", int64_t(4)}});
+        const auto relu = spec.add_node("ReLU", "act");
+        const auto flat = spec.add_node("Flatten", "flat");
+        const auto fc = spec.add_node(
+            "Linear", "fc", {{"in_features", int64_t(144)}, {"out_features", int64_t(3)}});
+        const auto out = spec.add_node("Output");
+        for (auto [a, b] :
+             {std::pair{in, conv}, {conv, bn}, {bn, relu}, {relu, flat}, {flat, fc}, {fc, out}})
+            spec.connect(a, b);
+        // The same float model twice: one quantized with the BatchNorm folded, one with it left
+        // float. Folding must cost no more than the int8 rounding does.
+        auto make = [&] {
+            default_generator().manual_seed(9);
+            auto m = graph::build(spec);
+            auto& norm = dynamic_cast<nn::BatchNorm2d&>(*m->child("bn"));
+            autograd::NoGradGuard no_grad;
+            norm.running_mean.copy_(
+                from_vector(std::vector<float>{0.3f, -0.2f, 0.1f, 0.5f}, Dims{4}));
+            norm.running_var.copy_(
+                from_vector(std::vector<float>{0.5f, 2.0f, 1.5f, 0.8f}, Dims{4}));
+            norm.weight.copy_(from_vector(std::vector<float>{1.2f, 0.7f, -0.9f, 1.1f}, Dims{4}));
+            norm.bias.copy_(from_vector(std::vector<float>{0.1f, 0.2f, -0.3f, 0.05f}, Dims{4}));
+            m->eval();
+            return m;
+        };
+        auto model = make(), unfolded = make();
+        default_generator().manual_seed(10);
+        const Tensor x = randn(Dims{8, 2, 6, 6});
+        TensorList batches;
+        for (int i = 0; i < 4; ++i)
+            batches.push_back(randn(Dims{8, 2, 6, 6}));
+        const Tensor expected = (*model)(x);
+        auto quantized = [&](graph::GraphModule& m, bool fold) {
+            quant::QuantizationPlan plan = quant::plan_quantization(
+                spec, m, quant::Scheme::Static, quant::ObserverKind::MinMax, fold);
+            size_t next = 0;
+            quant::calibrate(m, plan, [&](TensorList& inputs) {
+                if (next == batches.size()) return false;
+                inputs.push_back(batches[next++]);
+                return true;
+            });
+            quant::quantize_model(m, plan);
+            return plan;
+        };
+        const quant::QuantizationPlan plan = quantized(*model, true);
+        QCOMPARE(plan.layers[0].bn_module, std::string("bn"));
+        QVERIFY(plan.layers[0].relu);
+        QVERIFY(plan.float_layers.empty());
+        const quant::QuantizationPlan kept = quantized(*unfolded, false);
+        QVERIFY(kept.layers[0].bn_module.empty());
+        QCOMPARE(kept.float_layers.size(), size_t(1));
+        const Tensor got = (*model)(x);
+        const double folded_error = max(abs(sub(got, expected))).item<double>();
+        const double kept_error = max(abs(sub((*unfolded)(x), expected))).item<double>();
+        QVERIFY2(
+            folded_error <= 2 * kept_error + 1e-3,
+            qPrintable(
+                QString("folded %1, BatchNorm kept float %2").arg(folded_error).arg(kept_error)));
+
+        const quant::QuantizedState state = quant::quantized_state(*model);
+        for (const auto& [name, t] : state.tensors)
+            QVERIFY2(name.rfind("bn.", 0) != 0, name.c_str());
+        auto fresh = graph::build(spec);
+        fresh->eval();
+        quant::load_quantized(*fresh, quant::QuantizationPlan::from_json(plan.to_json(), "f"),
+                              state.tensors, "f");
+        QVERIFY(equal((*fresh)(x), got));
+
+        const graph::ModelSpec folded = quant::folded_spec(spec, plan);
+        QCOMPARE(folded.nodes.size(), spec.nodes.size() - 1);
+        for (const graph::Node& node : folded.nodes) {
+            QVERIFY(node.kind != "BatchNorm2d");
+            if (node.kind == "Conv2d") QVERIFY(node.attrs.get_bool("bias"));
+        }
+    }
+
+  private slots:
     void planSaysWhatStaysFloat() {
         graph::ModelSpec spec;
         const auto in = spec.add_node(

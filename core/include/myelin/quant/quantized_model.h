@@ -27,10 +27,13 @@ std::string_view scheme_name(Scheme scheme); // "static", "dynamic"
 
 // One layer run in int8.
 struct QuantizedLayer {
-    std::string module;      // the node's module name in the built model ("fc1", "3")
-    std::string kind;        // "Linear" or "Conv2d"; dynamic also "LSTM", "GRU", "RNN"
-    bool last_only = false;  // a recurrent layer whose port 0 is each sequence's final state
-    bool relu = false;       // static: the ReLU after it (its only reader) is fused ...
+    std::string module;     // the node's module name in the built model ("fc1", "3")
+    std::string kind;       // "Linear" or "Conv2d"; dynamic also "LSTM", "GRU", "RNN"
+    bool last_only = false; // a recurrent layer whose port 0 is each sequence's final state
+    // Static Conv2d: the BatchNorm2d that is its only reader (running statistics), folded into
+    // its weights and bias as PyTorch's fuse_modules does; it then runs as the identity.
+    std::string bn_module;
+    bool relu = false;       // static: the ReLU after it (or after its BatchNorm) is fused ...
     std::string relu_module; // ... which then runs as the identity
     // Static Conv2d with a fused ReLU: the MaxPool2d after that ReLU (its only reader) runs on
     // the int8 values inside the layer (max commutes with the quantization); empty: none.
@@ -67,8 +70,15 @@ struct QuantizationPlan {
 // The layers of `spec` (built as `model`) that `scheme` runs in int8, before calibration, and
 // every other layer that has weights with the reason it stays float. Throws Error when no layer
 // can be quantized.
+// `fold_batch_norm` false keeps a convolution's BatchNorm float (quantization-aware training
+// trains the convolution as it is).
 QuantizationPlan plan_quantization(const graph::ModelSpec& spec, const graph::GraphModule& model,
-                                   Scheme scheme, ObserverKind observer = ObserverKind::Histogram);
+                                   Scheme scheme, ObserverKind observer = ObserverKind::Histogram,
+                                   bool fold_batch_norm = true);
+
+// `spec` as the int8 model computes it: each folded BatchNorm removed, its convolution given a
+// bias (the folded one). What the exporters write a quantized checkpoint from.
+graph::ModelSpec folded_spec(const graph::ModelSpec& spec, const QuantizationPlan& plan);
 
 // Static: runs batches through the float model (evaluation mode, no gradients) while one
 // observer per planned layer input and output watches; `next_batch` fills the model's inputs and
