@@ -74,6 +74,9 @@ int cmd_quantize(const Args& args) {
                         double(layer.input.scale), int(layer.input.zero_point),
                         double(layer.output.scale), int(layer.output.zero_point),
                         layer.relu ? ", ReLU fused" : "");
+        if (!layer.bn_module.empty()) std::printf(", BatchNorm %s folded", layer.bn_module.c_str());
+        if (!layer.pool_module.empty())
+            std::printf(", max pool %s on int8", layer.pool_module.c_str());
         std::printf("\n");
     }
     for (const quant::FloatLayer& layer : plan.float_layers)

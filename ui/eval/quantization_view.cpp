@@ -613,6 +613,8 @@ void QuantizationView::fillLayers() {
     for (const quant::QuantizedLayer& layer : plan.layers) {
         QStringList details;
         QStringList fused;
+        if (!layer.bn_module.empty())
+            fused << tr("BatchNorm %1 folded").arg(QString::fromStdString(layer.bn_module));
         if (layer.relu) fused << tr("ReLU %1 fused").arg(QString::fromStdString(layer.relu_module));
         if (!layer.pool_module.empty())
             fused << tr("max pool %1 on int8").arg(QString::fromStdString(layer.pool_module));
