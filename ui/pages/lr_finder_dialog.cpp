@@ -190,11 +190,19 @@ void LrFinderDialog::onFinished() {
     // The y range of the smoothed curve up to where it left its lowest point by 4x: the raw
     // losses of a diverged run would squash it.
     double low = INFINITY, high = -INFINITY;
-    for (double v : result_.smoothed)
+    size_t lowest = 0;
+    for (size_t i = 0; i < result_.smoothed.size(); ++i) {
+        const double v = result_.smoothed[i];
         if (std::isfinite(v) && v <= 4 * std::max(low, 1e-12)) {
+            if (v < low) lowest = i;
             low = std::min(low, v);
             high = std::max(high, v);
         }
+    }
+    // The raw losses up to the smoothed minimum stay in view too (a batch's loss falls below
+    // the running average there); the spikes after it may leave the plot.
+    for (size_t i = 0; i <= lowest && i < result_.losses.size(); ++i)
+        if (std::isfinite(result_.losses[i])) low = std::min(low, result_.losses[i]);
     if (std::isfinite(low) && high > low)
         plot_->yAxis->setRange(low - 0.05 * (high - low), high + 0.1 * (high - low));
     if (!x.isEmpty()) {
