@@ -17,6 +17,7 @@
 #include <myelin/graph/registry.h>
 #include <myelin/io/checkpoint.h>
 #include <myelin/io/project.h>
+#include <myelin/nn/attention.h>
 #include <myelin/nn/layers.h>
 #include <myelin/tensor.h>
 
@@ -58,7 +59,16 @@ struct Port {
 };
 
 struct Value {
-    enum class Kind { Constant, Ints, Tensor, Padded, View, Zeros, Lengths } kind = Kind::Constant;
+    enum class Kind {
+        Constant,
+        Ints,
+        Tensor,
+        Padded,
+        View,
+        Zeros,
+        Lengths,
+        Pattern
+    } kind = Kind::Constant;
     Tensor constant;           // Constant
     std::vector<int64_t> ints; // Ints (kBatch: the batch size)
     bool scalar = false;       // Ints of rank 0
@@ -75,6 +85,16 @@ struct Value {
     // Lengths: each sequence's length computed from the token ids `port` [N, T], as
     // PaddingLengths does it, one step at a time: tokens == 0, != 0, their count, clamped to 1.
     enum class Stage { PaddingMask, TokenMask, Counts, Lengths } stage = Stage::PaddingMask;
+    // Pattern: one step of a form written out in several ONNX ops that Myelin has one layer for
+    // (self-attention as Myelin and PyTorch write it, the key padding mask, the masked mean over
+    // a sequence's steps), followed op by op (Importer::op_pattern_step). `step` names it; `port`
+    // is the tensor it started from, `tokens` the token ids whose lengths mask it, `q`/`k`/`v`
+    // an attention's projections (Linear outputs) and `scale` the queries' factor.
+    std::string step;
+    Port tokens, q, k, v;
+    double scale = 1.0;
+    int64_t heads = 0;
+    bool masked = false;
 };
 
 // A computed tensor as a view of itself: one atom per dimension.
@@ -309,10 +329,10 @@ const std::set<std::string, std::less<>>& supported_ops() {
         std::set<std::string, std::less<>> names;
         std::istringstream list(
             "Add AveragePool BatchNormalization Cast Clip Concat Constant ConstantOfShape Conv "
-            "ConvTranspose Dropout Elu Equal Expand Flatten GRU Gather Gemm GlobalAveragePool "
-            "HardSwish Identity LSTM LayerNormalization LeakyRelu LogSoftmax MatMul Max MaxPool "
-            "Mul Not PRelu Pad RNN ReduceMean ReduceSum Relu Reshape Shape Sigmoid Slice Softmax "
-            "Softplus Squeeze Tanh Transpose Unsqueeze");
+            "ConvTranspose Div Dropout Elu Equal Expand Flatten GRU Gather Gemm "
+            "GlobalAveragePool HardSwish Identity LSTM LayerNormalization LeakyRelu Less "
+            "LogSoftmax MatMul Max MaxPool Mul Not PRelu Pad RNN ReduceMean ReduceSum Relu "
+            "Reshape Shape Sigmoid Slice Softmax Softplus Squeeze Tanh Transpose Unsqueeze Where");
         for (std::string op; list >> op;)
             names.insert(op);
         return names;
@@ -383,6 +403,15 @@ class Importer {
             refuse("reads the output of the Pad node '" + v.pad_node +
                    "': Myelin pads only inside a convolution, so a Pad is imported only in "
                    "front of a Conv");
+        if (v.kind == Value::Kind::Pattern)
+            refuse("reads an intermediate value of " +
+                   std::string(v.step == "scaled" || v.step == "split" || v.step == "heads_qv" ||
+                                       v.step == "heads_k" || v.step == "scores" ||
+                                       v.step == "probs" || v.step == "context" ||
+                                       v.step == "context_t" || v.step == "merged"
+                                   ? "a self-attention"
+                                   : "a sequence mask") +
+                   " ('" + v.step + "') in a way Myelin has no layer for");
         if (v.kind == Value::Kind::Lengths)
             refuse("reads the sequence lengths (or their padding mask) computed from the token "
                    "ids '" +
@@ -473,6 +502,19 @@ class Importer {
     void op_recurrent();
     // Equal / Not / ReduceSum / Max (and Clip) on the way from token ids to their lengths.
     bool op_lengths_step();
+    // A step of a Value::Kind::Pattern form; false: the node is not one.
+    bool op_pattern_step();
+    Value pattern(const std::string& step, const Value& from) const {
+        Value v = from;
+        v.kind = Value::Kind::Pattern;
+        v.step = step;
+        return v;
+    }
+    bool is_step(int i, const char* step) const {
+        return has_input(i) && input(i).kind == Value::Kind::Pattern && input(i).step == step;
+    }
+    void finish_attention(const Value& merged);
+    void drop_layer(graph::NodeId node);
     Port padding_lengths_of(const Port& tokens);
     std::map<std::pair<graph::NodeId, int>, Port> padding_lengths_; // by token port
     void view_reshape(const Value& v, const std::vector<int64_t>& target, bool allow_zero);
@@ -570,6 +612,7 @@ Port Importer::add_layer(const std::string& kind, Attrs attrs, const std::vector
 void Importer::convert() {
     const std::string& op = node_->op_type();
     if (op == "Constant") return op_constant();
+    if (op_pattern_step()) return;
     if (op == "Identity") return set_output(0, input(0));
     if (op == "Dropout") {
         only_outputs_below(1, "Dropout's mask has no Myelin form");
@@ -736,6 +779,10 @@ void Importer::convert() {
         return layer_output(op, {{"dim", attr_int(*node_, "axis", -1)}});
     if (op == "Equal" || op == "Not" || op == "ReduceSum" || op == "Max" || op == "Clip")
         if (op_lengths_step()) return;
+    if (op == "Less" || op == "Where" || op == "Div")
+        refuse(op + " is imported only inside the forms Myelin has a layer for: a key padding "
+                    "mask (Less / Where from each sequence's length) and the masked mean over a "
+                    "sequence's steps (SequenceMeanPool with lengths)");
     if (op == "Equal" || op == "Not" || op == "ReduceSum" || op == "Max")
         refuse(op + " is imported only on the way from token ids to each sequence's length "
                     "(PaddingLengths: (tokens != 0).sum(dim=1).clamp(min=1)); Myelin has no "
@@ -1005,8 +1052,14 @@ bool Importer::fold_bias(const Port& p, const Tensor& bias, const std::string& o
         bias.dim() > int(p.type.shape.size()))
         return false;
     graph::Node& node = spec_.node(p.node);
+    const Tensor b = bias.to(DType::Float32).reshape(Dims{out}).contiguous();
+    if (it->second.kind == "MultiheadAttention") { // out_proj's bias (in_proj's came with it)
+        weights_[node.name + ".out_proj.bias"] = b;
+        it->second.bias_pending = false;
+        return true;
+    }
     node.attrs.set("bias", true);
-    weights_[node.name + ".bias"] = bias.to(DType::Float32).reshape(Dims{out}).contiguous();
+    weights_[node.name + ".bias"] = b;
     it->second.bias_pending = false;
     return true;
 }
@@ -1556,6 +1609,241 @@ bool Importer::op_lengths_step() {
         return emit(v.port, Stage::Lengths);
     refuse(op + " of sequence lengths: only (tokens != 0).sum(dim=1).clamp(min=1) is imported "
                 "(Myelin's PaddingLengths)");
+}
+
+void Importer::drop_layer(graph::NodeId node) {
+    const std::string name = spec_.node(node).name;
+    for (auto it = weights_.begin(); it != weights_.end();)
+        it = it->first.rfind(name + ".", 0) == 0 ? weights_.erase(it) : std::next(it);
+    spec_.remove_node(node);
+    made_.erase(node);
+    names_.erase(name);
+}
+
+// Self-attention written out (as Myelin's export and PyTorch's nn.MultiheadAttention write it):
+// three projections of the same x, the queries scaled by 1/sqrt(head_dim), each split into
+// heads [N, H, T, d] (the keys transposed to [N, H, d, T]), the scores (plus the key padding
+// mask), softmax, the weighted values merged back to [N, T, E] and the output projection. The
+// three projection layers made on the way are replaced by one MultiheadAttention.
+void Importer::finish_attention(const Value& merged) {
+    const Tensor w_out = float_constant(1); // [E, E] as x @ w: out_proj.weight transposed
+    const Made& mq = made_.at(merged.q.node);
+    const Made& mk = made_.at(merged.k.node);
+    const Made& mv = made_.at(merged.v.node);
+    const Port x = mq.inputs.at(0);
+    if (!mk.inputs.at(0).same(x) || !mv.inputs.at(0).same(x))
+        refuse("the attention's queries, keys and values are projections of different tensors: "
+               "Myelin's MultiheadAttention is self-attention");
+    const int64_t e = x.type.shape.back();
+    const int64_t heads = merged.heads, head_dim = e / std::max<int64_t>(heads, 1);
+    if (w_out.dim() != 2 || w_out.size(0) != e || w_out.size(1) != e)
+        refuse("the output projection " + w_out.sizes().str() + " is not [" + std::to_string(e) +
+               ", " + std::to_string(e) + "]");
+    if (std::abs(merged.scale * std::sqrt(double(head_dim)) - 1.0) > 1e-5)
+        refuse("the queries are scaled by " + std::to_string(merged.scale) + ", not 1/sqrt(" +
+               std::to_string(head_dim) + ") as scaled dot-product attention does");
+    auto weight = [&](const Port& p) { return weights_.at(spec_.node(p.node).name + ".weight"); };
+    auto bias = [&](const Port& p) {
+        const auto it = weights_.find(spec_.node(p.node).name + ".bias");
+        return it != weights_.end() ? it->second : zeros(Dims{e});
+    };
+    const Tensor in_w = cat({weight(merged.q), weight(merged.k), weight(merged.v)}, 0).contiguous();
+    const Tensor in_b = cat({bias(merged.q), bias(merged.k), bias(merged.v)}, 0).contiguous();
+    for (const Port& p : {merged.q, merged.k, merged.v})
+        if (!spec_.outputs_of(p.node).empty())
+            refuse("an attention projection is also read elsewhere");
+    const std::string hint = scope_hint();
+    for (const Port& p : {merged.q, merged.k, merged.v})
+        drop_layer(p.node);
+    Attrs a{{"embed_dim", e},
+            {"num_heads", heads},
+            {"bias", true},
+            {"dropout", 0.0},
+            {"num_inputs", int64_t(merged.masked ? 2 : 1)}};
+    std::vector<Port> inputs{x};
+    if (merged.masked) inputs.push_back(padding_lengths_of(merged.tokens));
+    const Port p = add_layer("MultiheadAttention", a, inputs, hint,
+                             {{"in_proj_weight", in_w},
+                              {"in_proj_bias", in_b},
+                              {"out_proj.weight", w_out.t().contiguous()},
+                              {"out_proj.bias", zeros(Dims{e})}});
+    made_[p.node].bias_pending = true; // the Add after it gives out_proj's bias
+    set_output(0, tensor_value(p));
+}
+
+bool Importer::op_pattern_step() {
+    const std::string& op = node_->op_type();
+    using K = Value::Kind;
+    auto is_tensor = [&](int i) { return has_input(i) && input(i).kind == K::Tensor; };
+    auto is_constant = [&](int i) {
+        return has_input(i) && (input(i).kind == K::Constant || input(i).kind == K::Ints);
+    };
+    auto scalar_of = [&](int i) -> std::optional<double> {
+        if (!is_constant(i)) return std::nullopt;
+        const Tensor c = constant_input(i);
+        if (c.numel() != 1) return std::nullopt;
+        return c.to(DType::Float64).contiguous().data<double>()[0];
+    };
+    // A Linear (made from MatMul) on a sequence [N, T, E], read only here.
+    auto projection = [&](int i) {
+        if (!is_tensor(i)) return false;
+        const Port& p = input(i).port;
+        const auto it = made_.find(p.node);
+        return it != made_.end() && it->second.kind == "Linear" && p.type.shape.size() == 3 &&
+               uses(input_name(i)) == 1;
+    };
+    auto axes = [&]() { return has_input(1) ? ints_input(1) : attr_ints(*node_, "axes", {}); };
+    auto emit = [&](Value v) {
+        set_output(0, std::move(v));
+        return true;
+    };
+
+    if (op == "Mul") {
+        for (int i : {0, 1}) {
+            // The queries scaled before their heads are split.
+            if (projection(i) && scalar_of(1 - i)) {
+                Value v = pattern("scaled", input(i));
+                v.scale = *scalar_of(1 - i);
+                return emit(v);
+            }
+            // A sequence's values times its valid-step mask [N, T, 1].
+            if (is_tensor(i) && input(i).port.type.shape.size() == 3 &&
+                is_step(1 - i, "valid_mask")) {
+                Value v = pattern("masked_values", input(i));
+                v.tokens = input(1 - i).tokens;
+                return emit(v);
+            }
+        }
+        return false;
+    }
+    if (op == "Reshape") {
+        const std::vector<int64_t> shape = ints_input(1);
+        if ((projection(0) || is_step(0, "scaled")) && shape.size() == 4) {
+            const Value& from = input(0);
+            const auto& s = from.port.type.shape;
+            if (shape[1] == s[1] && shape[2] > 0 && shape[2] * shape[3] == s[2]) {
+                Value v = pattern("split", from);
+                v.heads = shape[2];
+                if (from.kind == K::Tensor) v.scale = 1.0;
+                return emit(v);
+            }
+        }
+        if (is_step(0, "context_t") && shape.size() == 3) return emit(pattern("merged", input(0)));
+        return false;
+    }
+    if (op == "Transpose") {
+        const std::vector<int64_t> perm = attr_ints(*node_, "perm", {});
+        if (is_step(0, "split") && perm == std::vector<int64_t>{0, 2, 1, 3})
+            return emit(pattern("heads_qv", input(0)));
+        if (is_step(0, "split") && perm == std::vector<int64_t>{0, 2, 3, 1})
+            return emit(pattern("heads_k", input(0)));
+        if (is_step(0, "context") && perm == std::vector<int64_t>{0, 2, 1, 3})
+            return emit(pattern("context_t", input(0)));
+        return false;
+    }
+    if (op == "MatMul") {
+        if (is_step(0, "heads_qv") && is_step(1, "heads_k")) {
+            Value v = pattern("scores", input(0));
+            v.q = input(0).port;
+            v.k = input(1).port;
+            if (input(1).heads != v.heads || input(1).scale != 1.0)
+                refuse("the keys are split into other heads than the queries, or scaled");
+            return emit(v);
+        }
+        if (is_step(0, "probs") && is_step(1, "heads_qv")) {
+            if (input(1).scale != 1.0 || input(1).heads != input(0).heads)
+                refuse("the values are scaled or split into other heads than the queries");
+            Value v = pattern("context", input(0));
+            v.v = input(1).port;
+            return emit(v);
+        }
+        if (is_step(0, "merged")) {
+            finish_attention(input(0));
+            return true;
+        }
+        return false;
+    }
+    if (op == "Add") {
+        for (int i : {0, 1}) {
+            if (is_step(i, "scores") && is_step(1 - i, "key_mask") && !input(i).masked) {
+                Value v = input(i);
+                v.masked = true;
+                v.tokens = input(1 - i).tokens;
+                return emit(v);
+            }
+            // The fixed sinusoidal table added to [N, T, E]: PositionalEncoding.
+            if (is_tensor(i) && input(1 - i).kind == K::Constant) {
+                const Port& x = input(i).port;
+                const Tensor table = input(1 - i).constant;
+                if (x.type.shape.size() != 3 || table.dim() != 2 ||
+                    table.sizes() != Dims{x.type.shape[1], x.type.shape[2]})
+                    continue;
+                const Tensor expected =
+                    nn::functional::sinusoidal_position_table(table.size(0), table.size(1));
+                const double diff =
+                    max(abs(sub(table.to(DType::Float32), expected))).item<double>();
+                if (diff > 1e-5) continue;
+                const Attrs a{{"d_model", table.size(1)},
+                              {"encoding", std::string("sinusoidal")},
+                              {"max_len", table.size(0)},
+                              {"dropout", 0.0}};
+                return emit(tensor_value(add_layer("PositionalEncoding", a, {x}, scope_hint())));
+            }
+        }
+        return false;
+    }
+    if (op == "Softmax" && is_step(0, "scores")) {
+        const int64_t axis = attr_int(*node_, "axis", -1);
+        if (axis != -1 && axis != 3) refuse("attention's softmax must be over the keys (axis -1)");
+        return emit(pattern("probs", input(0)));
+    }
+    if (op == "Unsqueeze") {
+        const std::vector<int64_t> a = axes();
+        if (has_input(0) && input(0).kind == K::Lengths &&
+            input(0).stage == Value::Stage::Lengths && a == std::vector<int64_t>{1}) {
+            Value v = pattern("lengths_column", input(0));
+            v.tokens = input(0).port;
+            return emit(v);
+        }
+        if (is_step(0, "key_bias") && a == std::vector<int64_t>{1, 2})
+            return emit(pattern("key_mask", input(0)));
+        if (is_step(0, "valid_weights") &&
+            (a == std::vector<int64_t>{2} || a == std::vector<int64_t>{-1}))
+            return emit(pattern("valid_mask", input(0)));
+        return false;
+    }
+    if (op == "Less" && is_constant(0) && is_step(1, "lengths_column")) {
+        // positions [1, T] = 0, 1, ..., T-1 against each length: valid[n, t] = t < length[n].
+        const Tensor positions = constant_input(0).to(DType::Float64).contiguous();
+        bool counting = positions.dim() == 2 && positions.size(0) == 1;
+        for (int64_t t = 0; counting && t < positions.numel(); ++t)
+            counting = positions.data<double>()[t] == double(t);
+        if (!counting) refuse("compares lengths with something other than the step positions");
+        return emit(pattern("valid_steps", input(1)));
+    }
+    if (op == "Where" && is_step(0, "valid_steps")) {
+        const auto yes = scalar_of(1), no = scalar_of(2);
+        if (!yes || !no || *yes != 0.0 || !(std::isinf(*no) && *no < 0))
+            refuse("a key padding mask is imported as Where(valid, 0, -inf) only");
+        return emit(pattern("key_bias", input(0)));
+    }
+    if (op == "Cast") {
+        if (is_step(0, "valid_steps")) return emit(pattern("valid_weights", input(0)));
+        if (is_step(0, "lengths_column")) return emit(pattern("count", input(0)));
+        return false;
+    }
+    if (op == "ReduceSum" && is_step(0, "masked_values")) {
+        if (axes() != std::vector<int64_t>{1} || attr_int(*node_, "keepdims", 1) != 0)
+            refuse("a masked sum is imported over the steps (axis 1, keepdims=0) only");
+        return emit(pattern("masked_sum", input(0)));
+    }
+    if (op == "Div" && is_step(0, "masked_sum") && is_step(1, "count")) {
+        const Value& sum = input(0);
+        const Port lengths = padding_lengths_of(sum.tokens);
+        return emit(tensor_value(add_layer("SequenceMeanPool", {{"num_inputs", int64_t(2)}},
+                                           {sum.port, lengths}, scope_hint())));
+    }
+    return false;
 }
 
 Port Importer::padding_lengths_of(const Port& tokens) {
