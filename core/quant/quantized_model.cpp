@@ -485,8 +485,13 @@ void install(graph::GraphModule& model, const QuantizationPlan& plan, const Quan
     };
     nn::Module* relu = fused(layer.relu_module, "the ReLU");
     nn::Module* pool_module = fused(layer.pool_module, "the max pool");
+    nn::Module* bn = fused(layer.bn_module, "the BatchNorm");
     if (relu && !dynamic_cast<nn::ReLU*>(relu))
         throw Error(where + ": layer '" + layer.relu_module + "' is not a ReLU");
+    if (bn && !dynamic_cast<nn::BatchNormBase*>(bn))
+        throw Error(where + ": layer '" + layer.bn_module + "' is not a BatchNorm");
+    if (layer.kind == "Linear" && !dynamic_cast<const nn::Linear*>(m))
+        throw Error(where + ": layer '" + layer.module + "' is not a Linear");
     std::shared_ptr<nn::Module> int8;
     const bool is_static = scheme == Scheme::Static;
     if (layer.kind == "Linear") {
@@ -694,7 +699,24 @@ nn::StateDict dequantized_state(const QuantizationPlan& plan, const nn::StateDic
 }
 
 void load_quantized(graph::GraphModule& model, const QuantizationPlan& given,
-                    const nn::StateDict& tensors, const std::string& where) {
+                    const nn::StateDict& tensors, const std::string& where,
+                    const graph::ModelSpec* spec) {
+    if (spec) {
+        const QuantizationPlan expected = plan_quantization(
+            *spec, model, given.scheme, ObserverKind::MinMax, given.qat_epochs == 0);
+        auto shape = [](const QuantizedLayer& l) {
+            return l.module + "|" + l.kind + "|" + l.bn_module + "|" +
+                   (l.relu ? l.relu_module : std::string("-")) + "|" + l.pool_module + "|" +
+                   l.output_to + "|" + (l.last_only ? "last" : "");
+        };
+        bool same = expected.layers.size() == given.layers.size();
+        for (size_t i = 0; same && i < given.layers.size(); ++i)
+            same = shape(expected.layers[i]) == shape(given.layers[i]);
+        if (!same)
+            throw Error(where + ": its quantization plan does not fit the project's model (the "
+                                "int8 layers, or what is fused into them, differ from what "
+                                "quantizing this model gives)");
+    }
     QuantizationPlan plan = given;
     read_parameters(plan, tensors, where);
     for (const QuantizedLayer& layer : plan.layers) {

@@ -181,7 +181,7 @@ std::unique_ptr<Trainer> trainer_for_checkpoint(const io::Project& project,
         quant::load_quantized(
             trainer->model(),
             quant::QuantizationPlan::from_json(saved.quantization, checkpoint.string()),
-            saved.model, checkpoint.string());
+            saved.model, checkpoint.string(), &project.model);
         return trainer;
     }
     // Only the model's tensors: an evaluation needs no optimizer state, so a checkpoint whose

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <random>
 
 using namespace myelin;
 
@@ -174,6 +175,71 @@ class TestQuantModel : public QObject {
         QVERIFY(errorOf([&] {
                     evaluate(t, t.folder + "/bad_scale.safetensors");
                 }).contains("fc.input"));
+    }
+
+    // Damaged int8 checkpoints: a plan edited or broken, scales and zero points out of range.
+    // Each is refused with an Error naming the file, or (for a harmless byte change in the
+    // JSON) evaluates: never a crash, never a model silently rewired.
+    void damagedInt8CheckpointsAreRefused() {
+        QTemporaryDir dir;
+        const Trained t = trainStripes(dir);
+        const std::filesystem::path int8 = t.folder + "/int8.safetensors";
+        train::QuantizeOptions options;
+        options.calibration_batches = 2;
+        train::quantize_checkpoint(io::load_project(t.file), t.folder, t.checkpoint, int8, options);
+        const io::Checkpoint good = io::load_checkpoint(int8);
+        const std::string damaged = t.folder + "/damaged.safetensors";
+        auto outcome = [&](const io::Checkpoint& c) {
+            io::save_checkpoint(damaged, c);
+            return errorOf([&] { evaluate(t, damaged); });
+        };
+        auto with_plan = [&](const std::string& from, const std::string& to) {
+            io::Checkpoint c = good;
+            const size_t at = c.quantization.find(from);
+            if (at == std::string::npos) throw std::runtime_error("no '" + from + "' in the plan");
+            c.quantization.replace(at, from.size(), to);
+            return c;
+        };
+        for (const auto& [from, to] :
+             {std::pair<std::string, std::string>{"\"output_to\":\"fc\"", "\"output_to\":\"conv\""},
+              {"\"relu\":true", "\"relu\":false"},
+              {"\"relu_module\":\"act\"", "\"relu_module\":\"fc\""},
+              {"\"pool_module\":\"pool\"", "\"pool_module\":\"act\""},
+              {"\"kind\":\"Conv2d\"", "\"kind\":\"Linear\""},
+              {"\"module\":\"fc\"", "\"module\":\"nowhere\""},
+              {"\"scheme\":\"static\"", "\"scheme\":\"dynamic\""},
+              {"\"observer\":\"histogram\"", "\"observer\":\"median\""}}) {
+            const QString message = outcome(with_plan(from, to));
+            QVERIFY2(message.contains("damaged.safetensors"),
+                     qPrintable(QString::fromStdString(from + " -> " + to) + ": " + message));
+        }
+        for (const auto& [tensor, value] : {std::pair<std::string, double>{"conv.input_scale", 0.0},
+                                            {"conv.input_scale", std::nan("")},
+                                            {"conv.output_zero_point", 300.0},
+                                            {"fc.input_scale", -1.0}}) {
+            io::Checkpoint c = good;
+            for (auto& [name, t] : c.model)
+                if (name == tensor) t = full(t.sizes(), value, t.dtype());
+            QVERIFY2(
+                outcome(c).contains(QString::fromStdString(tensor.substr(0, tensor.find('_')))),
+                tensor.c_str());
+        }
+        {
+            io::Checkpoint c = good;
+            for (auto& [name, t] : c.model)
+                if (name == "conv.weight_scale") t = zeros(t.sizes());
+            QVERIFY(outcome(c).contains("weight_scale"));
+        }
+        // Any single byte of the plan changed: refused or evaluated, nothing else.
+        std::mt19937 rng(7);
+        for (int trial = 0; trial < 60; ++trial) {
+            io::Checkpoint c = good;
+            const size_t at = rng() % c.quantization.size();
+            c.quantization[at] = char(32 + rng() % 95);
+            const QString message = outcome(c);
+            QVERIFY2(message.isEmpty() || message.contains("damaged.safetensors"),
+                     qPrintable(message));
+        }
     }
 
     void dynamicQuantizationCoversLinearLayers() {

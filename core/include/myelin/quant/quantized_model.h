@@ -106,8 +106,12 @@ QuantizedState quantized_state(const graph::GraphModule& model);
 // A quantized checkpoint's tensors into a model freshly built from its project: the planned
 // layers become int8 modules made from the stored values, the rest is loaded strictly. Throws
 // Error naming what is missing or does not fit (`where`: the file).
+// With `spec` (the model's own description), the plan must also be the one this code plans for
+// it (the same layers, fusions and uint8 hand-ons): a plan edited by hand or damaged is refused
+// rather than run.
 void load_quantized(graph::GraphModule& model, const QuantizationPlan& plan,
-                    const nn::StateDict& tensors, const std::string& where);
+                    const nn::StateDict& tensors, const std::string& where,
+                    const graph::ModelSpec* spec = nullptr);
 
 // Fills each planned layer's activation parameters (static) and weight scales from a quantized
 // checkpoint's tensors, checking them (`where`: the file, for messages).
