@@ -4,15 +4,13 @@
 #include <myelin/nn/recurrent.h>
 #include <myelin/quant/kernels.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace myelin::quant::detail {
 
 namespace {
-
-Tensor one_minus(const Tensor& t) {
-    return add(mul(t, -1.0), 1.0);
-}
 
 // One layer's and direction's parameters: PyTorch's names and values.
 struct Cell {
@@ -58,42 +56,37 @@ class DynamicRecurrent final : public nn::Module {
             throw Error(type_name() + ": expected the input sequence [N, T, F] and optionally "
                                       "the lengths");
         Tensor x = inputs[0].to(DType::Float32).contiguous();
-        const int64_t n = x.size(0), steps = x.size(1);
-        // valid[t]: [N, 1], 1 where step t is inside the sequence (all ones without lengths).
-        std::vector<Tensor> valid;
+        const int64_t n = x.size(0), steps = x.size(1), H = hidden_;
+        // Each sequence's length (all steps without lengths).
+        std::vector<int64_t> length(size_t(n), steps);
         if (inputs.size() == 2) {
-            const Tensor lengths = inputs[1].to(DType::Float32).reshape(Dims{n, 1});
-            for (int64_t t = 0; t < steps; ++t)
-                valid.push_back(lt(full(Dims{n, 1}, double(t)), lengths).to(DType::Float32));
+            const Tensor l = inputs[1].to(kCPU).to(DType::Int64).contiguous();
+            if (l.numel() != n) throw Error(type_name() + ": expected one length per sequence");
+            for (int64_t r = 0; r < n; ++r)
+                length[size_t(r)] = l.data<int64_t>()[r];
         }
         TensorList h_n, c_n;
         for (int64_t layer = 0; layer < layers_; ++layer) {
             TensorList outputs;
             for (int64_t d = 0; d < directions_; ++d) {
                 const Cell& cell = cells_[size_t(layer * directions_ + d)];
-                Tensor h = zeros(Dims{n, hidden_}), c = zeros(Dims{n, hidden_});
-                TensorList out;
-                out.resize(size_t(steps));
+                Tensor h = zeros(Dims{n, H}), c = zeros(Dims{n, H});
+                Tensor out = zeros(Dims{n, steps, H});
+                // Every step's input projection in one product (their activations quantized
+                // together); the state's, which depends on the step before, one step at a time.
+                const Tensor gi = dynamic_quantized_linear(x.reshape(Dims{n * steps, x.size(2)}),
+                                                           cell.w_ih, cell.b_ih)
+                                      .contiguous();
+                const int64_t gates = gi.size(1);
                 for (int64_t k = 0; k < steps; ++k) {
                     const int64_t t = d == 0 ? k : steps - 1 - k;
-                    const Tensor gi =
-                        dynamic_quantized_linear(x.select(1, t).contiguous(), cell.w_ih, cell.b_ih);
-                    const Tensor gh = dynamic_quantized_linear(h, cell.w_hh, cell.b_hh);
-                    auto [h_new, c_new] = step(gi, gh, h, c);
-                    if (valid.empty()) {
-                        h = h_new;
-                        c = c_new;
-                        out[size_t(t)] = h_new;
-                    } else {
-                        // Past a sequence's end the states stay and the output is 0, as
-                        // pack_padded_sequence gives.
-                        const Tensor& v = valid[size_t(t)];
-                        h = add(mul(v, h_new), mul(one_minus(v), h));
-                        if (c_new.defined()) c = add(mul(v, c_new), mul(one_minus(v), c));
-                        out[size_t(t)] = mul(v, h_new);
-                    }
+                    const Tensor gh =
+                        dynamic_quantized_linear(h, cell.w_hh, cell.b_hh).contiguous();
+                    step(gi.data<float>() + t * gates, steps * gates, gh.data<float>(),
+                         h.data<float>(), c.data<float>(), out.data<float>() + t * H, steps * H, n,
+                         t, length);
                 }
-                outputs.push_back(stack(out, 1));
+                outputs.push_back(out);
                 h_n.push_back(h);
                 if (mode_ == nn::RecurrentMode::Lstm) c_n.push_back(c);
             }
@@ -116,31 +109,52 @@ class DynamicRecurrent final : public nn::Module {
     }
 
   private:
-    // One step from the input's and the state's gate pre-activations (PyTorch's gate order).
-    std::pair<Tensor, Tensor> step(const Tensor& gi, const Tensor& gh, const Tensor& h,
-                                   const Tensor& c) const {
+    // One step of every sequence, in place, from the input's and the state's gate
+    // pre-activations (row r of gi at gi + r * gi_stride; gh [N, G*H]; PyTorch's gate order): the
+    // new state in h (and c), the output at out + row * out_stride. A sequence past its length
+    // keeps its state and outputs 0, as pack_padded_sequence gives. Plain loops: at these sizes the
+    // work is a few thousand multiply-adds, less than a dozen tensor ops would cost to dispatch.
+    void step(const float* gi, int64_t gi_stride, const float* gh, float* h, float* c, float* out,
+              int64_t out_stride, int64_t n, int64_t t, const std::vector<int64_t>& length) const {
         const int64_t H = hidden_;
-        auto part = [&](const Tensor& g, int64_t k) { return g.narrow(1, k * H, H); };
-        switch (mode_) {
-        case nn::RecurrentMode::Lstm: {
-            const Tensor g = add(gi, gh);
-            const Tensor i = sigmoid(part(g, 0)), f = sigmoid(part(g, 1));
-            const Tensor cell = tanh(part(g, 2)), o = sigmoid(part(g, 3));
-            const Tensor c_new = add(mul(f, c), mul(i, cell));
-            return {mul(o, tanh(c_new)), c_new};
+        const int64_t G = mode_ == nn::RecurrentMode::Lstm  ? 4
+                          : mode_ == nn::RecurrentMode::Gru ? 3
+                                                            : 1;
+        auto sigmoid = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+        for (int64_t r = 0; r < n; ++r) {
+            if (t >= length[size_t(r)]) continue; // state kept, output stays 0
+            const float* a = gi + r * gi_stride;
+            const float* b = gh + r * G * H;
+            float* hr = h + r * H;
+            float* o = out + r * out_stride;
+            for (int64_t j = 0; j < H; ++j) {
+                float value;
+                switch (mode_) {
+                case nn::RecurrentMode::Lstm: {
+                    const float i = sigmoid(a[j] + b[j]), f = sigmoid(a[H + j] + b[H + j]);
+                    const float g = std::tanh(a[2 * H + j] + b[2 * H + j]);
+                    const float og = sigmoid(a[3 * H + j] + b[3 * H + j]);
+                    float& cell = c[r * H + j];
+                    cell = f * cell + i * g;
+                    value = og * std::tanh(cell);
+                    break;
+                }
+                case nn::RecurrentMode::Gru: {
+                    const float rg = sigmoid(a[j] + b[j]), z = sigmoid(a[H + j] + b[H + j]);
+                    const float candidate = std::tanh(a[2 * H + j] + rg * b[2 * H + j]);
+                    value = (1.0f - z) * candidate + z * hr[j];
+                    break;
+                }
+                case nn::RecurrentMode::RnnRelu:
+                    value = std::max(a[j] + b[j], 0.0f);
+                    break;
+                default:
+                    value = std::tanh(a[j] + b[j]);
+                }
+                hr[j] = value;
+                o[j] = value;
+            }
         }
-        case nn::RecurrentMode::Gru: {
-            const Tensor r = sigmoid(add(part(gi, 0), part(gh, 0)));
-            const Tensor z = sigmoid(add(part(gi, 1), part(gh, 1)));
-            const Tensor candidate = tanh(add(part(gi, 2), mul(r, part(gh, 2))));
-            return {add(mul(one_minus(z), candidate), mul(z, h)), Tensor()};
-        }
-        case nn::RecurrentMode::RnnRelu:
-            return {relu(add(gi, gh)), Tensor()};
-        case nn::RecurrentMode::RnnTanh:
-            break;
-        }
-        return {tanh(add(gi, gh)), Tensor()};
     }
 
     nn::RecurrentMode mode_;
