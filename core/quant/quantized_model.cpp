@@ -5,6 +5,7 @@
 #include <myelin/nn/recurrent.h>
 #include <myelin/quant/quantized_model.h>
 
+#include "quant/int8_storage.h"
 #include "quant/quantized_recurrent.h"
 
 #include <myelin/autograd.h>
@@ -12,10 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <set>
-#include <sstream>
 
 namespace myelin::quant {
 
@@ -28,57 +27,6 @@ nn::Module* child_of(const graph::GraphModule& model, const std::string& module)
     for (const auto& [name, child] : model.named_children())
         if (name == module) return child.get();
     return nullptr;
-}
-
-// A contiguous float32 CPU copy-free view of `x` where possible.
-Tensor float_input(const Tensor& x, const char* layer) {
-    if (!x.device().is_cpu())
-        throw Error(std::string(layer) + ": int8 layers run on the CPU; the input is on " +
-                    x.device().str());
-    return (x.dtype() == DType::Float32 ? x : x.to(DType::Float32)).contiguous();
-}
-
-// A layer's input as quint8: the values the int8 layer before it handed on (UInt8, already with
-// this layer's input parameters), or float32 values quantized here.
-QTensor quantized_input(const Tensor& x, QParams q, const char* layer) {
-    if (x.dtype() == DType::UInt8) return {x, q};
-    return quantize_per_tensor(float_input(x, layer), q);
-}
-
-// What a layer hands on (Int8Output): a channels-last result of the convolution kernels made
-// contiguous by one pass over each image's bytes (cheaper than the generic strided copy).
-Tensor handed_on(const QTensor& y, Int8Output output) {
-    if (output == Int8Output::Float) return dequantize(y);
-    const Tensor& d = y.data;
-    if (output == Int8Output::UInt8ChannelsLast) return d;
-    const bool channels_last = d.dim() == 4 && d.strides()[1] == 1 && d.strides()[3] == d.size(1) &&
-                               d.strides()[2] == d.size(1) * d.size(3) &&
-                               d.strides()[0] == d.size(1) * d.size(2) * d.size(3);
-    if (!channels_last) return d.contiguous();
-    const int64_t batch = d.size(0), channels = d.size(1), plane = d.size(2) * d.size(3);
-    Tensor out = empty(d.shape(), DType::UInt8);
-    const uint8_t* p = d.data<uint8_t>();
-    uint8_t* o = out.data<uint8_t>();
-#pragma omp parallel for if (d.numel() > (1 << 16)) schedule(static)
-    for (int64_t n = 0; n < batch; ++n)
-        for (int64_t c = 0; c < channels; ++c)
-            for (int64_t i = 0; i < plane; ++i)
-                o[(n * channels + c) * plane + i] = p[(n * plane + i) * channels + c];
-    return out;
-}
-
-// UInt8 bytes of int8 values (the checkpoint's form) and back.
-Tensor int8_bytes(const QuantizedWeight& w) {
-    Tensor t = empty(w.shape, DType::UInt8);
-    std::memcpy(t.data_ptr(), w.values.data(), w.values.size());
-    return t;
-}
-
-Tensor scalar_float(float v) {
-    return full(Dims{}, double(v), DType::Float32);
-}
-Tensor scalar_int(int64_t v) {
-    return full(Dims{}, double(v), DType::Int64);
 }
 
 std::string reason_for(const std::string& kind, Scheme scheme) {
@@ -97,73 +45,6 @@ std::string reason_for(const std::string& kind, Scheme scheme) {
 
 std::string_view scheme_name(Scheme scheme) {
     return scheme == Scheme::Static ? "static" : "dynamic";
-}
-
-// --- the int8 modules --------------------------------------------------------------------------
-
-QuantizedLinear::QuantizedLinear(QuantizedWeight weight, Tensor bias, std::optional<QParams> input,
-                                 std::optional<QParams> output, bool relu)
-    : Module("QuantizedLinear"), weight_(std::move(weight)), bias_(std::move(bias)), input_(input),
-      output_(output), relu_(relu) {
-    if (input_.has_value() != output_.has_value())
-        throw Error("QuantizedLinear: give both activation parameters (static) or none (dynamic)");
-    register_buffer("weight", int8_bytes(weight_));
-    register_buffer("weight_scale",
-                    from_vector(weight_.scales, Dims{int64_t(weight_.scales.size())}));
-    if (bias_.defined()) register_buffer("bias", bias_);
-    if (input_) {
-        register_buffer("input_scale", scalar_float(input_->scale));
-        register_buffer("input_zero_point", scalar_int(input_->zero_point));
-        register_buffer("output_scale", scalar_float(output_->scale));
-        register_buffer("output_zero_point", scalar_int(output_->zero_point));
-    }
-}
-
-Tensor QuantizedLinear::forward(const TensorList& inputs) {
-    if (!input_)
-        return dynamic_quantized_linear(float_input(inputs[0], "QuantizedLinear"), weight_, bias_,
-                                        relu_);
-    const QTensor x = quantized_input(inputs[0], *input_, "QuantizedLinear");
-    const QTensor y = quantized_linear(x, weight_, bias_, relu_, *output_);
-    return handed_on(y, has_hooks() ? Int8Output::Float : int8_output_);
-}
-
-std::string QuantizedLinear::extra_repr() const {
-    std::ostringstream s;
-    s << "in_features=" << weight_.shape[1] << ", out_features=" << weight_.shape[0]
-      << (input_ ? ", static" : ", dynamic") << (relu_ ? ", relu" : "");
-    return s.str();
-}
-
-QuantizedConv2d::QuantizedConv2d(QuantizedWeight weight, Tensor bias, const Conv2dOptions& options,
-                                 QParams input, QParams output, bool relu,
-                                 std::optional<FusedMaxPool> pool)
-    : Module("QuantizedConv2d"), weight_(std::move(weight)), bias_(std::move(bias)),
-      options_(options), input_(input), output_(output), relu_(relu), pool_(pool) {
-    register_buffer("weight", int8_bytes(weight_));
-    register_buffer("weight_scale",
-                    from_vector(weight_.scales, Dims{int64_t(weight_.scales.size())}));
-    if (bias_.defined()) register_buffer("bias", bias_);
-    register_buffer("input_scale", scalar_float(input_.scale));
-    register_buffer("input_zero_point", scalar_int(input_.zero_point));
-    register_buffer("output_scale", scalar_float(output_.scale));
-    register_buffer("output_zero_point", scalar_int(output_.zero_point));
-}
-
-Tensor QuantizedConv2d::forward(const TensorList& inputs) {
-    QTensor y = quantized_conv2d(quantized_input(inputs[0], input_, "QuantizedConv2d"), weight_,
-                                 bias_, options_, relu_, output_);
-    if (pool_)
-        y = quantized_max_pool2d(y, pool_->kernel, pool_->stride, pool_->padding, pool_->dilation);
-    return handed_on(y, has_hooks() ? Int8Output::Float : int8_output_);
-}
-
-std::string QuantizedConv2d::extra_repr() const {
-    std::ostringstream s;
-    s << weight_.shape[1] * options_.groups << ", " << weight_.shape[0] << ", kernel_size=("
-      << weight_.shape[2] << ", " << weight_.shape[3] << "), stride=(" << options_.stride[0] << ", "
-      << options_.stride[1] << ")" << (relu_ ? ", relu" : "") << (pool_ ? ", max_pool" : "");
-    return s.str();
 }
 
 // --- the plan ----------------------------------------------------------------------------------
@@ -675,12 +556,8 @@ nn::StateDict dequantized_state(const QuantizationPlan& plan, const nn::StateDic
     for (const auto& [name, t] : tensors) {
         if (left_out.count(name)) continue;
         if (const auto r = recurrent_scales.find(name); r != recurrent_scales.end()) {
-            QuantizedWeight w;
-            w.shape = t.sizes();
-            w.values.resize(size_t(t.numel()));
-            std::memcpy(w.values.data(), t.contiguous().data_ptr(), w.values.size());
-            w.scales = {float(r->second->item<double>())};
-            out.emplace_back(name, dequantize_weight(w));
+            out.emplace_back(name, dequantize_weight(detail::weight_from_bytes(
+                                       t, {float(r->second->item<double>())})));
             continue;
         }
         const auto it = by_weight.find(name);
@@ -688,12 +565,8 @@ nn::StateDict dequantized_state(const QuantizationPlan& plan, const nn::StateDic
             out.emplace_back(name, t);
             continue;
         }
-        QuantizedWeight w;
-        w.shape = t.sizes();
-        w.values.resize(size_t(t.numel()));
-        std::memcpy(w.values.data(), t.contiguous().data_ptr(), w.values.size());
-        w.scales = it->second->weight_scales;
-        out.emplace_back(name, dequantize_weight(w));
+        out.emplace_back(
+            name, dequantize_weight(detail::weight_from_bytes(t, it->second->weight_scales)));
     }
     return out;
 }
@@ -735,11 +608,7 @@ void load_quantized(graph::GraphModule& model, const QuantizationPlan& given,
         if (values.sizes() != shape)
             throw Error(where + ": tensor '" + layer.module + ".weight' is " +
                         values.sizes().str() + ", the layer's weight is " + shape.str());
-        QuantizedWeight w;
-        w.shape = shape;
-        w.values.resize(size_t(values.numel()));
-        std::memcpy(w.values.data(), values.contiguous().data_ptr(), w.values.size());
-        w.scales = layer.weight_scales;
+        QuantizedWeight w = detail::weight_from_bytes(values, layer.weight_scales);
         Tensor bias;
         if (!layer.bn_module.empty()) { // the folded bias, whether or not the layer had one
             const Tensor* b = find_tensor(tensors, layer.module + ".bias");

@@ -1,5 +1,7 @@
 #include "quant/quantized_recurrent.h"
 
+#include "quant/int8_storage.h"
+
 #include <myelin/error.h>
 #include <myelin/nn/recurrent.h>
 #include <myelin/quant/kernels.h>
@@ -32,9 +34,7 @@ class DynamicRecurrent final : public nn::Module {
         for (const Cell& c : cells_) {
             for (const auto& [name, w] :
                  {std::pair{"weight_ih", &c.w_ih}, std::pair{"weight_hh", &c.w_hh}}) {
-                Tensor bytes = empty(w->shape, DType::UInt8);
-                std::memcpy(bytes.data_ptr(), w->values.data(), w->values.size());
-                register_buffer(name + c.suffix, bytes);
+                register_buffer(name + c.suffix, int8_bytes(*w));
                 register_buffer(name + c.suffix + "_scale",
                                 from_vector(w->scales, Dims{int64_t(w->scales.size())}));
                 int8_names_.push_back(name + c.suffix);
@@ -231,13 +231,9 @@ std::shared_ptr<nn::Module> dynamic_recurrent(const nn::Module& float_module, bo
         return *t;
     };
     auto weight = [&](const std::string& name) {
-        QuantizedWeight w;
-        w.shape = shape_of(name);
-        const Tensor& bytes = need(name, DType::UInt8, w.shape);
-        w.values.resize(size_t(bytes.numel()));
-        std::memcpy(w.values.data(), bytes.contiguous().data_ptr(), w.values.size());
         const Tensor scale = need(name + "_scale", DType::Float32, Dims{1}).contiguous();
-        w.scales = {scale.data<float>()[0]};
+        QuantizedWeight w =
+            weight_from_bytes(need(name, DType::UInt8, shape_of(name)), {scale.data<float>()[0]});
         if (!(w.scales[0] > 0.0f) || !std::isfinite(w.scales[0]))
             throw Error(where + ": tensor '" + prefix + name + "_scale' holds " +
                         std::to_string(w.scales[0]) + " (a positive, finite scale is needed)");
