@@ -1,6 +1,7 @@
 // The int8 kernels' front: argument checks, the requantization constants, the plain C++
 // reference of every kernel (the same arithmetic as oneDNN's, element by element through
 // requantize_u8 / requantize_f32), and the choice between oneDNN and the reference.
+#include "quant/layout.h"
 #include "quant/onednn_kernels.h"
 #include "tensor/tensor_impl.h"
 
@@ -41,16 +42,9 @@ void check_weight(const QuantizedWeight& w, int dims, const char* op) {
                          " weight scales, got " + std::to_string(w.scales.size()));
 }
 
-// Whether a 4-D tensor is stored channels-last (NHWC) densely: NCHW shape, NHWC strides.
-bool channels_last(const Tensor& t) {
-    if (t.dim() != 4) return false;
-    const int64_t C = t.size(1), H = t.size(2), W = t.size(3);
-    return t.stride(1) == 1 && t.stride(3) == C && t.stride(2) == W * C && t.stride(0) == H * W * C;
-}
-
 // The 4-D input's bytes as oneDNN reads them (NCHW or NHWC, no copy when either) and the flag.
 std::pair<Tensor, bool> activation_4d(const Tensor& t) {
-    if (channels_last(t)) return {t, true};
+    if (detail::channels_last(t)) return {t, true};
     return {t.contiguous(), false};
 }
 

@@ -1,6 +1,7 @@
 // Quantized tensors, int8 weights and fake quantization, rounding as ATen's quantize_val and
 // fake-quantize kernels do (x * (1.0f / scale), nearbyint, then the zero point, then clamp).
 #include "autograd/function.h"
+#include "quant/layout.h"
 #include "tensor/tensor_impl.h"
 
 #include <myelin/error.h>
@@ -160,9 +161,7 @@ Tensor dequantize(const QTensor& x) {
         throw DTypeError("dequantize: expected a uint8 tensor");
     const float zp = float(x.q.zero_point), s = x.q.scale;
     const Tensor& d = x.data;
-    if (d.dim() == 4 && !d.is_contiguous() && d.strides()[1] == 1 && d.strides()[3] == d.size(1) &&
-        d.strides()[2] == d.size(1) * d.size(3) &&
-        d.strides()[0] == d.size(1) * d.size(2) * d.size(3)) {
+    if (!d.is_contiguous() && detail::channels_last(d)) {
         // The int8 convolutions' channels-last output written as NCHW in one pass: each
         // image's bytes (a few KB) stay in cache while its channels are written out in order,
         // through a table of the 256 values.

@@ -4,6 +4,7 @@
 #include <myelin/quant/quantized_model.h>
 
 #include "quant/int8_storage.h"
+#include "quant/layout.h"
 
 #include <sstream>
 
@@ -32,10 +33,7 @@ Tensor handed_on(const QTensor& y, Int8Output output) {
     if (output == Int8Output::Float) return dequantize(y);
     const Tensor& d = y.data;
     if (output == Int8Output::UInt8ChannelsLast) return d;
-    const bool channels_last = d.dim() == 4 && d.strides()[1] == 1 && d.strides()[3] == d.size(1) &&
-                               d.strides()[2] == d.size(1) * d.size(3) &&
-                               d.strides()[0] == d.size(1) * d.size(2) * d.size(3);
-    if (!channels_last) return d.contiguous();
+    if (!detail::channels_last(d)) return d.contiguous();
     const int64_t batch = d.size(0), channels = d.size(1), plane = d.size(2) * d.size(3);
     Tensor out = empty(d.shape(), DType::UInt8);
     const uint8_t* p = d.data<uint8_t>();
