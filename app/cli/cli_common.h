@@ -38,6 +38,8 @@ class Args {
     std::optional<std::string> get(const std::string& option) const;
     bool flag(const std::string& option) const { return flags_.count(option) > 0; }
     std::optional<int64_t> get_int(const std::string& option, int64_t min) const;
+    // A finite number > 0 (a learning rate); a UsageError names the option otherwise.
+    std::optional<double> get_positive(const std::string& option) const;
 
   private:
     std::vector<std::string> positional_;

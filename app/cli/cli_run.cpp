@@ -8,7 +8,9 @@
 
 #include "cli_spec.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -185,6 +187,16 @@ std::optional<int64_t> Args::get_int(const std::string& option, int64_t min) con
     if (v->empty() || *end != '\0' || x < min)
         throw UsageError{option + " needs an integer >= " + std::to_string(min) + ", got '" + *v +
                          "'"};
+    return x;
+}
+
+std::optional<double> Args::get_positive(const std::string& option) const {
+    auto v = get(option);
+    if (!v) return std::nullopt;
+    char* end = nullptr;
+    const double x = std::strtod(v->c_str(), &end);
+    if (v->empty() || *end != '\0' || !std::isfinite(x) || x <= 0)
+        throw UsageError{option + " needs a number > 0, got '" + *v + "'"};
     return x;
 }
 

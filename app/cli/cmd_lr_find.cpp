@@ -8,23 +8,11 @@
 
 #include "cli_common.h"
 
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 
 namespace myelin::cli {
 
 namespace {
-
-double number_option(const Args& args, const std::string& option, double fallback) {
-    const auto text = args.get(option);
-    if (!text) return fallback;
-    char* end = nullptr;
-    const double value = std::strtod(text->c_str(), &end);
-    if (text->empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
-        throw UsageError{option + " needs a number > 0, got '" + *text + "'"};
-    return value;
-}
 
 // The project's optimizer lr (its option, or the kind's default).
 double project_lr(const io::Project& project) {
@@ -40,8 +28,8 @@ int cmd_lr_find(const Args& args) {
     const std::filesystem::path path = args.positional()[0];
     train::LrFindOptions options;
     options.steps = args.get_int("--steps", 2).value_or(options.steps);
-    options.start_lr = number_option(args, "--start-lr", options.start_lr);
-    options.end_lr = number_option(args, "--end-lr", options.end_lr);
+    options.start_lr = args.get_positive("--start-lr").value_or(options.start_lr);
+    options.end_lr = args.get_positive("--end-lr").value_or(options.end_lr);
     if (auto seed = args.get_int("--seed", 0)) options.seed = uint64_t(*seed);
     options.store_path = args.get("--store").value_or(store::default_store_path().string());
     options.project_path = std::filesystem::absolute(path).lexically_normal().string();

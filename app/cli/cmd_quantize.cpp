@@ -5,23 +5,12 @@
 
 #include "cli_common.h"
 
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 
 namespace myelin::cli {
 
 int cmd_quantize(const Args& args) {
     const std::filesystem::path checkpoint = *args.get("--checkpoint");
-    io::Project project;
-    std::filesystem::path project_dir;
-    if (args.positional().empty()) {
-        std::tie(project, project_dir) = checkpoint_project(checkpoint);
-    } else {
-        const std::filesystem::path path = args.positional()[0];
-        project = io::load_project(path);
-        project_dir = path.parent_path().empty() ? "." : path.parent_path();
-    }
     train::QuantizeOptions options;
     if (args.flag("--dynamic")) {
         options.scheme = quant::Scheme::Dynamic;
@@ -40,19 +29,25 @@ int cmd_quantize(const Args& args) {
     options.qat_epochs = args.get_int("--qat-epochs", 1).value_or(0);
     if (options.qat_epochs > 0 && options.scheme == quant::Scheme::Dynamic)
         throw UsageError{"--qat-epochs is for static quantization"};
-    if (auto lr = args.get("--qat-lr")) {
-        char* end = nullptr;
-        const double value = std::strtod(lr->c_str(), &end);
-        if (lr->empty() || *end != '\0' || !(value > 0) || !std::isfinite(value))
-            throw UsageError{"--qat-lr needs a number > 0, got '" + *lr + "'"};
+    if (auto lr = args.get_positive("--qat-lr")) {
         if (options.qat_epochs == 0) throw UsageError{"--qat-lr needs --qat-epochs"};
-        options.qat_lr = value;
+        options.qat_lr = *lr;
     }
     if (options.qat_epochs > 0 && args.get("--observer"))
         throw UsageError{"--observer: quantization-aware training follows the ranges with "
                          "moving-average observers (PyTorch's QAT default)"};
     options.threads = int(args.get_int("--threads", 1).value_or(0));
     const std::filesystem::path out = *args.get("--output");
+    // The command line is checked whole before any file is read (exit 2 before exit 1).
+    io::Project project;
+    std::filesystem::path project_dir;
+    if (args.positional().empty()) {
+        std::tie(project, project_dir) = checkpoint_project(checkpoint);
+    } else {
+        const std::filesystem::path path = args.positional()[0];
+        project = io::load_project(path);
+        project_dir = path.parent_path().empty() ? "." : path.parent_path();
+    }
 
     const train::QuantizeResult r =
         train::quantize_checkpoint(project, project_dir, checkpoint, out, options);
