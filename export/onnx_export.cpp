@@ -47,7 +47,7 @@ std::string OnnxBuilder::raw_initializer(const std::string& name, int data_type,
 std::string OnnxBuilder::int8_weight(const std::string& name, const Tensor& t,
                                      const std::vector<float>& scales) {
     const Tensor w = t.contiguous().to(DType::Float32).contiguous();
-    const bool transposed = name.size() > 11 && name.ends_with("_transposed");
+    const bool transposed = name.ends_with("_transposed");
     const int64_t channels = int64_t(scales.size());
     const int64_t axis = transposed ? w.dim() - 1 : 0;
     if (channels != 1 && (w.dim() < 1 || w.size(axis) != channels))
