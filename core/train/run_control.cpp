@@ -36,6 +36,11 @@ void RunControl::request_edits(const RunEdits& edits) {
     if (edits.lr) merged.lr = edits.lr;
     if (edits.clip_grad_norm) merged.clip_grad_norm = edits.clip_grad_norm;
     if (edits.clip_grad_value) merged.clip_grad_value = edits.clip_grad_value;
+    for (const auto& [name, frozen] : edits.frozen)
+        merged.frozen[name] = frozen;
+    for (const auto& [name, multiplier] : edits.lr_multiplier)
+        merged.lr_multiplier[name] = multiplier;
+    if (edits.capture) merged.capture = edits.capture;
     if (!merged.empty()) edits_ = merged;
 }
 

@@ -50,20 +50,26 @@ class GradientsAside {
 
 } // namespace
 
-void TimeGradientProbe::on_run_start(Trainer& trainer) {
-    layers_.clear();
-    for (const auto& [name, layer] : trainer.captured_layers())
-        if (has_recurrent_layer(*layer)) layers_.emplace_back(name, layer);
-    probe_ = {};
-    if (layers_.empty()) return;
-    // The examples FeatureMapProbe takes, with their targets.
-    std::vector<data::Example> examples = probe_examples(trainer);
-    if (examples.empty() || !examples.front().target.defined()) return;
-    probe_ = data::default_collate(examples);
+void TimeGradientProbe::on_run_start(Trainer&) {
+    prepared_ = false;
 }
 
 void TimeGradientProbe::after_step_reported(Trainer& trainer) {
-    if (trainer.step() % every_ != 0 || !probe_.input.defined()) return;
+    const int64_t every = trainer.spec().capture.feature_maps_every;
+    if (every <= 0 || trainer.step() % every != 0) return;
+    // The captured layers may change while a run is paused (RunEdits): looked up each time.
+    layers_.clear();
+    for (const auto& [name, layer] : trainer.captured_layers())
+        if (has_recurrent_layer(*layer)) layers_.emplace_back(name, layer);
+    if (layers_.empty()) return;
+    if (!prepared_) {
+        // The examples FeatureMapProbe takes, with their targets (their own generator).
+        std::vector<data::Example> examples = probe_examples(trainer);
+        if (!examples.empty() && examples.front().target.defined())
+            probe_ = data::default_collate(examples);
+        prepared_ = true;
+    }
+    if (!probe_.input.defined()) return;
     graph::GraphModule& model = trainer.model();
     const bool was_training = model.is_training();
     auto recorder = std::make_shared<nn::RecurrentGradientRecorder>();

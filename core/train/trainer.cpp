@@ -23,6 +23,7 @@
 
 #include "backend/backend.h"
 #include "data_parallel.h"
+#include "parameter_groups.h"
 #include "trainer_callbacks.h"
 
 #include <algorithm>
@@ -106,27 +107,16 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     }
 
     // Parameter groups: one per distinct lr multiplier (frozen layers are left out, as
-    // filter(lambda p: p.requires_grad, ...) in PyTorch).
-    std::map<double, size_t> group_of;
-    std::vector<optim::ParamGroup> groups;
+    // filter(lambda p: p.requires_grad, ...) in PyTorch), lr = base lr x multiplier.
+    const detail::ParameterLayout layout = detail::parameter_layout(project.model, *model_);
+    std::vector<optim::ParamGroup> groups = detail::parameter_groups(layout, *model_);
     const spec::OptimizerKind& ok =
         spec::kind_of(spec::optimizer_kinds(), spec_.optimizer, "optimizer");
-    double base_lr = graph::with_defaults(ok.options, spec_.optimizer.options).get_float("lr");
-    for (const auto& node : project.model.nodes) {
-        const std::string& name = model_->module_name(node.id);
-        if (name.empty() || node.frozen) continue;
-        auto params = model_->child(name)->parameters();
-        if (params.empty()) continue;
-        auto [it, fresh] = group_of.emplace(node.lr_multiplier, groups.size());
-        if (fresh) {
-            groups.emplace_back();
-            group_lr_multipliers_.push_back(node.lr_multiplier);
-            if (node.lr_multiplier != 1.0)
-                groups.back().options["lr"] = base_lr * node.lr_multiplier;
-        }
-        for (auto& p : params)
-            groups[it->second].params.push_back(p);
-    }
+    const double base_lr =
+        graph::with_defaults(ok.options, spec_.optimizer.options).get_float("lr");
+    group_lr_multipliers_ = layout.multipliers;
+    for (size_t g = 0; g < groups.size(); ++g)
+        if (layout.multipliers[g] != 1.0) groups[g].options["lr"] = base_lr * layout.multipliers[g];
     if (groups.empty()) throw Error("the model has no trainable parameters (all frozen?)");
     parameters_ = model_->parameters();
     optimizer_ = make_optimizer(spec_.optimizer, std::move(groups));
@@ -169,10 +159,7 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     const auto& es = spec_.early_stopping;
     early_stopping_ = std::make_unique<EarlyStopping>(es.metric, parse_metric_mode(es.mode),
                                                       int(es.patience), es.min_delta);
-    for (const auto& [name, child] : model_->named_children())
-        if (spec_.capture.layers.empty() ||
-            std::count(spec_.capture.layers.begin(), spec_.capture.layers.end(), name))
-            layers_.emplace_back(name, child);
+    select_captured_layers();
     // The project's initial weights (relative to its folder) unless given here; a resume or fork
     // starts from its checkpoint instead.
     if (options_.init_weights.empty() && !spec_.init_weights.empty() &&
@@ -292,6 +279,14 @@ void Trainer::wait_while_paused() {
     if (!control_->stop_requested()) report(LogMessage{LogLevel::Info, "resumed"});
 }
 
+void Trainer::select_captured_layers() {
+    layers_.clear();
+    for (const auto& [name, child] : model_->named_children())
+        if (spec_.capture.layers.empty() ||
+            std::count(spec_.capture.layers.begin(), spec_.capture.layers.end(), name))
+            layers_.emplace_back(name, child);
+}
+
 void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) {
     callbacks_.push_back(std::move(callback));
 }
@@ -301,17 +296,15 @@ void Trainer::add_builtin_callbacks() {
     if (data_parallel_) callbacks_.push_back(data_parallel_);
     // Capture first: it stops capturing when the loss is not finite, before the NaN guard's
     // localisation pass runs the model again.
-    if (spec_.capture.summaries_every > 0)
-        callbacks_.push_back(std::make_shared<SummaryCapture>(spec_.capture.summaries_every));
+    // The capture callbacks read their intervals from spec_ at each step (a paused run's
+    // capture settings may change), so they are always there; off, they do nothing.
+    callbacks_.push_back(std::make_shared<SummaryCapture>());
     if (options_.breakpoints)
         callbacks_.push_back(make_breakpoint_monitor(options_.breakpoints, options_.on_break));
     callbacks_.push_back(std::make_shared<NonFiniteLossGuard>());
-    callbacks_.push_back(std::make_shared<GradientMonitor>(
-        spec_.capture.layer_norms ? spec_.capture.layer_norms_every : 0));
-    if (spec_.capture.feature_maps_every > 0)
-        callbacks_.push_back(std::make_shared<FeatureMapProbe>(spec_.capture.feature_maps_every));
-    if (spec_.capture.feature_maps_every > 0)
-        callbacks_.push_back(std::make_shared<TimeGradientProbe>(spec_.capture.feature_maps_every));
+    callbacks_.push_back(std::make_shared<GradientMonitor>());
+    callbacks_.push_back(std::make_shared<FeatureMapProbe>());
+    callbacks_.push_back(std::make_shared<TimeGradientProbe>());
     if (spec_.validate_every_steps > 0 && data_.validation)
         callbacks_.push_back(std::make_shared<PeriodicValidation>(spec_.validate_every_steps));
     callbacks_.push_back(std::make_shared<EarlyStoppingMonitor>());

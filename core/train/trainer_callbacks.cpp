@@ -29,7 +29,9 @@ std::string zero_padded(int64_t value, int width) {
 
 void SummaryCapture::before_step(Trainer& trainer) {
     remove_hooks();
-    capturing_ = (trainer.step() + 1) % every_ == 0;
+    // Read each step: a paused run's capture settings may change (RunEdits).
+    const int64_t every = trainer.spec().capture.summaries_every;
+    capturing_ = every > 0 && (trainer.step() + 1) % every == 0;
     if (!capturing_) return;
     Trainer* t = &trainer;
     for (const auto& [name, layer] : trainer.captured_layers()) {
@@ -123,8 +125,9 @@ TrainingFailure nonfinite_gradient(int64_t step, const std::optional<std::string
 void GradientMonitor::after_backward(Trainer& trainer) {
     // Loss scaling skips a step whose gradients overflowed: nothing to measure, nothing wrong.
     skipped_ = trainer.gradients_overflowed();
-    norms_now_ = !skipped_ && norms_every_ > 0 && (trainer.step() + 1) % norms_every_ == 0;
     const spec::TrainSpec& spec = trainer.spec();
+    const int64_t norms_every = spec.capture.layer_norms ? spec.capture.layer_norms_every : 0;
+    norms_now_ = !skipped_ && norms_every > 0 && (trainer.step() + 1) % norms_every == 0;
     fused_ = !skipped_ && trainer.optimizer().supports_step_stats() && !spec.clip_grad_norm &&
              !spec.clip_grad_value;
     // Off the layer-norm steps only Σg² (the non-finite check): no extra pass over the weights.
@@ -326,16 +329,24 @@ std::vector<data::Example> probe_examples(Trainer& trainer) {
     return examples;
 }
 
-void FeatureMapProbe::on_run_start(Trainer& trainer) {
-    TensorList inputs;
-    for (data::Example& e : probe_examples(trainer))
-        inputs.push_back(std::move(e.input));
-    probe_ = inputs.empty() ? Tensor() : stack(inputs);
+void FeatureMapProbe::on_run_start(Trainer&) {
+    prepared_ = false;
     input_reported_ = false;
 }
 
 void FeatureMapProbe::after_step_reported(Trainer& trainer) {
-    if (trainer.step() % every_ != 0 || !probe_.defined()) return;
+    const int64_t every = trainer.spec().capture.feature_maps_every;
+    if (every <= 0 || trainer.step() % every != 0) return;
+    if (!prepared_) {
+        // Taken on first use (their own generator: the run's randomness is untouched), so a
+        // paused run that turns feature maps on gets them too.
+        TensorList inputs;
+        for (data::Example& e : probe_examples(trainer))
+            inputs.push_back(std::move(e.input));
+        probe_ = inputs.empty() ? Tensor() : stack(inputs);
+        prepared_ = true;
+    }
+    if (!probe_.defined()) return;
     autograd::NoGradGuard no_grad;
     AutocastGuard amp(trainer.autocast_dtype());
     graph::GraphModule& model = trainer.model();

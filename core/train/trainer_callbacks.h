@@ -23,7 +23,6 @@ std::string zero_padded(int64_t value, int width);
 // only (a step without capture pays nothing), and the layers' weight summaries after it.
 class SummaryCapture final : public TrainerCallback {
   public:
-    explicit SummaryCapture(int64_t every) : every_(every) {}
     void before_step(Trainer& trainer) override;
     void after_forward(Trainer& trainer, const ForwardPass& pass) override;
     void after_backward(Trainer& trainer) override;
@@ -33,7 +32,6 @@ class SummaryCapture final : public TrainerCallback {
 
   private:
     void remove_hooks();
-    int64_t every_;
     bool capturing_ = false;
     std::vector<HookHandle> hooks_;
 };
@@ -61,7 +59,6 @@ class NonFiniteLossGuard final : public TrainerCallback {
 // go into the step's metrics.
 class GradientMonitor final : public TrainerCallback {
   public:
-    explicit GradientMonitor(int64_t norms_every) : norms_every_(norms_every) {}
     void after_backward(Trainer& trainer) override;
     void after_optimizer_step(Trainer& trainer, StepMetrics& metrics) override;
 
@@ -73,7 +70,6 @@ class GradientMonitor final : public TrainerCallback {
     void measure_before_step(Trainer& trainer);
     void measure_after_step(Trainer& trainer, StepMetrics& metrics);
 
-    int64_t norms_every_;
     bool norms_now_ = false; // this step reports per-layer statistics
     bool fused_ = false;     // this step's statistics come from the optimizer
     bool skipped_ = false;   // loss scaling skips this step (a gradient overflowed)
@@ -92,13 +88,12 @@ std::vector<data::Example> probe_examples(Trainer& trainer);
 class FeatureMapProbe final : public TrainerCallback {
   public:
     static constexpr int64_t kProbeExamples = 4;
-    explicit FeatureMapProbe(int64_t every) : every_(every) {}
     void on_run_start(Trainer& trainer) override;
     void after_step_reported(Trainer& trainer) override;
 
   private:
-    int64_t every_;
-    Tensor probe_; // [examples, ...input shape]
+    bool prepared_ = false; // probe_ taken (on the first step that probes)
+    Tensor probe_;          // [examples, ...input shape]
     bool input_reported_ = false;
 };
 
@@ -109,12 +104,11 @@ class FeatureMapProbe final : public TrainerCallback {
 // parameters' gradients are put aside and back, so the training trajectory is unchanged.
 class TimeGradientProbe final : public TrainerCallback {
   public:
-    explicit TimeGradientProbe(int64_t every) : every_(every) {}
     void on_run_start(Trainer& trainer) override;
     void after_step_reported(Trainer& trainer) override;
 
   private:
-    int64_t every_;
+    bool prepared_ = false; // probe_ taken (on the first step that probes)
     std::vector<std::pair<std::string, nn::ModulePtr>> layers_; // captured, with a recurrent layer
     data::Example probe_;                                       // undefined input: nothing to probe
 };

@@ -12,6 +12,8 @@
 #include <myelin/train/early_stopping.h>
 #include <myelin/train/trainer.h>
 
+#include "parameter_groups.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -21,69 +23,7 @@
 
 namespace myelin::train {
 
-namespace {
-
-// The optimizer's parameters as the trainer lays them out for `project` over `model` (one group
-// per distinct lr multiplier in node order, frozen layers left out), by name.
-std::vector<std::vector<std::string>> optimizer_layout(const io::Project& project,
-                                                       const graph::GraphModule& model) {
-    std::map<double, size_t> group_of;
-    std::vector<std::vector<std::string>> groups;
-    for (const auto& node : project.model.nodes) {
-        const std::string& name = model.module_name(node.id);
-        if (name.empty() || node.frozen) continue;
-        const auto child = model.child(name);
-        if (!child) continue;
-        const auto params = child->named_parameters();
-        if (params.empty()) continue;
-        auto [it, fresh] = group_of.emplace(node.lr_multiplier, groups.size());
-        if (fresh) groups.emplace_back();
-        for (const auto& [param, tensor] : params)
-            groups[it->second].push_back(name + "." + param);
-    }
-    return groups;
-}
-
-// `saved` (laid out as `before`) moved to the layout `after` by parameter name: a parameter
-// trained before and after keeps its state and its group's options; one trained only now (a
-// layer unfrozen) starts fresh in its group's current options (`current`). Sets `kept` to the
-// number of parameters whose state carried over.
-optim::OptimizerStateDict remap_optimizer_state(const optim::OptimizerStateDict& saved,
-                                                const std::vector<std::vector<std::string>>& before,
-                                                const std::vector<std::vector<std::string>>& after,
-                                                const std::vector<optim::ParamGroup>& current,
-                                                size_t& kept) {
-    std::map<std::string, std::pair<int64_t, size_t>> old; // name -> (global index, group)
-    int64_t index = 0;
-    for (size_t g = 0; g < before.size(); ++g)
-        for (const auto& name : before[g])
-            old[name] = {index++, g};
-    optim::OptimizerStateDict out;
-    index = 0;
-    kept = 0;
-    for (size_t g = 0; g < after.size(); ++g) {
-        optim::OptimizerStateDict::Group group;
-        group.options = g < current.size() ? current[g].options : optim::Options{};
-        bool optionsTaken = false;
-        for (const auto& name : after[g]) {
-            if (auto it = old.find(name); it != old.end()) {
-                const auto [i, oldGroup] = it->second;
-                if (!optionsTaken && oldGroup < saved.param_groups.size()) {
-                    group.options = saved.param_groups[oldGroup].options;
-                    optionsTaken = true;
-                }
-                if (auto st = saved.state.find(i); st != saved.state.end()) {
-                    out.state[index] = st->second;
-                    ++kept;
-                }
-            }
-            group.params.push_back(index++);
-        }
-        out.param_groups.push_back(std::move(group));
-    }
-    return out;
-}
-} // namespace
+using detail::format_number;
 
 std::string checkpoint_model_mismatch(const io::Project& project,
                                       const io::Checkpoint& checkpoint) {
@@ -102,8 +42,7 @@ void Trainer::load_initial_weights() {
     io::SafetensorsFile file = io::load_safetensors(options_.init_weights);
     if (!file.int8_names.empty())
         throw Error(where + ": holds int8 weights (a quantized model, tensor '" +
-                    file.int8_names[0] +
-                    "'); start from the float checkpoint it was made from");
+                    file.int8_names[0] + "'); start from the float checkpoint it was made from");
     nn::StateDict state;
     for (auto& [name, tensor] : file.tensors)
         if (name.rfind("optimizer.", 0) != 0) state.emplace_back(name, tensor);
@@ -147,20 +86,40 @@ void Trainer::load_resume_checkpoint() {
     auto r = model_->load_state_dict(c.model, false);
     if (!r.ok()) throw Error(where + ": the checkpoint does not fit this model:" + r.text());
     if (c.optimizer_kind == optimizer_->name()) {
-        // A fork may freeze or unfreeze layers (or change lr multipliers): the checkpoint's
-        // optimizer state is then moved to the new layout by parameter name.
         std::optional<io::Project> before;
-        if (options_.fork && !c.project_json.empty())
-            before = io::parse_project(c.project_json, where + " (its project)");
-        const auto oldLayout =
-            before ? optimizer_layout(*before, *model_) : std::vector<std::vector<std::string>>{};
-        const auto newLayout = optimizer_layout(project_, *model_);
-        if (before && oldLayout != newLayout) {
+        if (!c.project_json.empty()) {
+            try {
+                before = io::parse_project(c.project_json, where + " (its project)");
+            } catch (const Error&) {
+                if (options_.fork) throw; // a resume goes on whatever its project says
+            }
+        }
+        const detail::ParameterLayout now = detail::parameter_layout(project_.model, *model_);
+        const detail::ParameterLayout then =
+            before ? detail::parameter_layout(before->model, *model_) : now;
+        if (!options_.fork && then != now) {
+            // The run froze, unfroze or re-weighted layers while it was paused (RunEdits): a
+            // resume goes on with the layers as the checkpoint trained them.
+            for (auto& node : project_.model.nodes)
+                if (const graph::Node* theirs = before->model.find(node.id)) {
+                    node.frozen = theirs->frozen;
+                    node.lr_multiplier = theirs->lr_multiplier;
+                    const std::string& name = model_->module_name(node.id);
+                    if (!name.empty()) model_->child(name)->requires_grad_(!node.frozen);
+                }
+            relayout_optimizer(now);
+            init_messages_.push_back(
+                {LogLevel::Info, "the run changed which layers train (or their lr multipliers) "
+                                 "while it ran: the resume goes on with them, as " +
+                                     where + " records"});
+        } else if (options_.fork && then.names != now.names) {
+            // A fork may freeze or unfreeze layers (or change lr multipliers): the checkpoint's
+            // optimizer state is then moved to the new layout by parameter name.
             size_t kept = 0;
-            c.optimizer = remap_optimizer_state(c.optimizer, oldLayout, newLayout,
-                                                optimizer_->param_groups(), kept);
+            c.optimizer = detail::remap_optimizer_state(c.optimizer, then.names, now.names,
+                                                        optimizer_->param_groups(), kept);
             size_t total = 0;
-            for (const auto& g : newLayout)
+            for (const auto& g : now.names)
                 total += g.size();
             init_messages_.push_back(
                 {LogLevel::Info,
@@ -239,84 +198,6 @@ Trainer::group_options(const spec::Choice& optimizer) const {
     return out;
 }
 
-namespace {
-
-// Multiplies a schedule state's learning rates of group g by factor[g] (SequentialLR's children
-// too), so a chainable schedule goes on from the scaled lr.
-void scale_schedule_lrs(optim::SchedulerState& state, const std::vector<double>& factor) {
-    for (const char* key : {"base_lrs", "_last_lr"})
-        if (auto it = state.lists.find(key); it != state.lists.end())
-            for (size_t g = 0; g < it->second.size() && g < factor.size(); ++g)
-                it->second[g] *= factor[g];
-    for (auto& child : state.children)
-        scale_schedule_lrs(child, factor);
-}
-
-std::string format_number(double v) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.17g", v);
-    for (int precision = 1; precision < 17; ++precision) { // the shortest text that reads back
-        char shorter[32];
-        std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
-        if (std::strtod(shorter, nullptr) == v) return shorter;
-    }
-    return buffer;
-}
-
-} // namespace
-
-void Trainer::apply_pending_edits() {
-    const std::optional<RunEdits> edits = control_->take_edits();
-    if (!edits) return;
-    std::string what;
-    auto add = [&](const std::string& text) { what += (what.empty() ? "" : ", ") + text; };
-    auto clip_text = [](const std::optional<double>& v) {
-        return v ? format_number(*v) : std::string("off");
-    };
-    if (edits->lr) {
-        const spec::SchedulerKind* schedule =
-            spec_.scheduler ? spec::find_component(spec::scheduler_kinds(), spec_.scheduler->kind)
-                            : nullptr;
-        auto& groups = optimizer_->param_groups();
-        const double old_lr = groups.empty() ? 0.0 : groups.front().options.at("lr");
-        if (schedule && schedule->sets_lr_itself) {
-            report(LogMessage{LogLevel::Warning,
-                              schedule->name + " sets the learning rate from its own options: "
-                                               "the lr was not changed"});
-        } else if (!(*edits->lr > 0) || !(old_lr > 0)) {
-            report(LogMessage{LogLevel::Warning, "the learning rate cannot be scaled from " +
-                                                     format_number(old_lr) + " to " +
-                                                     format_number(*edits->lr)});
-        } else {
-            // Every group and the schedule scaled by one factor: ratios between groups and the
-            // schedule's shape from here on are kept.
-            const double factor = *edits->lr / old_lr;
-            for (auto& g : groups) {
-                g.options["lr"] *= factor;
-                if (auto it = g.options.find("initial_lr"); it != g.options.end())
-                    it->second *= factor;
-            }
-            if (schedule_) {
-                optim::SchedulerState state = schedule_->state_dict();
-                scale_schedule_lrs(state, std::vector<double>(groups.size(), factor));
-                schedule_->load_state_dict(state);
-            }
-            add("lr " + format_number(old_lr) + " -> " + format_number(*edits->lr));
-        }
-    }
-    if (edits->clip_grad_norm && *edits->clip_grad_norm != spec_.clip_grad_norm) {
-        add("clip_grad_norm " + clip_text(spec_.clip_grad_norm) + " -> " +
-            clip_text(*edits->clip_grad_norm));
-        spec_.clip_grad_norm = *edits->clip_grad_norm;
-    }
-    if (edits->clip_grad_value && *edits->clip_grad_value != spec_.clip_grad_value) {
-        add("clip_grad_value " + clip_text(spec_.clip_grad_value) + " -> " +
-            clip_text(*edits->clip_grad_value));
-        spec_.clip_grad_value = *edits->clip_grad_value;
-    }
-    if (!what.empty()) report(RunChanged{step_, what});
-}
-
 void Trainer::reconcile_optimizer_options(io::Checkpoint& c, const std::string& where) {
     if (c.project_json.empty()) {
         if (options_.fork)
@@ -387,7 +268,7 @@ void Trainer::reconcile_optimizer_options(io::Checkpoint& c, const std::string& 
                 it->second *= factor[g];
         }
     }
-    if (c.scheduler) scale_schedule_lrs(*c.scheduler, factor);
+    if (c.scheduler) detail::scale_schedule_lrs(*c.scheduler, factor);
     init_messages_.push_back({LogLevel::Info, "fork from step " + std::to_string(c.position.step) +
                                                   ": optimizer " + what});
 }

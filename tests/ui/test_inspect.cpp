@@ -122,6 +122,13 @@ class TestInspect : public QObject {
             QVERIFY(mean > 0 && mean <= top);
             QVERIFY(top <= storedValue(runs, std::string("grad_norm/") + layer, 17) * (1 + 1e-12));
         }
+        // A change made while the run was paused (as RunChanged records it) is marked when
+        // the run is shown again.
+        QVERIFY(view->changeSteps().empty());
+        runs.log_event(1, {.step = 17, .kind = "change", .message = "lr 0.01 -> 0.001"});
+        runs.flush();
+        view->showRun(1, false);
+        QCOMPARE(view->changeSteps(), std::vector<int64_t>{17});
         {
             auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("workspaceTabs"));
             tabs->setCurrentWidget(view);
@@ -280,6 +287,15 @@ class TestInspect : public QObject {
 
         myelin::ui::DistributionsView* d = w.distributionsView();
         QCOMPARE(d->run(), int64_t(1));
+        QVERIFY(d->changeSteps().empty());
+        {
+            // A change made while paused, marked when the run is shown again.
+            store::RunStore runs = store::RunStore::open(storePath.toStdString());
+            runs.log_event(1, {.step = 20, .kind = "change", .message = "froze fc1"});
+            runs.flush();
+        }
+        d->showRun(storePath, 1, false);
+        QCOMPARE(d->changeSteps(), std::vector<int64_t>{20});
         // The edge out of fc1 carries fc1's output: it shows that output's statistics at the
         // inspected (newest) step, as the store has them.
         {

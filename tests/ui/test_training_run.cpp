@@ -22,15 +22,18 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QUndoStack>
 #include <QtTest>
@@ -200,12 +203,32 @@ void TestTrainingRun::changeWhilePausedLowersTheLearningRate() {
     const QString lowered = QString::number(before / 10, 'g', 6);
     dialog->learningRateField()->setText(lowered);
     QVERIFY(dialog->edits().lr.has_value());
+    // The first layer stops training (its "Trains" box, column 1).
+    QVERIFY(dialog->layersTable()->rowCount() >= 2);
+    const QString frozenLayer = dialog->layersTable()->item(0, 0)->text().section(' ', 0, 0);
+    dialog->layersTable()->item(0, 1)->setCheckState(Qt::Unchecked);
+    QCOMPARE(dialog->edits().frozen.size(), size_t(1));
+    // Every layer unticked cannot apply: it says why.
+    for (int row = 1; row < dialog->layersTable()->rowCount(); ++row)
+        dialog->layersTable()->item(row, 1)->setCheckState(Qt::Unchecked);
+    QVERIFY(!dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->isEnabled());
+    for (int row = 1; row < dialog->layersTable()->rowCount(); ++row)
+        dialog->layersTable()->item(row, 1)->setCheckState(Qt::Checked);
+    QVERIFY(dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->isEnabled());
+    dialog->grab().save(
+        QDir(artifactsDir()).filePath(QStringLiteral("change_while_paused_dialog.png")));
     dialog->accept();
     action(w, "actionResume")->trigger();
     QVERIFY(changed.wait(kRunTimeoutMs));
     const qint64 at = changed.at(0).at(0).toLongLong();
-    QVERIFY2(changed.at(0).at(1).toString().startsWith(QStringLiteral("lr ")),
-             qPrintable(changed.at(0).at(1).toString()));
+    const QString what = changed.at(0).at(1).toString();
+    QVERIFY2(what.startsWith(QStringLiteral("lr ")) &&
+                 what.contains(QStringLiteral("froze ") + frozenLayer),
+             qPrintable(what));
+    QVERIFY(controller->runSettings().model.nodes.end() !=
+            std::find_if(controller->runSettings().model.nodes.begin(),
+                         controller->runSettings().model.nodes.end(),
+                         [](const myelin::graph::Node& n) { return n.frozen; }));
     QTRY_VERIFY_WITH_TIMEOUT(w.trainingDock()->lastLearningRate() < before / 5, kRunTimeoutMs);
     QCOMPARE(w.trainingDock()->changeSteps(), std::vector<int64_t>{int64_t(at)});
     QVERIFY(w.trainingDock()->logText().contains(QStringLiteral("changed after step")));

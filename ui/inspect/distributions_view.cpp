@@ -1,5 +1,6 @@
 #include "inspect/distributions_view.h"
 
+#include "inspect/recorded_changes.h"
 #include "inspect/view_frame.h"
 #include "widgets/theme.h"
 
@@ -144,6 +145,8 @@ DistributionsView::DistributionsView(QWidget* parent) : QWidget(parent) {
         (*marker)->setPen(QPen(colors::kAccent, 1, Qt::DashLine));
         (*marker)->setVisible(false);
     }
+    plotChanges_ = std::make_unique<ChangeMarks>(plot_);
+    stripChanges_ = std::make_unique<ChangeMarks>(stripPlot_);
     nonFinite_ = new QLabel(this);
     nonFinite_->setObjectName(QStringLiteral("distributionsNonFinite"));
     nonFinite_->setWordWrap(true);
@@ -288,6 +291,7 @@ void DistributionsView::reload() {
     const std::string keep = layer();
     try {
         layers_ = train::layers_with_histograms(*shownRun_.store(), shownRun_.run());
+        changes_ = recordedChanges(*shownRun_.store(), shownRun_.run());
     } catch (const Error& e) {
         showMessage(tr("Cannot read run %1: %2")
                         .arg(shownRun_.run())
@@ -441,9 +445,11 @@ void DistributionsView::draw() {
     plot_->yAxis->setRangeReversed(false);
     plot_->xAxis->setLabel(tr("step"));
     if (mode_ == Mode::Ridgeline) {
+        plotChanges_->clear(); // its steps run down the y axis
         drawRidgeline();
         return;
     }
+    plotChanges_->set(changes_, colors::kWarning);
     const double first = double(steps_.front()), last = double(steps_.back());
     const double half = steps_.size() > 1 ? (last - first) / double(steps_.size() - 1) / 2 : 0.5;
     if (mode_ == Mode::Heatmap) {
@@ -556,6 +562,7 @@ void DistributionsView::drawRidgeline() {
 
 void DistributionsView::drawStrip() {
     markStep(markedStep_);
+    stripChanges_->set(changes_, colors::kWarning);
     // The strip: one row per layer with zero fractions.
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     for (size_t r = 0; r < stripLayers_.size(); ++r)

@@ -9,6 +9,7 @@
 // which layers ever had NaN/Inf. It reads the run store only; it shows the run the Gradient Flow
 // view shows.
 #include "inspect/shown_run.h"
+#include "widgets/change_marks.h"
 
 #include <myelin/train/layer_inspection.h>
 
@@ -55,6 +56,9 @@ class DistributionsView : public QWidget {
     // step axis of the plot and the strip; a negative step removes it.
     void markStep(int64_t step);
     int64_t markedStep() const { return markedStep_; }
+    // Steps where the run was changed while paused, marked on the strip (and on the plot where
+    // its x axis is the step).
+    const std::vector<int64_t>& changeSteps() const { return stripChanges_->steps(); }
 
     int64_t run() const { return shownRun_.run(); }
     std::vector<std::string> layers() const; // with histograms, model order
@@ -96,6 +100,8 @@ class DistributionsView : public QWidget {
     int64_t markedStep_ = -1;
     QCPItemStraightLine* plotMarker_ = nullptr;
     QCPItemStraightLine* stripMarker_ = nullptr;
+    std::vector<RunChange> changes_;
+    std::unique_ptr<ChangeMarks> plotChanges_, stripChanges_;
     std::vector<train::RecordedLayer> layers_;
     std::vector<int64_t> steps_;
     std::vector<std::vector<double>> columns_;

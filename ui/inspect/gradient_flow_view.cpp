@@ -1,5 +1,6 @@
 #include "inspect/gradient_flow_view.h"
 
+#include "inspect/recorded_changes.h"
 #include "inspect/view_frame.h"
 #include "widgets/theme.h"
 
@@ -126,6 +127,7 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
     guide_->setPen(QPen(colors::kWarning, 1.2, Qt::DashDotLine));
     guide_->point1->setCoords(0, 1e-3);
     guide_->point2->setCoords(1, 1e-3);
+    changeMarks_ = std::make_unique<ChangeMarks>(lines_);
 
     bars_ = new QCustomPlot(this);
     bars_->setObjectName(QStringLiteral("inspectBars"));
@@ -299,6 +301,7 @@ void GradientFlowView::reload() {
     modelLayers_.clear();
     table_ = {};
     guide_->setVisible(measure_ == Measure::UpdateRatio);
+    changeMarks_->clear();
     if (run_ < 0 || !store_) {
         emit badgesChanged({});
         return;
@@ -307,6 +310,7 @@ void GradientFlowView::reload() {
         const std::string fam = family();
         std::map<int, int> perCategory;
         modelLayers_ = train::run_model_layers(*store_, run_);
+        changeMarks_->set(recordedChanges(*store_, run_), colors::kWarning);
         for (const auto& layer : train::recorded_layers(*store_, run_, modelLayers_)) {
             const std::string key = train::layer_metric_key(fam, layer.name);
             const auto buckets = store_->metric_series_downsampled(run_, key, {}, kBuckets);

@@ -7,6 +7,8 @@
 // ones it holds four times a second (and replots only while shown); a long finished run is read
 // as min/max buckets, which keep spikes. Every move of the selected step also gives the layers'
 // health (badgesChanged), which the main window draws on the canvas.
+#include "widgets/change_marks.h"
+
 #include <myelin/train/layer_inspection.h>
 
 #include <QColor>
@@ -70,6 +72,8 @@ class GradientFlowView : public QWidget {
     bool isLive() const { return live_; }
     Measure measure() const { return measure_; }
     std::optional<int64_t> selectedStep() const { return table_.norms_step; }
+    // Steps where the run was changed while paused, marked on the lines.
+    const std::vector<int64_t>& changeSteps() const { return changeMarks_->steps(); }
     // The layers with a line, in model order (their module names).
     std::vector<std::string> plottedLayers() const;
     // The value the line of `layer` shows at `step`; unset when it has no point there.
@@ -134,6 +138,7 @@ class GradientFlowView : public QWidget {
     QCPBars* meanBars_ = nullptr; // GradientMagnitude only
     QCPItemStraightLine* stepMarker_ = nullptr;
     QCPItemStraightLine* guide_ = nullptr; // the 1e-3 update-ratio guide
+    std::unique_ptr<ChangeMarks> changeMarks_;
     QSlider* stepSlider_ = nullptr;
     QLabel* stepLabel_ = nullptr;
     QCheckBox* followNewest_ = nullptr;

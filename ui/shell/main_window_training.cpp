@@ -231,7 +231,7 @@ void MainWindow::changeWhilePaused() {
     if (training_->state() != TrainingController::State::Paused || !training_->canPause()) return;
     auto* dialog =
         new PausedChangesDialog(training_->progress().step, trainingDock_->lastLearningRate(),
-                                training_->clipGradNorm(), training_->clipGradValue(), this);
+                                training_->runSettings(), this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &QDialog::accepted, this, [this, dialog] {
         if (training_->requestEdits(dialog->edits()))

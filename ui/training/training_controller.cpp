@@ -4,6 +4,7 @@
 
 #include <myelin/device.h>
 #include <myelin/error.h>
+#include <myelin/graph/analysis.h>
 #include <myelin/store/run_store.h>
 #include <myelin/train/recorded_run.h>
 
@@ -62,8 +63,7 @@ bool TrainingController::start(const io::Project& project, const QString& projec
                                const TrainingStartOptions& options) {
     if (isActive()) return false;
     runProcesses_ = std::max(1, options.processes);
-    clipGradNorm_ = project.train.clip_grad_norm;
-    clipGradValue_ = project.train.clip_grad_value;
+    runSettings_ = project;
     if (options.processes > 1) return startProcesses(project, projectDir, options);
     session_ = std::make_shared<Session>();
     session_->storePath = storePath_.toStdString();
@@ -101,8 +101,21 @@ void TrainingController::pause() {
 bool TrainingController::requestEdits(const train::RunEdits& edits) {
     if (state_ != State::Paused || !session_ || process_ || edits.empty()) return false;
     session_->control->request_edits(edits);
-    if (edits.clip_grad_norm) clipGradNorm_ = *edits.clip_grad_norm;
-    if (edits.clip_grad_value) clipGradValue_ = *edits.clip_grad_value;
+    spec::TrainSpec& train = runSettings_.train;
+    if (edits.clip_grad_norm) train.clip_grad_norm = *edits.clip_grad_norm;
+    if (edits.clip_grad_value) train.clip_grad_value = *edits.clip_grad_value;
+    if (edits.capture) train.capture = *edits.capture;
+    if (!edits.frozen.empty() || !edits.lr_multiplier.empty()) {
+        graph::ModelSpec& model = runSettings_.model;
+        const graph::Analysis analysis = graph::analyze(model);
+        auto node = [&](const std::string& module) {
+            return model.find(analysis.node_of_module(model, module));
+        };
+        for (const auto& [module, frozen] : edits.frozen)
+            if (graph::Node* n = node(module)) n->frozen = frozen;
+        for (const auto& [module, multiplier] : edits.lr_multiplier)
+            if (graph::Node* n = node(module)) n->lr_multiplier = multiplier;
+    }
     return true;
 }
 

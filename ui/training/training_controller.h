@@ -67,11 +67,12 @@ class TrainingController : public QObject {
     // Replaces the breakpoints of the run that is going, from its next optimizer step on.
     void setBreakpoints(const std::vector<train::BreakCondition>& conditions);
     // While paused (in this process): settings the run takes when it resumes (the learning rate,
-    // gradient clipping; train::RunEdits). False when there is no such run.
+    // gradient clipping, frozen layers, lr multipliers, capture; train::RunEdits). False when
+    // there is no such run.
     bool requestEdits(const train::RunEdits& edits);
-    // The run's gradient clipping: the project's, then as requestEdits changed it.
-    std::optional<double> clipGradNorm() const { return clipGradNorm_; }
-    std::optional<double> clipGradValue() const { return clipGradValue_; }
+    // The current (or last) run's settings: the project it started from with what requestEdits
+    // changed since (clipping, frozen layers, lr multipliers, capture).
+    const io::Project& runSettings() const { return runSettings_; }
     void pause();
     void resume();
     // Finishes the current optimizer step, writes a checkpoint and ends the run as stopped.
@@ -131,7 +132,7 @@ class TrainingController : public QObject {
     int64_t runId_ = -1;
     train::Progress progress_;
     std::optional<train::RunStatus> finalStatus_; // from the Finished event
-    std::optional<double> clipGradNorm_, clipGradValue_;
+    io::Project runSettings_;
     ProcessRun* process_ = nullptr;
     int runProcesses_ = 1;
     bool errorReported_ = false; // a RunError arrived (a process run's stderr is then not shown)

@@ -214,6 +214,8 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     lrPlot_->xAxis->setLabel(tr("step"));
     lrPlot_->legend->setVisible(false);
     learningRate_ = addCurve(lrPlot_, tr("lr"), colors::kTrainCurve, false);
+    for (QCustomPlot* plot : {lossPlot_, lrPlot_})
+        changeMarks_.push_back(std::make_unique<ChangeMarks>(plot));
 
     log_ = new QPlainTextEdit(this);
     log_->setObjectName(QStringLiteral("trainingLog"));
@@ -283,13 +285,8 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
             [this](qint64 step, const QString& what) {
                 appendLog(tr("changed after step %1: %2").arg(step).arg(what),
                           colors::kWarning.name());
-                changeSteps_.push_back(step);
-                for (QCustomPlot* plot : {lossPlot_, lrPlot_}) {
-                    auto* line = new QCPItemStraightLine(plot);
-                    line->point1->setCoords(double(step), 0);
-                    line->point2->setCoords(double(step), 1);
-                    line->setPen(QPen(colors::kWarning, 1, Qt::DashLine));
-                }
+                for (auto& marks : changeMarks_)
+                    marks->add({step, what}, colors::kWarning);
                 replot();
             });
     connect(controller_, &TrainingController::finished, this, [this](train::RunStatus status) {
@@ -311,9 +308,8 @@ void TrainingDock::clear() {
     }
     log_->clear();
     lastStatus_.reset();
-    changeSteps_.clear();
-    for (QCustomPlot* plot : {lossPlot_, accuracyPlot_, lrPlot_})
-        plot->clearItems();
+    for (auto& marks : changeMarks_)
+        marks->clear();
     runName_.clear();
     scoreMetric_.clear();
     progress_ = train::Progress{};

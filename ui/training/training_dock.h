@@ -5,12 +5,15 @@
 // learning rate; and the run's log (checkpoints, warnings, errors). The header also names the
 // device the run computes on and its tensor memory (allocator stats). Fed by a TrainingController's
 // signals, which arrive at most ~30 times a second; each batch replots once.
+#include "widgets/change_marks.h"
+
 #include <myelin/train/events.h>
 
 #include <QElapsedTimer>
 #include <QString>
 #include <QWidget>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -52,7 +55,7 @@ class TrainingDock : public QWidget {
     // The learning rate of the last step shown (0 before the first).
     double lastLearningRate() const;
     // Steps where the run's settings changed (each a dashed line on the loss and lr plots).
-    const std::vector<int64_t>& changeSteps() const { return changeSteps_; }
+    const std::vector<int64_t>& changeSteps() const { return changeMarks_.front()->steps(); }
     QString logText() const;
 
   private:
@@ -83,7 +86,7 @@ class TrainingDock : public QWidget {
     QString runName_;
     QString scoreMetric_; // "accuracy", "r2" or empty until the first epoch says which
     std::optional<train::RunStatus> lastStatus_; // how the last run ended, until the next starts
-    std::vector<int64_t> changeSteps_;
+    std::vector<std::unique_ptr<ChangeMarks>> changeMarks_; // on the loss and lr plots
     train::Progress progress_;
     bool dirty_ = false;
     QElapsedTimer sinceReplot_; // the plots redraw at most every kMinReplotMs while a run streams

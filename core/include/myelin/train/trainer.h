@@ -51,6 +51,9 @@ namespace myelin::train {
 class Schedule;
 class EarlyStopping;
 class DataParallel;
+namespace detail {
+struct ParameterLayout;
+}
 
 struct TrainerOptions {
     std::filesystem::path project_dir = "."; // data paths are relative to it
@@ -263,6 +266,18 @@ class Trainer {
     // Applies what RunControl::request_edits asked for, before the next optimizer step, and
     // reports it (RunChanged); an edit that cannot apply is reported as a warning instead.
     void apply_pending_edits();
+    // Freezes / unfreezes layers and sets lr multipliers (by module name) from the next step on:
+    // the optimizer is laid out anew (relayout_optimizer). Returns what changed, as text ("froze
+    // conv1, fc2 lr x1 -> x0.1"); what cannot change is reported as a warning.
+    std::string change_layer_training(const std::map<std::string, bool>& frozen,
+                                      const std::map<std::string, double>& multipliers);
+    // After project_.model's frozen flags or lr multipliers changed (`before` was in force): the
+    // optimizer's groups laid out anew, each parameter trained before and after keeping its
+    // state, each group's lr the first group's per unit multiplier times its own, and the
+    // schedule rebuilt with its state moved along. Returns how many parameters kept state.
+    size_t relayout_optimizer(const detail::ParameterLayout& before);
+    // layers_ from spec_.capture.layers (every top-level layer when empty).
+    void select_captured_layers();
     // Each parameter group's options as `optimizer` gives them (stand-in parameters).
     std::vector<std::map<std::string, double>> group_options(const spec::Choice& optimizer) const;
     void load_initial_weights();
