@@ -1,6 +1,7 @@
 // myelin: the headless command-line tool. Links only myelin_core (no Qt), so it runs on a
 // cluster node without a display. Each subcommand is a thin layer over core.
 #include <myelin/cuda.h>
+#include <myelin/data/limits.h>
 #include <myelin/device.h>
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
@@ -84,6 +85,9 @@ int cmd_check(const Args& args) {
     const std::string& path = args.positional()[0];
     const bool json = args.flag("--json");
     const std::optional<int64_t> batch_option = args.get_int("--batch-size", 1);
+    if (batch_option && *batch_option > data::kMaxBatchSize)
+        throw UsageError{"--batch-size needs an integer <= " + std::to_string(data::kMaxBatchSize) +
+                         " (the limit), got '" + *args.get("--batch-size") + "'"};
     int64_t batch = batch_option.value_or(1);
     std::optional<Device> requested;
     if (auto text = args.get("--device")) {

@@ -1,4 +1,5 @@
 // CSV reader: an RFC 4180 record parser and CsvDataset (features / numeric or categorical target).
+#include <myelin/data/limits.h>
 #include <myelin/data/readers.h>
 #include <myelin/error.h>
 
@@ -20,10 +21,10 @@ namespace {
     throw Error("cannot read '" + path + "': " + what);
 }
 
-// Bounds that refuse a hostile file quickly and with bounded memory. Real tables are far inside
-// them (a 28x28 image per row is 784 columns and a few kilobytes a line).
+// A bound that refuses a hostile file quickly and with bounded memory (lines are bounded by
+// kMaxLineBytes, data/limits.h). Real tables are far inside it (a 28x28 image per row is 784
+// columns).
 constexpr size_t kMaxColumns = 100'000;
-constexpr size_t kMaxLineBytes = size_t(16) << 20;
 
 using Record = CsvRecord;
 
@@ -145,44 +146,19 @@ void check_delimiter(char delim) {
     if (delim == '"' || delim == '\n' || delim == '\r')
         throw Error("read_csv: the delimiter cannot be a quote or a line break");
 }
-
-// The whole text, read in chunks so that an endless line is refused after kMaxLineBytes
-// instead of after it has filled memory.
-std::string read_all(std::istream& in, const std::string& path) {
-    std::string text;
-    std::vector<char> chunk(size_t(1) << 20);
-    size_t line_start = 0;
-    int64_t line = 1;
-    while (in) {
-        in.read(chunk.data(), std::streamsize(chunk.size()));
-        const auto got = static_cast<size_t>(in.gcount());
-        const size_t scanned = text.size();
-        text.append(chunk.data(), got);
-        for (size_t i = scanned; i < text.size(); ++i)
-            if (text[i] == '\n') {
-                line_start = i + 1;
-                ++line;
-            }
-        if (text.size() - line_start > kMaxLineBytes)
-            fail(path, "line " + std::to_string(line) + " is longer than " +
-                           std::to_string(kMaxLineBytes >> 20) + " MiB (the limit)");
-    }
-    if (in.bad()) fail(path, "read error");
-    return text;
-}
 } // namespace
 
 CsvDataset::CsvDataset(const std::string& path, const CsvOptions& options) {
     check_delimiter(options.delimiter);
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, "cannot open the file");
-    parse(path, read_all(in, path), options);
+    parse(path, read_text_with_line_limit(in, path), options);
 }
 
 CsvDataset::CsvDataset(std::istream& in, const std::string& source_name,
                        const CsvOptions& options) {
     check_delimiter(options.delimiter);
-    parse(source_name, read_all(in, source_name), options);
+    parse(source_name, read_text_with_line_limit(in, source_name), options);
 }
 
 void CsvDataset::parse(const std::string& path, const std::string& text,
@@ -299,7 +275,7 @@ std::vector<CsvRecord> read_csv_records(const std::string& path, char delimiter)
     check_delimiter(delimiter);
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, "cannot open the file");
-    return parse_records(path, read_all(in, path), delimiter);
+    return parse_records(path, read_text_with_line_limit(in, path), delimiter);
 }
 
 std::shared_ptr<CsvDataset> read_csv(const std::string& path, const CsvOptions& options) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ namespace fs = std::filesystem;
 constexpr uint64_t kMaxImagePixels = uint64_t(1) << 28;
 // libjpeg's whole-image buffers (progressive JPEGs) beyond this are refused, not allocated.
 constexpr long kMaxJpegMemory = 1L << 30;
+// An image within the pixel limit stored without compression at 16 bits per RGBA channel; a
+// larger file is refused before it is read into memory.
+constexpr uintmax_t kMaxImageFileBytes = uintmax_t(kMaxImagePixels) * 8;
+// How many empty files a refused folder's message names.
+constexpr size_t kEmptyFilesNamed = 3;
 
 struct Pixels {
     int64_t height = 0, width = 0, channels = 0;
@@ -124,26 +130,47 @@ bool decode_jpeg_raw(const std::vector<uint8_t>& bytes, int64_t channels, Pixels
     return clean;
 }
 
-Pixels decode(const std::string& path, int64_t channels) {
+// The whole file when it is a PNG or JPEG within the size limit; the signature is read first, so
+// a huge or empty file is refused without reading it.
+std::vector<uint8_t> read_image_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, "cannot open the file");
-    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                     std::istreambuf_iterator<char>());
+    uint8_t signature[8] = {};
+    in.read(reinterpret_cast<char*>(signature), sizeof signature);
+    const auto got = static_cast<size_t>(in.gcount());
     if (in.bad()) fail(path, "read error");
+    if (got == 0) fail(path, "the file is empty (0 bytes), not an image");
     static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    if (bytes.size() >= 8 && std::memcmp(bytes.data(), png_magic, 8) == 0)
-        return decode_png(path, bytes, channels);
-    if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {
-        Pixels px;
-        JpegError err;
-        if (!decode_jpeg_raw(bytes, channels, px, err))
-            fail(path, std::string("corrupt JPEG: ") + err.message);
-        if (px.channels != channels)
-            fail(path, "JPEG decoded to " + std::to_string(px.channels) + " channels instead of " +
-                           std::to_string(channels));
-        return px;
-    }
-    fail(path, "unsupported image format (only PNG and JPEG are read)");
+    const bool png = got == 8 && std::memcmp(signature, png_magic, 8) == 0;
+    const bool jpeg =
+        got >= 3 && signature[0] == 0xFF && signature[1] == 0xD8 && signature[2] == 0xFF;
+    if (!png && !jpeg) fail(path, "unsupported image format (only PNG and JPEG are read)");
+    std::error_code error;
+    const uintmax_t size = fs::file_size(path, error);
+    if (error) fail(path, "cannot read its size: " + error.message());
+    if (size > kMaxImageFileBytes)
+        fail(path, "the file holds " + std::to_string(size) + " bytes, more than an image of " +
+                       std::to_string(kMaxImagePixels) + " pixels (the limit) can take");
+    std::vector<uint8_t> bytes(static_cast<size_t>(size));
+    std::memcpy(bytes.data(), signature, std::min<size_t>(got, bytes.size()));
+    if (bytes.size() > got)
+        in.read(reinterpret_cast<char*>(bytes.data() + got), std::streamsize(bytes.size() - got));
+    if (in.bad() || static_cast<size_t>(in.gcount()) + got < bytes.size())
+        fail(path, "read error (the file shrank while it was read?)");
+    return bytes;
+}
+
+Pixels decode(const std::string& path, int64_t channels) {
+    const std::vector<uint8_t> bytes = read_image_bytes(path);
+    if (bytes[0] == 0x89) return decode_png(path, bytes, channels); // else a JPEG signature
+    Pixels px;
+    JpegError err;
+    if (!decode_jpeg_raw(bytes, channels, px, err))
+        fail(path, std::string("corrupt JPEG: ") + err.message);
+    if (px.channels != channels)
+        fail(path, "JPEG decoded to " + std::to_string(px.channels) + " channels instead of " +
+                       std::to_string(channels));
+    return px;
 }
 
 // Bilinear resize with half-pixel centres (PyTorch's interpolate, align_corners=False, no
@@ -212,17 +239,41 @@ ImageFolderDataset::ImageFolderDataset(const std::string& root, const ImageFolde
     if (options.height <= 0 || options.width <= 0)
         throw Error("ImageFolderDataset: height and width must be positive, got " +
                     std::to_string(options.height) + " x " + std::to_string(options.width));
+    if (options.max_files < 1)
+        throw Error("ImageFolderDataset: max_files must be at least 1, got " +
+                    std::to_string(options.max_files));
     std::error_code ec;
     if (!fs::is_directory(root, ec)) fail(root, "not a directory");
-    for (const auto& entry : fs::directory_iterator(root))
-        if (entry.is_directory()) class_names_.push_back(entry.path().filename().string());
+    for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code entry_error;
+        if (it->is_directory(entry_error)) class_names_.push_back(it->path().filename().string());
+    }
+    if (ec) fail(root, "cannot list the folder: " + ec.message());
     std::sort(class_names_.begin(), class_names_.end());
     if (class_names_.empty()) fail(root, "no class subfolders");
+    // Empty files are found from the listing's own look at each file, so a folder of a million
+    // of them is refused after one pass, not when a batch first reads one.
+    int64_t empty_files = 0;
+    std::set<std::string> first_empty; // the few that come first in path order
     for (size_t c = 0; c < class_names_.size(); ++c) {
+        const fs::path folder = fs::path(root) / class_names_[c];
         std::vector<std::string> found;
-        for (const auto& entry : fs::recursive_directory_iterator(fs::path(root) / class_names_[c]))
-            if (entry.is_regular_file() && is_image_name(entry.path()))
-                found.push_back(entry.path().string());
+        for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end;
+             it.increment(ec)) {
+            std::error_code entry_error;
+            if (!it->is_regular_file(entry_error) || !is_image_name(it->path())) continue;
+            if (int64_t(files_.size() + found.size()) >= options.max_files)
+                fail(root, "holds more than " + std::to_string(options.max_files) +
+                               " image files (the limit; listing stopped there): use a subset "
+                               "of the images");
+            found.push_back(it->path().string());
+            if (it->file_size(entry_error) != 0 || entry_error) continue;
+            ++empty_files;
+            first_empty.insert(it->path().lexically_relative(root).string());
+            if (first_empty.size() > kEmptyFilesNamed)
+                first_empty.erase(std::prev(first_empty.end()));
+        }
+        if (ec) fail(folder.string(), "cannot list the folder: " + ec.message());
         if (found.empty())
             fail(root, "class folder '" + class_names_[c] + "' holds no .png, .jpg or .jpeg files");
         std::sort(found.begin(), found.end());
@@ -230,6 +281,15 @@ ImageFolderDataset::ImageFolderDataset(const std::string& root, const ImageFolde
             files_.push_back(std::move(f));
             labels_.push_back(static_cast<int64_t>(c));
         }
+    }
+    if (empty_files > 0) {
+        std::string named;
+        for (const std::string& f : first_empty)
+            named += (named.empty() ? "'" : ", '") + f + "'";
+        if (empty_files > int64_t(first_empty.size())) named += ", ...";
+        fail(root, std::to_string(empty_files) + " of its " + std::to_string(files_.size()) +
+                       " image files " + (empty_files == 1 ? "is" : "are") +
+                       " empty (0 bytes): " + named);
     }
 }
 

@@ -1,3 +1,4 @@
+#include <myelin/data/limits.h>
 #include <myelin/data/sampler.h>
 #include <myelin/error.h>
 
@@ -137,6 +138,9 @@ BatchSampler::BatchSampler(SamplerPtr sampler, int64_t batch_size, bool drop_las
     if (!sampler_) throw Error("BatchSampler: sampler is null");
     if (batch_size <= 0)
         throw Error("BatchSampler: batch_size must be positive, got " + std::to_string(batch_size));
+    if (batch_size > kMaxBatchSize)
+        throw Error("BatchSampler: batch_size " + std::to_string(batch_size) + " is more than " +
+                    std::to_string(kMaxBatchSize) + " (the limit)");
 }
 
 int64_t batch_count(int64_t examples, int64_t batch_size, bool drop_last) {

@@ -1,4 +1,5 @@
 // Text sources: one text file per class (one example per line) and a CSV text column.
+#include <myelin/data/limits.h>
 #include <myelin/data/readers.h>
 #include <myelin/data/text.h>
 #include <myelin/error.h>
@@ -50,13 +51,12 @@ struct SkipCount {
     }
 };
 
+// The whole file; a line longer than kMaxLineBytes is refused while reading (a 10^8-character
+// line would otherwise be split, trimmed and copied at several times its size).
 std::string read_whole(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot read '" + path + "': cannot open the file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw Error("cannot read '" + path + "': read error");
-    return text.str();
+    return read_text_with_line_limit(in, path);
 }
 
 Decoder decoder_for(TextFileEncoding encoding, const std::string& path, const std::string& text,

@@ -1,6 +1,7 @@
 // Project files: JSON (nlohmann::ordered_json, used only here) <-> io::Project. Reading walks the
 // document with a path so every error names the field ("training.optimizer.lr"); writing emits
 // every field in a fixed order with two-space indentation, so saving is byte-stable.
+#include <myelin/data/limits.h>
 #include <myelin/graph/registry.h>
 #include <myelin/io/json_limits.h>
 #include <myelin/io/project.h>
@@ -292,6 +293,10 @@ DataSpec read_data(const Reader& r) {
             d.transforms.push_back(read_choice(t.at(i), spec::Family::Transform));
     }
     d.batch_size = r.int_or("batch_size", d.batch_size, 1);
+    if (d.batch_size > data::kMaxBatchSize)
+        r.at("batch_size")
+            .fail("expected at most " + std::to_string(data::kMaxBatchSize) +
+                  " (no machine holds the activations of a larger batch)");
     d.num_workers = int(r.int_or("num_workers", d.num_workers, 0));
     if (d.num_workers > 64) r.at("num_workers").fail("expected at most 64 workers");
     d.shuffle = r.bool_or("shuffle", d.shuffle);

@@ -2,11 +2,13 @@
 // options and how each is loaded or built.
 #include "builtin_kinds.h"
 
+#include <myelin/data/limits.h>
 #include <myelin/data/readers.h>
 #include <myelin/error.h>
 #include <myelin/tensor.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 namespace myelin::spec::builtin {
@@ -121,6 +123,21 @@ SourceData load_npy(const Attrs& o, const SourceContext& context) {
             o.get_float("test_fraction")};
 }
 
+// An image folder decodes its images a batch at a time: what it holds is the list of files, a
+// path and a label each (measured: 1 million files listed in 129 MB). Counting stops past the
+// reader's limit, which refuses the folder anyway.
+int64_t image_folder_listing_bytes(const std::filesystem::path& root) {
+    constexpr int64_t kBytesPerListedFile = 128;
+    int64_t files = 0;
+    std::error_code error;
+    for (std::filesystem::recursive_directory_iterator it(root, error), end;
+         !error && it != end && files <= data::kMaxFolderFiles; it.increment(error)) {
+        std::error_code entry_error;
+        files += it->is_regular_file(entry_error) ? 1 : 0;
+    }
+    return files * kBytesPerListedFile;
+}
+
 SourceData load_image_folder(const Attrs& o, const SourceContext& context) {
     data::ImageFolderOptions img;
     img.height = o.get_int("height");
@@ -176,6 +193,9 @@ std::vector<DataSourceKind> data_sources() {
          choice("color", "rgb", {"rgb", "grey"}, "Channels."),
          test_fraction("Images held out for the final test.")},
         load_image_folder));
+    kinds.back().memory_bytes = [](const Attrs& o, const SourceContext& context) {
+        return image_folder_listing_bytes(context.required_path(o, "root"));
+    };
     for (auto& k : text_data_sources())
         kinds.push_back(std::move(k));
     return kinds;

@@ -142,6 +142,13 @@ DataSplits make_data(const spec::DataSpec& spec, const std::filesystem::path& pr
     const auto* raw_text = dynamic_cast<const data::TextDataset*>(all_train_source.get());
     if (raw_text && !raw_text->encoder()) encode_text(out, all_train_source, text_encoding);
     if (raw_text) out.notes = raw_text->corpus().notes;
+    // As PyTorch's DataLoader: a batch larger than the training split is one short batch per
+    // epoch (with drop_last there is none, and the trainer refuses).
+    if (!spec.drop_last && spec.batch_size > out.train->size())
+        out.notes.push_back("the batch size " + std::to_string(spec.batch_size) +
+                            " is larger than the training split (" +
+                            std::to_string(out.train->size()) + " examples): each epoch is one " +
+                            "batch of " + std::to_string(out.train->size()));
 
     // Transforms: deterministic ones apply everywhere; random augmentation only to training.
     ComposeOrSingle train_t, eval_t;

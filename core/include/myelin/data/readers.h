@@ -2,6 +2,7 @@
 // File readers: IDX (the MNIST family, plain or gzip), NumPy .npy and CSV. Every malformed or
 // truncated input gives a myelin::Error naming the file and what was wrong.
 #include <myelin/data/dataset.h>
+#include <myelin/data/limits.h>
 #include <myelin/tensor.h>
 
 #include <iosfwd>
@@ -98,16 +99,18 @@ std::shared_ptr<CsvDataset> read_csv(std::istream& in, const std::string& source
 // ---- Image folders --------------------------------------------------------------------------
 
 struct ImageFolderOptions {
-    int64_t height = 0, width = 0; // every image is resized (bilinear) to height x width; > 0
-    int64_t channels = 3;          // 1 (grey) or 3 (RGB)
-    bool as_float = false;         // float32 in [0, 1] instead of uint8
+    int64_t height = 0, width = 0;       // every image is resized (bilinear) to height x width; > 0
+    int64_t channels = 3;                // 1 (grey) or 3 (RGB)
+    bool as_float = false;               // float32 in [0, 1] instead of uint8
+    int64_t max_files = kMaxFolderFiles; // more image files are refused (lower only in tests)
 };
 
 // torchvision's ImageFolder: `root/<class>/<image>` with class names = the sorted subfolder names.
 // Files ending in .png, .jpg or .jpeg (any case) are listed once at construction (sorted by
 // path); get() decodes one lazily (PNG via libpng, JPEG via libjpeg, recognised by content) and
-// returns input [C, H, W] and an int64 class-index target. get() is thread-safe. A corrupt or
-// unsupported file gives a myelin::Error naming it.
+// returns input [C, H, W] and an int64 class-index target. get() is thread-safe. The listing
+// refuses more than max_files image files (stopping there) and empty (0-byte) image files,
+// naming the first few; a corrupt or unsupported file gives a myelin::Error naming it when read.
 class ImageFolderDataset : public Dataset {
   public:
     ImageFolderDataset(const std::string& root, const ImageFolderOptions& options);
