@@ -51,14 +51,21 @@ std::string parent_text(store::RunStore& store, const store::Run& run,
     return text;
 }
 
-// The store --store names (else the default one); none when it does not exist (said).
-std::optional<store::RunStore> open_store(const Args& args) {
+// The store --store names (else the default one); none when it does not exist (said). Read-only
+// or locked by another program, it is opened for reading and that is said on stderr (a write
+// then fails with the same words); damaged or newer, open throws (exit 1).
+std::optional<store::RunStore> open_store(const Args& args, bool quiet = false) {
     auto path = args.get("--store").value_or(store::default_store_path().string());
     if (!std::filesystem::exists(path)) {
         std::fprintf(stderr, "myelin: no run store at %s (train a project first)\n", path.c_str());
         return std::nullopt;
     }
-    return store::RunStore::open(path);
+    store::StoreOptions options;
+    options.access = store::StoreAccess::ReadWriteIfAllowed;
+    auto store = store::RunStore::open(path, options);
+    if (store.condition() != store::StoreProblem::None && !quiet)
+        std::fprintf(stderr, "myelin: warning: %s\n", store.condition_message().c_str());
+    return store;
 }
 
 bool is_lr_find(const store::Run& run) {
@@ -94,7 +101,7 @@ nlohmann::ordered_json run_json(const store::Run& r) {
 } // namespace
 
 int cmd_runs_list(const Args& args) {
-    auto store = open_store(args);
+    auto store = open_store(args, args.flag("--ids-only")); // the completion's: no warnings
     if (!store) return kExitError;
     auto runs = store->list_runs();
     if (args.flag("--ids-only")) { // the completion's: every run, one id a line

@@ -67,6 +67,7 @@ std::string shape_text(int64_t e, int64_t c, int64_t h, int64_t w) {
 void RunStore::Impl::log_feature_map(int64_t run, std::string_view layer, int64_t step,
                                      std::span<const int64_t> shape, std::span<const float> values,
                                      double wall_time) {
+    require_writable();
     const std::string what = (layer.empty() ? std::string("the probe input")
                                             : "feature map '" + std::string(layer) + "'") +
                              " of run " + std::to_string(run);

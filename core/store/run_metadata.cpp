@@ -55,6 +55,7 @@ void write_run(RunStore::Impl& s, int64_t run, std::string_view doing, F&& write
 
 void RunStore::rename_run(int64_t run, std::string_view name) {
     Impl& s = impl();
+    s.require_writable();
     const std::string which = "renaming run " + std::to_string(run) + ": ";
     if (name.empty() || name.find_first_not_of(' ') == std::string_view::npos)
         throw StoreError(s.message(which + "a run name cannot be empty"));
@@ -72,6 +73,7 @@ void RunStore::rename_run(int64_t run, std::string_view name) {
 
 void RunStore::set_run_note(int64_t run, std::string_view note) {
     Impl& s = impl();
+    s.require_writable();
     if (note.size() > kMaxNoteBytes)
         throw StoreError(s.message("the note of run " + std::to_string(run) + " is longer than " +
                                    std::to_string(kMaxNoteBytes / 1024) + " KiB"));
@@ -83,6 +85,7 @@ void RunStore::set_run_note(int64_t run, std::string_view note) {
 
 void RunStore::set_run_tags(int64_t run, const std::vector<std::string>& tags) {
     Impl& s = impl();
+    s.require_writable();
     for (const auto& tag : tags)
         if (auto problem = tag_problem(tag); !problem.empty())
             throw StoreError(s.message("tags of run " + std::to_string(run) + ": " + problem));

@@ -62,29 +62,99 @@ fs::path default_store_path() {
 
 // ---- lifecycle ------------------------------------------------------------------------------
 
+namespace {
+// Why the store cannot be written ("" when it can). Permission bits only: root passes them all,
+// which is what MYELIN_STORE_READ_ONLY is for.
+std::string why_not_writable(const fs::path& path, const fs::path& folder) {
+    const char* forced = std::getenv("MYELIN_STORE_READ_ONLY");
+    if (forced && *forced && std::string_view(forced) != "0")
+        return "MYELIN_STORE_READ_ONLY is set";
+    std::error_code ec;
+    if (fs::exists(path, ec) && access(path.c_str(), W_OK) != 0) return "the file is not writable";
+    // SQLite creates the -wal and -shm files beside the database.
+    if (fs::exists(folder, ec) && access(folder.c_str(), W_OK | X_OK) != 0)
+        return "the folder '" + folder.string() +
+               "' is not writable (a run store keeps its -wal and -shm files beside it)";
+    return {};
+}
+} // namespace
+
 RunStore::Impl::Impl(const fs::path& requested, const StoreOptions& opts)
     : options(opts), host(detail::this_host_name()) {
     if (requested.empty()) throw StoreError("run store: the path is empty");
     path = fs::absolute(requested).lexically_normal();
     folder = path.parent_path();
-    auto fail = [&](const std::string& what) {
-        throw StoreError("run store '" + path.string() + "': " + what);
-    };
     if (options.queue_capacity == 0 || options.batch_points == 0)
-        fail("queue_capacity and batch_points must be at least 1");
+        throw StoreError(message("queue_capacity and batch_points must be at least 1"));
     std::error_code ec;
-    fs::create_directories(folder, ec);
-    if (ec) fail("cannot create its folder '" + folder.string() + "': " + ec.message());
-    if (fs::is_directory(path, ec)) fail("this is a folder; expected a run store file");
-    // SQLite creates the -wal and -shm files beside the database.
-    if (access(folder.c_str(), W_OK | X_OK) != 0)
-        fail("the folder '" + folder.string() +
-             "' is not writable (a run store keeps its -wal and -shm files beside it)");
+    if (fs::is_directory(path, ec))
+        throw StoreError(message("this is a folder; expected a run store file"));
+    const std::string not_writable = why_not_writable(path, folder);
+    if (options.access == StoreAccess::ReadOnly)
+        open_read_only(not_writable.empty() ? "it was opened read-only" : not_writable);
+    else if (not_writable.empty())
+        open_writable();
+    else if (options.access == StoreAccess::ReadWriteIfAllowed)
+        open_read_only(not_writable);
+    else
+        throw StoreError(message("read-only (" + not_writable +
+                                 "): new runs cannot be recorded in it. Make the file and its "
+                                 "folder writable, or choose another store"),
+                         StoreProblem::ReadOnly);
+    writer = std::thread([this] { writer_loop(); });
+}
+
+void RunStore::Impl::open_read_only(const std::string& why) {
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+        throw StoreError(message("does not exist, and " + why + ", so it cannot be created"),
+                         StoreProblem::ReadOnly);
+    // A file nobody may write, with no -wal file beside it, is read as immutable: nothing is
+    // created next to it (its folder may be read-only too) and no lock is needed.
+    const bool immutable =
+        access(path.c_str(), W_OK) != 0 && !fs::exists(fs::path(path.string() + "-wal"), ec);
+    db = std::make_unique<Database>(path, options.busy_timeout,
+                                    immutable ? detail::OpenMode::Immutable
+                                              : detail::OpenMode::ReadOnly);
+    detail::open_schema_read_only(*db);
+    if (options.access == StoreAccess::ReadWriteIfAllowed) detail::check_integrity(*db);
+    condition = StoreProblem::ReadOnly;
+    condition_message = message("read-only (" + why +
+                                "): its runs can be read, but new runs cannot be recorded in it "
+                                "and its runs cannot be renamed, tagged or deleted. Make the "
+                                "file and its folder writable, or choose another store");
+}
+
+void RunStore::Impl::open_writable() {
+    if (options.access == StoreAccess::ReadWrite) {
+        std::error_code ec;
+        fs::create_directories(folder, ec);
+        if (ec)
+            throw StoreError(
+                message("cannot create its folder '" + folder.string() + "': " + ec.message()));
+    }
+    const bool check_first = options.access == StoreAccess::ReadWriteIfAllowed;
     db = std::make_unique<Database>(path, options.busy_timeout);
-    detail::open_schema(*db);
+    integrity_checked = detail::open_schema(*db, check_first);
+    if (options.access == StoreAccess::ReadWriteIfAllowed) {
+        // Can a run be recorded? BEGIN IMMEDIATE and an empty COMMIT take the write lock and
+        // write nothing.
+        try {
+            db->write_transaction("checking that the store can be written", [] {});
+        } catch (const detail::BusyError&) {
+            condition = StoreProblem::Locked;
+            condition_message = message(
+                "locked by another program or connection (it held the write lock for longer "
+                "than the " +
+                std::to_string(options.busy_timeout.count()) +
+                " ms waited): its runs can be read, but new runs cannot be recorded until it "
+                "lets go. Close the program holding it (another training, an SQLite browser), "
+                "or choose another store");
+        }
+    }
     writer_db = std::make_unique<Database>(path, options.busy_timeout);
     detail::configure_connection(*writer_db);
-    if (options.mark_interrupted_at_open) {
+    if (options.mark_interrupted_at_open && condition != StoreProblem::Locked) {
         std::lock_guard lock(db_mutex);
         try {
             mark_interrupted_locked();
@@ -96,7 +166,6 @@ RunStore::Impl::Impl(const fs::path& requested, const StoreOptions& opts)
             // tab); the runs are marked when there is room again.
         }
     }
-    writer = std::thread([this] { writer_loop(); });
 }
 
 RunStore::Impl::~Impl() {
@@ -115,6 +184,35 @@ std::string RunStore::Impl::message(std::string_view what) const {
 
 void RunStore::Impl::check_open() const {
     if (closed) throw StoreError(message("the store is closed"));
+}
+
+void RunStore::Impl::require_writable() const {
+    if (condition == StoreProblem::ReadOnly)
+        throw StoreError(condition_message, StoreProblem::ReadOnly);
+}
+
+std::string_view problem_name(StoreProblem problem) {
+    switch (problem) {
+    case StoreProblem::Locked:
+        return "locked";
+    case StoreProblem::ReadOnly:
+        return "read-only";
+    case StoreProblem::Damaged:
+        return "damaged";
+    case StoreProblem::Newer:
+        return "newer";
+    case StoreProblem::None:
+        break;
+    }
+    return "";
+}
+
+StoreProblem RunStore::condition() const {
+    return impl().condition;
+}
+
+const std::string& RunStore::condition_message() const {
+    return impl().condition_message;
 }
 
 RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -154,6 +252,7 @@ void RunStore::close() {
 
 int64_t RunStore::create_run(const RunInfo& info) {
     Impl& s = impl();
+    s.require_writable();
     const std::string host = info.host.empty() ? s.host : info.host;
     const int64_t pid = info.pid ? info.pid : detail::this_process_id();
     const auto pid_start =
@@ -186,6 +285,7 @@ int64_t RunStore::create_run(const RunInfo& info) {
 
 void RunStore::set_params(int64_t run, const std::map<std::string, std::string>& params) {
     Impl& s = impl();
+    s.require_writable();
     std::lock_guard lock(s.db_mutex);
     s.db->write_transaction("setting parameters", [&] {
         require_run(*s.db, run);
@@ -198,6 +298,7 @@ void RunStore::set_params(int64_t run, const std::map<std::string, std::string>&
 
 int64_t RunStore::add_artifact(int64_t run, const ArtifactInfo& artifact) {
     Impl& s = impl();
+    s.require_writable();
     const fs::path file = fs::absolute(artifact.path).lexically_normal();
     std::error_code ec;
     if (artifact.kind.empty())
@@ -229,6 +330,7 @@ int64_t RunStore::add_artifact(int64_t run, const ArtifactInfo& artifact) {
 
 void RunStore::log_event(int64_t run, const RunEvent& event) {
     Impl& s = impl();
+    s.require_writable();
     if (event.kind.empty())
         throw StoreError(s.message("an event of run " + std::to_string(run) + " needs a kind"));
     s.flush(); // after the points that led to it
@@ -247,6 +349,7 @@ void RunStore::log_event(int64_t run, const RunEvent& event) {
 
 void RunStore::finish_run(int64_t run, RunStatus status, std::string_view error) {
     Impl& s = impl();
+    s.require_writable();
     if (status == RunStatus::Running)
         throw StoreError(s.message("finish_run of run " + std::to_string(run) +
                                    ": the final status cannot be 'running'"));
@@ -297,6 +400,7 @@ void RunStore::log_metric(int64_t run, std::string_view key, int64_t step, doubl
 
 void RunStore::log_metrics(std::span<const MetricPoint> points) {
     Impl& s = impl();
+    s.require_writable();
     for (const MetricPoint& p : points) {
         check_point(s, p.run, p.key, p.step);
         s.require_known_run(p.run);
@@ -313,6 +417,7 @@ void RunStore::log_metrics(std::span<const MetricPoint> points) {
 void RunStore::log_histogram(int64_t run, std::string_view key, int64_t step, double min,
                              double max, std::span<const double> counts, double wall_time) {
     Impl& s = impl();
+    s.require_writable();
     check_point(s, run, key, step);
     if (counts.empty() || !(min <= max))
         throw StoreError(s.message("histogram '" + std::string(key) + "' of run " +
@@ -341,6 +446,7 @@ std::vector<int64_t> RunStore::Impl::mark_interrupted_locked() {
         std::optional<int64_t> pid_start;
     };
     std::vector<Candidate> dead;
+    if (condition == StoreProblem::ReadOnly) return {};
     {
         Statement running = db->prepare(
             "SELECT id, pid, pid_start FROM runs WHERE status = 'running' AND host = ?1");
@@ -353,6 +459,11 @@ std::vector<int64_t> RunStore::Impl::mark_interrupted_locked() {
     }
     std::vector<int64_t> marked;
     if (dead.empty()) return marked;
+    // The first write of this connection: only to a file that passed quick_check.
+    if (!integrity_checked) {
+        detail::check_integrity(*db);
+        integrity_checked = true;
+    }
     db->write_transaction("marking interrupted runs", [&] {
         marked.clear();
         Statement update = db->prepare(
@@ -383,6 +494,7 @@ fs::path RunStore::artifact_folder(int64_t run) const {
 
 DeleteResult RunStore::delete_run(int64_t run) {
     Impl& s = impl();
+    s.require_writable();
     s.flush();
     DeleteResult result;
     std::vector<fs::path> doomed;

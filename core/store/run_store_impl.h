@@ -76,6 +76,10 @@ struct RunStore::Impl {
     std::filesystem::path folder; // the folder holding the file
     StoreOptions options;
     std::string host;
+    // Why the store cannot be written (ReadOnly) or might not be (Locked); see RunStore.
+    StoreProblem condition = StoreProblem::None;
+    std::string condition_message;
+    bool integrity_checked = false; // PRAGMA quick_check passed (before the first open-time write)
 
     std::mutex db_mutex;
     std::unique_ptr<detail::Database> db;
@@ -108,6 +112,12 @@ struct RunStore::Impl {
     std::thread writer;
 
     void check_open() const;
+    // Throws StoreError (ReadOnly) with condition_message in a read-only store.
+    void require_writable() const;
+    // Opens `db` for reading only (condition ReadOnly, `why` the reason), or, when the file can
+    // be written, for writing (migrating it); the constructor's two ways.
+    void open_read_only(const std::string& why);
+    void open_writable();
     // "run store '<path>': " + what (usable after close, unlike db->message).
     std::string message(std::string_view what) const;
     void require_known_run(int64_t run);

@@ -223,10 +223,50 @@ void check_identity(Database& db, const FileIdentity& id) {
         throw StoreError(db.message("schema version " + std::to_string(id.version) +
                                     " was written by a newer Myelin; this build reads versions "
                                     "up to " +
-                                    std::to_string(kSchemaVersion)));
+                                    std::to_string(kSchemaVersion) +
+                                    ". Nothing was written to it: open it with that Myelin or "
+                                    "a newer one, or choose another store"),
+                         StoreProblem::Newer);
+}
+
+std::string journal_mode(Database& db) {
+    return db.retry_while_busy([&] {
+        Statement mode = db.prepare("PRAGMA journal_mode");
+        return mode.step("reading the journal mode") ? mode.text(0) : std::string();
+    });
 }
 
 } // namespace
+
+void check_integrity(Database& db) {
+    const std::string first = db.retry_while_busy([&] {
+        Statement check = db.prepare("PRAGMA quick_check(1)");
+        return check.step("checking the file (PRAGMA quick_check)") ? check.text(0)
+                                                                    : std::string("ok");
+    });
+    if (first != "ok")
+        throw StoreError(db.message("the database is damaged (PRAGMA quick_check: " + first +
+                                    "). Nothing was written to it: restore it from a backup, "
+                                    "save what is readable with `sqlite3 FILE .recover`, or "
+                                    "choose another store"),
+                         StoreProblem::Damaged);
+}
+
+void open_schema_read_only(Database& db) {
+    const FileIdentity id = identify(db);
+    check_identity(db, id);
+    if (id.version < kSchemaVersion)
+        throw StoreError(
+            db.message(
+                id.version == 0 && id.objects == 0
+                    ? std::string("the file is empty, not a run store yet, and it is read-only")
+                    : "schema version " + std::to_string(id.version) +
+                          " needs migrating to version " + std::to_string(kSchemaVersion) +
+                          ", which a read-only store cannot be: make the file and its "
+                          "folder writable and open it once"),
+            StoreProblem::ReadOnly);
+    db.exec("PRAGMA foreign_keys = ON", "configuring the connection");
+}
 
 void configure_connection(Database& db) {
     // NORMAL in WAL mode: a committed transaction survives a crash of the process (not
@@ -234,9 +274,14 @@ void configure_connection(Database& db) {
     db.exec("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL", "configuring the connection");
 }
 
-void open_schema(Database& db) {
-    // Identify before writing anything, so a foreign file is left untouched.
-    check_identity(db, identify(db));
+bool open_schema(Database& db, bool check_first) {
+    // Identify before writing anything, so a foreign or newer file is left untouched.
+    const FileIdentity found = identify(db);
+    check_identity(db, found);
+    // The WAL switch and a migration write: a file that has content is checked first.
+    const bool will_write = found.version < kSchemaVersion || journal_mode(db) != "wal";
+    const bool checked = check_first || (will_write && found.objects > 0);
+    if (checked) check_integrity(db);
     {
         const std::string got = db.retry_while_busy([&] {
             Statement mode = db.prepare("PRAGMA journal_mode = WAL");
@@ -248,7 +293,7 @@ void open_schema(Database& db) {
                                         got + "'); a run store must be on a local file system"));
     }
     db.retry_while_busy([&] { configure_connection(db); });
-    if (identify(db).version == kSchemaVersion) return;
+    if (identify(db).version == kSchemaVersion) return checked;
     db.write_transaction("migrating the schema", [&] {
         // Another process may have migrated it since we looked.
         FileIdentity id = read_identity(db);
@@ -260,6 +305,7 @@ void open_schema(Database& db) {
                     .c_str(),
                 "recording the schema version");
     });
+    return checked;
 }
 
 } // namespace myelin::store::detail

@@ -1,6 +1,7 @@
 #include "store/sqlite_db.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <thread>
 
@@ -13,13 +14,18 @@ std::string explain(int rc, const char* sqlite_message, std::chrono::millisecond
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
         return "the store is locked by another connection or process (waited " +
-               std::to_string(busy_timeout.count()) + " ms, the busy timeout)";
+               std::to_string(busy_timeout.count()) +
+               " ms, the busy timeout); close the program holding it (another training, an "
+               "SQLite browser) or wait until it is done, then try again";
     case SQLITE_NOTADB:
-        return "not an SQLite database (expected a Myelin run store)";
+        return "not an SQLite database (expected a Myelin run store); choose another store file";
     case SQLITE_CORRUPT:
-        return "the database is corrupt (" + std::string(sqlite_message) + ")";
+        return "the database is damaged (" + std::string(sqlite_message) +
+               "); restore it from a backup, save what is readable with `sqlite3 FILE "
+               ".recover`, or choose another store";
     case SQLITE_READONLY:
-        return "the file is read-only (" + std::string(sqlite_message) + ")";
+        return "the file is read-only (" + std::string(sqlite_message) +
+               "); make the file and its folder writable, or choose another store";
     case SQLITE_FULL:
         return "the disk is full";
     case SQLITE_CANTOPEN:
@@ -28,6 +34,35 @@ std::string explain(int rc, const char* sqlite_message, std::chrono::millisecond
     default:
         return sqlite_message;
     }
+}
+StoreProblem problem_of(int rc) {
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return StoreProblem::Locked;
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+        return StoreProblem::Damaged;
+    case SQLITE_READONLY:
+        return StoreProblem::ReadOnly;
+    default:
+        return StoreProblem::None;
+    }
+}
+
+// A file: URI for sqlite3_open_v2 (RFC 3986: '%', '?' and '#' would end or change the path).
+std::string file_uri(const std::filesystem::path& path, std::string_view query) {
+    std::string uri = "file:";
+    for (const char c : path.string()) {
+        if (c == '%' || c == '?' || c == '#') {
+            char escaped[4];
+            std::snprintf(escaped, sizeof escaped, "%%%02X", static_cast<unsigned char>(c));
+            uri += escaped;
+        } else {
+            uri += c;
+        }
+    }
+    return uri + "?" + std::string(query);
 }
 } // namespace
 
@@ -115,17 +150,31 @@ std::span<const std::byte> Statement::blob(int column) const {
 
 // ---- Database -------------------------------------------------------------------------------
 
-Database::Database(const std::filesystem::path& path, std::chrono::milliseconds busy_timeout)
+Database::Database(const std::filesystem::path& path, std::chrono::milliseconds busy_timeout,
+                   OpenMode mode)
     : path_(path), busy_timeout_(busy_timeout) {
     // NOMUTEX: each connection is used by one thread at a time (the store's own locks).
-    int rc =
-        sqlite3_open_v2(path.c_str(), &db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    int rc = SQLITE_OK;
+    switch (mode) {
+    case OpenMode::ReadWriteCreate:
+        rc = sqlite3_open_v2(path.c_str(), &db_,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+        break;
+    case OpenMode::ReadOnly:
+        rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+        break;
+    case OpenMode::Immutable:
+        rc = sqlite3_open_v2(file_uri(path, "mode=ro&immutable=1").c_str(), &db_,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+        break;
+    }
     if (rc != SQLITE_OK) {
         std::string text = message("opening: " + explain(rc, sqlite3_errstr(rc), busy_timeout_));
         sqlite3_close(db_);
         db_ = nullptr;
-        throw StoreError(text);
+        throw StoreError(text, problem_of(rc));
     }
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, int(busy_timeout.count()));
@@ -157,9 +206,10 @@ void Database::fail(int rc, std::string_view doing, const char* sqlite_message) 
     if (!sqlite_message) sqlite_message = sqlite3_errmsg(db_);
     std::string text =
         message(std::string(doing) + ": " + explain(rc, sqlite_message, busy_timeout_));
-    if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) throw BusyError(text);
+    const StoreProblem problem = problem_of(rc);
+    if (problem == StoreProblem::Locked) throw BusyError(text, problem);
     if ((rc & 0xff) == SQLITE_FULL) throw DiskFullError(text);
-    throw StoreError(text);
+    throw StoreError(text, problem);
 }
 
 void Database::exec(const char* sql, std::string_view doing) {

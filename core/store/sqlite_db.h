@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +31,14 @@ class DiskFullError : public StoreError {
 };
 
 class Database;
+
+// The store's fault seam, for tests that need a full disk or a failing drive without a mount:
+// before each write transaction commits, `fault(store file, doing)` gives an SQLite result code
+// to fail it with (SQLITE_FULL, SQLITE_IOERR_WRITE, ...; SQLITE_OK: commit), and the transaction
+// rolls back as SQLite's own failure would. Called on the thread that writes (the store's writer
+// thread too). Empty (the default): none.
+using WriteFault = std::function<int(const std::filesystem::path& store, std::string_view doing)>;
+void set_write_fault_for_tests(WriteFault fault);
 
 class Statement {
   public:
@@ -69,10 +78,18 @@ class Statement {
     sqlite3_stmt* stmt_;
 };
 
+// How a connection opens its file.
+enum class OpenMode {
+    ReadWriteCreate, // creating it when missing
+    ReadOnly,        // SQLITE_OPEN_READONLY: locks as usual (and the -wal/-shm files they need)
+    Immutable,       // immutable=1: no locks, no -wal/-shm files; for a file nobody can write
+};
+
 class Database {
   public:
-    // Opens (creating when missing) the file; nothing is read yet.
-    Database(const std::filesystem::path& path, std::chrono::milliseconds busy_timeout);
+    // Opens the file; nothing is read yet.
+    Database(const std::filesystem::path& path, std::chrono::milliseconds busy_timeout,
+             OpenMode mode = OpenMode::ReadWriteCreate);
     Database(const Database&) = delete;
     Database& operator=(const Database&) = delete;
     ~Database();
@@ -90,8 +107,8 @@ class Database {
     int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
     int changes() const { return sqlite3_changes(db_); }
 
-    // Throws the StoreError (BusyError for SQLITE_BUSY / SQLITE_LOCKED) for result code rc;
-    // sqlite_message defaults to the connection's last message.
+    // Throws the StoreError (BusyError for SQLITE_BUSY / SQLITE_LOCKED), its problem() set from
+    // result code rc; sqlite_message defaults to the connection's last message.
     [[noreturn]] void fail(int rc, std::string_view doing,
                            const char* sqlite_message = nullptr) const;
     // "run store '<path>': " + what
@@ -106,7 +123,7 @@ class Database {
             try {
                 exec("BEGIN IMMEDIATE", doing);
                 fn();
-                exec("COMMIT", doing);
+                commit(doing);
                 return;
             } catch (const BusyError&) {
                 rollback_quietly();
@@ -154,6 +171,8 @@ class Database {
   private:
     friend class Statement;
     void rollback_quietly() noexcept;
+    // COMMIT, unless the write fault (set_write_fault_for_tests) fails it (write_fault.cpp).
+    void commit(std::string_view doing);
     static void pause_before_retry();
     // Keeps a finished statement for the next prepare() of its SQL (reset, bindings cleared);
     // finalizes it when one for that SQL is already kept or the cache is full.

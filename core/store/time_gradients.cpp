@@ -29,6 +29,7 @@ void RunStore::log_time_gradients(int64_t run, const TimeGradientSeries& series)
     static_assert(std::endian::native == std::endian::little,
                   "time gradient blobs are little-endian");
     Impl& s = impl();
+    s.require_writable();
     const std::string what = "the gradient through time of '" + series.layer + "' of run " +
                              std::to_string(run) + " at step " + std::to_string(series.step);
     if (series.layer.empty())

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <unordered_map>
 
@@ -26,6 +28,28 @@ struct SeriesIdHash {
         return std::hash<std::string_view>()(id.key) ^ (size_t(id.run) * 0x9e3779b97f4a7c15ull);
     }
 };
+// For a full disk: about what the batch needed (a stored point with its summaries takes about 50
+// bytes; blobs their size) and what the file system has free, e.g. "; the batch needed about
+// 16.2 kB, 0.0 kB are free".
+std::string space_note(const WriteBatch& batch, const std::filesystem::path& folder) {
+    uint64_t bytes = 50 * batch.metrics.size();
+    for (const auto& h : batch.histograms)
+        bytes += 64 + 8 * h.counts.size();
+    for (const auto& f : batch.feature_maps)
+        bytes += 64 + 2 * f.values.size();
+    auto size = [](uint64_t n) {
+        char text[32];
+        std::snprintf(text, sizeof text, n >= 1'000'000 ? "%.1f MB" : "%.1f kB",
+                      double(n) / (n >= 1'000'000 ? 1e6 : 1e3));
+        return std::string(text);
+    };
+    std::string note = "; the batch needed about " + size(bytes);
+    std::error_code ec;
+    const std::filesystem::space_info space = std::filesystem::space(folder, ec);
+    if (!ec) note += ", " + size(space.available) + " are free";
+    return note;
+}
+
 // What one batch wrote to one series.
 struct SeriesTouch {
     std::vector<int64_t> steps;
@@ -160,6 +184,8 @@ void RunStore::Impl::writer_loop() {
         } catch (const detail::BusyError& e) {
             failure = e.what();
             locked_out = true;
+        } catch (const detail::DiskFullError& e) {
+            failure = e.what() + space_note(batch, folder);
         } catch (const std::exception& e) {
             failure = e.what();
         }

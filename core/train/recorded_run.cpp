@@ -221,7 +221,15 @@ TrainResult RecordedRun::run(EventSink* sink) {
         ~Unset() { trainer.set_sink(nullptr); }
     } unset{trainer};
     TrainResult result = trainer.run();
-    record_test_metrics(*store_, id_, result);
+    try {
+        record_test_metrics(*store_, id_, result);
+    } catch (const store::StoreError& e) {
+        // The run ended as it did; the store only lacks its test metrics (not a failed run).
+        const std::string what =
+            std::string("the run store could not record the test metrics: ") + e.what();
+        result.error += (result.error.empty() ? "" : "; ") + what;
+        if (sink) sink->on_event(LogMessage{LogLevel::Warning, what});
+    }
     return result;
 }
 

@@ -5,6 +5,7 @@
 #include <myelin/train/trainer.h>
 
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -96,8 +97,26 @@ void StoreSink::on_event(const Event& e) {
         if (err->module) error_ += " [module " + *err->module + "]";
     } else if (auto* f = e.get<Finished>()) {
         final_status_ = to_store(f->status);
-        store_.flush();
-        store_.finish_run(run_, final_status_, error_);
+        // The run's end is written even when its last points cannot be: their loss goes into the
+        // run's error and is thrown after (the writer dropped them, so finish_run's own flush
+        // has nothing left to wait for).
+        std::string error = error_;
+        std::optional<store::StoreError> lost;
+        try {
+            store_.flush();
+        } catch (const store::StoreError& x) {
+            lost = x;
+            error += (error.empty() ? "" : "; ") + std::string(x.what());
+        }
+        try {
+            store_.finish_run(run_, final_status_, error);
+        } catch (const store::StoreError& x) {
+            // Nothing can be written: the open-time check for dead processes ends it later.
+            throw store::StoreError(std::string(x.what()) +
+                                    "; the store lists the run as running until it is opened "
+                                    "after this process has ended, then as interrupted");
+        }
+        if (lost) throw *lost;
     }
 }
 

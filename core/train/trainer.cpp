@@ -14,6 +14,7 @@
 #include <myelin/io/safetensors.h>
 #include <myelin/nn/loss.h>
 #include <myelin/optim/optimizer.h>
+#include <myelin/store/run_store.h>
 #include <myelin/train/capture.h>
 #include <myelin/train/class_weights.h>
 #include <myelin/train/components.h>
@@ -269,7 +270,16 @@ spec::LossContext Trainer::make_loss_context() const {
 }
 
 void Trainer::report(Event event) {
-    if (sink_) sink_->on_event(event);
+    if (!sink_) return;
+    try {
+        sink_->on_event(event);
+    } catch (const store::StoreError& e) {
+        // The run store could not take a record (a full disk, a failing drive, locked past its
+        // timeout). Thrown on, it would leave this step half done: the step finishes, the run
+        // stops at the next step with a checkpoint there, and run() says why.
+        if (!store_failure_) store_failure_ = e.what();
+        control_->stop();
+    }
 }
 
 void Trainer::wait_while_paused() {
@@ -490,6 +500,7 @@ TrainResult Trainer::run() {
     if (spec_.threads > 0) set_num_threads(spec_.threads); // this thread's OpenMP team
     const FlushDenormalScope denormals(spec_.flush_denormal);
     result_ = TrainResult();
+    store_failure_.reset();
     tracker_.emplace(steps_per_epoch_ * spec_.epochs);
     report(RunStarted{options_.run_name, spec_.epochs, steps_per_epoch_, epoch_, step_});
     for (const auto& m : init_messages_)
@@ -511,8 +522,23 @@ TrainResult Trainer::run() {
         if (result_.status == RunStatus::Finished && data_.test) test_metrics();
     } catch (const io::WriteError& e) {
         stop_after_write_failure(e);
+    } catch (const DeviceError& e) {
+        if (options_.device.is_cpu())
+            fail(e); // not a fault of the machine: an op the CPU cannot run
+        else
+            stop_after_device_fault(e);
     } catch (const std::exception& e) {
         fail(e);
+    }
+    if (store_failure_) {
+        const std::string what = "the run store could not record the run: " + *store_failure_;
+        if (result_.status == RunStatus::Stopped && result_.error.empty()) { // stopped for it
+            result_.error = what + "; the run stopped after step " + std::to_string(step_) + "; " +
+                            resume_hint();
+            report(RunError{result_.error, epoch_, step_, std::nullopt, true});
+        } else {
+            report(LogMessage{LogLevel::Warning, what});
+        }
     }
     try { // whatever the outcome: callbacks release their hooks and fill in the result
         for (auto& callback : callbacks_)
@@ -523,8 +549,39 @@ TrainResult Trainer::run() {
         if (result_.status != RunStatus::Failed) fail(e);
     }
     result_.steps = step_;
+    // The store sink writes the run's end here. A failure (the last points lost, or the end
+    // itself not written) is said in the result and, after Finished, to the other sinks.
+    store_failure_.reset();
     report(Finished{result_.status, epoch_, step_});
+    if (store_failure_) {
+        const std::string what = "at the run's end the run store failed: " + *store_failure_;
+        result_.error += (result_.error.empty() ? "" : "; ") + what;
+        report(LogMessage{LogLevel::Warning, what});
+    }
     return result_;
+}
+
+void Trainer::stop_after_device_fault(const std::exception& e) {
+    // The machine's fault, not the project's: the run stops, resumable, rather than fails. No
+    // checkpoint of the state now: a fault inside a step can leave it half updated, and a lost
+    // device cannot be read.
+    const BackendInfo device = backend::get(options_.device.type).info();
+    result_.status = RunStatus::Stopped;
+    result_.error = "the device " + options_.device.str() + " (" + device.name + ", " +
+                    device.details + ") failed after step " + std::to_string(step_) + " (epoch " +
+                    std::to_string(epoch_ + 1) + "): " + e.what() + "; the run stopped; " +
+                    resume_hint();
+    if (!last_written_checkpoint_.empty()) result_.last_checkpoint = last_written_checkpoint_;
+    report(RunError{result_.error, epoch_, step_, std::nullopt, true});
+}
+
+std::string Trainer::resume_hint() const {
+    if (!last_written_checkpoint_.empty())
+        return "it can be resumed from " + last_written_checkpoint_.string() + " (step " +
+               std::to_string(last_written_step_) + ")";
+    if (!options_.resume_from.empty())
+        return "it can be resumed from " + options_.resume_from.string() + ", where it started";
+    return "no checkpoint was written before it, so it cannot be resumed: train again";
 }
 
 void Trainer::fail(const std::exception& e) {

@@ -50,8 +50,16 @@ std::unique_ptr<store::RunStore> openStoreForReading(const QString& path, QStrin
     try {
         store::StoreOptions options;
         options.mark_interrupted_at_open = false;
-        return std::make_unique<store::RunStore>(
-            store::RunStore::open(path.toStdString(), options));
+        try {
+            return std::make_unique<store::RunStore>(
+                store::RunStore::open(path.toStdString(), options));
+        } catch (const store::StoreError& e) {
+            // A read-only store (a copy from a cluster, a read-only medium) is read as it is.
+            if (e.problem() != store::StoreProblem::ReadOnly) throw;
+            options.access = store::StoreAccess::ReadOnly;
+            return std::make_unique<store::RunStore>(
+                store::RunStore::open(path.toStdString(), options));
+        }
     } catch (const Error& e) {
         *error = QString::fromStdString(e.what());
         return nullptr;

@@ -43,10 +43,29 @@ QString fileStamp(const QString& path) {
     return QStringLiteral("%1 %2").arg(info.size()).arg(info.lastModified().toMSecsSinceEpoch());
 }
 
+// The store's condition in words, before its message (which names the file and what to do).
+QString problemHeadline(store::StoreProblem problem) {
+    switch (problem) {
+    case store::StoreProblem::Locked:
+        return QStringLiteral("The run store is locked by another program.");
+    case store::StoreProblem::ReadOnly:
+        return QStringLiteral("The run store is read-only.");
+    case store::StoreProblem::Damaged:
+        return QStringLiteral("The run store is damaged.");
+    case store::StoreProblem::Newer:
+        return QStringLiteral("The run store was written by a newer version of Myelin.");
+    case store::StoreProblem::None:
+        break;
+    }
+    return QStringLiteral("Cannot show the runs.");
+}
+
 // Runs on a worker thread: opens the store when it is not open yet, tests its data version,
-// and reads the runs when it changed (or when forced).
+// and reads the runs when it changed (or when forced). A store that is read-only or locked is
+// opened for reading; one that fails its checks is not written.
 RunsLoad loadRuns(const QString& path, std::shared_ptr<store::RunStore> store,
-                  std::optional<uint64_t> known, bool checkRunning, uint64_t generation) {
+                  std::optional<uint64_t> known, bool checkRunning, uint64_t generation,
+                  std::chrono::milliseconds busyTimeout) {
     RunsLoad out;
     out.generation = generation;
     try {
@@ -55,10 +74,14 @@ RunsLoad loadRuns(const QString& path, std::shared_ptr<store::RunStore> store,
                 out.missing = true;
                 return out;
             }
-            store = std::make_shared<store::RunStore>(store::RunStore::open(path.toStdString()));
+            store::StoreOptions options;
+            options.access = store::StoreAccess::ReadWriteIfAllowed;
+            options.busy_timeout = busyTimeout;
+            store = std::make_shared<store::RunStore>(
+                store::RunStore::open(path.toStdString(), options));
         }
         out.store = store;
-        if (checkRunning) {
+        if (checkRunning && store->condition() == store::StoreProblem::None) {
             try {
                 store->mark_interrupted_runs(); // a run whose process died shows as interrupted
             } catch (const store::StoreError&) {
@@ -73,6 +96,9 @@ RunsLoad loadRuns(const QString& path, std::shared_ptr<store::RunStore> store,
         }
         out.version = version;
         out.records = readRunRecords(*store);
+    } catch (const store::StoreError& e) {
+        out.error = QString::fromStdString(e.what());
+        out.problem = e.problem();
     } catch (const std::exception& e) {
         out.error = QString::fromStdString(e.what());
     }
@@ -135,6 +161,13 @@ RunsBrowser::RunsBrowser(QWidget* parent) : QWidget(parent) {
     auto* listLayout = new QVBoxLayout(listPage);
     listLayout->setContentsMargins(0, 0, 0, 0);
     listLayout->setSpacing(4);
+    storeNote_ = new QLabel;
+    storeNote_->setObjectName(QStringLiteral("runsStoreNote"));
+    storeNote_->setWordWrap(true);
+    storeNote_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    storeNote_->setVisible(false);
+    setStyleProperty(storeNote_, "problem", true);
+    listLayout->addWidget(storeNote_);
     scopeHint_ = new QLabel;
     scopeHint_->setObjectName(QStringLiteral("runsScopeHint"));
     scopeHint_->setVisible(false);
@@ -318,11 +351,17 @@ QWidget* RunsBrowser::buildButtons() {
 
 // ---- loading ----------------------------------------------------------------------------------
 
+QString RunsBrowser::storeNote() const {
+    if (stack_->currentIndex() == 0) return message_->text();
+    return storeNote_->isHidden() ? QString() : storeNote_->text();
+}
+
 void RunsBrowser::setStorePath(const QString& path) {
     if (path == storePath_ && (store_ || loading_)) return;
     storePath_ = path;
     ++generation_;
     store_.reset();
+    storeNote_->setVisible(false);
     version_.reset();
     loaded_ = false;
     failedFileStamp_.clear();
@@ -366,8 +405,8 @@ void RunsBrowser::startLoad(bool force) {
     }
     loading_ = true;
     const std::optional<uint64_t> known = force ? std::nullopt : version_;
-    loadWatcher_->setFuture(
-        QtConcurrent::run(loadRuns, storePath_, store_, known, model_->hasRunning(), generation_));
+    loadWatcher_->setFuture(QtConcurrent::run(loadRuns, storePath_, store_, known,
+                                              model_->hasRunning(), generation_, busyTimeout_));
 }
 
 void RunsBrowser::tick() {
@@ -405,12 +444,18 @@ void RunsBrowser::applyLoad(RunsLoad& load) {
         if (loaded_)
             setStatusLine(QStringLiteral("Could not read the store: ") + load.error);
         else
-            showMessage(QStringLiteral("Cannot show the runs.\n\n") + load.error, true);
+            showMessage(problemHeadline(load.problem) + QStringLiteral("\n\n") + load.error, true);
         emit runsLoaded();
         return;
     }
     store_ = load.store;
     setStatusLine({});
+    const store::StoreProblem condition = store_->condition();
+    storeNote_->setVisible(condition != store::StoreProblem::None);
+    storeNote_->setText(condition == store::StoreProblem::None
+                            ? QString()
+                            : problemHeadline(condition) + QLatin1Char(' ') +
+                                  QString::fromStdString(store_->condition_message()));
     if (!load.unchanged) {
         version_ = load.version;
         model_->setNow(unixNow());
@@ -594,16 +639,22 @@ void RunsBrowser::updateActions() {
     const RunRecord* one = runs.size() == 1 ? model_->recordOf(runs.front()) : nullptr;
     const bool open = store_ && stack_ && stack_->currentIndex() == 1;
     const bool running = one && one->run.status == store::RunStatus::Running;
+    // A read-only store is never written: no new run (resume, fork), no change to a run.
+    const bool writable = open && !store_->read_only();
+    const QString readOnlyTip = QStringLiteral("The run store is read-only");
     for (QAction* a : {resumeAction_, forkAction_}) {
-        a->setEnabled(open && one && !running);
+        a->setEnabled(writable && one && !running);
         a->setToolTip(running ? QStringLiteral("Run #%1 is still running").arg(one->run.id)
-                              : a->property("usualTip").toString());
+                      : open && !writable ? readOnlyTip
+                                          : a->property("usualTip").toString());
     }
+    for (QAction* a : {renameAction_, noteAction_, tagsAction_, deleteAction_})
+        a->setToolTip(open && !writable ? readOnlyTip : a->property("usualTip").toString());
     evaluateAction_->setEnabled(open && one);
-    renameAction_->setEnabled(open && one);
-    noteAction_->setEnabled(open && one);
-    tagsAction_->setEnabled(open && !runs.isEmpty());
-    deleteAction_->setEnabled(open && !runs.isEmpty() && !deleting_);
+    renameAction_->setEnabled(writable && one);
+    noteAction_->setEnabled(writable && one);
+    tagsAction_->setEnabled(writable && !runs.isEmpty());
+    deleteAction_->setEnabled(writable && !runs.isEmpty() && !deleting_);
     exportAction_->setEnabled(open && model_->runCount() > 0);
 }
 

@@ -8,6 +8,7 @@
 #include <QString>
 #include <QWidget>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,9 +45,16 @@ class RunsBrowser : public QWidget {
     ~RunsBrowser() override;
 
     // The run store to show (its file need not exist yet: the browser waits for it). A store
-    // that cannot be opened, or has a newer schema, shows the store's message instead.
+    // that cannot be opened (damaged, newer schema, locked against readers) shows what is wrong
+    // in place of the list; one that is read-only, or whose write lock another program holds,
+    // is listed under a note saying so (storeNote()), and a read-only one is never written.
     void setStorePath(const QString& path);
     QString storePath() const { return storePath_; }
+    // How long an open waits for another program's lock before calling the store locked
+    // (the store's busy timeout; tests make it short).
+    void setBusyTimeout(std::chrono::milliseconds timeout) { busyTimeout_ = timeout; }
+    // The note above the list (read-only, locked), or the message in its place; empty: none.
+    QString storeNote() const;
     // The open project's file (empty: none): its runs are listed alone ("This project") or
     // first ("All runs").
     void setProjectPath(const QString& path);
@@ -106,6 +114,7 @@ class RunsBrowser : public QWidget {
 
     QString storePath_;
     QString projectPath_;
+    std::chrono::milliseconds busyTimeout_{5000};
     std::string normalProject_;
     std::shared_ptr<store::RunStore> store_;
     uint64_t generation_ = 0; // a new store path drops the loads of the old one
@@ -128,6 +137,7 @@ class RunsBrowser : public QWidget {
     RunFilterProxy* proxy_ = nullptr;
     QStackedWidget* stack_ = nullptr;
     QLabel* message_ = nullptr;
+    QLabel* storeNote_ = nullptr; // read-only or locked, above the list
     QWidget* controls_ = nullptr; // the filter bar
     QTreeView* tree_ = nullptr;
     QLineEdit* filter_ = nullptr;

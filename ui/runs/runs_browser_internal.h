@@ -17,11 +17,12 @@ namespace myelin::ui {
 
 // One read of the store (runs_browser.cpp, loadRuns).
 struct RunsLoad {
-    uint64_t generation = 0;                // of the store path it was started for
-    std::shared_ptr<store::RunStore> store; // open, when it could be opened
-    QString error;                          // the store's message
-    bool missing = false;                   // no store file yet
-    bool unchanged = false;                 // same data version as the last read
+    uint64_t generation = 0;                                 // of the store path it was started for
+    std::shared_ptr<store::RunStore> store;                  // open, when it could be opened
+    QString error;                                           // the store's message
+    store::StoreProblem problem = store::StoreProblem::None; // of `error`
+    bool missing = false;                                    // no store file yet
+    bool unchanged = false;                                  // same data version as the last read
     std::optional<uint64_t> version;
     std::vector<RunRecord> records;
 };

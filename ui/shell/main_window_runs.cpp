@@ -122,10 +122,16 @@ bool MainWindow::openRunStore(const QString& path) {
                                  kStatusMs);
         return false;
     }
+    QString condition;
     try {
         // Opening checks that it is a run store (and migrates an older schema) before any view
-        // reads it; runs of processes on other hosts are left as they are.
-        store::RunStore::open(path.toStdString());
+        // reads it; runs of processes on other hosts are left as they are. A read-only store,
+        // or one another program holds locked, is still read (the Runs tab says which); a
+        // damaged or newer one is refused, unwritten.
+        store::StoreOptions options;
+        options.access = store::StoreAccess::ReadWriteIfAllowed;
+        const auto opened = store::RunStore::open(path.toStdString(), options);
+        condition = QString::fromStdString(opened.condition_message());
     } catch (const std::exception& e) {
         QMessageBox::warning(this, tr("Open Run Store"),
                              tr("%1 cannot be opened as a run store:\n%2")
@@ -135,10 +141,13 @@ bool MainWindow::openRunStore(const QString& path) {
     training_->setStorePath(path);
     gradientFlow_->setStorePath(path);
     updateRunsViews();
-    statusBar()->showMessage(tr("Run store %1: the Runs, Evaluate and inspection tabs read it; new "
-                                "runs are recorded in it")
-                                 .arg(QDir::toNativeSeparators(path)),
-                             kStatusMs);
+    if (!condition.isEmpty())
+        statusBar()->showMessage(condition, kStatusMs);
+    else
+        statusBar()->showMessage(tr("Run store %1: the Runs, Evaluate and inspection tabs read it; "
+                                    "new runs are recorded in it")
+                                     .arg(QDir::toNativeSeparators(path)),
+                                 kStatusMs);
     return true;
 }
 

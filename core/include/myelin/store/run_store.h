@@ -24,9 +24,26 @@
 
 namespace myelin::store {
 
+// What kept a store from being opened, or from being opened for writing: StoreError::problem()
+// and RunStore::condition() name it, so the studio and the CLI can say which in words.
+enum class StoreProblem {
+    None,
+    Locked,   // another program held the store's lock longer than the busy timeout
+    ReadOnly, // the file or its folder cannot be written, or the store was opened read-only
+    Damaged,  // not an SQLite file, or PRAGMA quick_check or a read found it corrupt
+    Newer,    // written by a newer Myelin (a higher schema version than kSchemaVersion)
+};
+// "locked", "read-only", "damaged", "newer"; "" for None.
+std::string_view problem_name(StoreProblem problem);
+
 class StoreError : public Error {
   public:
-    using Error::Error;
+    explicit StoreError(const std::string& what, StoreProblem problem = StoreProblem::None)
+        : Error(what), problem_(problem) {}
+    StoreProblem problem() const { return problem_; }
+
+  private:
+    StoreProblem problem_;
 };
 
 // The schema version this build reads and writes (PRAGMA user_version). A file with a newer
@@ -221,9 +238,26 @@ enum class CsvLayout {
           // point at that step (wall times are left out)
 };
 
+// How open() may use the file.
+enum class StoreAccess {
+    // Create when missing, migrate, record runs. A file or folder that cannot be written is
+    // refused (StoreError, StoreProblem::ReadOnly).
+    ReadWrite,
+    // Never write: the file must exist at this build's schema version; every write throws
+    // StoreError (ReadOnly). A file nobody can write, without a -wal file, is read as immutable
+    // (no -wal or -shm file is created beside it).
+    ReadOnly,
+    // What the runs browser and `myelin runs` use: ReadWrite when the file and its folder can be
+    // written, else ReadOnly. The file is checked (PRAGMA quick_check) before anything else, and
+    // a write lock another program holds past the busy timeout leaves it readable with
+    // condition() Locked instead of failing.
+    ReadWriteIfAllowed,
+};
+
 struct StoreOptions {
     // How long a statement waits for another connection's lock before failing.
     std::chrono::milliseconds busy_timeout{5000};
+    StoreAccess access = StoreAccess::ReadWrite;
     // Points (a histogram counts 1 + nbins / 8) queued or being written before log calls wait.
     std::size_t queue_capacity = 65536;
     // The writer commits when this many points are queued, or flush_interval after the first.
@@ -243,8 +277,13 @@ class RunStore {
   public:
     // Opens or creates the store (and its parent folders), migrates an older schema and, unless
     // told not to, marks runs of dead processes interrupted. Throws StoreError naming the file
-    // when it is not an SQLite database or not a run store, has a newer schema, cannot be
-    // created, or stays locked by another connection longer than the busy timeout.
+    // when it is not an SQLite database or not a run store, has a newer schema (Newer), is
+    // damaged (Damaged), cannot be created or written (ReadOnly; see StoreAccess), or stays
+    // locked by another connection longer than the busy timeout (Locked). Nothing is written to
+    // a file that has not passed these checks: a migration or the marking of interrupted runs
+    // first runs PRAGMA quick_check. MYELIN_STORE_READ_ONLY=1 in the environment makes every
+    // store count as read-only (a store to keep as it is; tests running as root, whom
+    // permission bits do not stop, use it too).
     static RunStore open(const std::filesystem::path& path, const StoreOptions& options = {});
 
     RunStore(RunStore&&) noexcept;
@@ -254,6 +293,13 @@ class RunStore {
     ~RunStore();
 
     const std::filesystem::path& path() const;
+    // None: open for writing. ReadOnly: reads work, every write throws StoreError (ReadOnly).
+    // Locked (ReadWriteIfAllowed only): at open another program held the write lock through the
+    // busy timeout; reads work, writes wait for the lock and fail while it is held.
+    StoreProblem condition() const;
+    // What condition() means for a person: the file, why, and what to do; empty for None.
+    const std::string& condition_message() const;
+    bool read_only() const { return condition() == StoreProblem::ReadOnly; }
     // Flushes, stops the writer and closes the file; throws what the writer met. Any later call
     // throws.
     void close();
@@ -305,7 +351,7 @@ class RunStore {
     // Runs marked running whose process is gone become Interrupted (ended_at = their last
     // metric's time). Only runs of this host are checked, by pid (kill(pid, 0), zombies count as
     // dead) and the process start time recorded at create_run (so a reused pid is not taken
-    // for the run's process). Returns the ids marked.
+    // for the run's process). Returns the ids marked (none in a read-only store).
     std::vector<int64_t> mark_interrupted_runs();
     // Deletes the run's rows (metrics, histograms, feature maps, params, artifacts; children keep
     // their data and lose the parent link) and its files. Files removed: the run folder

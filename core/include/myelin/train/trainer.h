@@ -345,6 +345,17 @@ class Trainer {
     EventSink* sink_ = nullptr;
     mutable std::mutex progress_mutex_;
     Progress progress_;
+
+    // Issue 41, runs that end on a fault of the machine (trainer.cpp):
+    // A device error off the CPU (out of memory, a failed kernel, a lost device): the run ends
+    // stopped, naming the device, resumable from the last checkpoint (none is written: the
+    // state since may be half-updated, the device unreadable).
+    void stop_after_device_fault(const std::exception& e);
+    // "it can be resumed from epoch-0002.safetensors (step 40)", or why it cannot.
+    std::string resume_hint() const;
+    // The first failure of the run store a sink threw: report() keeps it and stops the run at the
+    // next step (a stop checkpoint, resumable), and the run ends saying why.
+    std::optional<std::string> store_failure_;
 };
 
 } // namespace myelin::train
