@@ -321,13 +321,8 @@ void Trainer::stop_after_write_failure(const std::exception& e) {
     // A checkpoint the disk could not take: the run stops (not fails), resumable from the last
     // checkpoint that was written, which is kept.
     result_.status = RunStatus::Stopped;
-    result_.error =
-        std::string(e.what()) + "; the run stopped after step " + std::to_string(step_) + "; " +
-        (last_written_checkpoint_.empty()
-             ? std::string("no checkpoint was written before it, so it cannot be "
-                           "resumed: free space and train again")
-             : "it can be resumed from " + last_written_checkpoint_.filename().string() +
-                   " (step " + std::to_string(last_written_step_) + ")");
+    result_.error = std::string(e.what()) + "; the run stopped after step " +
+                    std::to_string(step_) + "; " + resume_hint();
     report(RunError{result_.error, epoch_, step_, std::nullopt, true});
 }
 
