@@ -99,16 +99,22 @@ void suggest_learning_rates(LrFindResult& r) {
                      std::to_string(n) + "); start from a lower start_lr";
         return;
     }
-    const size_t lowest = size_t(
-        std::min_element(r.smoothed.begin(), r.smoothed.begin() + long(n)) - r.smoothed.begin());
+    // As fastai's lr_find (its `steep` and `minimum` suggestions): the first tenth of the points
+    // (the loss barely moves there) and the last five (the divergence under way) are left out.
+    const size_t first = std::min(r.lrs.size() / 10, n / 2); // n / 2: a curve cut short early
+    const size_t end = std::max(first + 2, n - std::min<size_t>(n, r.diverged ? 4 : 5));
+    const size_t last = std::min(end, n);
+    const size_t lowest =
+        size_t(std::min_element(r.smoothed.begin() + long(first), r.smoothed.begin() + long(last)) -
+               r.smoothed.begin());
     r.min_lr = r.lrs[lowest];
     r.min_over_10 = r.min_lr / 10;
-    // The fall towards the lowest point (a noisy dip after it is not a descent).
+    // The most negative forward difference of the smoothed loss over log10(lr), at its left point.
     double steepest = 0;
-    for (size_t i = std::max<size_t>(1, n / 10); i + 1 < n && i <= lowest; ++i) {
-        const double run = std::log10(r.lrs[i + 1]) - std::log10(r.lrs[i - 1]);
+    for (size_t i = first; i + 1 < last; ++i) {
+        const double run = std::log10(r.lrs[i + 1]) - std::log10(r.lrs[i]);
         if (!(run > 0)) continue;
-        const double slope = (r.smoothed[i + 1] - r.smoothed[i - 1]) / run;
+        const double slope = (r.smoothed[i + 1] - r.smoothed[i]) / run;
         if (slope < steepest) {
             steepest = slope;
             r.steepest_lr = r.lrs[i];

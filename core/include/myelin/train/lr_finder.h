@@ -59,10 +59,10 @@ LrFindResult find_learning_rate(const io::Project& project,
                                 const LrFindOptions& options = {});
 
 // The suggestions from a measured curve (what find_learning_rate fills in), on their own for
-// tests and for a curve read back from elsewhere. Points after the divergence are left out;
-// the steepest descent skips the first 10% of the points (the loss barely moves there) and is
-// the most negative slope of the smoothed loss over log10(lr), by central differences, up to
-// the lowest point.
+// tests and for a curve read back from elsewhere. As fastai's lr_find: points after the
+// divergence, the first tenth of the points and the last five are left out; the steepest
+// descent is the most negative forward difference of the smoothed loss over log10(lr) (at the
+// lower lr of the pair), the minimum the lowest smoothed loss.
 void suggest_learning_rates(LrFindResult& result);
 
 } // namespace myelin::train
