@@ -180,6 +180,12 @@ void write(json& j, const BreakpointFired& e) {
 void write(json& j, const RunChanged& e) {
     j["step"] = e.step;
     j["what"] = e.what;
+    if (!e.frozen.empty()) {
+        json layers = json::object();
+        for (const auto& [layer, frozen] : e.frozen)
+            layers[layer] = frozen;
+        j["frozen"] = std::move(layers);
+    }
 }
 
 void write(json& j, const Finished& e) {
@@ -266,7 +272,13 @@ std::optional<EventPayload> read_payload(const std::string& kind, const json& j)
     if (kind == "Finished")
         return Finished{read_status(get_string(j, "status")), get_int(j, "epoch"),
                         get_int(j, "step")};
-    if (kind == "Changed") return RunChanged{get_int(j, "step"), get_string(j, "what")};
+    if (kind == "Changed") {
+        RunChanged change{get_int(j, "step"), get_string(j, "what")};
+        if (auto it = j.find("frozen"); it != j.end() && it->is_object())
+            for (const auto& [layer, frozen] : it->items())
+                if (frozen.is_boolean()) change.frozen.emplace_back(layer, frozen.get<bool>());
+        return change;
+    }
     return std::nullopt;
 }
 

@@ -1,4 +1,5 @@
 #include <myelin/train/layer_inspection.h>
+#include <myelin/train/store_sink.h>
 
 #include <myelin/error.h>
 #include <myelin/graph/analysis.h>
@@ -144,6 +145,8 @@ const char* health_name(LayerHealth health) {
         return "dead";
     case LayerHealth::NonFinite:
         return "non-finite";
+    case LayerHealth::Frozen:
+        return "frozen";
     }
     return "unknown";
 }
@@ -196,9 +199,24 @@ std::vector<LayerBadge> layer_badges_at(const store::RunStore& store, int64_t ru
 
 std::vector<LayerBadge> layer_badges(const store::RunStore& store, int64_t run,
                                      const LayerStatsTable& table, int points) {
-    std::vector<double> norms;
+    // The layers frozen when the norms were taken (their change applies from the next step).
+    std::set<std::string> frozen;
+    if (table.norms_step) {
+        std::vector<store::RunEvent> events = store.events(run);
+        std::stable_sort(events.begin(), events.end(),
+                         [](const auto& a, const auto& b) { return a.step < b.step; });
+        for (const store::RunEvent& e : events)
+            if (e.kind == kFrozenEvent && e.step < *table.norms_step) {
+                if (e.message == "frozen")
+                    frozen.insert(e.layer);
+                else
+                    frozen.erase(e.layer);
+            }
+    }
+    std::vector<double> norms; // of the layers that train: a frozen one's 0 is no measure
     for (const auto& row : table.rows)
-        if (row.grad_norm && std::isfinite(*row.grad_norm)) norms.push_back(*row.grad_norm);
+        if (row.grad_norm && std::isfinite(*row.grad_norm) && !frozen.count(row.layer.name))
+            norms.push_back(*row.grad_norm);
     double median = 0;
     if (norms.size() >= 2) {
         std::nth_element(norms.begin(), norms.begin() + norms.size() / 2, norms.end());
@@ -210,7 +228,12 @@ std::vector<LayerBadge> layer_badges(const store::RunStore& store, int64_t run,
         badge.layer = row.layer;
         const graph::LayerKind* kind = graph::find_layer_kind(row.layer.kind);
         const bool activation = kind && kind->category == graph::Category::Activation;
-        badge.health = classify_layer(row, median, activation, &badge.reason);
+        if (frozen.count(row.layer.name)) {
+            badge.health = LayerHealth::Frozen;
+            badge.reason = "frozen: its parameters do not train, so it has no gradient";
+        } else {
+            badge.health = classify_layer(row, median, activation, &badge.reason);
+        }
         badge.grad_norm = row.grad_norm;
         badge.zero_fraction = row.zero_fraction;
         badge.activation_mean = row.activation_mean;

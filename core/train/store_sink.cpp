@@ -1,6 +1,7 @@
 #include <myelin/train/store_sink.h>
 
 #include <myelin/device.h>
+#include <myelin/graph/analysis.h>
 #include <myelin/io/project.h>
 #include <myelin/train/trainer.h>
 
@@ -92,6 +93,9 @@ void StoreSink::on_event(const Event& e) {
                                 b->condition + ": " + b->message, t});
     } else if (auto* change = e.get<RunChanged>()) {
         store_.log_event(run_, {change->step, "change", "", change->what, t});
+        for (const auto& [layer, frozen] : change->frozen)
+            store_.log_event(
+                run_, {change->step, kFrozenEvent, layer, frozen ? "frozen" : "training", t});
     } else if (auto* err = e.get<RunError>()) {
         error_ = err->message;
         if (err->module) error_ += " [module " + *err->module + "]";
@@ -145,6 +149,13 @@ void record_run_params(store::RunStore& store, int64_t run, const Trainer& train
     for (auto& [key, value] : trainer.distributed_params()) // world size, hosts, backend
         params[key] = value;
     store.set_params(run, params);
+    // The layers frozen from the start (the project's, or a resumed checkpoint's), so the
+    // inspection tells a frozen layer from a vanishing gradient.
+    const graph::ModelSpec& model = trainer.project().model;
+    const graph::Analysis analysis = graph::analyze(model);
+    for (size_t i = 0; i < model.nodes.size(); ++i)
+        if (model.nodes[i].frozen && !analysis.nodes[i].module_name.empty())
+            store.log_event(run, {0, kFrozenEvent, analysis.nodes[i].module_name, "frozen"});
 }
 
 void record_test_metrics(store::RunStore& store, int64_t run, const TrainResult& result) {

@@ -93,8 +93,10 @@ void Trainer::apply_pending_edits() {
             clip_text(*edits->clip_grad_value));
         spec_.clip_grad_value = *edits->clip_grad_value;
     }
+    std::vector<std::pair<std::string, bool>> frozen;
     if (!edits->frozen.empty() || !edits->lr_multiplier.empty()) {
-        const std::string changed = change_layer_training(edits->frozen, edits->lr_multiplier);
+        const std::string changed =
+            change_layer_training(edits->frozen, edits->lr_multiplier, frozen);
         if (!changed.empty()) add(changed);
     }
     if (edits->capture && *edits->capture != spec_.capture) {
@@ -102,11 +104,12 @@ void Trainer::apply_pending_edits() {
         spec_.capture = *edits->capture;
         select_captured_layers();
     }
-    if (!what.empty()) report(RunChanged{step_, what});
+    if (!what.empty()) report(RunChanged{step_, what, std::move(frozen)});
 }
 
 std::string Trainer::change_layer_training(const std::map<std::string, bool>& frozen,
-                                           const std::map<std::string, double>& multipliers) {
+                                           const std::map<std::string, double>& multipliers,
+                                           std::vector<std::pair<std::string, bool>>& changed) {
     if (world_size() > 1) {
         report(LogMessage{LogLevel::Warning, "frozen layers and lr multipliers cannot change "
                                              "while several processes train together"});
@@ -129,6 +132,7 @@ std::string Trainer::change_layer_training(const std::map<std::string, bool>& fr
         graph::Node* node = node_of(name);
         if (!node || node->frozen == on) continue;
         node->frozen = on;
+        changed.emplace_back(name, on);
         add((on ? "froze " : "unfroze ") + name);
     }
     for (const auto& [name, multiplier] : multipliers) {
@@ -146,6 +150,7 @@ std::string Trainer::change_layer_training(const std::map<std::string, bool>& fr
     if (what.empty()) return {};
     if (detail::parameter_layout(project_.model, *model_).names.empty()) {
         project_.model = before_spec;
+        changed.clear();
         report(LogMessage{LogLevel::Warning,
                           "every layer with parameters would be frozen: nothing was changed"});
         return {};

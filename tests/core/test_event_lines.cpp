@@ -116,6 +116,17 @@ class TestEventLines : public QObject {
             QCOMPARE(e->layer, std::optional<std::string>("fc2"));
             QVERIFY(e->paused);
         }
+        {
+            const Event back = roundTrip(
+                Event(RunChanged{7, "lr 0.1 -> 0.01, froze fc1", {{"fc1", true}, {"fc2", false}}}));
+            const auto* e = back.get<RunChanged>();
+            QVERIFY(e);
+            QCOMPARE(e->step, int64_t(7));
+            QCOMPARE(e->what, std::string("lr 0.1 -> 0.01, froze fc1"));
+            QCOMPARE(e->frozen.size(), size_t(2));
+            QVERIFY(e->frozen[0] == std::make_pair(std::string("fc1"), true));
+            QVERIFY(e->frozen[1] == std::make_pair(std::string("fc2"), false));
+        }
         for (RunStatus s : {RunStatus::Finished, RunStatus::Stopped, RunStatus::Failed}) {
             const Event back = roundTrip(Event(Finished{s, 3, 204}));
             const auto* e = back.get<Finished>();

@@ -4,6 +4,7 @@
 #include <myelin/io/project.h>
 #include <myelin/store/run_store.h>
 #include <myelin/train/layer_inspection.h>
+#include <myelin/train/store_sink.h>
 
 #include "test_support.h"
 
@@ -149,6 +150,18 @@ class TestLayerInspection : public QObject {
         QCOMPARE(badges[1].health, train::LayerHealth::Healthy);   // 75% zeros: under 90%
         QCOMPARE(badges[2].health, train::LayerHealth::NonFinite); // 3 non-finite gradients
         QVERIFY(badges[1].recent_grad_norms.empty());
+
+        // Frozen while paused after step 20 (a kFrozenEvent, as StoreSink records RunChanged):
+        // from the norms of step 25 on zeta is frozen, not judged by its gradient; unfrozen after
+        // step 25, it is judged again at 30.
+        store.log_event(run, {20, train::kFrozenEvent, "zeta", "frozen"});
+        store.log_event(run, {25, train::kFrozenEvent, "zeta", "training"});
+        store.flush();
+        QCOMPARE(train::layer_badges_at(store, run, 20)[0].health, train::LayerHealth::Healthy);
+        const auto frozen = train::layer_badges_at(store, run, 25);
+        QCOMPARE(frozen[0].health, train::LayerHealth::Frozen);
+        QVERIFY(QString::fromStdString(frozen[0].reason).contains("frozen"));
+        QCOMPARE(train::layer_badges_at(store, run, 30)[0].health, train::LayerHealth::Healthy);
     }
 
     void healthOfALayer() {

@@ -191,6 +191,8 @@ class TestRunEdits : public QObject {
         const Run run = watch_run(tabular(), 5, edits);
         QCOMPARE(run.recorded.changes.size(), size_t(1));
         QCOMPARE(run.recorded.changes[0].what, "froze " + first);
+        const std::vector<std::pair<std::string, bool>> frozen{{first, true}};
+        QCOMPARE(run.recorded.changes[0].frozen, frozen); // the store's kFrozenEvent comes of it
         const auto& w = run.watch->weights;
         QVERIFY(!equal(w.at(4).at(kFirstLinear), w.at(5).at(kFirstLinear))); // trained until 5
         for (int64_t t = 6; t <= 12; ++t) {

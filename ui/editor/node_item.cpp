@@ -289,6 +289,7 @@ NodeBadge nodeBadge(const train::LayerBadge& b) {
         badge.color = colors::kOk;
         break;
     case train::LayerHealth::Unknown:
+    case train::LayerHealth::Frozen:
         badge.color = colors::kMutedText;
         break;
     }

@@ -141,10 +141,13 @@ struct BreakpointFired {
 
 // Settings changed while the run was paused (RunControl::request_edits), in force from optimizer
 // step `step` + 1 on: "lr 0.001 -> 0.0003, clip_grad_norm off -> 1". The store records it as a
-// run event of kind "change"; the studio marks it on the run's plots.
+// run event of kind "change" (and one of kind "frozen" per layer in `frozen`); the studio marks
+// it on the run's plots.
 struct RunChanged {
     int64_t step = 0;
     std::string what;
+    // Layers (module names) frozen (true) or unfrozen (false) by this change.
+    std::vector<std::pair<std::string, bool>> frozen{};
 };
 
 enum class RunStatus : uint8_t { Finished, Stopped, Failed };

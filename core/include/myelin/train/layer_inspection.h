@@ -82,7 +82,9 @@ LayerStatsTable layer_stats_at(const store::RunStore& store, int64_t run,
 //   Exploding  gradient norm > 1000 x the median of the layers' norms at that step, or > 1e4
 //   Vanishing  gradient norm < 1e-3 x that median, or < 1e-7
 //   Healthy    otherwise; Unknown when nothing was recorded for the layer
-enum class LayerHealth { Unknown, Healthy, Vanishing, Exploding, Dead, NonFinite };
+// and, before all of these, Frozen: its parameters did not train at that step (frozen in the
+// project, or while the run was paused: the store's kFrozenEvent events), so it has no gradient.
+enum class LayerHealth { Unknown, Healthy, Vanishing, Exploding, Dead, NonFinite, Frozen };
 const char* health_name(LayerHealth health); // "healthy", "vanishing", ...
 
 struct LayerBadge {

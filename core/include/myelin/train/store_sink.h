@@ -19,6 +19,11 @@ class Trainer;
 struct TrainResult;
 struct TrainerOptions;
 
+// The run-event kind of a layer frozen or unfrozen (its `layer`; message "frozen" or "training"):
+// at step 0 for the layers frozen when the run starts, and at the step of a change made while
+// paused (RunChanged::frozen).
+inline constexpr const char* kFrozenEvent = "frozen";
+
 class StoreSink final : public EventSink {
   public:
     StoreSink(store::RunStore& store, int64_t run) : store_(store), run_(run) {}

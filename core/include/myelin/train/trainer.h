@@ -268,9 +268,11 @@ class Trainer {
     void apply_pending_edits();
     // Freezes / unfreezes layers and sets lr multipliers (by module name) from the next step on:
     // the optimizer is laid out anew (relayout_optimizer). Returns what changed, as text ("froze
-    // conv1, fc2 lr x1 -> x0.1"); what cannot change is reported as a warning.
+    // conv1, fc2 lr x1 -> x0.1") and the layers whose frozen state changed in `changed`; what
+    // cannot change is reported as a warning.
     std::string change_layer_training(const std::map<std::string, bool>& frozen,
-                                      const std::map<std::string, double>& multipliers);
+                                      const std::map<std::string, double>& multipliers,
+                                      std::vector<std::pair<std::string, bool>>& changed);
     // After project_.model's frozen flags or lr multipliers changed (`before` was in force): the
     // optimizer's groups laid out anew, each parameter trained before and after keeping its
     // state, each group's lr the first group's per unit multiplier times its own, and the
