@@ -62,7 +62,10 @@ PausedChangesDialog::PausedChangesDialog(int64_t step, double lr, const io::Proj
         const graph::NodeInfo& info = analysis.nodes[i];
         if (info.params == 0 || info.module_name.empty()) continue;
         const graph::Node& node = run.model.nodes[i];
-        layersBefore_.push_back({info.module_name, node.kind, node.frozen, node.lr_multiplier});
+        // As the canvas names it: "conv1 (Conv2d)", or "Conv2d #2" for an unnamed node.
+        const std::string label = node.name.empty() ? node.kind + " #" + std::to_string(node.id)
+                                                    : node.name + " (" + node.kind + ")";
+        layersBefore_.push_back({info.module_name, label, node.frozen, node.lr_multiplier});
     }
 
     lr_ = new QLineEdit(text(lr), this);
@@ -126,10 +129,8 @@ QWidget* PausedChangesDialog::makeLayersTable() {
                            "against the run's."));
     for (int row = 0; row < int(layersBefore_.size()); ++row) {
         const Layer& layer = layersBefore_[size_t(row)];
-        layers_->setItem(
-            row, kLayerColumn,
-            new QTableWidgetItem(QStringLiteral("%1 (%2)").arg(
-                QString::fromStdString(layer.module), QString::fromStdString(layer.kind))));
+        layers_->setItem(row, kLayerColumn,
+                         new QTableWidgetItem(QString::fromStdString(layer.label)));
         auto* trains = new QTableWidgetItem;
         trains->setFlags(Qt::ItemIsUserCheckable | Qt::ItemIsEnabled);
         trains->setCheckState(layer.frozen ? Qt::Unchecked : Qt::Checked);

@@ -41,8 +41,8 @@ class PausedChangesDialog : public QDialog {
 
   private:
     struct Layer {
-        std::string module;
-        std::string kind;
+        std::string module; // the key of RunEdits
+        std::string label;  // as the canvas names the node
         bool frozen = false;
         double lrMultiplier = 1.0;
     };
