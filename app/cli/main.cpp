@@ -8,6 +8,7 @@
 #include <myelin/io/project.h>
 #include <myelin/plugin/loader.h>
 #include <myelin/spec/components.h>
+#include <myelin/spec/option_fields.h>
 #include <myelin/train/class_weights.h>
 #include <myelin/train/components.h>
 #include <myelin/train/memory_estimate.h>
@@ -141,6 +142,37 @@ int cmd_check(const Args& args) {
         std::fprintf(stderr, "myelin: %s is invalid (%zu error(s))\n", path.c_str(),
                      analysis.error_count());
         return finish(kExitError);
+    }
+    // What a run would train with: every option of the loss, the optimizer and the schedule,
+    // defaults filled in, as their kinds describe them (spec/option_fields.h).
+    {
+        const spec::TrainSpec& t = project.train;
+        auto component = [&](const auto& kinds, const spec::Choice& choice) {
+            const auto* kind = spec::find_component(kinds, choice.kind);
+            const std::string options = kind ? spec::describe_options(kind->options, choice.options)
+                                             : std::string("(no such kind here)");
+            return nlohmann::ordered_json{{"kind", choice.kind}, {"options", options}};
+        };
+        nlohmann::ordered_json training = {
+            {"epochs", t.epochs},
+            {"batch_size", project.data.batch_size},
+            {"loss", component(spec::loss_kinds(), t.loss)},
+            {"optimizer", component(spec::optimizer_kinds(), t.optimizer)},
+            {"schedule", t.scheduler ? component(spec::scheduler_kinds(), *t.scheduler)
+                                     : nlohmann::ordered_json(nullptr)}};
+        if (!json) {
+            std::printf("\ntraining: %lld epoch(s) at batch size %lld\n", (long long)t.epochs,
+                        (long long)project.data.batch_size);
+            for (const char* part : {"loss", "optimizer", "schedule"}) {
+                const auto& c = training[part];
+                if (c.is_null())
+                    std::printf("  %-9s  none\n", part);
+                else
+                    std::printf("  %-9s  %s: %s\n", part, c["kind"].get<std::string>().c_str(),
+                                c["options"].get<std::string>().c_str());
+            }
+        }
+        doc["training"] = std::move(training);
     }
     // Class weights by name must name the data's classes: checked (reading the data) now,
     // not when training starts.

@@ -121,15 +121,17 @@ Tensor& normalized(Tensor& t, const Tensor& like) {
 
 } // namespace
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
 // --- SGD -------------------------------------------------------------------------------------
-Options SGDOptions::to_map() const {
-    return {{"lr", lr},
-            {"momentum", momentum},
-            {"dampening", dampening},
-            {"weight_decay", weight_decay},
-            {"nesterov", nesterov ? 1.0 : 0.0},
-            {"maximize", maximize ? 1.0 : 0.0}};
-}
+const std::array<OptionField<SGDOptions>, 6> SGDOptions::fields{{
+    {"lr", &SGDOptions::lr, "Learning rate.", 0.0, kInf, true},
+    {"momentum", &SGDOptions::momentum, "Momentum factor.", 0.0},
+    {"dampening", &SGDOptions::dampening, "Dampening for momentum.", 0.0},
+    {"weight_decay", &SGDOptions::weight_decay, "L2 penalty.", 0.0},
+    {"nesterov", &SGDOptions::nesterov, "Nesterov momentum (needs momentum > 0, dampening 0)."},
+    {"maximize", &SGDOptions::maximize, "Maximize the objective instead."},
+}};
 
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), {}}}, options) {}
@@ -172,15 +174,16 @@ void SGD::step_group(ParamGroup& group, std::vector<ParamState>& state) {
 }
 
 // --- Adam / AdamW ----------------------------------------------------------------------------
-Options AdamOptions::to_map() const {
-    return {{"lr", lr},
-            {"beta1", beta1},
-            {"beta2", beta2},
-            {"eps", eps},
-            {"weight_decay", weight_decay},
-            {"amsgrad", amsgrad ? 1.0 : 0.0},
-            {"maximize", maximize ? 1.0 : 0.0}};
-}
+const std::array<OptionField<AdamOptions>, 7> AdamOptions::fields{{
+    {"lr", &AdamOptions::lr, "Learning rate.", 0.0, kInf, true},
+    {"beta1", &AdamOptions::beta1, "Decay of the first moment.", 0.0, 1.0},
+    {"beta2", &AdamOptions::beta2, "Decay of the second moment.", 0.0, 1.0},
+    {"eps", &AdamOptions::eps, "Added to the denominator.", 0.0},
+    {"weight_decay", &AdamOptions::weight_decay,
+     "Weight decay: an L2 penalty in Adam, decoupled in AdamW.", 0.0},
+    {"amsgrad", &AdamOptions::amsgrad, "Use the AMSGrad variant."},
+    {"maximize", &AdamOptions::maximize, "Maximize the objective instead."},
+}};
 
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
     : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), {}}}, options, false) {}
@@ -245,15 +248,15 @@ void Adam::step_group(ParamGroup& group, std::vector<ParamState>& state) {
 }
 
 // --- RMSprop ---------------------------------------------------------------------------------
-Options RMSpropOptions::to_map() const {
-    return {{"lr", lr},
-            {"alpha", alpha},
-            {"eps", eps},
-            {"weight_decay", weight_decay},
-            {"momentum", momentum},
-            {"centered", centered ? 1.0 : 0.0},
-            {"maximize", maximize ? 1.0 : 0.0}};
-}
+const std::array<OptionField<RMSpropOptions>, 7> RMSpropOptions::fields{{
+    {"lr", &RMSpropOptions::lr, "Learning rate.", 0.0, kInf, true},
+    {"alpha", &RMSpropOptions::alpha, "Smoothing constant.", 0.0, 1.0},
+    {"eps", &RMSpropOptions::eps, "Added to the denominator.", 0.0},
+    {"weight_decay", &RMSpropOptions::weight_decay, "L2 penalty.", 0.0},
+    {"momentum", &RMSpropOptions::momentum, "Momentum factor.", 0.0},
+    {"centered", &RMSpropOptions::centered, "Normalize by the estimated variance."},
+    {"maximize", &RMSpropOptions::maximize, "Maximize the objective instead."},
+}};
 
 RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
     : RMSprop(std::vector<ParamGroup>{ParamGroup{std::move(params), {}}}, options) {}
@@ -303,14 +306,15 @@ void RMSprop::step_group(ParamGroup& group, std::vector<ParamState>& state) {
 }
 
 // --- Adagrad ---------------------------------------------------------------------------------
-Options AdagradOptions::to_map() const {
-    return {{"lr", lr},
-            {"lr_decay", lr_decay},
-            {"weight_decay", weight_decay},
-            {"initial_accumulator_value", initial_accumulator_value},
-            {"eps", eps},
-            {"maximize", maximize ? 1.0 : 0.0}};
-}
+const std::array<OptionField<AdagradOptions>, 6> AdagradOptions::fields{{
+    {"lr", &AdagradOptions::lr, "Learning rate.", 0.0, kInf, true},
+    {"lr_decay", &AdagradOptions::lr_decay, "Learning rate decay.", 0.0},
+    {"weight_decay", &AdagradOptions::weight_decay, "L2 penalty.", 0.0},
+    {"initial_accumulator_value", &AdagradOptions::initial_accumulator_value,
+     "Start of the accumulator.", 0.0},
+    {"eps", &AdagradOptions::eps, "Added to the denominator.", 0.0},
+    {"maximize", &AdagradOptions::maximize, "Maximize the objective instead."},
+}};
 
 Adagrad::Adagrad(std::vector<Tensor> params, const AdagradOptions& options)
     : Adagrad(std::vector<ParamGroup>{ParamGroup{std::move(params), {}}}, options) {}

@@ -3,6 +3,7 @@
 
 #include <myelin/nn/loss.h>
 #include <myelin/optim/optim.h>
+#include <myelin/spec/option_fields.h>
 #include <myelin/tensor.h>
 
 namespace myelin::spec::builtin {
@@ -134,94 +135,37 @@ std::vector<LossKind> losses() {
     return kinds;
 }
 
-namespace {
-
-AttrDesc lr(double def) {
-    return exclusive(number("lr", def, "Learning rate.", 0.0));
-}
-AttrDesc weight_decay(double def = 0.0, std::string doc = "L2 penalty.") {
-    return number("weight_decay", def, std::move(doc), 0.0);
-}
-AttrDesc maximize() {
-    return flag("maximize", false, "Maximize the objective instead.");
-}
-AttrDesc eps(double def) {
-    return number("eps", def, "Added to the denominator.", 0.0);
-}
-std::vector<AttrDesc> adam_options(double decay, std::string decay_doc) {
-    return {lr(1e-3),
-            number("beta1", 0.9, "Decay of the first moment.", 0.0, 1.0),
-            number("beta2", 0.999, "Decay of the second moment.", 0.0, 1.0),
-            eps(1e-8),
-            weight_decay(decay, std::move(decay_doc)),
-            flag("amsgrad", false, "Use the AMSGrad variant."),
-            maximize()};
-}
-optim::AdamOptions adam_of(const Attrs& o) {
-    optim::AdamOptions a;
-    a.lr = o.get_float("lr");
-    a.beta1 = o.get_float("beta1");
-    a.beta2 = o.get_float("beta2");
-    a.eps = o.get_float("eps");
-    a.weight_decay = o.get_float("weight_decay");
-    a.amsgrad = o.get_bool("amsgrad");
-    a.maximize = o.get_bool("maximize");
-    return a;
-}
-
-} // namespace
-
+// Each optimizer's options are its typed options' fields (optim/optim.h): described there once.
 std::vector<OptimizerKind> optimizers() {
-    using Groups = std::vector<optim::ParamGroup>;
+    using namespace optim;
+    using Groups = std::vector<ParamGroup>;
     std::vector<OptimizerKind> kinds;
-    kinds.push_back(
-        kind<OptimizerKind>("Adam", "Adaptive moments (Kingma & Ba).",
-                            adam_options(0.0, "L2 penalty."), [](const Attrs& o, Groups groups) {
-                                return std::make_unique<optim::Adam>(std::move(groups), adam_of(o));
-                            }));
+    kinds.push_back(kind<OptimizerKind>("Adam", "Adaptive moments (Kingma & Ba).",
+                                        described<AdamOptions>(), [](const Attrs& o, Groups g) {
+                                            return std::make_unique<Adam>(
+                                                std::move(g), read_options<AdamOptions>(o));
+                                        }));
     // exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad.
     auto adam_state = [](const Attrs& o) { return o.get_bool("amsgrad") ? 3 : 2; };
     kinds.back().state_tensors_per_parameter = adam_state;
-    kinds.push_back(kind<OptimizerKind>(
-        "AdamW", "Adam with decoupled weight decay.", adam_options(1e-2, "Decoupled weight decay."),
-        [](const Attrs& o, Groups groups) {
-            return std::make_unique<optim::AdamW>(std::move(groups), adam_of(o));
-        }));
+    kinds.push_back(kind<OptimizerKind>("AdamW", "Adam with decoupled weight decay.",
+                                        described(adamw_defaults()), [](const Attrs& o, Groups g) {
+                                            return std::make_unique<AdamW>(
+                                                std::move(g), read_options(o, adamw_defaults()));
+                                        }));
     kinds.back().state_tensors_per_parameter = adam_state;
     kinds.push_back(kind<OptimizerKind>(
         "SGD", "Stochastic gradient descent with optional (Nesterov) momentum.",
-        {lr(1e-2), number("momentum", 0.0, "Momentum factor.", 0.0),
-         number("dampening", 0.0, "Dampening for momentum.", 0.0), weight_decay(),
-         flag("nesterov", false, "Nesterov momentum (needs momentum > 0, dampening 0)."),
-         maximize()},
-        [](const Attrs& o, Groups groups) {
-            optim::SGDOptions s;
-            s.lr = o.get_float("lr");
-            s.momentum = o.get_float("momentum");
-            s.dampening = o.get_float("dampening");
-            s.weight_decay = o.get_float("weight_decay");
-            s.nesterov = o.get_bool("nesterov");
-            s.maximize = o.get_bool("maximize");
-            return std::make_unique<optim::SGD>(std::move(groups), s);
+        described<SGDOptions>(), [](const Attrs& o, Groups g) {
+            return std::make_unique<SGD>(std::move(g), read_options<SGDOptions>(o));
         }));
     kinds.back().state_tensors_per_parameter = [](const Attrs& o) {
         return o.get_float("momentum") != 0.0 ? 1 : 0; // momentum_buffer
     };
     kinds.push_back(kind<OptimizerKind>(
         "RMSprop", "Divides by a running average of squared gradients.",
-        {lr(1e-2), number("alpha", 0.99, "Smoothing constant.", 0.0, 1.0), eps(1e-8),
-         weight_decay(), number("momentum", 0.0, "Momentum factor.", 0.0),
-         flag("centered", false, "Normalize by the estimated variance."), maximize()},
-        [](const Attrs& o, Groups groups) {
-            optim::RMSpropOptions r;
-            r.lr = o.get_float("lr");
-            r.alpha = o.get_float("alpha");
-            r.eps = o.get_float("eps");
-            r.weight_decay = o.get_float("weight_decay");
-            r.momentum = o.get_float("momentum");
-            r.centered = o.get_bool("centered");
-            r.maximize = o.get_bool("maximize");
-            return std::make_unique<optim::RMSprop>(std::move(groups), r);
+        described<RMSpropOptions>(), [](const Attrs& o, Groups g) {
+            return std::make_unique<RMSprop>(std::move(g), read_options<RMSpropOptions>(o));
         }));
     kinds.back().state_tensors_per_parameter = [](const Attrs& o) {
         // square_avg, momentum_buffer with momentum, grad_avg when centered.
@@ -229,18 +173,8 @@ std::vector<OptimizerKind> optimizers() {
     };
     kinds.push_back(kind<OptimizerKind>(
         "Adagrad", "Per-parameter rates from accumulated squared gradients.",
-        {lr(1e-2), number("lr_decay", 0.0, "Learning rate decay.", 0.0), weight_decay(),
-         number("initial_accumulator_value", 0.0, "Start of the accumulator.", 0.0), eps(1e-10),
-         maximize()},
-        [](const Attrs& o, Groups groups) {
-            optim::AdagradOptions a;
-            a.lr = o.get_float("lr");
-            a.lr_decay = o.get_float("lr_decay");
-            a.weight_decay = o.get_float("weight_decay");
-            a.initial_accumulator_value = o.get_float("initial_accumulator_value");
-            a.eps = o.get_float("eps");
-            a.maximize = o.get_bool("maximize");
-            return std::make_unique<optim::Adagrad>(std::move(groups), a);
+        described<AdagradOptions>(), [](const Attrs& o, Groups g) {
+            return std::make_unique<Adagrad>(std::move(g), read_options<AdagradOptions>(o));
         }));
     kinds.back().state_tensors_per_parameter = [](const Attrs&) { return 1; }; // sum
     return kinds;

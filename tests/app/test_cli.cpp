@@ -153,6 +153,11 @@ void TestCli::checkValidProject() {
     QVERIFY(r.out.contains(QStringLiteral("[128, 64, 7, 7]")));
     QVERIFY(r.out.contains(QStringLiteral("421,642 parameters (421,642 trainable)")));
     QVERIFY(r.out.trimmed().endsWith(QStringLiteral("OK")));
+    // What it would train with: every option of the optimizer, as its kind describes them.
+    QVERIFY2(r.out.contains(QStringLiteral("optimizer  Adam: lr 0.001, beta1 0.9, beta2 0.999, "
+                                           "eps 1e-08, weight_decay 0, amsgrad false")),
+             qPrintable(r.out));
+    QVERIFY(r.out.contains(QStringLiteral("schedule   none")));
     // The memory pre-flight's parts and what is free.
     for (const char* part : {"memory to train at batch size 128 on cpu:", "optimizer state (Adam",
                              "activations saved for backward", "free on this machine",

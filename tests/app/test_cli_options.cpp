@@ -241,7 +241,7 @@ void TestCliOptions::jsonDocuments() {
     QCOMPARE(check.exitCode, 0);
     const QJsonObject c = jsonOf(check);
     QVERIFY(hasKeys(c, {"project", "name", "ok", "valid", "batch_size", "layers", "total_params",
-                        "trainable_params", "problems", "loss", "memory"}));
+                        "trainable_params", "problems", "loss", "memory", "training"}));
     QCOMPARE(c["ok"].toBool(), true);
     QCOMPARE(c["total_params"].toInt(), 4 * 16 + 16 + 16 * 3 + 3);
     QVERIFY(hasKeys(c["layers"].toArray()[0].toObject(),

@@ -21,6 +21,7 @@
 #include <myelin/optim/scheduler.h>
 #include <myelin/plugin/loader.h>
 #include <myelin/spec/components.h>
+#include <myelin/spec/option_fields.h>
 #include <myelin/tensor.h>
 
 #include <QAction>
@@ -31,11 +32,24 @@
 #include <QTreeWidget>
 #include <QtTest>
 
+#include <array>
+#include <limits>
+
 using namespace myelin;
 using myelin::test::examplePath;
 using myelin::test::saveScreenshot;
 
 namespace {
+
+struct TestSgdOptions {
+    double lr = 0.05;
+    double zeta = 0.25;
+    static const std::array<optim::OptionField<TestSgdOptions>, 2> fields;
+};
+const std::array<optim::OptionField<TestSgdOptions>, 2> TestSgdOptions::fields{{
+    {"lr", &TestSgdOptions::lr, "Step.", 0.0, std::numeric_limits<double>::infinity(), true},
+    {"zeta", &TestSgdOptions::zeta, "A made-up option.", 0.0, 1.0},
+}};
 
 // Kinds a test registers, as a plugin would: one of each family the Training page offers.
 void registerTestKinds() {
@@ -48,14 +62,15 @@ void registerTestKinds() {
     };
     spec::register_kind(std::move(loss));
 
+    // Its options described once, as the built-in optimizers' are (spec/option_fields.h): the
+    // made-up `zeta` is written in TestSgdOptions::fields only.
     spec::OptimizerKind optimizer;
     optimizer.name = "TestPlainSGD";
     optimizer.doc = "An optimizer registered by the test.";
-    optimizer.options = {graph::attr::exclusive(graph::attr::number("lr", 0.05, "Step.", 0.0))};
+    optimizer.options = spec::described<TestSgdOptions>();
     optimizer.build = [](const graph::Attrs& o, std::vector<optim::ParamGroup> groups) {
-        optim::SGDOptions s;
-        s.lr = o.get_float("lr");
-        return std::make_unique<optim::SGD>(std::move(groups), s);
+        const TestSgdOptions t = spec::read_options<TestSgdOptions>(o);
+        return std::make_unique<optim::SGD>(std::move(groups), optim::SGDOptions{.lr = t.lr});
     };
     spec::register_kind(std::move(optimizer));
 
@@ -140,6 +155,9 @@ void TestPluginKinds::registeredKindsAppearOnTheTrainingPage() {
     QCOMPARE(QString::fromStdString(doc.project().train.optimizer.kind),
              QStringLiteral("TestPlainSGD"));
     QCOMPARE(doc.project().train.optimizer.options.get_float("lr"), 0.05);
+    // The made-up option has its field on the page and its default in the project.
+    QVERIFY(page.findChild<QWidget*>(QStringLiteral("attr_zeta")));
+    QCOMPARE(doc.project().train.optimizer.options.get_float("zeta"), 0.25);
     schedule->setCurrentIndex(schedule->findText("TestHalving"));
     QVERIFY(doc.project().train.scheduler);
     QCOMPARE(doc.project().train.scheduler->options.get_int("every"), int64_t(3));
