@@ -1,6 +1,8 @@
 #pragma once
 // Edits of a graph::ModelSpec that the editor turns into undoable commands. Plain functions on
 // plain data (no widgets), so each edit is easy to test and the commands stay snapshots.
+#include "document/graph_layout.h"
+
 #include <myelin/graph/analysis.h>
 
 #include <QPointF>
@@ -10,16 +12,6 @@
 #include <vector>
 
 namespace myelin::ui {
-
-// Canvas geometry the layout shares with the node items (scene units). Node::x/y is the top-left
-// corner of a node.
-namespace geometry {
-inline constexpr double kNodeWidth = 220;
-inline constexpr double kNodeHeight = 76; // with two lines of attributes
-inline constexpr double kGrid = 20;
-inline constexpr double kLayerPitch = 120;  // vertical distance between layers in a layout
-inline constexpr double kColumnPitch = 280; // horizontal distance between nodes of a layer
-} // namespace geometry
 
 // The node's name as messages and undo texts show it ("conv1", "Conv2d #2").
 QString nodeLabel(const graph::ModelSpec& spec, graph::NodeId id);
@@ -51,14 +43,6 @@ bool canInsertOnEdge(const graph::LayerKind& kind);
 // moving the lower rows down when there is no room. `name` may be empty.
 graph::NodeId insertOnEdge(graph::ModelSpec& spec, const graph::Edge& edge, const std::string& kind,
                            const std::string& name = {}, const graph::Attrs& attrs = {});
-
-// Top-to-bottom layered layout: longest-path layers, order within a layer by barycenter sweeps
-// (long edges take a slot in the layers they cross, so they run beside the nodes, not through
-// them), positions snapped to the grid, the first layer centred on x = 0.
-void arrangeLayers(graph::ModelSpec& spec);
-// Whether the stored positions are unusable: nodes overlap (a file written without positions,
-// every node at 0, 0). Such a model is laid out when it is opened.
-bool layoutNeedsArranging(const graph::ModelSpec& spec);
 
 // A one-command repair for a node's shape problem.
 struct QuickFix {
