@@ -49,12 +49,12 @@ int main(int argc, char** argv) {
     }
     const std::string dir = source + "/resources/examples";
     io::Project f32 = io::load_project(dir + "/fashion_cnn.myelin");
-    f32.train.precision = "float32";
+    f32.train.precision = myelin::spec::Precision::Float32;
     f32.train.capture.layer_norms = false;
     f32.train.capture.summaries_every = 0;
     f32.train.capture.feature_maps_every = 0;
     io::Project bf16 = f32;
-    bf16.train.precision = "bfloat16";
+    bf16.train.precision = myelin::spec::Precision::BFloat16;
     // Alternate, and take the median round: a 2-vCPU VM's neighbours swing single rounds by
     // +-15%.
     std::vector<double> t32, t16, speedups;

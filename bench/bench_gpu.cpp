@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
                 const double on_gpu = samples_per_second(project, dir, steps, threads, device);
                 // float16 mixed precision (autocast + loss scaling), also on cuda:0.
                 io::Project half = project;
-                half.train.precision = "float16";
+                half.train.precision = myelin::spec::Precision::Float16;
                 const double on_gpu_half = samples_per_second(half, dir, steps, threads, device);
                 std::printf("{\"workload\": \"%s\", \"batch\": %lld, \"cuda\": %.1f, "
                             "\"cuda_float16\": %.1f, \"unit\": \"samples/s\", \"steps\": %lld",

@@ -105,9 +105,9 @@ std::string model_card(const ExportSource& source, const train::Evaluation* eval
        << "- optimizer: " << choice_text(p.train.optimizer) << "\n";
     if (p.train.scheduler)
         md << "- schedule: " << choice_text(*p.train.scheduler) << " per "
-           << p.train.scheduler_interval << "\n";
+           << spec::name_of(p.train.scheduler_interval) << "\n";
     md << "- epochs: " << p.train.epochs << ", seed " << p.train.seed << ", precision "
-       << p.train.precision << "\n"
+       << spec::name_of(p.train.precision) << "\n"
        << "- this checkpoint: epoch " << source.position.epoch << ", step " << source.position.step
        << "\n";
 

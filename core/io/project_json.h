@@ -128,9 +128,14 @@ class Reader {
 
 spec::Choice read_choice(const Reader& r, spec::Family family);
 json write_choice(const spec::Choice& c, spec::Family family);
-// The value of `key` when it is one of `allowed` (the default when absent); fails naming them.
-std::string read_enum(const Reader& r, const std::string& key, std::string def,
-                      std::initializer_list<const char*> allowed);
+// The setting `key` names by one of E's words (spec/training.h), `def` when absent; fails naming
+// the words.
+std::string read_word(const Reader& r, const std::string& key,
+                      const std::vector<std::string>& words);
+template <class E> E read_setting(const Reader& r, const std::string& key, E def) {
+    if (!r.has(key)) return def;
+    return *spec::setting_named<E>(read_word(r, key, spec::setting_words<E>()));
+}
 spec::TrainSpec read_train(const Reader& r); // project_training.cpp
 json write_train(const spec::TrainSpec& t);
 

@@ -10,14 +10,13 @@ namespace myelin::io {
 
 using spec::TrainSpec;
 
-std::string detail::read_enum(const Reader& r, const std::string& key, std::string def,
-                              std::initializer_list<const char*> allowed) {
-    if (!r.has(key)) return def;
+std::string detail::read_word(const Reader& r, const std::string& key,
+                              const std::vector<std::string>& words) {
     std::string v = r.at(key).str();
     std::string list;
-    for (const char* a : allowed) {
-        if (v == a) return v;
-        list += (list.empty() ? "" : ", ") + std::string(a);
+    for (const std::string& w : words) {
+        if (v == w) return v;
+        list += (list.empty() ? "" : ", ") + w;
     }
     r.at(key).fail("expected one of " + list + ", got \"" + v + "\"");
 }
@@ -50,7 +49,7 @@ TrainSpec detail::read_train(const Reader& r) {
     t.optimizer = read_choice(r.at("optimizer"), spec::Family::Optimizer);
     if (r.has("scheduler") && !r.at("scheduler").value().is_null())
         t.scheduler = read_choice(r.at("scheduler"), spec::Family::Scheduler);
-    t.scheduler_interval = read_enum(r, "scheduler_interval", "epoch", {"epoch", "step"});
+    t.scheduler_interval = read_setting(r, "scheduler_interval", t.scheduler_interval);
     t.plateau_metric = r.str_or("plateau_metric", t.plateau_metric);
     t.epochs = r.int_or("epochs", t.epochs, 1);
     t.accumulation_steps = r.int_or("accumulation_steps", t.accumulation_steps, 1);
@@ -62,7 +61,7 @@ TrainSpec detail::read_train(const Reader& r) {
     };
     t.clip_grad_norm = positive_or_null("clip_grad_norm");
     t.clip_grad_value = positive_or_null("clip_grad_value");
-    t.precision = read_enum(r, "precision", "float32", {"float32", "bfloat16", "float16"});
+    t.precision = read_setting(r, "precision", t.precision);
     if (r.has("device")) {
         t.device = r.at("device").str();
         try {
@@ -84,7 +83,7 @@ TrainSpec detail::read_train(const Reader& r) {
         e.only({"enabled", "metric", "mode", "patience", "min_delta"});
         t.early_stopping.enabled = e.bool_or("enabled", false);
         t.early_stopping.metric = e.str_or("metric", t.early_stopping.metric);
-        t.early_stopping.mode = read_enum(e, "mode", "min", {"min", "max"});
+        t.early_stopping.mode = read_setting(e, "mode", t.early_stopping.mode);
         t.early_stopping.patience = e.int_or("patience", t.early_stopping.patience, 1);
         t.early_stopping.min_delta = e.number_or("min_delta", 0.0);
         if (t.early_stopping.min_delta < 0) e.at("min_delta").fail("expected a number >= 0");
@@ -122,13 +121,13 @@ detail::json detail::write_train(const TrainSpec& t) {
     o["optimizer"] = write_choice(t.optimizer, spec::Family::Optimizer);
     o["scheduler"] =
         t.scheduler ? write_choice(*t.scheduler, spec::Family::Scheduler) : json(nullptr);
-    o["scheduler_interval"] = t.scheduler_interval;
+    o["scheduler_interval"] = spec::name_of(t.scheduler_interval);
     o["plateau_metric"] = t.plateau_metric;
     o["epochs"] = t.epochs;
     o["accumulation_steps"] = t.accumulation_steps;
     o["clip_grad_norm"] = t.clip_grad_norm ? json(*t.clip_grad_norm) : json(nullptr);
     o["clip_grad_value"] = t.clip_grad_value ? json(*t.clip_grad_value) : json(nullptr);
-    o["precision"] = t.precision;
+    o["precision"] = spec::name_of(t.precision);
     if (t.device != "cpu") o["device"] = t.device; // files without it stay as they were
     o["seed"] = t.seed;
     o["validate_every_steps"] = t.validate_every_steps;
@@ -140,7 +139,7 @@ detail::json detail::write_train(const TrainSpec& t) {
     json e = json::object();
     e["enabled"] = t.early_stopping.enabled;
     e["metric"] = t.early_stopping.metric;
-    e["mode"] = t.early_stopping.mode;
+    e["mode"] = spec::name_of(t.early_stopping.mode);
     e["patience"] = t.early_stopping.patience;
     e["min_delta"] = t.early_stopping.min_delta;
     o["early_stopping"] = std::move(e);

@@ -94,7 +94,7 @@ std::vector<double> preview_lr(const spec::Choice& optimizer, const spec::Choice
 
 bool schedules_per_step(const spec::TrainSpec& spec) {
     return spec.scheduler && !spec::schedule_is_metric_driven(spec.scheduler->kind) &&
-           spec.scheduler_interval == "step";
+           spec.scheduler_interval == spec::ScheduleInterval::Step;
 }
 
 int64_t schedule_steps(const spec::TrainSpec& spec, int64_t steps_per_epoch) {

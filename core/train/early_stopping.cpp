@@ -16,14 +16,9 @@ double initial_best(MetricMode mode) {
 } // namespace
 
 MetricMode parse_metric_mode(std::string_view text) {
-    if (text == "min") return MetricMode::Min;
-    if (text == "max") return MetricMode::Max;
+    if (const auto mode = spec::setting_named<MetricMode>(text)) return *mode;
     throw Error("early stopping: mode must be \"min\" or \"max\", got \"" + std::string(text) +
                 "\"");
-}
-
-const char* metric_mode_name(MetricMode mode) {
-    return mode == MetricMode::Min ? "min" : "max";
 }
 
 EarlyStopping::EarlyStopping(std::string metric, MetricMode mode, int patience, double min_delta)
@@ -69,7 +64,7 @@ std::string EarlyStopping::stop_reason() const {
     } else {
         out << "early stopping: " << metric_ << " did not improve by more than " << min_delta_
             << " for " << bad_epochs_ << (bad_epochs_ == 1 ? " epoch" : " epochs") << " (best "
-            << metric_mode_name(mode_) << ": " << best_ << ")";
+            << spec::name_of(mode_) << ": " << best_ << ")";
     }
     return out.str();
 }

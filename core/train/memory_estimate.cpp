@@ -133,7 +133,7 @@ MemoryEstimate estimate_training_memory(const io::Project& project,
     e.parts.push_back(
         {"optimizer state (" + t.optimizer.kind + ": " + std::to_string(state) + " per parameter)",
          analysis.trainable_params * kFloat * state, false, true});
-    const bool half = t.precision == "float16" || t.precision == "bfloat16";
+    const bool half = t.precision != spec::Precision::Float32;
     const double activations = double(analysis.total_activation_bytes) * (half ? 0.5 : 1.0);
     e.parts.push_back({"activations saved for backward", int64_t(activations), true, true});
     e.parts.push_back(

@@ -145,7 +145,7 @@ void record_run_params(store::RunStore& store, int64_t run, const Trainer& train
         {"batch_size", std::to_string(project.data.batch_size)},
         {"threads", std::to_string(get_num_threads())},
         {"device", trainer.options().device.str()},
-        {"precision", trainer.spec().precision}};
+        {"precision", spec::name_of(trainer.spec().precision)}};
     for (auto& [key, value] : trainer.distributed_params()) // world size, hosts, backend
         params[key] = value;
     store.set_params(run, params);

@@ -43,8 +43,8 @@ namespace {
 // probes) under bf16 (fp16) autocast, so evaluation measures the model as it trains; backward
 // and the optimizer step stay outside it.
 std::optional<DType> autocast_for(const spec::TrainSpec& spec) {
-    if (spec.precision == "bfloat16") return DType::BFloat16;
-    if (spec.precision == "float16") return DType::Float16;
+    if (spec.precision == spec::Precision::BFloat16) return DType::BFloat16;
+    if (spec.precision == spec::Precision::Float16) return DType::Float16;
     return std::nullopt;
 }
 
@@ -158,8 +158,8 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
                                                schedule_steps(spec_, steps_per_epoch_));
     }
     const auto& es = spec_.early_stopping;
-    early_stopping_ = std::make_unique<EarlyStopping>(es.metric, parse_metric_mode(es.mode),
-                                                      int(es.patience), es.min_delta);
+    early_stopping_ =
+        std::make_unique<EarlyStopping>(es.metric, es.mode, int(es.patience), es.min_delta);
     select_captured_layers();
     // The project's initial weights (relative to its folder) unless given here; a resume or fork
     // starts from its checkpoint instead.

@@ -15,8 +15,8 @@
 
 namespace myelin::train {
 
-void check_precision(const std::string& precision, const Device& device) {
-    if (precision != "float16") return;
+void check_precision(spec::Precision precision, const Device& device) {
+    if (precision != spec::Precision::Float16) return;
     if (!device.is_cuda())
         throw Error("training.precision \"float16\" needs a CUDA device (training runs on " +
                     device.str() +
@@ -53,7 +53,7 @@ Device training_device(const io::Project& project, std::optional<Device> request
 
 void Trainer::setup_loss_scaling() {
     std::optional<optim::GradScalerOptions> options = options_.grad_scaler;
-    if (!options && spec_.precision == "float16") options.emplace();
+    if (!options && spec_.precision == spec::Precision::Float16) options.emplace();
     if (options && options->enabled) scaler_ = std::make_unique<optim::GradScaler>(*options);
 }
 
@@ -101,7 +101,8 @@ void Trainer::restore_loss_scaling(const io::Checkpoint& c, const std::string& w
     } else if (!c.grad_scaler.empty()) {
         init_messages_.push_back(
             {LogLevel::Info, where + " holds loss scaling state; training.precision \"" +
-                                 spec_.precision + "\" does not scale the loss, so it is unused"});
+                                 spec::name_of(spec_.precision) +
+                                 "\" does not scale the loss, so it is unused"});
     }
 }
 

@@ -246,7 +246,7 @@ struct Run {
 };
 
 Run train_cnn(io::Project p, const std::string& dir, const std::string& precision) {
-    p.train.precision = precision;
+    p.train.precision = *myelin::spec::setting_named<myelin::spec::Precision>(precision);
     train::TrainerOptions o;
     o.project_dir = dir;
     train::Trainer trainer(p, o);
@@ -457,12 +457,12 @@ void TestAutocast::projectAcceptsBfloat16() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("p.myelin").toStdString();
     io::Project p = cnn_project(dir.path().toStdString());
-    p.train.precision = "bfloat16";
+    p.train.precision = myelin::spec::Precision::BFloat16;
     io::save_project(p, path);
-    QCOMPARE(io::load_project(path).train.precision, std::string("bfloat16"));
-    p.train.precision = "float32";
+    QVERIFY(io::load_project(path).train.precision == myelin::spec::Precision::BFloat16);
+    p.train.precision = myelin::spec::Precision::Float32;
     io::save_project(p, path);
-    QCOMPARE(io::load_project(path).train.precision, std::string("float32"));
+    QVERIFY(io::load_project(path).train.precision == myelin::spec::Precision::Float32);
 }
 
 void TestAutocast::trainerLearnsInBfloat16() {

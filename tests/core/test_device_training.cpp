@@ -144,7 +144,7 @@ std::vector<double> step_losses(const std::string& example, const Device& device
                                 std::vector<double>* grad_scales = nullptr) {
     const auto path = kExamples / (example + ".myelin");
     io::Project project = io::load_project(path);
-    project.train.precision = precision;
+    project.train.precision = *myelin::spec::setting_named<myelin::spec::Precision>(precision);
     train::TrainerOptions options;
     options.project_dir = path.parent_path();
     options.max_steps = steps;

@@ -72,7 +72,7 @@ class TestMemoryEstimate : public QObject {
         QCOMPARE(state({"RMSprop", {{"momentum", 0.9}, {"centered", true}}}), params * 12);
         p.train.optimizer = {"Adam", {}};
         const int64_t full = part(estimate_training_memory(p, ".", 64, kCPU), "activations saved");
-        p.train.precision = "bfloat16";
+        p.train.precision = myelin::spec::Precision::BFloat16;
         QCOMPARE(part(estimate_training_memory(p, ".", 64, kCPU), "activations saved"), full / 2);
     }
 

@@ -280,9 +280,10 @@ void TestProject::deviceIsWrittenOnlyWhenNotCpu() {
         QCOMPARE(serialize_project(back), text);
     }
     Project half = p;
-    half.train.precision = "float16";
+    half.train.precision = myelin::spec::Precision::Float16;
     QVERIFY(serialize_project(half).find("\"format_version\": 3,") != std::string::npos);
-    QCOMPARE(parse_project(serialize_project(half)).train.precision, std::string("float16"));
+    QVERIFY(parse_project(serialize_project(half)).train.precision ==
+            myelin::spec::Precision::Float16);
 }
 
 // training.flush_denormal: off and absent by default (files stay as they were); on, written and

@@ -146,7 +146,7 @@ class TestRunEdits : public QObject {
     void aScheduleIsScaled() {
         io::Project p = tabular();
         p.train.scheduler = spec::Choice{"StepLR", {{"step_size", int64_t(3)}, {"gamma", 0.5}}};
-        p.train.scheduler_interval = "step";
+        p.train.scheduler_interval = myelin::spec::ScheduleInterval::Step;
         const Recorded plain = train_with(p, 0, RunEdits{}); // no change
         QVERIFY(plain.changes.empty());
         RunEdits edits;
@@ -172,7 +172,7 @@ class TestRunEdits : public QObject {
         // OneCycleLR sets the lr from max_lr: refused with a warning, nothing changes.
         io::Project p = tabular();
         p.train.scheduler = spec::Choice{"OneCycleLR", {}};
-        p.train.scheduler_interval = "step";
+        p.train.scheduler_interval = myelin::spec::ScheduleInterval::Step;
         RunEdits lr;
         lr.lr = 1e-5;
         r = train_with(p, 3, lr);
@@ -224,7 +224,7 @@ class TestRunEdits : public QObject {
     void lrMultiplierMidRun() {
         io::Project p = tabular();
         p.train.scheduler = spec::Choice{"StepLR", {{"step_size", int64_t(3)}, {"gamma", 0.5}}};
-        p.train.scheduler_interval = "step";
+        p.train.scheduler_interval = myelin::spec::ScheduleInterval::Step;
         const std::string second = module_of(kSecondLinear);
         RunEdits edits;
         edits.lr_multiplier[second] = 0.1;

@@ -359,7 +359,8 @@ void TestTrainer::accumulationEqualsBigBatch() {
 
 void TestTrainer::earlyStopping() {
     io::Project p = blobs_project(csv_, 50);
-    p.train.early_stopping = {true, "val_loss", "min", 2, 10.0}; // no improvement counts
+    p.train.early_stopping = {true, "val_loss", myelin::spec::MetricMode::Min, 2,
+                              10.0}; // no improvement counts
     Recorder rec;
     Trainer t(p, {});
     t.set_sink(&rec);
@@ -853,7 +854,7 @@ void TestTrainer::registeredMetricIsComputedAndOffered() {
     io::Project p = blobs_project(csv_, 3);
     p.train.early_stopping.enabled = true;
     p.train.early_stopping.metric = "val_examples_seen";
-    p.train.early_stopping.mode = "max";
+    p.train.early_stopping.mode = myelin::spec::MetricMode::Max;
     p.train.early_stopping.patience = 1;
     Trainer t(p, {});
     TrainResult r = t.run();

@@ -367,12 +367,12 @@ class TestTrainerPrecision : public QObject {
     void deviceAndPrecisionAreChecked() {
         io::Project p = blobs_project(csv_, 1);
         QVERIFY(training_device(p) == kCPU);
-        p.train.precision = "float16";
+        p.train.precision = myelin::spec::Precision::Float16;
         CHECK_ERROR(Error, Trainer(p, {}), "training.precision \"float16\" needs a CUDA device",
                     "on the CPU choose \"bfloat16\"");
         CHECK_ERROR(Error, training_device(p), "training.precision \"float16\"",
                     "training runs on cpu");
-        p.train.precision = "bfloat16";
+        p.train.precision = myelin::spec::Precision::BFloat16;
         QVERIFY(training_device(p) == kCPU);
 
         p.train.device = "cuda:0";

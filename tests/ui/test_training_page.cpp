@@ -229,7 +229,7 @@ void TestTrainingPage::perStepPreviewUsesTheDataSize() {
     Fixture f;
     f.choose("schedulerKind", QStringLiteral("StepLR"));
     f.choose("schedulerInterval", QStringLiteral("step"));
-    QCOMPARE(f.train().scheduler_interval, std::string("step"));
+    QVERIFY(f.train().scheduler_interval == myelin::spec::ScheduleInterval::Step);
     // Fashion-MNIST: 60,000 - 10% validation = 54,000 images, batch 128 -> 422 steps.
     QVERIFY(f.page.stepsPerEpochKnown());
     QCOMPARE(f.page.previewStepsPerEpoch(), int64_t(422));
@@ -481,13 +481,13 @@ void TestTrainingPage::runSettingsAreUndoableEdits() {
 
     auto* precision = f.find<QComboBox>("trainPrecision");
     f.choose("trainPrecision", QStringLiteral("bfloat16"));
-    QCOMPARE(f.train().precision, std::string("bfloat16"));
+    QVERIFY(f.train().precision == myelin::spec::Precision::BFloat16);
     QCOMPARE(f.undo().undoText(), QStringLiteral("Change precision to bfloat16"));
     f.undo().undo();
-    QCOMPARE(f.train().precision, std::string("float32"));
+    QVERIFY(f.train().precision == myelin::spec::Precision::Float32);
     QCOMPARE(precision->currentData().toString(), QStringLiteral("float32"));
     f.undo().redo();
-    QCOMPARE(f.train().precision, std::string("bfloat16"));
+    QVERIFY(f.train().precision == myelin::spec::Precision::BFloat16);
     QCOMPARE(precision->currentData().toString(), QStringLiteral("bfloat16"));
 
     auto* flush = f.find<QCheckBox>("trainFlushDenormal");
@@ -537,7 +537,7 @@ void TestTrainingPage::runSettingsAreUndoableEdits() {
     auto* esMetric = f.find<QComboBox>("earlyStoppingMetric");
     esMetric->setCurrentIndex(esMetric->findText(QStringLiteral("val_accuracy")));
     QCOMPARE(f.train().early_stopping.metric, std::string("val_accuracy"));
-    QCOMPARE(f.train().early_stopping.mode, std::string("max"));
+    QVERIFY(f.train().early_stopping.mode == myelin::spec::MetricMode::Max);
     QCOMPARE(f.find<QComboBox>("earlyStoppingMode")->currentData().toString(),
              QStringLiteral("max"));
     f.find<QDoubleSpinBox>("earlyStoppingMinDelta")->setValue(0.001);

@@ -40,7 +40,7 @@ void setTrain(myelin::ui::ProjectDocument& doc, const std::string& device,
               const std::string& precision = "float32") {
     myelin::spec::TrainSpec t = doc.project().train;
     t.device = device;
-    t.precision = precision;
+    t.precision = *myelin::spec::setting_named<myelin::spec::Precision>(precision);
     doc.applyTrainEdit(t, QStringLiteral("test"));
 }
 

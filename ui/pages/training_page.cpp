@@ -145,8 +145,8 @@ void TrainingPage::refresh() {
     }
     refreshClassWeights(t);
     const bool plateau = t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind);
-    showIndexOfData(interval_, QString::fromStdString(t.scheduler_interval));
-    showIndexOfData(precision_, QString::fromStdString(t.precision));
+    showIndexOfData(interval_, word(t.scheduler_interval));
+    showIndexOfData(precision_, word(t.precision));
     {
         const QSignalBlocker b(flushDenormal_), d(deterministic_), f(allowTf32_);
         flushDenormal_->setChecked(t.flush_denormal);
@@ -181,7 +181,7 @@ void TrainingPage::refresh() {
         const QSignalBlocker b(esEnabled_);
         esEnabled_->setChecked(t.early_stopping.enabled);
     }
-    showIndexOfData(esMode_, QString::fromStdString(t.early_stopping.mode));
+    showIndexOfData(esMode_, word(t.early_stopping.mode));
     showInt(esPatience_, t.early_stopping.patience);
     {
         const QSignalBlocker b(esMinDelta_);
@@ -389,8 +389,7 @@ void TrainingPage::updateOverview() {
                     tr("after %1 epochs without %2 improving by more than %3 (%4)")
                         .arg(t.early_stopping.patience)
                         .arg(QString::fromStdString(t.early_stopping.metric).toHtmlEscaped(),
-                             numberText(t.early_stopping.min_delta),
-                             QString::fromStdString(t.early_stopping.mode)));
+                             numberText(t.early_stopping.min_delta), word(t.early_stopping.mode)));
     QStringList capture;
     auto times = [&](int64_t every) {
         return known ? tr(" (%1 times)").arg(groupDigits(*known * t.epochs / every)) : QString();

@@ -2,6 +2,9 @@
 // Helpers the Training page's source files share (training_page.cpp, training_page_settings.cpp,
 // training_page_lr_preview.cpp): the page's form layout, labels and spin boxes. Internal to the
 // page; defined in training_page_settings.cpp.
+#include <myelin/spec/training.h>
+
+#include <QComboBox>
 #include <QString>
 
 class QFormLayout;
@@ -33,6 +36,15 @@ FloatSpinBox* floatSpin(const QString& objectName, double lo, double hi, const Q
 // "1 epoch", "5 epochs": the suffix follows the value.
 void updateUnit(QSpinBox* spin);
 void setUnits(QSpinBox* spin, const QString& one, const QString& many);
+
+// A setting's word (spec/training.h's tables), the data of its combo box item.
+template <class E> QString word(E value) {
+    return QString::fromLatin1(spec::name_of(value));
+}
+// The setting a combo box of such items shows.
+template <class E> E valueOf(const QComboBox* combo) {
+    return spec::setting_named<E>(combo->currentData().toString().toStdString()).value_or(E{});
+}
 
 } // namespace training_form
 

@@ -128,13 +128,13 @@ namespace {
 // float16 trains only on a CUDA device whose autocast has it: greyed, with the reason, where no
 // device here can (a project that asks for it still shows it).
 void addFloat16Item(QComboBox* precision) {
-    precision->addItem(QObject::tr("float16 (mixed, CUDA)"), QStringLiteral("float16"));
+    precision->addItem(QObject::tr("float16 (mixed, CUDA)"), word(spec::Precision::Float16));
     QString refusal = QObject::tr("float16 needs a CUDA device: %1")
                           .arg(QString::fromStdString(cuda_status().reason));
     for (const GpuInfo& gpu : cuda_status().devices) {
         try {
             check_training_device(cuda_device(gpu.index));
-            train::check_precision("float16", cuda_device(gpu.index));
+            train::check_precision(spec::Precision::Float16, cuda_device(gpu.index));
             refusal.clear();
             break;
         } catch (const Error& e) {
@@ -216,17 +216,18 @@ void TrainingPage::buildScheduleSection(QFormLayout* schedule) {
 
     interval_ = new QComboBox(settings_);
     interval_->setObjectName(QStringLiteral("schedulerInterval"));
-    interval_->addItem(tr("once per epoch"), QStringLiteral("epoch"));
-    interval_->addItem(tr("every optimizer step"), QStringLiteral("step"));
+    interval_->addItem(tr("once per epoch"), word(spec::ScheduleInterval::Epoch));
+    interval_->addItem(tr("every optimizer step"), word(spec::ScheduleInterval::Step));
     interval_->setToolTip(tr("When the scheduler steps: after every epoch, or after every "
                              "optimizer step (warmup, T_max, step_size... count these steps)."));
     // Above the options, which count in these units.
     schedule->insertRow(2, tr("Steps"), interval_);
     connect(interval_, &QComboBox::currentIndexChanged, this, [this] {
-        const QString interval = interval_->currentData().toString();
-        commit([&](spec::TrainSpec& t) { t.scheduler_interval = interval.toStdString(); },
-               interval == QLatin1String("step") ? tr("Step the LR schedule every optimizer step")
-                                                 : tr("Step the LR schedule once per epoch"));
+        const auto interval = valueOf<spec::ScheduleInterval>(interval_);
+        commit([&](spec::TrainSpec& t) { t.scheduler_interval = interval; },
+               interval == spec::ScheduleInterval::Step
+                   ? tr("Step the LR schedule every optimizer step")
+                   : tr("Step the LR schedule once per epoch"));
     });
 
     plateauMetric_ = new QComboBox(settings_);
@@ -337,8 +338,8 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
 
     precision_ = new QComboBox(settings_);
     precision_->setObjectName(QStringLiteral("trainPrecision"));
-    precision_->addItem(QStringLiteral("float32"), QStringLiteral("float32"));
-    precision_->addItem(tr("bfloat16 (mixed)"), QStringLiteral("bfloat16"));
+    precision_->addItem(QStringLiteral("float32"), word(spec::Precision::Float32));
+    precision_->addItem(tr("bfloat16 (mixed)"), word(spec::Precision::BFloat16));
     addFloat16Item(precision_);
     precision_->setToolTip(
         tr("float32: everything in float32. bfloat16: linear layers and convolutions multiply "
@@ -346,9 +347,9 @@ void TrainingPage::buildRunSection(QFormLayout* run) {
            "loss stay float32. float16 (CUDA only): the same in float16, with loss scaling."));
     run->addRow(tr("Precision"), precision_);
     connect(precision_, &QComboBox::currentIndexChanged, this, [this] {
-        const QString precision = precision_->currentData().toString();
-        commit([&](spec::TrainSpec& t) { t.precision = precision.toStdString(); },
-               tr("Change precision to %1").arg(precision));
+        const auto precision = valueOf<spec::Precision>(precision_);
+        commit([&](spec::TrainSpec& t) { t.precision = precision; },
+               tr("Change precision to %1").arg(word(precision)));
     });
 
     // A box for one on/off key of the training section, each toggle an undoable edit.
@@ -461,21 +462,22 @@ void TrainingPage::buildEarlyStoppingSection(QFormLayout* es) {
         commit(
             [&](spec::TrainSpec& t) {
                 t.early_stopping.metric = metric.toStdString();
-                t.early_stopping.mode =
-                    train::higher_is_better(metric.toStdString()) ? "max" : "min";
+                t.early_stopping.mode = train::higher_is_better(metric.toStdString())
+                                            ? spec::MetricMode::Max
+                                            : spec::MetricMode::Min;
             },
             tr("Change the early-stopping metric to %1").arg(metric));
     });
 
     esMode_ = new QComboBox(settings_);
     esMode_->setObjectName(QStringLiteral("earlyStoppingMode"));
-    esMode_->addItem(tr("min (lower is better)"), QStringLiteral("min"));
-    esMode_->addItem(tr("max (higher is better)"), QStringLiteral("max"));
+    esMode_->addItem(tr("min (lower is better)"), word(spec::MetricMode::Min));
+    esMode_->addItem(tr("max (higher is better)"), word(spec::MetricMode::Max));
     es->addRow(tr("Mode"), esMode_);
     connect(esMode_, &QComboBox::currentIndexChanged, this, [this] {
-        const QString mode = esMode_->currentData().toString();
-        commit([&](spec::TrainSpec& t) { t.early_stopping.mode = mode.toStdString(); },
-               tr("Change the early-stopping mode to %1").arg(mode));
+        const auto mode = valueOf<spec::MetricMode>(esMode_);
+        commit([&](spec::TrainSpec& t) { t.early_stopping.mode = mode; },
+               tr("Change the early-stopping mode to %1").arg(word(mode)));
     });
 
     esPatience_ = intSpin(QStringLiteral("earlyStoppingPatience"), 1, 1000000,

@@ -71,7 +71,8 @@ inline int required_format_version(const Project& project) {
     if (!project.train.init_weights.empty()) return 6;
     if (project.train.deterministic || project.train.allow_tf32) return 5;
     if (project.train.flush_denormal) return 4;
-    if (project.train.device != "cpu" || project.train.precision == "float16") return 3;
+    if (project.train.device != "cpu" || project.train.precision == spec::Precision::Float16)
+        return 3;
     return required_format_version(project.model);
 }
 // Writes to a temporary file in the same folder, then renames it over `path`: a failed save

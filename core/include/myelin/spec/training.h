@@ -5,12 +5,66 @@
 // them, the studio edits them.
 #include <myelin/graph/attributes.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace myelin::spec {
+
+// Settings with a fixed set of values: an enum each, and one table of the words the project file,
+// the CLI and the studio use for them. setting_names(E{}) is the table; name_of and setting_named
+// read it.
+enum class Precision : uint8_t {
+    Float32,  // plain float32
+    BFloat16, // forward passes under bf16 autocast (myelin/autocast.h)
+    Float16,  // float16 autocast with loss scaling (optim/grad_scaler.h), on a CUDA device only
+};
+enum class ScheduleInterval : uint8_t { Epoch, Step }; // when scheduler.step() runs
+enum class MetricMode : uint8_t { Min, Max };          // whether lower or higher is better
+
+template <class E> struct SettingName {
+    E value;
+    const char* name;
+};
+inline constexpr std::array<SettingName<Precision>, 3> kPrecisionNames{
+    {{Precision::Float32, "float32"},
+     {Precision::BFloat16, "bfloat16"},
+     {Precision::Float16, "float16"}}};
+inline constexpr std::array<SettingName<ScheduleInterval>, 2> kScheduleIntervalNames{
+    {{ScheduleInterval::Epoch, "epoch"}, {ScheduleInterval::Step, "step"}}};
+inline constexpr std::array<SettingName<MetricMode>, 2> kMetricModeNames{
+    {{MetricMode::Min, "min"}, {MetricMode::Max, "max"}}};
+constexpr const auto& setting_names(Precision) {
+    return kPrecisionNames;
+}
+constexpr const auto& setting_names(ScheduleInterval) {
+    return kScheduleIntervalNames;
+}
+constexpr const auto& setting_names(MetricMode) {
+    return kMetricModeNames;
+}
+
+template <class E> const char* name_of(E value) {
+    for (const auto& n : setting_names(E{}))
+        if (n.value == value) return n.name;
+    return "?";
+}
+// The value named `name`; none when no value is.
+template <class E> std::optional<E> setting_named(std::string_view name) {
+    for (const auto& n : setting_names(E{}))
+        if (name == n.name) return n.value;
+    return std::nullopt;
+}
+// Every word of E, in the table's order.
+template <class E> std::vector<std::string> setting_words() {
+    std::vector<std::string> words;
+    for (const auto& n : setting_names(E{}))
+        words.emplace_back(n.name);
+    return words;
+}
 
 // A named component with options, e.g. {"Adam", {lr: 0.001}}: loss, optimizer, scheduler, data
 // source, transform. The kinds and their options are described in spec/components.h.
@@ -36,7 +90,7 @@ struct DataSpec {
 struct EarlyStoppingSpec {
     bool enabled = false;
     std::string metric = "val_loss";
-    std::string mode = "min"; // "min" | "max"
+    MetricMode mode = MetricMode::Min;
     int64_t patience = 5;
     double min_delta = 0.0;
     bool operator==(const EarlyStoppingSpec& other) const = default;
@@ -71,15 +125,13 @@ struct TrainSpec {
     Choice loss{"CrossEntropyLoss", {}};
     Choice optimizer{"Adam", {}};
     std::optional<Choice> scheduler;
-    std::string scheduler_interval = "epoch"; // "epoch" | "step": when scheduler.step() runs
-    std::string plateau_metric = "val_loss";  // ReduceLROnPlateau's metric
+    ScheduleInterval scheduler_interval = ScheduleInterval::Epoch;
+    std::string plateau_metric = "val_loss"; // ReduceLROnPlateau's metric
     int64_t epochs = 10;
     int64_t accumulation_steps = 1;       // micro-batches per optimizer step
     std::optional<double> clip_grad_norm; // max total L2 norm
     std::optional<double> clip_grad_value;
-    // "float32"; "bfloat16": forward passes under bf16 autocast (myelin/autocast.h); "float16":
-    // float16 autocast with loss scaling (optim/grad_scaler.h), on a CUDA device only.
-    std::string precision = "float32";
+    Precision precision = Precision::Float32;
     // Where training runs: "cpu", "cuda" (= cuda:0) or "cuda:N". The file holds the key only when
     // it is not "cpu". The CLI's --device overrides it.
     std::string device = "cpu";

@@ -5,15 +5,16 @@
 // Every other value is a bad epoch; the run should stop once `patience` bad epochs follow the
 // last improvement (patience 0: at the first one), or at once when the metric is NaN or ±Inf
 // (Lightning's check_finite).
+#include <myelin/spec/training.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace myelin::train {
 
-enum class MetricMode : uint8_t { Min, Max };
+using spec::MetricMode;                              // its words: spec::setting_names(MetricMode{})
 MetricMode parse_metric_mode(std::string_view text); // "min" | "max"; throws Error otherwise
-const char* metric_mode_name(MetricMode mode);
 
 // What resume needs to continue exactly where a run stopped.
 struct EarlyStoppingState {

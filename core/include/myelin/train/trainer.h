@@ -143,7 +143,7 @@ Device training_device(const io::Project& project, std::optional<Device> request
 // Throws Error naming training.precision when `precision` cannot train on `device`: "float16"
 // needs a CUDA device (PyTorch's CPU autocast is bfloat16, which "bfloat16" gives) whose
 // autocast supports it.
-void check_precision(const std::string& precision, const Device& device);
+void check_precision(spec::Precision precision, const Device& device);
 
 // Why a checkpoint's model tensors do not fit the project's model, one "missing: / unexpected: /
 // shape: ..." line each; empty when they fit. Builds the model (the default generator is left as
