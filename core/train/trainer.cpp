@@ -78,6 +78,39 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     : project_(project), spec_(effective_project(project, options).train),
       options_(std::move(options)),
       control_(options_.control ? options_.control : std::make_shared<RunControl>()) {
+    check_options();
+    // The model is initialised from the seed, as torch.manual_seed(seed) before building it.
+    manual_seed(spec_.seed);
+    model_ = graph::build(project_.model);
+    if (model_->input_nodes().size() != 1)
+        throw Error("the model has " + std::to_string(model_->input_nodes().size()) +
+                    " Input nodes; training needs exactly one (the data's input)");
+    data_ = make_data(project_.data, options_.project_dir, spec_.seed,
+                      options_.text_encoding ? &*options_.text_encoding : nullptr);
+    check_data_fits_model();
+    setup_loss();
+    setup_optimizer();
+    setup_loss_scaling();
+    setup_train_loader();
+    if (spec_.scheduler) {
+        schedule_ = std::make_unique<Schedule>(*spec_.scheduler, *optimizer_,
+                                               schedule_steps(spec_, steps_per_epoch_));
+    }
+    const auto& es = spec_.early_stopping;
+    early_stopping_ =
+        std::make_unique<EarlyStopping>(es.metric, es.mode, int(es.patience), es.min_delta);
+    select_captured_layers();
+    load_starting_state();
+    move_to_device();
+    add_builtin_callbacks();
+    progress_.epochs = spec_.epochs;
+    progress_.steps_per_epoch = steps_per_epoch_;
+    progress_.total_steps = steps_per_epoch_ * spec_.epochs;
+    progress_.step = step_;
+    progress_.epoch = epoch_;
+}
+
+void Trainer::check_options() {
     if (spec_.epochs < 1) throw Error("epochs must be at least 1");
     if (options_.lr && !(std::isfinite(*options_.lr) && *options_.lr >= 0))
         throw Error("lr must be a finite number >= 0, got " + std::to_string(*options_.lr));
@@ -87,29 +120,22 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     if (spec_.threads > 0) set_num_threads(spec_.threads);
     check_training_backend(options_.device); // before anything is built
     check_precision(spec_.precision, options_.device);
+}
 
-    // The model is initialised from the seed, as torch.manual_seed(seed) before building it.
-    manual_seed(spec_.seed);
-    model_ = graph::build(project.model);
-    if (model_->input_nodes().size() != 1)
-        throw Error("the model has " + std::to_string(model_->input_nodes().size()) +
-                    " Input nodes; training needs exactly one (the data's input)");
-    data_ = make_data(project.data, options_.project_dir, spec_.seed,
-                      options_.text_encoding ? &*options_.text_encoding : nullptr);
-    check_data_fits_model();
+void Trainer::setup_loss() {
     // After the fit check: class weights name the data's classes and count the model's outputs.
     loss_context_ = make_loss_context();
     loss_ = make_loss(spec_.loss, loss_context_);
-    {
-        // A loss without a "reduction" option (a plugin's) is taken as a mean.
-        const spec::LossKind& k = spec::kind_of(spec::loss_kinds(), spec_.loss, "loss");
-        graph::Attrs o = graph::with_defaults(k.options, spec_.loss.options);
-        sum_reduction_ = o.contains("reduction") && o.get_string("reduction") == "sum";
-    }
+    // A loss without a "reduction" option (a plugin's) is taken as a mean.
+    const spec::LossKind& k = spec::kind_of(spec::loss_kinds(), spec_.loss, "loss");
+    graph::Attrs o = graph::with_defaults(k.options, spec_.loss.options);
+    sum_reduction_ = o.contains("reduction") && o.get_string("reduction") == "sum";
+}
 
+void Trainer::setup_optimizer() {
     // Parameter groups: one per distinct lr multiplier (frozen layers are left out, as
     // filter(lambda p: p.requires_grad, ...) in PyTorch), lr = base lr x multiplier.
-    const detail::ParameterLayout layout = detail::parameter_layout(project.model, *model_);
+    const detail::ParameterLayout layout = detail::parameter_layout(project_.model, *model_);
     std::vector<optim::ParamGroup> groups = detail::parameter_groups(layout, *model_);
     const spec::OptimizerKind& ok =
         spec::kind_of(spec::optimizer_kinds(), spec_.optimizer, "optimizer");
@@ -121,15 +147,16 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     if (groups.empty()) throw Error("the model has no trainable parameters (all frozen?)");
     parameters_ = model_->parameters();
     optimizer_ = make_optimizer(spec_.optimizer, std::move(groups));
-    setup_loss_scaling();
+}
 
+void Trainer::setup_train_loader() {
     // Loader workers only on cores the compute threads leave free: where the OpenMP team holds
     // every core a worker just takes turns with it (fashion_mlp on 2 cores, 2 threads: 4% faster
     // with the batches loaded between steps). A project whose loading is heavy (decoding
     // images) gives the loader cores by training on fewer threads. The batches are the same
     // whatever the count.
     data::DataLoaderOptions train_options =
-        loader_options(project.data, spec_.seed, true, data_.train_transform);
+        loader_options(project_.data, spec_.seed, true, data_.train_transform);
     const int cores = int(std::thread::hardware_concurrency());
     const int compute_threads = spec_.threads > 0 ? spec_.threads : get_num_threads();
     const int free_cores = std::max(0, cores - compute_threads);
@@ -151,16 +178,11 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     if (micro_batches_per_epoch_ == 0)
         throw Error("the training split has fewer examples (" +
                     std::to_string(data_.train->size()) + ") than one batch (" +
-                    std::to_string(project.data.batch_size) + ") with drop_last");
+                    std::to_string(project_.data.batch_size) + ") with drop_last");
     steps_per_epoch_ = optimizer_steps(micro_batches_per_epoch_, spec_.accumulation_steps);
-    if (spec_.scheduler) {
-        schedule_ = std::make_unique<Schedule>(*spec_.scheduler, *optimizer_,
-                                               schedule_steps(spec_, steps_per_epoch_));
-    }
-    const auto& es = spec_.early_stopping;
-    early_stopping_ =
-        std::make_unique<EarlyStopping>(es.metric, es.mode, int(es.patience), es.min_delta);
-    select_captured_layers();
+}
+
+void Trainer::load_starting_state() {
     // The project's initial weights (relative to its folder) unless given here; a resume or fork
     // starts from its checkpoint instead.
     if (options_.init_weights.empty() && !spec_.init_weights.empty() &&
@@ -170,13 +192,6 @@ Trainer::Trainer(const io::Project& project, TrainerOptions options)
     }
     if (!options_.init_weights.empty()) load_initial_weights();
     if (!options_.resume_from.empty()) load_resume_checkpoint();
-    move_to_device();
-    add_builtin_callbacks();
-    progress_.epochs = spec_.epochs;
-    progress_.steps_per_epoch = steps_per_epoch_;
-    progress_.total_steps = steps_per_epoch_ * spec_.epochs;
-    progress_.step = step_;
-    progress_.epoch = epoch_;
 }
 
 Trainer::~Trainer() = default;

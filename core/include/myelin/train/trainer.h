@@ -247,7 +247,13 @@ class Trainer {
     void wait_while_paused();
 
   private:
+    // The constructor's steps, in its order.
+    void check_options(); // the options against each other, the device and the precision
     void check_data_fits_model();
+    void setup_loss();
+    void setup_optimizer(); // parameter groups by lr multiplier, frozen layers left out
+    void setup_train_loader();
+    void load_starting_state(); // initial weights, or a resume's or fork's checkpoint
     spec::LossContext make_loss_context() const;
     // Shards the training data, gathers the ranks and takes rank 0's resume checkpoint
     // (data_parallel.cpp; collective).
