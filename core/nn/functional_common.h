@@ -39,6 +39,14 @@ void check_int_values(const Tensor& t, int64_t lo, int64_t hi, std::optional<int
     check(h.data<int64_t>(), h.numel());
 }
 
+// The View of an optional tensor (a bias, a gradient not asked for): nullptr when undefined, else
+// `slot` holds the View.
+inline const backend::View* optional_view(const Tensor& t, backend::View& slot) {
+    if (!t.defined()) return nullptr;
+    slot = myelin::detail::view_of(t);
+    return &slot;
+}
+
 [[noreturn]] inline void shape_error(const char* op, const std::string& msg) {
     throw ShapeError(std::string(op) + ": " + msg);
 }

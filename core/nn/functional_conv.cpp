@@ -38,13 +38,6 @@ backend::NnKernels& kernels(const Tensor& t, Primitive p, const Geom& g) {
                                        : t.dtype());
 }
 
-// The View of an optional tensor: nullptr when undefined (`slot` holds the View).
-const backend::View* optional_view(const Tensor& t, backend::View& slot) {
-    if (!t.defined()) return nullptr;
-    slot = view_of(t);
-    return &slot;
-}
-
 Tensor forward_raw(const Tensor& x, const Tensor& w, const Tensor& b, const Geom& g) {
     backend::NnKernels& k = kernels(x, Primitive::ConvForward, g);
     Tensor y = make_tensor({g.N, g.O, g.OH, g.OW}, x.dtype(), x.device());

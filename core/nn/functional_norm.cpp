@@ -29,13 +29,6 @@ backend::NnKernels& kernels(const Tensor& t, Primitive p) {
     return backend::nn_kernels(myelin::detail::backend_for(t), p, t.dtype());
 }
 
-// The View of an optional tensor: nullptr when undefined (`slot` holds the View).
-const backend::View* optional_view(const Tensor& t, backend::View& slot) {
-    if (!t.defined()) return nullptr;
-    slot = view_of(t);
-    return &slot;
-}
-
 Tensor stats_tensor(int64_t n, const Tensor& x) {
     return make_tensor({n}, DType::Float64, x.device());
 }

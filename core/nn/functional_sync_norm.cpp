@@ -89,12 +89,6 @@ void input_gradient(const T* x, const T* w, const T* gy, const double* mean, con
         }
 }
 
-const backend::View* optional_view(const Tensor& t, backend::View& slot) {
-    if (!t.defined()) return nullptr;
-    slot = view_of(t);
-    return &slot;
-}
-
 } // namespace
 
 Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
