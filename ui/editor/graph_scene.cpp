@@ -22,6 +22,7 @@
 #include <cmath>
 #include <functional>
 #include <unordered_set>
+#include <utility>
 
 namespace myelin::ui {
 
@@ -86,13 +87,16 @@ GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
         connectFrom_ = -1;
         delete connectPath_;
         connectPath_ = nullptr;
-        for (auto& [key, edge] : edges_)
-            delete edge;
-        edges_.clear();
+        // Out of the maps before they are deleted: deleting a selected item emits
+        // selectionChanged, whose slots ask for the selection through the maps, which would
+        // still hold the items already deleted (a crash found by the monkey test, seed 41).
+        const auto edges = std::exchange(edges_, {});
         edgesOfNode_.clear();
-        for (auto& [id, node] : nodes_)
+        const auto nodes = std::exchange(nodes_, {});
+        for (const auto& [key, edge] : edges)
+            delete edge;
+        for (const auto& [id, node] : nodes)
             delete node;
-        nodes_.clear();
         feedback_->hide();
     });
     syncFromDocument(false);
@@ -258,8 +262,9 @@ void GraphScene::syncFromDocument(bool layoutOnly) {
                 continue;
             }
             if (it->second == highlightedNode_) highlightedNode_ = nullptr; // undo mid-drag
-            delete it->second;
-            it = nodes_.erase(it);
+            NodeItem* gone = it->second;
+            it = nodes_.erase(it); // first: see projectReplaced
+            delete gone;
         }
 
         std::map<EdgeKey, EdgeItem*> next;
@@ -282,14 +287,14 @@ void GraphScene::syncFromDocument(bool layoutOnly) {
             item->setLabel(type != nullptr ? formatShape(*type) : QString());
             next[key] = item;
         }
-        for (auto& [key, item] : edges_)
-            delete item;
-        edges_ = std::move(next);
+        const auto stale = std::exchange(edges_, std::move(next));
         edgesOfNode_.clear();
         for (auto& [key, item] : edges_) {
             edgesOfNode_[std::get<0>(key)].push_back(item);
             edgesOfNode_[std::get<1>(key)].push_back(item);
         }
+        for (const auto& [key, item] : stale) // after the maps are right: see projectReplaced
+            delete item;
     }
 
     for (const graph::Node& node : spec.nodes)

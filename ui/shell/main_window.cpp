@@ -66,6 +66,10 @@ MainWindow::MainWindow(const QString& projectPath, QWidget* parent) : QMainWindo
     setWindowIcon(studioIcon());
     resize(kDefaultWidth, kDefaultHeight);
     setDockNestingEnabled(true);
+    // Docks snap into place. QMainWindow::restoreState() while a dropped dock is still being
+    // animated into place crashes (Qt 6.4; the Runs tab and back just after a dock was dropped,
+    // found by the monkey test), and the Runs and Evaluate tabs restore the docks' state.
+    setAnimated(false);
 
     document_ = new ProjectDocument(this);
     autosave_ = new Autosave(document_, this);

@@ -158,6 +158,8 @@ class MainWindow : public QMainWindow {
     void createRuns();
     // The run store's views read it when first shown, and the open project when it changes.
     void updateRunsViews();
+    // The editing docks step aside for the Runs and Evaluate tabs and come back after.
+    void arrangeDocksForPage();
     bool resumeOrForkRun(qint64 run, bool fork);
     // Starts `project` (data paths relative to `dataDir`) with the stored breakpoints, locks
     // editing and shows the live view.
@@ -202,6 +204,8 @@ class MainWindow : public QMainWindow {
     QWidget* runsPage_ = nullptr;
     EvaluatePage* evaluatePage_ = nullptr;
     QByteArray dockStateBeforeRuns_; // the docks as they were before Runs / Evaluate hid them
+    // arrangeDocksForPage() waits for a dock drag to end.
+    bool dockArrangePending_ = false;
     QAction* exportAction_ = nullptr;
     TrainingController* training_ = nullptr;
     TrainingDock* trainingDock_ = nullptr;

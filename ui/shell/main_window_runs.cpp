@@ -21,6 +21,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 
 namespace myelin::ui {
 
@@ -51,10 +52,23 @@ void MainWindow::createRuns() {
             [this] { evaluatePage_->setTrainingActive(training_->isActive()); });
 }
 
-void MainWindow::updateRunsViews() {
-    QWidget* page = workspaceTabs_->currentWidget();
+void MainWindow::arrangeDocksForPage() {
+    // Not under a dock being dragged (it holds the mouse): QMainWindow::restoreState() crashes
+    // then (Qt 6.4; found by the monkey test: a tab switched while the Live Training dock was
+    // dragged, as a NaN's error does when it shows the Model tab). Once the drag has ended.
+    if (qobject_cast<QDockWidget*>(QWidget::mouseGrabber()) != nullptr) {
+        if (!dockArrangePending_) {
+            dockArrangePending_ = true;
+            QTimer::singleShot(100, this, [this] {
+                dockArrangePending_ = false;
+                arrangeDocksForPage();
+            });
+        }
+        return;
+    }
     // The Runs and Evaluate tabs take the whole window: the editing docks (and the idle live
     // view) step aside while they are shown, and come back as they were.
+    QWidget* page = workspaceTabs_->currentWidget();
     const bool wide = document_->isOpen() && (page == runsPage_ || page == evaluatePage_);
     if (wide && dockStateBeforeRuns_.isEmpty()) {
         dockStateBeforeRuns_ = saveState();
@@ -66,6 +80,11 @@ void MainWindow::updateRunsViews() {
         dockStateBeforeRuns_.clear();
         if (training_->isActive()) trainingDockWidget_->show();
     }
+}
+
+void MainWindow::updateRunsViews() {
+    QWidget* page = workspaceTabs_->currentWidget();
+    arrangeDocksForPage();
     if (page == runsPage_) {
         if (runsBrowser_->storePath() != training_->storePath()) {
             runsBrowser_->setStorePath(training_->storePath());

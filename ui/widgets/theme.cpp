@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QPalette>
 #include <QRegularExpression>
+#include <QResizeEvent>
 #include <QStyle>
 #include <QStyleFactory>
 #include <QWidget>
@@ -367,7 +368,29 @@ QColor categoryColor(graph::Category category) {
     return colors::kMutedText;
 }
 
+namespace {
+
+// QCustomPlot replots on every resize, and at an empty size it paints into an empty pixmap
+// ("QPainter::begin: Paint device returned engine == 0", "paint buffer returned inactive
+// painter"), for that resize and every replot after it. A splitter or a dock squeezed to nothing
+// does that to a plot. Swallowing the empty resize keeps the last buffers until it has room again.
+class EmptyResizeFilter : public QObject {
+  public:
+    using QObject::QObject;
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        if (event->type() == QEvent::Resize && static_cast<QResizeEvent*>(event)->size().isEmpty())
+            return true;
+        return QObject::eventFilter(watched, event);
+    }
+};
+
+} // namespace
+
 void stylePlot(QCustomPlot* plot, std::initializer_list<QCPAxis*> axes, const QColor& axisColor) {
+    if (!plot->property("emptyResizeFilter").toBool()) { // once, though styled again
+        plot->installEventFilter(new EmptyResizeFilter(plot));
+        plot->setProperty("emptyResizeFilter", true);
+    }
     plot->setBackground(QBrush(colors::kSurface));
     for (QCPAxis* axis : axes) {
         axis->setBasePen(QPen(axisColor));
