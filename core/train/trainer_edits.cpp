@@ -133,7 +133,7 @@ std::string Trainer::change_layer_training(const std::map<std::string, bool>& fr
         if (!node || node->frozen == on) continue;
         node->frozen = on;
         changed.emplace_back(name, on);
-        add((on ? "froze " : "unfroze ") + name);
+        add((on ? "froze " : "unfroze ") + project_.model.display_name(node->id));
     }
     for (const auto& [name, multiplier] : multipliers) {
         graph::Node* node = node_of(name);
@@ -143,8 +143,8 @@ std::string Trainer::change_layer_training(const std::map<std::string, bool>& fr
                                                      format_number(multiplier)});
             continue;
         }
-        add(name + " lr x" + format_number(node->lr_multiplier) + " -> x" +
-            format_number(multiplier));
+        add(project_.model.display_name(node->id) + " lr x" + format_number(node->lr_multiplier) +
+            " -> x" + format_number(multiplier));
         node->lr_multiplier = multiplier;
     }
     if (what.empty()) return {};

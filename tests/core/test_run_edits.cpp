@@ -190,7 +190,7 @@ class TestRunEdits : public QObject {
         edits.frozen[first] = true;
         const Run run = watch_run(tabular(), 5, edits);
         QCOMPARE(run.recorded.changes.size(), size_t(1));
-        QCOMPARE(run.recorded.changes[0].what, "froze " + first);
+        QCOMPARE(run.recorded.changes[0].what, std::string("froze Linear #2")); // as the canvas
         const std::vector<std::pair<std::string, bool>> frozen{{first, true}};
         QCOMPARE(run.recorded.changes[0].frozen, frozen); // the store's kFrozenEvent comes of it
         const auto& w = run.watch->weights;
@@ -212,7 +212,7 @@ class TestRunEdits : public QObject {
         RunEdits edits;
         edits.frozen[first] = false;
         const Run run = watch_run(p, 4, edits);
-        QCOMPARE(run.recorded.changes.at(0).what, "unfroze " + first);
+        QCOMPARE(run.recorded.changes.at(0).what, std::string("unfroze Linear #2"));
         const auto& w = run.watch->weights;
         QVERIFY(equal(w.at(1).at(kFirstLinear), w.at(4).at(kFirstLinear)));
         QVERIFY(!equal(w.at(4).at(kFirstLinear), w.at(5).at(kFirstLinear)));
@@ -230,7 +230,7 @@ class TestRunEdits : public QObject {
         edits.lr_multiplier[second] = 0.1;
         const Run plain = watch_run(p, 0, RunEdits{});
         const Run run = watch_run(p, 5, edits);
-        QCOMPARE(run.recorded.changes.at(0).what, second + " lr x1 -> x0.1");
+        QCOMPARE(run.recorded.changes.at(0).what, std::string("Linear #4 lr x1 -> x0.1"));
         for (int64_t t = 6; t <= 12; ++t) {
             const auto& lrs = run.watch->group_lrs.at(t);
             QCOMPARE(lrs.size(), size_t(2));

@@ -390,6 +390,7 @@ void GradientFlowView::readNewRows() {
             grew = true;
         }
         if (!grew) return;
+        changeMarks_->set(recordedChanges(*store_, run_), colors::kWarning); // made while live
     } catch (const Error& e) {
         poll_->stop();
         showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
@@ -446,7 +447,9 @@ void GradientFlowView::moveBars(int64_t step) {
 }
 
 void GradientFlowView::updateBars() {
-    QVector<double> ticks, values, means;
+    // A bar only where there is a value to draw on the log axis: QCPBars draws a NaN as a bar
+    // of the whole height (a frozen layer's zero gradient showed as the tallest bar).
+    QVector<double> ticks, barKeys, values, meanKeys, means;
     QVector<QString> labels;
     const bool magnitude = measure_ == Measure::GradientMagnitude;
     for (const auto& row : table_.rows) {
@@ -455,15 +458,22 @@ void GradientFlowView::updateBars() {
                                              : measure_ == Measure::WeightNorm ? row.weight_norm
                                              : magnitude                       ? row.grad_max_abs
                                                                                : row.grad_norm;
-        ticks.append(ticks.size());
+        const double tick = double(ticks.size());
+        ticks.append(tick);
         labels.append(layerLabel(row.layer));
-        values.append(value && plottable(*value) ? *value : std::nan(""));
+        if (value && plottable(*value)) {
+            barKeys.append(tick);
+            values.append(*value);
+        }
         const std::optional<double>& mean = row.grad_mean_abs;
-        means.append(magnitude && mean && plottable(*mean) ? *mean : std::nan(""));
+        if (magnitude && mean && plottable(*mean)) {
+            meanKeys.append(tick);
+            means.append(*mean);
+        }
     }
-    barItems_->setData(ticks, values, true);
+    barItems_->setData(barKeys, values, true);
     barItems_->setBrush(magnitude ? colors::kBarBehind : colors::kAccent);
-    meanBars_->setData(ticks, means, true);
+    meanBars_->setData(meanKeys, means, true);
     meanBars_->setVisible(magnitude);
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     ticker->addTicks(ticks, labels);
@@ -554,7 +564,8 @@ std::optional<double> GradientFlowView::valueOfBar(const QCPBars* bars,
         if (row.layer.name == layer) {
             const auto data = bars->data();
             const auto bar = data->findBegin(index, false);
-            if (bar == data->constEnd() || std::isnan(bar->value)) return std::nullopt;
+            if (bar == data->constEnd() || bar->key != double(index) || std::isnan(bar->value))
+                return std::nullopt; // no bar there: nothing to draw on the log axis
             return bar->value;
         }
         ++index;
