@@ -28,12 +28,15 @@
 #include <QtTest>
 
 #include <deque>
+#include <memory>
 #include <random>
 #include <vector>
 
 namespace myelin::test::monkey {
 
 constexpr int kRecentEvents = 30; // printed when the run fails
+// How long a drag's move may take before its release is sent from a timer (see pressMoveRelease).
+constexpr int kDragReleaseMs = 1000;
 
 // ---- Qt messages ---------------------------------------------------------------------------
 
@@ -390,19 +393,29 @@ class Monkey : public QObject {
     }
 
     // Each event runs the event loop (QTest processes events after it), which can close the
-    // window under the drag: look before every event.
+    // window under the drag: look before every event. A move may start a QDrag (a palette
+    // entry, selectable text), whose own event loop waits for a release inside that move, before
+    // this sequence sends it (it hung a 300 s run under Xvfb): a timer, which that loop runs,
+    // sends the release if the move has not returned by then.
     void pressMoveRelease(QWindow* window, QPoint a, QPoint b, Qt::MouseButton button) {
         QPointer<QWindow> alive(window);
         if (!alive) return;
         QTest::mouseMove(window, a);
         if (!alive) return;
         QTest::mousePress(window, button, Qt::NoModifier, a);
+        auto released = std::make_shared<bool>(false);
+        auto release = [alive, button, b, released] {
+            if (*released || !alive) return;
+            *released = true;
+            QTest::mouseRelease(alive, button, Qt::NoModifier, b);
+        };
+        QTimer::singleShot(kDragReleaseMs, alive, release);
         const int moves = uniform(2, 6);
         for (int i = 1; i <= moves; ++i) {
-            if (!alive) return;
+            if (!alive || *released) return;
             QTest::mouseMove(window, a + (b - a) * i / moves);
         }
-        if (alive) QTest::mouseRelease(window, button, Qt::NoModifier, b);
+        release();
     }
 
     void wheel(QWidget* widget) {
