@@ -411,6 +411,14 @@ class TestInspect : public QObject {
         QVERIFY2(view.message().contains(QStringLiteral("recorded no per-layer norms")),
                  qPrintable(view.message()));
         QVERIFY(view.plottedLayers().empty());
+        // Distributions of the same run: nothing captured, and changing the strip's metric then
+        // draws nothing (it read the first and last captured step of none: found under ASan).
+        myelin::ui::DistributionsView distributions;
+        distributions.showRun(storePath, 1, false);
+        QVERIFY(!distributions.message().isEmpty());
+        distributions.setStripMetric(myelin::ui::DistributionsView::StripMetric::NonFinite);
+        distributions.setStripMetric(myelin::ui::DistributionsView::StripMetric::ZeroFraction);
+        QVERIFY(!distributions.message().isEmpty());
     }
 
     // With the non-finite breakpoint set, a run whose weights overflow is held at the step that

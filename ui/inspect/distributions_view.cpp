@@ -588,6 +588,9 @@ void DistributionsView::drawStrip() {
         stripPlot_->yAxis->setRange(-0.5, double(stripLayers_.size()) - 0.5);
     }
     stripPlot_->replot(QCustomPlot::rpQueuedReplot);
+    // The strip's metric can change while the layer has no histograms (the message shows then):
+    // no steps to name (an ASan finding of the random-input test, seed 777).
+    if (steps_.empty()) return;
     stateLabel_->setText(tr("%n captured step(s), %1 to %2", nullptr, int(steps_.size()))
                              .arg(steps_.front())
                              .arg(steps_.back()) +
