@@ -317,13 +317,4 @@ std::filesystem::path Trainer::save_checkpoint(const std::string& file_name, int
     return path;
 }
 
-void Trainer::stop_after_write_failure(const std::exception& e) {
-    // A checkpoint the disk could not take: the run stops (not fails), resumable from the last
-    // checkpoint that was written, which is kept.
-    result_.status = RunStatus::Stopped;
-    result_.error = std::string(e.what()) + "; the run stopped after step " +
-                    std::to_string(step_) + "; " + resume_hint();
-    report(RunError{result_.error, epoch_, step_, std::nullopt, true});
-}
-
 } // namespace myelin::train

@@ -354,7 +354,7 @@ class Trainer {
     mutable std::mutex progress_mutex_;
     Progress progress_;
 
-    // Issue 41, runs that end on a fault of the machine (trainer.cpp):
+    // Issue 41, runs that end on a fault of the machine (trainer_endings.cpp):
     // A device error off the CPU (out of memory, a failed kernel, a lost device): the run ends
     // stopped, naming the device, resumable from the last checkpoint (none is written: the
     // state since may be half-updated, the device unreadable).
