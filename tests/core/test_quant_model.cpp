@@ -44,6 +44,15 @@ Trained trainStripes(const QTemporaryDir& dir) {
     return t;
 }
 
+// `t`'s checkpoint quantized (static, 2 calibration batches) into int8.safetensors beside it.
+std::filesystem::path quantizeStripes(const Trained& t) {
+    const std::filesystem::path int8 = t.folder + "/int8.safetensors";
+    train::QuantizeOptions options;
+    options.calibration_batches = 2;
+    train::quantize_checkpoint(io::load_project(t.file), t.folder, t.checkpoint, int8, options);
+    return int8;
+}
+
 train::Evaluation evaluate(const Trained& t, const std::filesystem::path& checkpoint) {
     auto trainer = train::trainer_for_checkpoint(io::load_project(t.file), t.folder, checkpoint);
     return train::evaluate_examples(*trainer, train::evaluation_dataset(*trainer));
@@ -134,14 +143,11 @@ class TestQuantModel : public QObject {
     void int8CheckpointsCannotTrainOrBeQuantizedAgain() {
         QTemporaryDir dir;
         const Trained t = trainStripes(dir);
-        const std::filesystem::path int8 = t.folder + "/int8.safetensors";
-        train::QuantizeOptions options;
-        options.calibration_batches = 2;
-        train::quantize_checkpoint(io::load_project(t.file), t.folder, t.checkpoint, int8, options);
+        const std::filesystem::path int8 = quantizeStripes(t);
 
         QVERIFY(errorOf([&] {
                     train::quantize_checkpoint(io::load_project(t.file), t.folder, int8,
-                                               t.folder + "/again.safetensors", options);
+                                               t.folder + "/again.safetensors", {});
                 }).contains("already quantized"));
         QVERIFY(!std::filesystem::exists(t.folder + "/again.safetensors"));
 
@@ -183,10 +189,7 @@ class TestQuantModel : public QObject {
     void damagedInt8CheckpointsAreRefused() {
         QTemporaryDir dir;
         const Trained t = trainStripes(dir);
-        const std::filesystem::path int8 = t.folder + "/int8.safetensors";
-        train::QuantizeOptions options;
-        options.calibration_batches = 2;
-        train::quantize_checkpoint(io::load_project(t.file), t.folder, t.checkpoint, int8, options);
+        const std::filesystem::path int8 = quantizeStripes(t);
         const io::Checkpoint good = io::load_checkpoint(int8);
         const std::string damaged = t.folder + "/damaged.safetensors";
         auto outcome = [&](const io::Checkpoint& c) {
