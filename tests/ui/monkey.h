@@ -401,7 +401,9 @@ class Monkey : public QObject {
         QPointer<QWindow> alive(window);
         if (!alive) return;
         QTest::mouseMove(window, a);
-        if (!alive) return;
+        // The watchdog may have closed a dialog meanwhile: no press into a hidden window (no
+        // user can, and Qt's QSizeGrip dereferences its missing window handle then).
+        if (!alive || !alive->isVisible()) return;
         QTest::mousePress(window, button, Qt::NoModifier, a);
         auto released = std::make_shared<bool>(false);
         auto release = [alive, button, b, released] {
