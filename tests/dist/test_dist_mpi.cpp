@@ -171,16 +171,21 @@ void TestDistMpi::killedRankFailsTheRun() {
                                  {"MYELIN_TEST_DIST_FAULT=1:5:kill"});
     QVERIFY2(r.exitCode != 0, qPrintable(r.out + r.err));
     QVERIFY2(!r.err.contains("did not finish"), qPrintable(r.err));
-    // mpirun terminates rank 0, whose SIGTERM handler fails its wait: the run is failed (or,
-    // were it killed outright, the store's open-time check of dead processes fails it).
+    // mpirun terminates rank 0, whose SIGTERM handler fails its wait: the run is failed, and
+    // not a stop (Ctrl-C to mpirun also SIGTERMs the ranks), since rank 1's process is gone.
+    // Open MPI may instead hold rank 0 in a reconnect to the dead peer until mpirun's SIGKILL,
+    // 1 s later: then the store's open-time check of dead processes marks the run interrupted.
     const auto run = store::RunStore::open(dir.filePath("s.db").toStdString()).run(1);
-    QCOMPARE(run.status, store::RunStatus::Failed);
-    // Not a stop (Ctrl-C to mpirun also SIGTERMs the ranks): rank 1's process is gone (unless
-    // a loaded machine let mpirun's SIGKILL, 1 s later, end rank 0 before it wrote that).
-    QVERIFY2((run.error.find("rank 1 (") != std::string::npos &&
-              run.error.find("is gone: it died") != std::string::npos) ||
-                 run.error.find("ended without finishing the run") != std::string::npos,
-             run.error.c_str());
+    const bool failedNamingRank = run.status == store::RunStatus::Failed &&
+                                  run.error.find("rank 1 (") != std::string::npos &&
+                                  run.error.find("is gone: it died") != std::string::npos;
+    const bool killedAndFoundDead =
+        run.status == store::RunStatus::Interrupted &&
+        run.error.find("ended without finishing the run") != std::string::npos;
+    QVERIFY2(
+        failedNamingRank || killedAndFoundDead,
+        qPrintable(
+            QString("status %1: %2").arg(int(run.status)).arg(QString::fromStdString(run.error))));
 }
 
 void TestDistMpi::resumeWithAnotherWorldSize() {
