@@ -24,7 +24,7 @@ set -euo pipefail
 
 # Every test executable with a CUDA leg, or whose answer depends on the device (they print
 # "CUDA: <device>" or "CUDA: skipped (<reason>)"), and the trajectory test as the CPU's anchor.
-KIT_TESTS=(test_backend_ops test_nn_kernels test_device_training test_device_transfer
+KIT_TESTS=(test_backend_ops test_backend_ops_sequence test_nn_kernels test_device_training test_device_transfer
     test_trainer_device test_trainer_precision test_autocast test_grad_scaler test_tensor
     test_cuda_module test_cuda_allocator test_staging_pool test_cli_device
     test_cli_project_device)

@@ -53,6 +53,11 @@ inline View contiguous_view(void* data, DType dtype, const int64_t* shape, int n
     return v;
 }
 
+// The dtypes element-wise ops and reductions compute in (the front end promotes the others).
+inline bool is_compute_dtype(DType t) {
+    return t == DType::Float32 || t == DType::Float64 || t == DType::Int64;
+}
+
 enum class UnaryOp : uint8_t {
     Neg,
     Abs,
@@ -150,11 +155,12 @@ class Backend {
     virtual DeviceType type() const = 0;
     virtual BackendInfo info() const = 0;
     // Whether this backend runs primitive `p` on `dtype` (the compute dtype the front end hands
-    // it). The CPU backend runs every primitive on the dtypes its comments below name.
+    // it). By default every entry but the sequence models' (nn_kernels.h), whose NnKernels
+    // defaults refuse: a backend that fills them in says so.
     virtual bool supports(Primitive p, DType dtype) const {
-        (void)p;
         (void)dtype;
-        return true;
+        return p != Primitive::Recurrent && p != Primitive::AttentionHeads &&
+               p != Primitive::Matmul;
     }
     // Throws DeviceError naming the primitive, the dtype and the device when !supports().
     void require(Primitive p, DType dtype) const;
@@ -240,8 +246,9 @@ class Backend {
     virtual void set_allow_tf32(bool allow) { (void)allow; }
 
     // Whether this device's memory is host memory that host code may read and write (the CPU's).
-    // The ops with no device form (linear's bf16 path, attention, the recurrent kernels) read
-    // raw host pointers: a model using them trains only on such a device.
+    // No op branches on it: what a device runs is supports() (the sequence entries among them);
+    // check_training_backend (devices.cpp) still lets such a device train without a training
+    // table of its own.
     virtual bool host_addressable() const { return false; }
 };
 

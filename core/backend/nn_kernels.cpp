@@ -36,6 +36,37 @@ void NnKernels::conv_relu_pool_backward(const ConvGeometry&, const PoolGeometry&
         "conv_relu_pool_backward: this backend does not fuse convolution, ReLU and max pool");
 }
 
+namespace {
+[[noreturn]] void refuse(const char* kernel) {
+    throw Error(std::string(kernel) + ": this backend has no such kernel (supports() said no)");
+}
+} // namespace
+
+void NnKernels::recurrent_forward(const RecurrentGeometry&, const RecurrentWeights&,
+                                  const RecurrentForwardArgs&, const RecurrentSaved&) {
+    refuse("recurrent_forward");
+}
+void NnKernels::recurrent_backward(const RecurrentGeometry&, const RecurrentWeights&,
+                                   const RecurrentSaved&, const RecurrentBackwardArgs&) {
+    refuse("recurrent_backward");
+}
+void NnKernels::head_gemm(const HeadGemmGeometry&, const HeadOperand&, const HeadOperand&,
+                          const HeadResult&) {
+    refuse("head_gemm");
+}
+void NnKernels::attention_softmax(DType, const void*, int64_t, int64_t, void*,
+                                  const kernels::DropoutStream*, void*, uint8_t*) {
+    refuse("attention_softmax");
+}
+void NnKernels::attention_softmax_backward(DType, const void*, const void*, int64_t, int64_t,
+                                           const kernels::DropoutStream*, const uint8_t*, void*) {
+    refuse("attention_softmax_backward");
+}
+bool NnKernels::matmul(const MatmulGeometry&, const MatmulOperand&, const MatmulOperand&,
+                       const void*, void*) {
+    refuse("matmul");
+}
+
 NnKernels& nn_kernels(Backend& backend, Primitive p, DType dtype) {
     NnKernels* kernels = backend.nn_kernels();
     if (!kernels)

@@ -5,6 +5,7 @@
 // the plain geometry structs below. Which entries a backend runs on which dtype is its
 // supports(Primitive, dtype) (primitives.h names them), so an op it cannot run fails by name.
 #include "backend/backend.h"
+#include "backend/sequence_kernels.h"
 
 #include <cstdint>
 
@@ -154,6 +155,32 @@ class NnKernels {
     virtual void row_norm_backward_affine(const RowNormGeometry& g, const View& x,
                                           const View& grad_y, const View& mean, const View& rstd,
                                           const View& grad_w, const View& grad_b) = 0;
+
+    // Sequence models (sequence_kernels.h), where supports(Recurrent / AttentionHeads / Matmul,
+    // dtype). The defaults refuse by name: only called where the backend said yes.
+    virtual void recurrent_forward(const RecurrentGeometry& g, const RecurrentWeights& w,
+                                   const RecurrentForwardArgs& a, const RecurrentSaved& saved);
+    virtual void recurrent_backward(const RecurrentGeometry& g, const RecurrentWeights& w,
+                                    const RecurrentSaved& saved, const RecurrentBackwardArgs& a);
+    virtual void head_gemm(const HeadGemmGeometry& g, const HeadOperand& a, const HeadOperand& b,
+                           const HeadResult& c);
+    // Softmax over each row of scores [rows, S] into P; with a dropout stream (else null) also
+    // the dropped weights attn = P * keep / (1 - p) and the byte mask keep [rows, S], whose
+    // element index is the flat index into [rows, S], as F::dropout's on that tensor. A row
+    // holding NaN or only -inf comes out NaN, as the backend's softmax.
+    virtual void attention_softmax(DType dtype, const void* scores, int64_t rows, int64_t S,
+                                   void* P, const kernels::DropoutStream* drop, void* attn,
+                                   uint8_t* keep);
+    // The gradient of the scores from that of the (dropped) weights: through the mask (when drop
+    // is not null), then the softmax's backward, dS = P * (dA - sum(P * dA)) per row.
+    virtual void attention_softmax_backward(DType dtype, const void* P, const void* dattn,
+                                            int64_t rows, int64_t S,
+                                            const kernels::DropoutStream* drop, const uint8_t* keep,
+                                            void* dS);
+    // False when the backend declines this shape (the caller computes it otherwise; y is then
+    // untouched).
+    virtual bool matmul(const MatmulGeometry& g, const MatmulOperand& a, const MatmulOperand& b,
+                        const void* bias, void* y);
 };
 
 // The NN kernels of `backend` for op `p` on `dtype`: throws DeviceError naming the op, the dtype

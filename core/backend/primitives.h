@@ -29,6 +29,10 @@ enum class Primitive : uint8_t {
     BatchNorm,
     LayerNorm,
     GroupNorm,
+    // Sequence models (sequence_kernels.h).
+    Recurrent,
+    AttentionHeads,
+    Matmul,
     // The training table (train_kernels.h).
     OptimizerStep,
     ClassLoss,
@@ -59,6 +63,9 @@ inline const char* primitive_name(Primitive p) {
                                              "batch_norm",
                                              "layer_norm",
                                              "group_norm",
+                                             "recurrent",
+                                             "attention_heads",
+                                             "matmul",
                                              "optimizer_step",
                                              "class_loss",
                                              "class_scores",

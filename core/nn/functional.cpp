@@ -336,9 +336,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     if (indices.dtype() != DType::Int64)
         throw DTypeError(std::string(op) + ": expected indices of dtype int64, got " +
                          dtype_name(indices.dtype()));
-    if (!myelin::detail::backend_for(indices).host_addressable()) // counted on the host
-        return one_hot(indices.to(kCPU), num_classes).to(indices.device());
-    const Tensor idx = indices.detach().contiguous();
+    const Tensor idx = indices.detach().to(kCPU).contiguous(); // counted on the host
     const int64_t* ip = idx.data<int64_t>();
     const int64_t count = idx.numel();
     if (num_classes == -1) {
@@ -355,7 +353,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     int64_t* yp = y.data<int64_t>();
     for (int64_t i = 0; i < count; ++i)
         yp[i * num_classes + ip[i]] = 1;
-    return y;
+    return y.to(indices.device());
 }
 
 Tensor hardswish(const Tensor& x) {

@@ -2,18 +2,19 @@
 // attention and separate projection weights), its masks, and the sequence utilities.
 //
 // The hot path (multi_head_attention) records the attention between the in- and out-projections
-// as ONE autograd node. Its GEMMs run per head on the projections' own memory (attention_heads.h):
+// as ONE autograd node. Its GEMMs run per head on the projections' own memory (the backend's
+// AttentionHeads entries, sequence_kernels.h):
 // the scores are scale * Q K^T accumulated onto the additive mask (PyTorch's baddbmm), softmax is
 // fused with dropout in one pass over each row, and each head's output is written into its
 // columns of the merged [.., E] output, so the heads are never split or merged by copies. Its
 // backward writes the gradient of the packed [.., 3E] projection directly, instead of three
 // zero-filled slices that autograd would sum. The weights path
 // (multi_head_attention_with_weights) composes the same math from differentiable tensor ops, and
-// so does multi_head_attention on a device whose memory the host cannot read (CUDA): bmm on the
-// device's batched GEMM, its softmax and dropout (the same mask: one counter-based stream).
+// so does multi_head_attention on a device without those entries: bmm on the device's batched
+// GEMM, its softmax and dropout (the same mask: one counter-based stream).
 #include "autograd/function.h"
 #include "backend/kernels/dropout.h"
-#include "nn/attention_heads.h"
+#include "backend/nn_kernels.h"
 #include "nn/functional_common.h"
 #include "tensor/tensor_impl.h"
 
@@ -34,10 +35,9 @@ namespace myelin::nn::functional {
 
 using autograd::Node;
 using namespace myelin::detail;
+using backend::HeadOperand;
+using backend::HeadResult;
 using nn::detail::check_int_values;
-using nn::detail::head_gemm;
-using nn::detail::HeadOperand;
-using nn::detail::HeadResult;
 using nn::detail::shape_error;
 
 namespace {
@@ -212,24 +212,30 @@ Projection project(const Tensor& q, const Tensor& k, const Tensor& v,
 
 // Where the heads of one operand live: columns off + h*Dh of a contiguous sequence tensor.
 template <typename T>
-HeadOperand<T> heads_of(const Tensor& t, bool batch_first, int64_t off, int64_t Dh,
-                        bool trans = false) {
+HeadOperand heads_of(const Tensor& t, bool batch_first, int64_t off, int64_t Dh,
+                     bool trans = false) {
     const SeqLayout s = seq_layout(t, batch_first);
     return {t.data<T>() + off, s.stride_b, Dh, s.stride_l, trans};
 }
-template <typename T>
-HeadResult<T> heads_into(Tensor& t, bool batch_first, int64_t off, int64_t Dh) {
+template <typename T> HeadResult heads_into(Tensor& t, bool batch_first, int64_t off, int64_t Dh) {
     const SeqLayout s = seq_layout(t, batch_first);
     return {t.data<T>() + off, s.stride_b, Dh, s.stride_l};
 }
 // A contiguous [B*H, rows, cols] buffer as head matrices.
-template <typename T> HeadOperand<T> stacked(const Tensor& t, int64_t H, bool trans = false) {
+HeadOperand stacked(const Tensor& t, int64_t H, bool trans = false) {
     const int64_t m = t.size(1) * t.size(2);
-    return {t.data<T>(), H * m, m, t.size(2), trans};
+    return {t.data_ptr(), H * m, m, t.size(2), trans};
 }
-template <typename T> HeadResult<T> stacked_into(Tensor& t, int64_t H) {
+HeadResult stacked_into(Tensor& t, int64_t H) {
     const int64_t m = t.size(1) * t.size(2);
-    return {t.data<T>(), H * m, m, t.size(2)};
+    return {t.data_ptr(), H * m, m, t.size(2)};
+}
+
+// For every head (b, h): C = alpha * op(A) op(B) + beta * C, op(A) [M, K], op(B) [K, N].
+void head_gemm(backend::NnKernels& k, DType dtype, int64_t B, int64_t H, int64_t M, int64_t N,
+               int64_t K, double alpha, const HeadOperand& a, const HeadOperand& b, double beta,
+               const HeadResult& c) {
+    k.head_gemm({dtype, B, H, M, N, K, alpha, beta}, a, b, c);
 }
 
 // The forward: scores = mask + scale * Q K^T per head (Q, K, V read in place from the
@@ -246,13 +252,14 @@ Tensor attention_forward(const TensorList& src, const int* which, const int64_t*
     auto in = [&](int i, bool trans = false) {
         return heads_of<T>(src[static_cast<size_t>(which[i])], batch_first, off[i], Dh, trans);
     };
+    backend::NnKernels& k = nn::detail::nn_table(src[0], backend::Primitive::AttentionHeads);
     Tensor scores = make_tensor({N, L, S}, dt, dev);
     if (mask.defined())
         backend_for(scores).copy(
             broadcast_view(mask, {d.B, H, L, S}),
             view_of(make_view(scores, {d.B, H, L, S}, contiguous_strides({d.B, H, L, S}), 0)));
-    head_gemm<T>(d.B, H, L, S, Dh, T(scale), in(0), in(1, true), mask.defined() ? T(1) : T(0),
-                 stacked_into<T>(scores, H));
+    head_gemm(k, dt, d.B, H, L, S, Dh, scale, in(0), in(1, true), mask.defined() ? 1.0 : 0.0,
+              stacked_into(scores, H));
     // softmax (and dropout) in one pass per row
     P = make_tensor({N, L, S}, dt, dev);
     attn = P;
@@ -264,12 +271,12 @@ Tensor attention_forward(const TensorList& src, const int* which, const int64_t*
         attn = make_tensor({N, L, S}, dt, dev);
     }
     if (S > 0)
-        nn::detail::attention_softmax<T>(scores.data<T>(), N * L, S, P.data<T>(),
-                                         drop ? &stream : nullptr, drop ? attn.data<T>() : nullptr,
-                                         drop ? keep.data<uint8_t>() : nullptr);
+        k.attention_softmax(dt, scores.data_ptr(), N * L, S, P.data_ptr(), drop ? &stream : nullptr,
+                            drop ? attn.data_ptr() : nullptr,
+                            drop ? keep.data<uint8_t>() : nullptr);
     Tensor out = make_tensor(batch_first ? Dims{d.B, L, d.E} : Dims{L, d.B, d.E}, dt, dev);
-    head_gemm<T>(d.B, H, L, Dh, S, T(1), stacked<T>(attn, H), in(2), T(0),
-                 heads_into<T>(out, batch_first, 0, Dh));
+    head_gemm(k, dt, d.B, H, L, Dh, S, 1.0, stacked(attn, H), in(2), 0.0,
+              heads_into<T>(out, batch_first, 0, Dh));
     return out;
 }
 
@@ -298,9 +305,11 @@ TensorList attention_backward(const AttentionSaved& a, const Tensor& grad, const
         return heads_of<T>(src[static_cast<size_t>(a.which[i])], a.batch_first, a.off[i], Dh,
                            trans);
     };
-    const HeadOperand<T> dO = heads_of<T>(g, a.batch_first, 0, Dh);
+    const HeadOperand dO = heads_of<T>(g, a.batch_first, 0, Dh);
+    const DType dt = g.dtype();
+    backend::NnKernels& k = nn::detail::nn_table(g, backend::Primitive::AttentionHeads);
     TensorList grads(src.size());
-    auto out = [&](int i) -> std::optional<HeadResult<T>> {
+    auto out = [&](int i) -> std::optional<HeadResult> {
         const size_t s = static_cast<size_t>(a.which[i]);
         if (!node.needs_input_grad(s)) return std::nullopt;
         if (!grads[s].defined()) grads[s] = make_tensor(a.shapes[s], g.dtype(), g.device());
@@ -308,19 +317,20 @@ TensorList attention_backward(const AttentionSaved& a, const Tensor& grad, const
     };
     // dV = A^T dO; dA = dO V^T.
     if (auto dv = out(2))
-        head_gemm<T>(B, H, S, Dh, L, T(1), stacked<T>(a.attn, H, true), dO, T(0), *dv);
+        head_gemm(k, dt, B, H, S, Dh, L, 1.0, stacked(a.attn, H, true), dO, 0.0, *dv);
     Tensor dattn = make_tensor(a.P.shape(), g.dtype(), g.device());
-    head_gemm<T>(B, H, L, S, Dh, T(1), dO, in(2, true), T(0), stacked_into<T>(dattn, H));
+    head_gemm(k, dt, B, H, L, S, Dh, 1.0, dO, in(2, true), 0.0, stacked_into(dattn, H));
     Tensor dS = make_tensor(a.P.shape(), g.dtype(), g.device());
     if (S > 0) // through the dropout mask, then the softmax
-        nn::detail::attention_softmax_backward<T>(
-            a.P.data<T>(), dattn.data<T>(), B * H * L, S, a.keep.defined() ? &a.stream : nullptr,
-            a.keep.defined() ? a.keep.data<uint8_t>() : nullptr, dS.data<T>());
+        k.attention_softmax_backward(dt, a.P.data_ptr(), dattn.data_ptr(), B * H * L, S,
+                                     a.keep.defined() ? &a.stream : nullptr,
+                                     a.keep.defined() ? a.keep.data<uint8_t>() : nullptr,
+                                     dS.data_ptr());
     // scores = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
     if (auto dq = out(0))
-        head_gemm<T>(B, H, L, Dh, S, T(a.scale), stacked<T>(dS, H), in(1), T(0), *dq);
+        head_gemm(k, dt, B, H, L, Dh, S, a.scale, stacked(dS, H), in(1), 0.0, *dq);
     if (auto dk = out(1))
-        head_gemm<T>(B, H, S, Dh, L, T(a.scale), stacked<T>(dS, H, true), in(0), T(0), *dk);
+        head_gemm(k, dt, B, H, S, Dh, L, a.scale, stacked(dS, H, true), in(0), 0.0, *dk);
     return grads;
 }
 
@@ -474,8 +484,8 @@ Tensor multi_head_attention(const Tensor& query, const Tensor& key, const Tensor
                             const MultiheadAttentionParams& given, const AttentionMasks& masks) {
     const Batched in = batch_inputs(query, key, value, masks);
     const MultiheadAttentionParams params = in.unbatched ? sequence_first(given) : given;
-    // The fused node reads host memory; elsewhere the composed ops run on the device.
-    if (!backend_for(in.q).host_addressable())
+    // The fused node runs on the device's attention entries; elsewhere the composed ops.
+    if (!nn::detail::device_runs(in.q, backend::Primitive::AttentionHeads))
         return composed_attention(in, params, false, false).output;
     const Dims3 d = check_inputs(in.q, in.k, in.v, params);
     const Tensor mask = combined_mask(in.masks, d.B, d.H, d.L, d.S, in.q.dtype(), in.q.device());

@@ -1,6 +1,7 @@
 #pragma once
 // Internal: validation helpers shared by the functional ops (messages name the op, the expected
 // and the actual shape or dtype).
+#include "backend/nn_kernels.h"
 #include "tensor/tensor_impl.h"
 
 #include <optional>
@@ -8,10 +9,23 @@
 
 namespace myelin::nn::detail {
 
-// y = x @ w^T with bf16 operands and float32 accumulation and output (linear under autocast).
-Tensor linear_bf16(const Tensor& x, const Tensor& w);
-// The same in `lower` (float16 or bfloat16) on any device: linear_bf16 for bfloat16 on the CPU,
-// else the device's batched GEMM on half operands into float32 (functional_amp.cpp).
+// The NN table of t's device for op `p` on `dtype` (t's own by default): refuses by name what
+// the device does not run (backend::nn_kernels).
+inline backend::NnKernels& nn_table(const Tensor& t, backend::Primitive p, DType dtype) {
+    return backend::nn_kernels(myelin::detail::backend_for(t), p, dtype);
+}
+inline backend::NnKernels& nn_table(const Tensor& t, backend::Primitive p) {
+    return nn_table(t, p, t.dtype());
+}
+// Whether t's device has an NN table that runs `p` on t's dtype: where it does not, the op is
+// composed from the device's primitive ops instead (recurrent layers, attention, linear).
+inline bool device_runs(const Tensor& t, backend::Primitive p) {
+    backend::Backend& device = myelin::detail::backend_for(t);
+    return device.nn_kernels() != nullptr && device.supports(p, t.dtype());
+}
+
+// y = x @ w^T with operands in `lower` (float16 or bfloat16), float32 accumulation and output
+// (linear under autocast) on the device's batched GEMM (functional_amp.cpp).
 Tensor linear_lowered(const Tensor& x, const Tensor& w, DType lower);
 // Convolutions under autocast where no kernel lowers them: t rounded to `lower` (nearest even)
 // and back to float32, the gradient passed through as it is; and y itself with its gradient
@@ -19,8 +33,8 @@ Tensor linear_lowered(const Tensor& x, const Tensor& w, DType lower);
 Tensor round_operand(const Tensor& t, DType lower);
 Tensor round_gradient(const Tensor& y, DType lower);
 
-// y = x @ w^T + b on oneDNN's float32 matmul (bias fused) with its own backward; applies to
-// non-empty float32 CPU operands (functional_linear.cpp).
+// y = x @ w^T + b on the device's Matmul entry (bias fused) with its own backward; applies to
+// non-empty float32 operands on a device that has it (functional_linear.cpp).
 bool linear_f32_applies(const Tensor& x, const Tensor& w, const Tensor& b);
 Tensor linear_f32(const Tensor& x, const Tensor& w, const Tensor& b);
 
@@ -35,7 +49,7 @@ void check_int_values(const Tensor& t, int64_t lo, int64_t hi, std::optional<int
         known && known->within(lo, hi, reserved))
         return;
     const Tensor c = t.contiguous();
-    const Tensor h = myelin::detail::backend_for(c).host_addressable() ? c : c.to(kCPU);
+    const Tensor h = c.to(kCPU); // itself on the CPU
     check(h.data<int64_t>(), h.numel());
 }
 

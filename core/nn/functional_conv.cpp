@@ -32,10 +32,7 @@ using backend::Primitive;
 // The device's kernel table for conv pass `p`, refusing by name what it cannot run (autocast
 // asks for bfloat16 or float16 products).
 backend::NnKernels& kernels(const Tensor& t, Primitive p, const Geom& g) {
-    return backend::nn_kernels(myelin::detail::backend_for(t), p,
-                               g.bf16  ? DType::BFloat16
-                               : g.f16 ? DType::Float16
-                                       : t.dtype());
+    return nn_table(t, p, g.bf16 ? DType::BFloat16 : g.f16 ? DType::Float16 : t.dtype());
 }
 
 Tensor forward_raw(const Tensor& x, const Tensor& w, const Tensor& b, const Geom& g) {

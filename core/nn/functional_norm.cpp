@@ -25,10 +25,6 @@ namespace {
 
 using backend::Primitive;
 
-backend::NnKernels& kernels(const Tensor& t, Primitive p) {
-    return backend::nn_kernels(myelin::detail::backend_for(t), p, t.dtype());
-}
-
 Tensor stats_tensor(int64_t n, const Tensor& x) {
     return make_tensor({n}, DType::Float64, x.device());
 }
@@ -66,7 +62,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     if (use_batch_stats && N * S <= 1)
         shape_error(op, "expected more than 1 value per channel when training, got input " +
                             x.shape().str());
-    backend::NnKernels& k = kernels(x, Primitive::BatchNorm);
+    backend::NnKernels& k = nn_table(x, Primitive::BatchNorm);
     const backend::BatchNormGeometry g{N, C, S};
     const Tensor xc = x.detach().contiguous();
     const Tensor wc = weight.defined() ? weight.detach().contiguous() : Tensor();
@@ -112,7 +108,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                    if (n.needs_input_grad(1)) r[1] = make_tensor({g.C}, xs.dtype(), xs.device());
                    if (n.needs_input_grad(2)) r[2] = make_tensor({g.C}, xs.dtype(), xs.device());
                    backend::View vw, vgx, vgw, vgb;
-                   kernels(xs, Primitive::BatchNorm)
+                   nn_table(xs, Primitive::BatchNorm)
                        .batch_norm_backward(g, view_of(xs), optional_view(ws, vw), view_of(gy),
                                             view_of(mean), view_of(rstd), use_batch_stats,
                                             optional_view(r[0], vgx), optional_view(r[1], vgw),
@@ -128,7 +124,7 @@ namespace {
 // RowNormGeometry says; the weight/bias gradients reduce g * xhat / g over all (r, j) per index.
 Tensor row_norm(const char* node, Primitive p, const Tensor& x, const Tensor& weight,
                 const Tensor& bias, const backend::RowNormGeometry& g, double eps) {
-    backend::NnKernels& k = kernels(x, p);
+    backend::NnKernels& k = nn_table(x, p);
     const Tensor xc = x.detach().contiguous();
     const Tensor wc = weight.defined() ? weight.detach().contiguous() : Tensor();
     const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
@@ -145,7 +141,7 @@ Tensor row_norm(const char* node, Primitive p, const Tensor& x, const Tensor& we
              bshape = bias.defined() ? bias.shape() : Dims()](const Tensor& grad, const Node& n) {
                 const Tensor gy = grad.contiguous();
                 const Tensor xs = sx.unpack(n), ws = sw.unpack(n);
-                backend::NnKernels& k = kernels(xs, p);
+                backend::NnKernels& k = nn_table(xs, p);
                 TensorList r(3);
                 if (n.needs_input_grad(0)) {
                     r[0] = make_tensor(xs.shape(), xs.dtype(), xs.device());

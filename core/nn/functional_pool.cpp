@@ -26,10 +26,6 @@ namespace {
 using PoolGeom = backend::PoolGeometry;
 using backend::Primitive;
 
-backend::NnKernels& kernels(const Tensor& t, Primitive p) {
-    return backend::nn_kernels(myelin::detail::backend_for(t), p, t.dtype());
-}
-
 int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil) {
     const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
     int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
@@ -91,7 +87,7 @@ Dims out_shape(const Tensor& x, int64_t OH, int64_t OW) {
 ValuesIndices max_pool_impl(const Tensor& x, const Pool2dOptions& o, bool want_indices) {
     const PoolGeom g =
         pool_geom(want_indices ? "max_pool2d_with_indices" : "max_pool2d", x, o, true);
-    backend::NnKernels& k = kernels(x, Primitive::MaxPool2d);
+    backend::NnKernels& k = nn_table(x, Primitive::MaxPool2d);
     const Tensor xc = x.detach().contiguous();
     const bool grad = autograd::needs_grad({&x});
     const Dims os = out_shape(x, g.OH, g.OW);
@@ -113,7 +109,7 @@ ValuesIndices max_pool_impl(const Tensor& x, const Pool2dOptions& o, bool want_i
                    backend::View vi, vc;
                    if (idx.defined()) vi = view_of(idx);
                    if (code.defined()) vc = view_of(code);
-                   kernels(gy, Primitive::MaxPool2d)
+                   nn_table(gy, Primitive::MaxPool2d)
                        .max_pool_backward(g, view_of(gy), idx.defined() ? &vi : nullptr,
                                           code.defined() ? &vc : nullptr, view_of(gx));
                    return TensorList{gx};
@@ -133,20 +129,21 @@ ValuesIndices max_pool2d_with_indices(const Tensor& x, const Pool2dOptions& opti
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
     const PoolGeom g = pool_geom("avg_pool2d", x, o, false);
-    backend::NnKernels& k = kernels(x, Primitive::AvgPool2d);
+    backend::NnKernels& k = nn_table(x, Primitive::AvgPool2d);
     const Tensor xc = x.detach().contiguous();
     Tensor y = make_tensor(out_shape(x, g.OH, g.OW), x.dtype(), x.device());
     if (o.divisor_override == 0) throw Error("avg_pool2d: divisor_override must not be zero");
     const backend::AvgDivisor d{o.count_include_pad, o.divisor_override.value_or(0)};
     k.avg_pool_forward(g, d, view_of(xc), view_of(y));
     if (autograd::needs_grad({&x}))
-        record(
-            "AvgPool2DBackward0", {&x}, y, [g, d, in = x.shape()](const Tensor& grad, const Node&) {
-                const Tensor gy = grad.contiguous();
-                Tensor gx = make_tensor(in, gy.dtype(), gy.device());
-                kernels(gy, Primitive::AvgPool2d).avg_pool_backward(g, d, view_of(gy), view_of(gx));
-                return TensorList{gx};
-            });
+        record("AvgPool2DBackward0", {&x}, y,
+               [g, d, in = x.shape()](const Tensor& grad, const Node&) {
+                   const Tensor gy = grad.contiguous();
+                   Tensor gx = make_tensor(in, gy.dtype(), gy.device());
+                   nn_table(gy, Primitive::AvgPool2d)
+                       .avg_pool_backward(g, d, view_of(gy), view_of(gx));
+                   return TensorList{gx};
+               });
     return y;
 }
 
@@ -164,7 +161,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) 
     g.OH = output_size[0], g.OW = output_size[1];
     if (g.H < 1 || g.W < 1)
         shape_error(op, "expected non-empty spatial dims, got input " + x.shape().str());
-    backend::NnKernels& k = kernels(x, Primitive::AdaptiveAvgPool2d);
+    backend::NnKernels& k = nn_table(x, Primitive::AdaptiveAvgPool2d);
     const Tensor xc = x.detach().contiguous();
     Tensor y = make_tensor(out_shape(x, g.OH, g.OW), x.dtype(), x.device());
     k.adaptive_avg_pool_forward(g, view_of(xc), view_of(y));
@@ -173,7 +170,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) 
                [g, in = x.shape()](const Tensor& grad, const Node&) {
                    const Tensor gy = grad.contiguous();
                    Tensor gx = make_tensor(in, gy.dtype(), gy.device());
-                   kernels(gy, Primitive::AdaptiveAvgPool2d)
+                   nn_table(gy, Primitive::AdaptiveAvgPool2d)
                        .adaptive_avg_pool_backward(g, view_of(gy), view_of(gx));
                    return TensorList{gx};
                });

@@ -1,11 +1,11 @@
 // functional::recurrent: checks the inputs, then runs the layers one after the other, each as one
-// autograd node over the whole sequence (recurrent_kernels.cpp has the loops; off host memory,
-// composed from tensor ops step by step), with dropout between them. A layer's node produces one
-// flat tensor holding its output, h_n and c_n; the three are views of it, so one node serves every
-// output the caller uses.
+// autograd node over the whole sequence (the backend's Recurrent entries, sequence_kernels.h; on
+// a device without them, composed from tensor ops step by step), with dropout between them. A
+// layer's node produces one flat tensor holding its output, h_n and c_n; the three are views of it,
+// so one node serves every output the caller uses.
 #include "autograd/function.h"
+#include "backend/nn_kernels.h"
 #include "nn/functional_common.h"
-#include "nn/recurrent_kernels.h"
 #include "nn/recurrent_step_norms.h"
 #include "tensor/tensor_impl.h"
 
@@ -50,10 +50,25 @@ namespace functional {
 
 using autograd::Node;
 using autograd::SavedTensor;
-using detail::RecurrentLayerShape;
+using backend::RecurrentGeometry;
+using RecurrentLayerShape = backend::RecurrentGeometry;
 using detail::shape_error;
 
 namespace {
+
+backend::RecurrentCell cell_of(RecurrentMode mode) {
+    switch (mode) {
+    case RecurrentMode::RnnTanh:
+        return backend::RecurrentCell::RnnTanh;
+    case RecurrentMode::RnnRelu:
+        return backend::RecurrentCell::RnnRelu;
+    case RecurrentMode::Lstm:
+        return backend::RecurrentCell::Lstm;
+    case RecurrentMode::Gru:
+        break;
+    }
+    return backend::RecurrentCell::Gru;
+}
 
 std::string op_name(RecurrentMode mode) {
     switch (mode) {
@@ -76,71 +91,72 @@ struct LayerOutputs {
 struct SavedBuffers {
     Tensor act, xh, cprev, tc, ghn;
     std::shared_ptr<const detail::StepGradientSink> sink; // per-step gradient norms; null: none
-    template <typename T> detail::RecurrentSaved<T> raw() const {
-        auto p = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+    backend::RecurrentSaved raw() const {
+        auto p = [](const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; };
         return {p(act), p(xh), p(cprev), p(tc), p(ghn)};
     }
 };
 
-template <typename T>
-detail::RecurrentLayerWeights<T> raw_weights(const TensorList& params, int D, bool bias) {
-    detail::RecurrentLayerWeights<T> w;
+backend::RecurrentWeights raw_weights(const TensorList& params, int D, bool bias) {
+    backend::RecurrentWeights w;
     const size_t per = bias ? 4 : 2;
     for (int d = 0; d < D; ++d) {
         const size_t k = static_cast<size_t>(d) * per;
-        w.w_ih[d] = params[k].data<T>();
-        w.w_hh[d] = params[k + 1].data<T>();
+        w.w_ih[d] = params[k].data_ptr();
+        w.w_hh[d] = params[k + 1].data_ptr();
         if (bias) {
-            w.b_ih[d] = params[k + 2].data<T>();
-            w.b_hh[d] = params[k + 3].data<T>();
+            w.b_ih[d] = params[k + 2].data_ptr();
+            w.b_hh[d] = params[k + 3].data_ptr();
         }
     }
     return w;
 }
 
-template <typename T> const T* ptr_or_null(const Tensor& t) {
-    return t.defined() ? t.data<T>() : nullptr;
+const void* ptr_or_null(const Tensor& t) {
+    return t.defined() ? t.data_ptr() : nullptr;
 }
 
-template <typename T>
 TensorList layer_backward(const RecurrentLayerShape& s, const Tensor& grad, const Tensor& x,
                           const TensorList& params, bool bias, const SavedBuffers& saved,
                           const Node& node) {
     const int D = s.D;
     const int64_t rows = s.rows(), state = D * s.B * s.H;
-    const bool lstm = s.mode == RecurrentMode::Lstm;
+    const bool lstm = s.cell == backend::RecurrentCell::Lstm;
     const Tensor g = grad.contiguous();
-    const T* gp = g.data<T>();
+    // g holds dout, dh_n and dc_n one after the other (the forward's flat output).
+    const Tensor flat_g = g.view({-1});
     const TensorOptions opts = x.options();
     TensorList result(3 + params.size());
-    detail::RecurrentLayerGrads<T> out;
+    backend::RecurrentBackwardArgs args;
+    args.dout = flat_g.data_ptr();
+    args.dhn = flat_g.narrow(0, rows * D * s.H, state).data_ptr();
+    if (lstm) args.dcn = flat_g.narrow(0, rows * D * s.H + state, state).data_ptr();
     if (node.needs_input_grad(0)) {
         result[0] = empty({rows, s.I}, opts);
-        out.dx = result[0].data<T>();
+        args.dx = result[0].data_ptr();
     }
     if (node.needs_input_grad(1)) {
         result[1] = empty({D, s.B, s.H}, opts);
-        out.dh0 = result[1].data<T>();
+        args.dh0 = result[1].data_ptr();
     }
     if (lstm && node.needs_input_grad(2)) {
         result[2] = empty({D, s.B, s.H}, opts);
-        out.dc0 = result[2].data<T>();
+        args.dc0 = result[2].data_ptr();
     }
     const size_t per = bias ? 4 : 2;
     for (int d = 0; d < D; ++d) {
-        T** slots[4] = {&out.dw_ih[d], &out.dw_hh[d], &out.db_ih[d], &out.db_hh[d]};
+        void** slots[4] = {&args.dw_ih[d], &args.dw_hh[d], &args.db_ih[d], &args.db_hh[d]};
         for (size_t j = 0; j < per; ++j) {
             const size_t k = static_cast<size_t>(d) * per + j;
             if (!node.needs_input_grad(3 + k)) continue;
             result[3 + k] = empty(params[k].shape(), opts);
-            *slots[j] = result[3 + k].data<T>();
+            *slots[j] = result[3 + k].data_ptr();
         }
     }
     std::vector<double> step_norms(saved.sink ? size_t(D * s.T) : 0);
-    if (saved.sink) out.step_grad_norms = step_norms.data();
-    detail::recurrent_layer_backward<T>(s, raw_weights<T>(params, D, bias), saved.raw<T>(), gp,
-                                        gp + rows * D * s.H,
-                                        lstm ? gp + rows * D * s.H + state : nullptr, out);
+    if (saved.sink) args.step_grad_norms = step_norms.data();
+    detail::nn_table(x, backend::Primitive::Recurrent)
+        .recurrent_backward(s, raw_weights(params, D, bias), saved.raw(), args);
     if (saved.sink) detail::report_step_gradients(*saved.sink, s, step_norms);
     return result;
 }
@@ -152,7 +168,8 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
                        const std::shared_ptr<std::vector<int64_t>>& lengths, int64_t layer) {
     const int D = s.D;
     const int64_t rows = s.rows(), H = s.H, G = s.gates(), state = D * s.B * H;
-    const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
+    const bool lstm = s.cell == backend::RecurrentCell::Lstm,
+               gru = s.cell == backend::RecurrentCell::Gru;
     const TensorOptions opts = x.options();
     Tensor flat = empty({rows * D * H + state * (lstm ? 2 : 1)}, opts);
     SavedBuffers saved;
@@ -174,17 +191,15 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
     RecurrentLayerShape shape = s;
     shape.lengths = lengths ? lengths->data() : nullptr;
     shape.has_h0 = h0.defined();
-    auto forward = [&]<typename T>(T*) {
-        T* f = flat.data<T>();
-        detail::recurrent_layer_forward<T>(
-            shape, xv.data<T>(), raw_weights<T>(pv, D, bias), ptr_or_null<T>(h0v),
-            ptr_or_null<T>(c0v), f, f + rows * D * H, lstm ? f + rows * D * H + state : nullptr,
-            saved.raw<T>());
-    };
-    if (x.dtype() == DType::Float64)
-        forward(static_cast<double*>(nullptr));
-    else
-        forward(static_cast<float*>(nullptr));
+    backend::RecurrentForwardArgs args;
+    args.x = xv.data_ptr();
+    args.h0 = ptr_or_null(h0v);
+    args.c0 = ptr_or_null(c0v);
+    args.out = flat.data_ptr();
+    args.hn = flat.narrow(0, rows * D * H, state).data_ptr();
+    if (lstm) args.cn = flat.narrow(0, rows * D * H + state, state).data_ptr();
+    detail::nn_table(x, backend::Primitive::Recurrent)
+        .recurrent_forward(shape, raw_weights(pv, D, bias), args, saved.raw());
 
     TensorList inputs{x, h0, c0};
     inputs.insert(inputs.end(), params.begin(), params.end());
@@ -201,10 +216,7 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
                                   TensorList ps;
                                   for (const SavedTensor& p : saved_params)
                                       ps.push_back(p.unpack(node));
-                                  if (xs.dtype() == DType::Float64)
-                                      return layer_backward<double>(sh, grad, xs, ps, bias, saved,
-                                                                    node);
-                                  return layer_backward<float>(sh, grad, xs, ps, bias, saved, node);
+                                  return layer_backward(sh, grad, xs, ps, bias, saved, node);
                               });
     }
     LayerOutputs r;
@@ -228,7 +240,7 @@ LayerOutputs run_layer_composed(const RecurrentLayerShape& s, const Tensor& x, c
                                 const std::shared_ptr<const detail::StepGradientSink>& sink) {
     const int64_t T = s.T, B = s.B, H = s.H, G = s.gates();
     const size_t per = bias ? 4 : 2;
-    const bool lstm = s.mode == RecurrentMode::Lstm;
+    const bool lstm = s.cell == backend::RecurrentCell::Lstm;
     const TensorOptions opts = x.options();
     struct StepNorms {
         std::mutex mutex;
@@ -259,24 +271,24 @@ LayerOutputs run_layer_composed(const RecurrentLayerShape& s, const Tensor& x, c
             const Tensor v = valid.defined() ? valid.select(0, t) : Tensor(); // [B, 1]
             auto gate = [&](const Tensor& g, int64_t i) { return g.narrow(1, i * H, H); };
             Tensor h_new, c_new;
-            switch (s.mode) {
-            case RecurrentMode::Lstm: {
+            switch (s.cell) {
+            case backend::RecurrentCell::Lstm: {
                 const Tensor g = xt + ht;
                 c_new = sigmoid(gate(g, 1)) * c + sigmoid(gate(g, 0)) * tanh(gate(g, 2));
                 h_new = sigmoid(gate(g, 3)) * tanh(c_new);
                 break;
             }
-            case RecurrentMode::Gru: {
+            case backend::RecurrentCell::Gru: {
                 const Tensor r = sigmoid(gate(xt, 0) + gate(ht, 0));
                 const Tensor z = sigmoid(gate(xt, 1) + gate(ht, 1));
                 const Tensor n = tanh(gate(xt, 2) + r * gate(ht, 2));
                 h_new = n + z * (h - n);
                 break;
             }
-            case RecurrentMode::RnnTanh:
+            case backend::RecurrentCell::RnnTanh:
                 h_new = tanh(xt + ht);
                 break;
-            case RecurrentMode::RnnRelu:
+            case backend::RecurrentCell::RnnRelu:
                 h_new = relu(xt + ht);
                 break;
             }
@@ -409,7 +421,8 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
     }
 
     RecurrentLayerShape s;
-    s.mode = cfg.mode;
+    s.cell = cell_of(cfg.mode);
+    s.dtype = x.dtype();
     s.T = T;
     s.B = B;
     s.H = H;
@@ -417,11 +430,11 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
     s.batch_first = cfg.batch_first;
     const int64_t rows = T * B;
     Tensor layer_in = x.contiguous().view({rows, I});
-    // The kernels read host memory (the lengths too); elsewhere the layers are composed from
-    // device ops, the lengths a mask on the device.
-    const bool on_host = myelin::detail::backend_for(x).host_addressable();
+    // The device's Recurrent entries take the lengths in host memory; without them the layers
+    // are composed from device ops, the lengths a mask on the device.
+    const bool fused = detail::device_runs(x, backend::Primitive::Recurrent);
     Tensor valid; // [T, B, 1]: step t is within sequence b
-    if (lengths.defined() && on_host) {
+    if (lengths.defined() && fused) {
         const Tensor lc = lengths.detach().to(kCPU).contiguous();
         lens = std::make_shared<std::vector<int64_t>>(lc.data<int64_t>(), lc.data<int64_t>() + B);
     } else if (lengths.defined()) {
@@ -436,9 +449,9 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
                                 weights.begin() + static_cast<std::ptrdiff_t>((l + 1) * D * per));
         const Tensor h0l = h0.defined() ? h0.narrow(0, l * D, D) : Tensor();
         const Tensor c0l = c0.defined() ? c0.narrow(0, l * D, D) : Tensor();
-        LayerOutputs r = on_host ? run_layer(s, layer_in, h0l, c0l, params, cfg.bias, lens, l)
-                                 : run_layer_composed(s, layer_in, h0l, c0l, params, cfg.bias,
-                                                      valid, detail::step_gradient_sink(l));
+        LayerOutputs r = fused ? run_layer(s, layer_in, h0l, c0l, params, cfg.bias, lens, l)
+                               : run_layer_composed(s, layer_in, h0l, c0l, params, cfg.bias, valid,
+                                                    detail::step_gradient_sink(l));
         hns.push_back(r.hn);
         if (lstm) cns.push_back(r.cn);
         out = r.out;

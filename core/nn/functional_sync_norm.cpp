@@ -154,7 +154,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
     const backend::BatchNormGeometry g{N, C, S};
     Tensor y = make_tensor(x.shape(), x.dtype(), x.device());
     backend::View vw, vb;
-    backend::nn_kernels(myelin::detail::backend_for(x), backend::Primitive::BatchNorm, x.dtype())
+    nn_table(x, backend::Primitive::BatchNorm)
         .batch_norm_forward(g, view_of(xc), optional_view(wc, vw), optional_view(bc, vb),
                             view_of(mean), view_of(rstd), view_of(y));
     if (autograd::needs_grad({&x, &weight, &bias}))

@@ -1,10 +1,10 @@
 #pragma once
 // Internal: the per-time-step gradient norms of recurrent layers (myelin/nn/recurrent_gradients.h).
 // functional_recurrent.cpp takes a sink at a layer's forward when a RecordRecurrentGradients
-// scope is installed; the layer's backward then points RecurrentLayerGrads::step_grad_norms at a
-// [D, T] buffer, recurrent_kernels.cpp fills it with step_gradient_norm once per step, and
+// scope is installed; the layer's backward then points RecurrentBackwardArgs::step_grad_norms at
+// a [D, T] buffer, the backend's recurrent_backward fills it once per step, and
 // report_step_gradients hands it to the recorder.
-#include "nn/recurrent_kernels.h"
+#include "backend/sequence_kernels.h"
 
 #include <myelin/nn/recurrent_gradients.h>
 
@@ -24,14 +24,7 @@ struct StepGradientSink {
 std::shared_ptr<const StepGradientSink> step_gradient_sink(int64_t layer);
 
 // norms [D, T] as the kernel filled them: one RecurrentStepGradients per direction.
-void report_step_gradients(const StepGradientSink& sink, const RecurrentLayerShape& s,
+void report_step_gradients(const StepGradientSink& sink, const backend::RecurrentGeometry& s,
                            const std::vector<double>& norms);
-
-// The L2 norm over the batch of the gradient reaching the hidden states of step t of direction
-// d: dh [B, H] (from the next step, or h_n's) plus the output's gradient at t (dout [rows, D*H]
-// in the shape's row order; null: none), over the sequences with t < their length.
-template <typename T>
-double step_gradient_norm(const RecurrentLayerShape& s, int d, int64_t t, const T* dh,
-                          const T* dout);
 
 } // namespace myelin::nn::detail

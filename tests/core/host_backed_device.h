@@ -115,6 +115,39 @@ class CountingKernels final : public NnKernels {
         ++calls["row_norm_backward_affine"];
         cpu().row_norm_backward_affine(g, x, gy, m, r, gw, gb);
     }
+    void recurrent_forward(const backend::RecurrentGeometry& g, const backend::RecurrentWeights& w,
+                           const backend::RecurrentForwardArgs& a,
+                           const backend::RecurrentSaved& s) override {
+        ++calls["recurrent_forward"];
+        cpu().recurrent_forward(g, w, a, s);
+    }
+    void recurrent_backward(const backend::RecurrentGeometry& g, const backend::RecurrentWeights& w,
+                            const backend::RecurrentSaved& s,
+                            const backend::RecurrentBackwardArgs& a) override {
+        ++calls["recurrent_backward"];
+        cpu().recurrent_backward(g, w, s, a);
+    }
+    void head_gemm(const backend::HeadGemmGeometry& g, const backend::HeadOperand& a,
+                   const backend::HeadOperand& b, const backend::HeadResult& c) override {
+        ++calls["head_gemm"];
+        cpu().head_gemm(g, a, b, c);
+    }
+    void attention_softmax(DType t, const void* x, int64_t rows, int64_t S, void* P,
+                           const kernels::DropoutStream* drop, void* attn, uint8_t* keep) override {
+        ++calls["attention_softmax"];
+        cpu().attention_softmax(t, x, rows, S, P, drop, attn, keep);
+    }
+    void attention_softmax_backward(DType t, const void* P, const void* dattn, int64_t rows,
+                                    int64_t S, const kernels::DropoutStream* drop,
+                                    const uint8_t* keep, void* dS) override {
+        ++calls["attention_softmax_backward"];
+        cpu().attention_softmax_backward(t, P, dattn, rows, S, drop, keep, dS);
+    }
+    bool matmul(const backend::MatmulGeometry& g, const backend::MatmulOperand& a,
+                const backend::MatmulOperand& b, const void* bias, void* y) override {
+        ++calls["matmul"];
+        return cpu().matmul(g, a, b, bias, y);
+    }
 };
 
 // A device in the CUDA slot whose memory is host memory: every primitive is the CPU's.
@@ -129,7 +162,9 @@ class HostBackedDevice final : public Backend {
     bool host_addressable() const override { return true; } // its memory is host memory
     BackendInfo info() const override { return {DeviceType::CUDA, "Test", "test:0"}; }
     bool supports(Primitive p, DType t) const override {
-        (void)p;
+        if (!table &&
+            (p == Primitive::Recurrent || p == Primitive::AttentionHeads || p == Primitive::Matmul))
+            return false; // composed, as on CUDA without its NN table
         return !(refuse_bf16 && t == DType::BFloat16) && !(refuse_f16 && t == DType::Float16);
     }
     void* allocate(size_t n) override { return cpu().allocate(n); }

@@ -318,6 +318,13 @@ class OpaqueDevice final : public Backend {
 
     DeviceType type() const override { return DeviceType::CUDA; }
     bool host_addressable() const override { return false; } // as CUDA
+    // The sequence entries (whole recurrent layers, attention heads, linear's matmul) stay off,
+    // as on a CUDA build without its NN table: nn/ composes those layers from the entries here,
+    // which so stay tested against the CPU's fused kernels.
+    bool supports(backend::Primitive p, DType) const override {
+        return p != backend::Primitive::Recurrent && p != backend::Primitive::AttentionHeads &&
+               p != backend::Primitive::Matmul;
+    }
     BackendInfo info() const override { return {DeviceType::CUDA, "Opaque", kName}; }
     void* allocate(size_t n) override {
         allocation(n);

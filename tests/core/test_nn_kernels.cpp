@@ -160,14 +160,29 @@ class TestNnKernels : public QObject {
         const std::vector<std::string> names = {
             "conv_forward", "conv_backward_data", "conv_backward_weights",
             "max_pool2d",   "avg_pool2d",         "adaptive_avg_pool2d",
-            "batch_norm",   "layer_norm",         "group_norm"};
+            "batch_norm",   "layer_norm",         "group_norm",
+            "recurrent",    "attention_heads"};
         for (size_t i = 0; i < names.size(); ++i) {
             const auto p = Primitive(int(Primitive::ConvForward) + int(i));
             QCOMPARE(std::string(backend::primitive_name(p)), names[i]);
             for (DType t : {DType::Float32, DType::Float64})
                 QVERIFY(&backend::nn_kernels(cpu, p, t) == cpu.nn_kernels());
+            // supports() states the dtypes: integers and booleans are never an NN op's.
+            QVERIFY(!cpu.supports(p, DType::Int64));
+            QVERIFY(!cpu.supports(p, DType::Bool));
         }
-        QCOMPARE(int(Primitive::GroupNorm) + 1,
+        // linear's float32 product on oneDNN; float64 products take batched_gemm.
+        QCOMPARE(std::string(backend::primitive_name(Primitive::Matmul)), std::string("matmul"));
+        QVERIFY(&backend::nn_kernels(cpu, Primitive::Matmul, DType::Float32) == cpu.nn_kernels());
+        QVERIFY(!cpu.supports(Primitive::Matmul, DType::Float64));
+        bool refused = false;
+        try {
+            backend::nn_kernels(cpu, Primitive::Recurrent, DType::Float16);
+        } catch (const DeviceError& e) {
+            refused = std::string(e.what()).find("recurrent on float16") != std::string::npos;
+        }
+        QVERIFY(refused);
+        QCOMPARE(int(Primitive::Matmul) + 1,
                  int(Primitive::OptimizerStep)); // then the training table
     }
 

@@ -30,6 +30,54 @@ BackendInfo CpuBackend::info() const {
             std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") + cpu_features()};
 }
 
+bool CpuBackend::supports(Primitive p, DType dtype) const {
+    const bool floating = dtype == DType::Float32 || dtype == DType::Float64;
+    switch (p) {
+    case Primitive::Copy:
+    case Primitive::Fill:
+    case Primitive::Where:
+    case Primitive::IndexSelect:
+    case Primitive::Gather:
+        return true;
+    case Primitive::Unary: // predicates read any stored dtype but the half types
+        return dtype != DType::Float16 && dtype != DType::BFloat16;
+    case Primitive::Binary:
+    case Primitive::Reduce:
+    case Primitive::ScatterAdd:
+        return is_compute_dtype(dtype);
+    case Primitive::Softmax:
+        return floating;
+    case Primitive::BatchedGemm: // half operands: autocast's products, into float32
+        return floating || dtype == DType::Float16 || dtype == DType::BFloat16;
+    // Convolution also multiplies in bfloat16 (oneDNN where it has bf16, else float32 on rounded
+    // operands) and float16 (float32 kernels on rounded operands): ConvGeometry's flags.
+    case Primitive::ConvForward:
+    case Primitive::ConvBackwardData:
+    case Primitive::ConvBackwardWeights:
+        return floating || dtype == DType::Float16 || dtype == DType::BFloat16;
+    case Primitive::MaxPool2d:
+    case Primitive::AvgPool2d:
+    case Primitive::AdaptiveAvgPool2d:
+    case Primitive::BatchNorm:
+    case Primitive::LayerNorm:
+    case Primitive::GroupNorm:
+    case Primitive::Recurrent:
+    case Primitive::AttentionHeads:
+        return floating;
+    case Primitive::Matmul: // oneDNN's float32 matmul; float64 products go to batched_gemm
+        return dtype == DType::Float32;
+    case Primitive::OptimizerStep:
+    case Primitive::ClassLoss:
+    case Primitive::ClassScores:
+    case Primitive::Dropout:
+    case Primitive::GradNorm:
+        return floating;
+    case Primitive::Count:
+        break;
+    }
+    return false;
+}
+
 namespace {
 
 size_t aligned_size(size_t nbytes, size_t alignment) {

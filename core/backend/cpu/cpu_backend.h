@@ -11,6 +11,8 @@ class CpuBackend final : public Backend {
     DeviceType type() const override { return DeviceType::CPU; }
     bool host_addressable() const override { return true; }
     BackendInfo info() const override;
+    // The dtypes each entry runs (cpu_backend.cpp).
+    bool supports(Primitive p, DType dtype) const override;
 
     void* allocate(size_t nbytes) override;
     void deallocate(void* p, size_t nbytes) override;

@@ -3,6 +3,7 @@
 // arbitrary, are normalised first, and anything BLAS cannot describe (a 0 stride inside a
 // matrix, overlapping rows) is copied to a packed buffer.
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_matmul.h"
 
 #include <myelin/error.h>
 
@@ -149,12 +150,34 @@ std::string shape_str(const View& v) {
     return s + "]";
 }
 
+// Autocast's bfloat16 products on oneDNN's bf16 matmul (Debian's OpenBLAS 0.3.21 is built
+// without sbgemm), one matrix at a time; false where it does not apply (the caller widens).
+bool bf16_matmul(const View& a, const View& b, const View& c, bool accumulate) {
+    const int64_t batch = c.shape[0], M = c.shape[1], N = c.shape[2], K = a.shape[2];
+    const auto unit = [](const View& v) { return v.strides[1] == 1 || v.strides[2] == 1; };
+    if (a.dtype != DType::BFloat16 || accumulate || !c.is_contiguous() || !unit(a) || !unit(b) ||
+        M == 0 || N == 0 || K == 0 || a.shape[0] != batch || b.shape[0] != batch)
+        return false;
+    for (int64_t i = 0; i < batch; ++i) {
+        const auto* ap = static_cast<const uint16_t*>(a.data) + i * a.strides[0];
+        const auto* bp = static_cast<const uint16_t*>(b.data) + i * b.strides[0];
+        if (!cpu::onednn_matmul_bf16(M, N, K, {ap, a.strides[1], a.strides[2]},
+                                     {bp, b.strides[1], b.strides[2]},
+                                     static_cast<float*>(c.data) + i * M * N))
+            return false; // the same for every matrix: none is written
+    }
+    return true;
+}
+
 } // namespace
 
 void CpuBackend::batched_gemm(const View& a, const View& b, const View& c, bool accumulate) {
     // Autocast's lowered products: float16 / bfloat16 operands, float32 output. A product of two
     // such values is exact in float32, so the float32 GEMM of the widened operands gives it.
     const bool half_operands = a.dtype == DType::Float16 || a.dtype == DType::BFloat16;
+    if (half_operands && b.dtype == a.dtype && c.dtype == DType::Float32 && a.ndim == 3 &&
+        b.ndim == 3 && bf16_matmul(a, b, c, accumulate))
+        return;
     if (half_operands && b.dtype == a.dtype && c.dtype == DType::Float32 && a.ndim == 3 &&
         b.ndim == 3) {
         std::vector<float> wide_a(size_t(a.numel())), wide_b(size_t(b.numel()));

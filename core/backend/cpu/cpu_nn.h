@@ -2,7 +2,8 @@
 // The CPU backend's NN kernels (nn_kernels.h): convolution on oneDNN primitives cached by shape,
 // with float64 (and geometries oneDNN cannot run) on reference loops that accumulate in double
 // (cpu_conv.cpp); pooling on plain nchw loops with AVX-512 paths for the 2x2 max pool
-// (cpu_pool.cpp); normalisation with statistics in double (cpu_norm.cpp).
+// (cpu_pool.cpp); normalisation with statistics in double (cpu_norm.cpp); whole recurrent layers
+// (cpu_recurrent.cpp), attention heads (cpu_attention.cpp) and oneDNN matmuls (cpu_matmul.cpp).
 #include "backend/nn_kernels.h"
 
 #include <cstddef>
@@ -66,6 +67,25 @@ class CpuNnKernels final : public NnKernels {
     void row_norm_backward_affine(const RowNormGeometry& g, const View& x, const View& grad_y,
                                   const View& mean, const View& rstd, const View& grad_w,
                                   const View& grad_b) override;
+
+    // cpu_recurrent.cpp
+    void recurrent_forward(const RecurrentGeometry& g, const RecurrentWeights& w,
+                           const RecurrentForwardArgs& a, const RecurrentSaved& saved) override;
+    void recurrent_backward(const RecurrentGeometry& g, const RecurrentWeights& w,
+                            const RecurrentSaved& saved, const RecurrentBackwardArgs& a) override;
+
+    // cpu_attention.cpp
+    void head_gemm(const HeadGemmGeometry& g, const HeadOperand& a, const HeadOperand& b,
+                   const HeadResult& c) override;
+    void attention_softmax(DType dtype, const void* scores, int64_t rows, int64_t S, void* P,
+                           const kernels::DropoutStream* drop, void* attn, uint8_t* keep) override;
+    void attention_softmax_backward(DType dtype, const void* P, const void* dattn, int64_t rows,
+                                    int64_t S, const kernels::DropoutStream* drop,
+                                    const uint8_t* keep, void* dS) override;
+
+    // cpu_matmul.cpp
+    bool matmul(const MatmulGeometry& g, const MatmulOperand& a, const MatmulOperand& b,
+                const void* bias, void* y) override;
 };
 
 // Host scratch memory from the CPU backend's allocator (the caching allocator for large blocks).

@@ -178,10 +178,6 @@ void set_math_mode(void* cublas, bool allow_tf32) {
           "set math mode");
 }
 
-bool is_compute_dtype(DType t) {
-    return t == DType::Float32 || t == DType::Float64 || t == DType::Int64;
-}
-
 } // namespace
 
 CudaBackend::CudaBackend(const GpuInfo& gpu)
@@ -238,6 +234,13 @@ bool CudaBackend::supports(Primitive p, DType dtype) const {
     case Primitive::LayerNorm:
     case Primitive::GroupNorm:
         return nn_ && (dtype == DType::Float32 || dtype == DType::Float64);
+    // Sequence models (with the NN table: cuda_sequence.cu). linear's float32 products go
+    // through batched_gemm (cuBLAS), so there is no separate Matmul entry.
+    case Primitive::Recurrent:
+    case Primitive::AttentionHeads:
+        return nn_ && (dtype == DType::Float32 || dtype == DType::Float64);
+    case Primitive::Matmul:
+        return false;
     // The training table (cuda_train.cu): float32 and float64.
     case Primitive::OptimizerStep:
     case Primitive::ClassLoss:

@@ -64,6 +64,20 @@ class CudaNnKernels final : public NnKernels {
                                   const View& mean, const View& rstd, const View& grad_w,
                                   const View& grad_b) override;
 
+    // cuda_sequence.cu: recurrent layers (per step one cuBLAS GEMM and one fused cell kernel)
+    // and attention heads (strided-batched cuBLAS GEMMs, a softmax with dropout fused).
+    void recurrent_forward(const RecurrentGeometry& g, const RecurrentWeights& w,
+                           const RecurrentForwardArgs& a, const RecurrentSaved& saved) override;
+    void recurrent_backward(const RecurrentGeometry& g, const RecurrentWeights& w,
+                            const RecurrentSaved& saved, const RecurrentBackwardArgs& a) override;
+    void head_gemm(const HeadGemmGeometry& g, const HeadOperand& a, const HeadOperand& b,
+                   const HeadResult& c) override;
+    void attention_softmax(DType dtype, const void* scores, int64_t rows, int64_t S, void* P,
+                           const kernels::DropoutStream* drop, void* attn, uint8_t* keep) override;
+    void attention_softmax_backward(DType dtype, const void* P, const void* dattn, int64_t rows,
+                                    int64_t S, const kernels::DropoutStream* drop,
+                                    const uint8_t* keep, void* dS) override;
+
   private:
     struct ConvPlan; // cuDNN descriptors and the chosen algorithms of one geometry
     std::shared_ptr<ConvPlan> plan(const ConvGeometry& g, DType dtype);

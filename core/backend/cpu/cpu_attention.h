@@ -1,22 +1,19 @@
 #pragma once
-// Internal: the per-head GEMMs of multi-head attention, read and written in place. A head
-// matrix n = (b, h) of an operand starts at p + b * sb + h * sh and has row stride ld, so the
-// heads of a projection [B, L, 3E] (or [L, B, 3E]) are addressed where the projection wrote
-// them, and an output or gradient is written straight into the merged [.., E] / [.., 3E] layout:
-// no split or merge copies.
+// The CPU's attention kernels (sequence_kernels.h: NnKernels::head_gemm, attention_softmax and
+// its backward), typed: head matrices as sequence_kernels.h's HeadOperand / HeadResult.
 #include "backend/kernels/dropout.h"
 
 #include <cstdint>
 
-namespace myelin::nn::detail {
+namespace myelin::backend::cpu {
 
-template <typename T> struct HeadOperand {
+template <typename T> struct TypedHead {
     const T* p = nullptr;
     int64_t sb = 0, sh = 0, ld = 0;
     bool trans = false; // the stored matrix is op()'s transpose
 };
 
-template <typename T> struct HeadResult {
+template <typename T> struct TypedHeadResult {
     T* p = nullptr;
     int64_t sb = 0, sh = 0, ld = 0;
 };
@@ -26,7 +23,7 @@ template <typename T> struct HeadResult {
 // per head). K == 0 leaves beta * C (zeros when beta is 0).
 template <typename T>
 void head_gemm(int64_t B, int64_t H, int64_t M, int64_t N, int64_t K, T alpha,
-               const HeadOperand<T>& a, const HeadOperand<T>& b, T beta, const HeadResult<T>& c);
+               const TypedHead<T>& a, const TypedHead<T>& b, T beta, const TypedHeadResult<T>& c);
 
 // Softmax over each row of scores [rows, S] into P; with a dropout stream (else null) also the
 // dropped weights attn = P * keep / (1 - p) and the byte mask keep, in the same pass over the row
@@ -42,4 +39,4 @@ template <typename T>
 void attention_softmax_backward(const T* P, const T* dattn, int64_t rows, int64_t S,
                                 const kernels::DropoutStream* drop, const uint8_t* keep, T* dS);
 
-} // namespace myelin::nn::detail
+} // namespace myelin::backend::cpu

@@ -1,16 +1,15 @@
-// dnnl_util.h first: it names myelin::detail as `detail`, which inside myelin::nn would find
-// nn::detail once that is declared.
-#include "nn/dnnl_util.h"
+#include "backend/cpu/dnnl_scratch.h"
 
-#include "nn/onednn_matmul.h"
+#include "backend/cpu/cpu_matmul.h"
+#include "backend/cpu/cpu_nn.h"
 
 #include <omp.h>
 
 #include <unordered_map>
 
-namespace myelin::nn::detail {
+namespace myelin::backend::cpu {
 
-namespace du = myelin::nn::dnnl_util;
+namespace du = myelin::backend::dnnl_util;
 using dnnl::memory;
 
 namespace {
@@ -68,4 +67,59 @@ bool onednn_matmul(int64_t M, int64_t N, int64_t K, GemmOperand<float> a, GemmOp
     return true;
 }
 
-} // namespace myelin::nn::detail
+namespace {
+
+struct Bf16Entry {
+    memory::desc a, b, c;
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+};
+
+} // namespace
+
+bool onednn_matmul_bf16(int64_t M, int64_t N, int64_t K, GemmOperand<uint16_t> a,
+                        GemmOperand<uint16_t> b, float* c) {
+    if (!du::bf16_supported()) return false;
+    std::shared_ptr<Bf16Entry> e;
+    try {
+        static du::PrimitiveCache<Bf16Entry> cache;
+        e = cache.get({M, N, K, a.rs, a.cs, b.rs, b.cs}, [&] {
+            const auto bf16 = memory::data_type::bf16;
+            auto m = std::make_shared<Bf16Entry>();
+            m->a = memory::desc({M, K}, bf16, memory::dims{a.rs, a.cs});
+            m->b = memory::desc({K, N}, bf16, memory::dims{b.rs, b.cs});
+            m->c = memory::desc({M, N}, memory::data_type::f32, memory::dims{N, 1});
+            m->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(m->a, m->b, m->c),
+                                                 du::user_scratchpad(), du::engine());
+            m->prim = dnnl::matmul(m->pd);
+            return m;
+        });
+    } catch (const dnnl::error&) {
+        return false;
+    }
+    auto mem = [](const memory::desc& md, const void* p) {
+        return memory(md, du::engine(), const_cast<void*>(p));
+    };
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(e->a, a.p)},
+                                         {DNNL_ARG_WEIGHTS, mem(e->b, b.p)},
+                                         {DNNL_ARG_DST, mem(e->c, c)}};
+    const Tensor scratch = du::add_scratchpad(e->pd.scratchpad_desc(), args);
+    e->prim.execute(du::stream(), args);
+    du::stream().wait();
+    return true;
+}
+
+} // namespace myelin::backend::cpu
+
+namespace myelin::backend {
+
+bool CpuNnKernels::matmul(const MatmulGeometry& g, const MatmulOperand& a, const MatmulOperand& b,
+                          const void* bias, void* y) {
+    if (g.dtype != DType::Float32) return false;
+    return cpu::onednn_matmul(g.M, g.N, g.K, {static_cast<const float*>(a.p), a.rs, a.cs},
+                              {static_cast<const float*>(b.p), b.rs, b.cs},
+                              static_cast<const float*>(bias), static_cast<float*>(y), g.ldy,
+                              g.accumulate);
+}
+
+} // namespace myelin::backend

@@ -1,13 +1,10 @@
 #pragma once
-// Internal: oneDNN helpers for nn's own oneDNN users (bf16 linear, recurrent step GEMMs): the CPU
-// backend's engine, stream and primitive cache (backend/cpu/dnnl_util.h) plus memory wrappers
-// over tensors. Convolution, pooling and normalisation run in the backend (nn_kernels.h).
+// oneDNN helpers over tensors for the CPU kernels that keep buffers of their own (the matmuls,
+// the recurrent step GEMMs): dnnl_util.h plus memory wrappers and scratchpads as tensors.
 #include "backend/cpu/dnnl_util.h"
 #include "tensor/tensor_impl.h"
 
-namespace myelin::nn::dnnl_util {
-
-using namespace myelin::backend::dnnl_util;
+namespace myelin::backend::dnnl_util {
 
 // A oneDNN memory object over a contiguous tensor's data (no copy).
 inline dnnl::memory memory_of(const dnnl::memory::desc& md, const Tensor& t) {
@@ -25,4 +22,4 @@ inline Tensor add_scratchpad(const dnnl::memory::desc& desc,
     return buffer;
 }
 
-} // namespace myelin::nn::dnnl_util
+} // namespace myelin::backend::dnnl_util

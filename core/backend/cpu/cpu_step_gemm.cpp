@@ -1,9 +1,7 @@
 // StepGemm: oneDNN matmul on prepacked weights (float32), BLAS otherwise (see the header).
-// dnnl_util.h first: it names myelin::detail as `detail`, which inside myelin::nn would find
-// nn::detail once that is declared.
-#include "nn/dnnl_util.h"
+#include "backend/cpu/dnnl_scratch.h"
 
-#include "nn/recurrent_step_gemm.h"
+#include "backend/cpu/cpu_step_gemm.h"
 
 #include <cblas.h>
 
@@ -11,9 +9,9 @@
 #include <type_traits>
 #include <unordered_map>
 
-namespace myelin::nn::detail {
+namespace myelin::backend::cpu {
 
-namespace du = myelin::nn::dnnl_util;
+namespace du = myelin::backend::dnnl_util;
 using dnnl::memory;
 
 struct StepMatmul {
@@ -175,4 +173,4 @@ template void sequence_gemm<float>(int64_t, int64_t, int64_t, GemmOperand<float>
 template void sequence_gemm<double>(int64_t, int64_t, int64_t, GemmOperand<double>,
                                     GemmOperand<double>, const double*, double*, int64_t, bool);
 
-} // namespace myelin::nn::detail
+} // namespace myelin::backend::cpu

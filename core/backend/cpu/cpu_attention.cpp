@@ -1,5 +1,8 @@
-// head_gemm (see attention_heads.h): one BLAS call per head, the heads split across threads.
-#include "nn/attention_heads.h"
+// The CPU's attention kernels (cpu_attention.h): head_gemm runs one BLAS call per head, the
+// heads split across threads; the softmax takes one pass per row, dropout included.
+#include "backend/cpu/cpu_attention.h"
+
+#include "backend/cpu/cpu_nn.h"
 
 #include "backend/kernels/elementwise.h"
 
@@ -9,7 +12,7 @@
 #include <cmath>
 #include <limits>
 
-namespace myelin::nn::detail {
+namespace myelin::backend::cpu {
 namespace {
 
 // Work below this many multiply-adds runs on one thread (as the CPU backend's grain).
@@ -32,7 +35,7 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
 
 template <typename T>
 void head_gemm(int64_t B, int64_t H, int64_t M, int64_t N, int64_t K, T alpha,
-               const HeadOperand<T>& a, const HeadOperand<T>& b, T beta, const HeadResult<T>& c) {
+               const TypedHead<T>& a, const TypedHead<T>& b, T beta, const TypedHeadResult<T>& c) {
     if (B == 0 || H == 0 || M == 0 || N == 0) return;
     const int64_t heads = B * H;
     auto one = [&](int64_t i) {
@@ -137,10 +140,63 @@ template void attention_softmax_backward<double>(const double*, const double*, i
                                                  const kernels::DropoutStream*, const uint8_t*,
                                                  double*);
 template void head_gemm<float>(int64_t, int64_t, int64_t, int64_t, int64_t, float,
-                               const HeadOperand<float>&, const HeadOperand<float>&, float,
-                               const HeadResult<float>&);
+                               const TypedHead<float>&, const TypedHead<float>&, float,
+                               const TypedHeadResult<float>&);
 template void head_gemm<double>(int64_t, int64_t, int64_t, int64_t, int64_t, double,
-                                const HeadOperand<double>&, const HeadOperand<double>&, double,
-                                const HeadResult<double>&);
+                                const TypedHead<double>&, const TypedHead<double>&, double,
+                                const TypedHeadResult<double>&);
 
-} // namespace myelin::nn::detail
+} // namespace myelin::backend::cpu
+
+namespace myelin::backend {
+
+namespace {
+
+template <typename T>
+void head_gemm_typed(const HeadGemmGeometry& g, const HeadOperand& a, const HeadOperand& b,
+                     const HeadResult& c) {
+    auto in = [](const HeadOperand& o) {
+        return cpu::TypedHead<T>{static_cast<const T*>(o.p), o.sb, o.sh, o.ld, o.trans};
+    };
+    cpu::head_gemm<T>(g.B, g.H, g.M, g.N, g.K, T(g.alpha), in(a), in(b), T(g.beta),
+                      {static_cast<T*>(c.p), c.sb, c.sh, c.ld});
+}
+
+} // namespace
+
+void CpuNnKernels::head_gemm(const HeadGemmGeometry& g, const HeadOperand& a, const HeadOperand& b,
+                             const HeadResult& c) {
+    if (g.dtype == DType::Float64)
+        head_gemm_typed<double>(g, a, b, c);
+    else
+        head_gemm_typed<float>(g, a, b, c);
+}
+
+void CpuNnKernels::attention_softmax(DType dtype, const void* scores, int64_t rows, int64_t S,
+                                     void* P, const kernels::DropoutStream* drop, void* attn,
+                                     uint8_t* keep) {
+    if (dtype == DType::Float64)
+        cpu::attention_softmax<double>(static_cast<const double*>(scores), rows, S,
+                                       static_cast<double*>(P), drop, static_cast<double*>(attn),
+                                       keep);
+    else
+        cpu::attention_softmax<float>(static_cast<const float*>(scores), rows, S,
+                                      static_cast<float*>(P), drop, static_cast<float*>(attn),
+                                      keep);
+}
+
+void CpuNnKernels::attention_softmax_backward(DType dtype, const void* P, const void* dattn,
+                                              int64_t rows, int64_t S,
+                                              const kernels::DropoutStream* drop,
+                                              const uint8_t* keep, void* dS) {
+    if (dtype == DType::Float64)
+        cpu::attention_softmax_backward<double>(static_cast<const double*>(P),
+                                                static_cast<const double*>(dattn), rows, S, drop,
+                                                keep, static_cast<double*>(dS));
+    else
+        cpu::attention_softmax_backward<float>(static_cast<const float*>(P),
+                                               static_cast<const float*>(dattn), rows, S, drop,
+                                               keep, static_cast<float*>(dS));
+}
+
+} // namespace myelin::backend

@@ -6,12 +6,12 @@
 // xh^T dG for dW_ih, dW_hh and the bias together (GRU: one each) and one for dx. Every float32
 // GEMM runs on oneDNN (recurrent_step_gemm.h). Without h0 the first step's zero state is skipped
 // in the forward GEMM, the backward's last GEMM and dW_hh.
-#include "nn/recurrent_kernels.h"
+#include "backend/cpu/cpu_recurrent.h"
 
-#include "nn/recurrent_step_gemm.h"
-#include "nn/recurrent_step_norms.h"
+#include "backend/cpu/cpu_nn.h"
+#include "backend/cpu/cpu_step_gemm.h"
 
-#include "backend/kernels/elementwise.h"
+#include "backend/kernels/recurrent_cell.h"
 #include "tensor/tensor_impl.h"
 
 #include <cblas.h>
@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace myelin::nn::detail {
+namespace myelin::backend::cpu {
 namespace {
 
 // --- BLAS (row-major) ----------------------------------------------------------------------------
@@ -38,37 +38,6 @@ inline void column_sums(int64_t m, int64_t n, const double* a, const double* one
                         double* y, int64_t incy) {
     cblas_dgemv(CblasRowMajor, CblasTrans, blasint(m), blasint(n), 1.0, a, blasint(n), ones, 1,
                 beta, y, blasint(incy));
-}
-
-// --- activations -----------------------------------------------------------------------------
-
-inline float sigmoid(float x) {
-    return 1.0f / (1.0f + kernels::fast_expf(-x));
-}
-inline double sigmoid(double x) {
-    return 1.0 / (1.0 + std::exp(-x));
-}
-
-// tanh in branch-free, vectorisable form (std::tanh does not vectorise): Cephes' tanhf, an odd
-// polynomial below |x| = 0.625 and 1 - 2 / (exp(2|x|) + 1) above; about 2 ulp.
-inline float tanh_act(float x) {
-    const float ax = std::fabs(x);
-    const float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    const float small = p * z * x + x;
-    const float big = std::copysign(1.0f - 2.0f / (kernels::fast_expf(2.0f * ax) + 1.0f), x);
-    return kernels::bit_select(ax < 0.625f, small, big);
-}
-inline double tanh_act(double x) {
-    return std::tanh(x);
-}
-
-template <typename T> inline T relu_act(T x) {
-    return x > T(0) ? x : T(0);
 }
 
 // Per-step work is parallel over the batch once it is big enough to pay for the fork.
@@ -102,14 +71,14 @@ struct RowMap {
 template <typename T> void rnn_step(bool relu, int64_t H, T* R a, T* R h, T* R o) {
     if (relu) {
         for (int64_t j = 0; j < H; ++j) {
-            const T v = relu_act(a[j]);
+            const T v = kernels::rnn_unit(true, a[j]);
             a[j] = v;
             h[j] = v;
             o[j] = v;
         }
     } else {
         for (int64_t j = 0; j < H; ++j) {
-            const T v = tanh_act(a[j]);
+            const T v = kernels::rnn_unit(false, a[j]);
             a[j] = v;
             h[j] = v;
             o[j] = v;
@@ -120,21 +89,15 @@ template <typename T> void rnn_step(bool relu, int64_t H, T* R a, T* R h, T* R o
 template <typename T>
 void lstm_step(int64_t H, T* R ai, T* R af, T* R ag, T* R ao, T* R h, T* R c, T* R o, T* R tc) {
     for (int64_t j = 0; j < H; ++j) {
-        const T i = sigmoid(ai[j]);
-        const T f = sigmoid(af[j]);
-        const T g = tanh_act(ag[j]);
-        const T og = sigmoid(ao[j]);
-        const T cy = f * c[j] + i * g;
-        const T t = tanh_act(cy);
-        const T hy = og * t;
-        ai[j] = i;
-        af[j] = f;
-        ag[j] = g;
-        ao[j] = og;
-        tc[j] = t;
-        c[j] = cy;
-        h[j] = hy;
-        o[j] = hy;
+        const kernels::LstmUnit<T> u = kernels::lstm_unit(ai[j], af[j], ag[j], ao[j], c[j]);
+        ai[j] = u.i;
+        af[j] = u.f;
+        ag[j] = u.g;
+        ao[j] = u.o;
+        tc[j] = u.tc;
+        c[j] = u.c;
+        h[j] = u.h;
+        o[j] = u.h;
     }
 }
 
@@ -142,35 +105,33 @@ template <typename T>
 void gru_step(int64_t H, T* R ar, T* R az, T* R an, const T* R ghr, const T* R ghz,
               const T* R ghn_in, const T* R b_hn, T* R h, T* R o, T* R ghn) {
     for (int64_t j = 0; j < H; ++j) {
-        const T r = sigmoid(ar[j] + ghr[j]);
-        const T z = sigmoid(az[j] + ghz[j]);
         const T hl = ghn_in[j] + (b_hn ? b_hn[j] : T(0));
-        const T n = tanh_act(an[j] + r * hl);
-        const T hy = n + z * (h[j] - n); // PyTorch's form
-        ar[j] = r;
-        az[j] = z;
-        an[j] = n;
+        const kernels::GruUnit<T> u =
+            kernels::gru_unit(ar[j], az[j], an[j], ghr[j], ghz[j], hl, h[j]);
+        ar[j] = u.r;
+        az[j] = u.z;
+        an[j] = u.n;
         ghn[j] = hl;
-        h[j] = hy;
-        o[j] = hy;
+        h[j] = u.h;
+        o[j] = u.h;
     }
 }
 
 template <typename T> struct StepForward {
-    RecurrentMode mode;
+    RecurrentCell mode;
     int64_t H;
     const T* b_hn; // GRU
 
     void operator()(T* a, const T* gh, T* h, T* c, T* o, T* tc, T* ghn) const {
         switch (mode) {
-        case RecurrentMode::RnnTanh:
-        case RecurrentMode::RnnRelu:
-            rnn_step(mode == RecurrentMode::RnnRelu, H, a, h, o);
+        case RecurrentCell::RnnTanh:
+        case RecurrentCell::RnnRelu:
+            rnn_step(mode == RecurrentCell::RnnRelu, H, a, h, o);
             break;
-        case RecurrentMode::Lstm:
+        case RecurrentCell::Lstm:
             lstm_step(H, a, a + H, a + 2 * H, a + 3 * H, h, c, o, tc);
             break;
-        case RecurrentMode::Gru:
+        case RecurrentCell::Gru:
             gru_step(H, a, a + H, a + 2 * H, gh, gh + H, gh + 2 * H, b_hn, h, o, ghn);
             break;
         }
@@ -178,11 +139,10 @@ template <typename T> struct StepForward {
 };
 
 template <typename T>
-void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
-                       const RecurrentLayerWeights<T>& w, const T* h0, const T* c0, T* out, T* hn,
-                       T* cn, const RecurrentSaved<T>& saved) {
+void forward_direction(const RecurrentGeometry& s, int d, const T* x, const TypedWeights<T>& w,
+                       const T* h0, const T* c0, T* out, T* hn, T* cn, const TypedSaved<T>& saved) {
     const int64_t H = s.H, G = s.gates(), rows = s.rows(), B = s.B, DH = s.D * H;
-    const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
+    const bool lstm = s.cell == RecurrentCell::Lstm, gru = s.cell == RecurrentCell::Gru;
     const RowMap rm{s.T, s.B, s.batch_first};
     T* act = saved.act + d * rows * G;
     const int64_t LX = s.xh_stride();
@@ -231,7 +191,7 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
         else
             std::fill_n(c.get(), B * H, T(0));
     }
-    const StepForward<T> step{s.mode, H, gru && bh ? bh + 2 * H : nullptr};
+    const StepForward<T> step{s.cell, H, gru && bh ? bh + 2 * H : nullptr};
     const int64_t rs = rm.stride();
     auto in = scratch<T>(gru ? 0 : B * K);
     std::optional<StepGemm<T>> gates_xh, gates_x, gru_hh; // the first step without h0: x_t only
@@ -282,6 +242,26 @@ void forward_direction(const RecurrentLayerShape& s, int d, const T* x,
     if (lstm) std::memcpy(cn + d * B * H, c.get(), static_cast<size_t>(state_bytes));
 }
 
+// The L2 norm over the batch of the gradient reaching the hidden states of step t of direction
+// d: dh [B, H] (from the next step, or h_n's) plus the output's gradient at t (dout [rows, D*H];
+// null: none), over the sequences with t < their length.
+template <typename T>
+double step_gradient_norm(const RecurrentGeometry& s, int d, int64_t t, const T* dh,
+                          const T* dout) {
+    const int64_t H = s.H, DH = s.D * s.H;
+    double squares = 0;
+    for (int64_t b = 0; b < s.B; ++b) {
+        if (s.lengths && t >= s.lengths[b]) continue; // padded: no gradient of its own
+        const T* g = dh + b * H;
+        const T* y = dout ? dout + s.row(t, b) * DH + d * H : nullptr;
+        for (int64_t j = 0; j < H; ++j) {
+            const double v = double(g[j]) + (y ? double(y[j]) : 0.0);
+            squares += v * v;
+        }
+    }
+    return std::sqrt(squares);
+}
+
 // --- backward --------------------------------------------------------------------------------
 
 // One step's gate gradients for one sequence: dh the gradient reaching the new state (from later
@@ -293,7 +273,7 @@ void rnn_step_back(bool relu, int64_t H, const T* R a, const T* R dh, const T* R
                    T* R dh_prev) {
     for (int64_t j = 0; j < H; ++j) {
         const T g = dy ? dh[j] + dy[j] : dh[j];
-        gx[j] = relu ? (a[j] > T(0) ? g : T(0)) : g * (T(1) - a[j] * a[j]);
+        gx[j] = kernels::rnn_unit_backward(relu, g, a[j]);
         dh_prev[j] = T(0);
     }
 }
@@ -304,14 +284,13 @@ void lstm_step_back(int64_t H, const T* R ai, const T* R af, const T* R ag, cons
                     T* R gf, T* R gg, T* R go, T* R dh_prev) {
     for (int64_t j = 0; j < H; ++j) {
         const T g = dy ? dh[j] + dy[j] : dh[j];
-        const T i = ai[j], f = af[j], gv = ag[j], o = ao[j];
-        const T t = tc[j];
-        const T dcy = dc[j] + g * o * (T(1) - t * t);
-        gi[j] = dcy * gv * i * (T(1) - i);
-        gf[j] = dcy * cp[j] * f * (T(1) - f);
-        gg[j] = dcy * i * (T(1) - gv * gv);
-        go[j] = g * t * o * (T(1) - o);
-        dc[j] = dcy * f;
+        const kernels::LstmUnitGrad<T> d =
+            kernels::lstm_unit_backward(g, ai[j], af[j], ag[j], ao[j], tc[j], cp[j], dc[j]);
+        gi[j] = d.gi;
+        gf[j] = d.gf;
+        gg[j] = d.gg;
+        go[j] = d.go;
+        dc[j] = d.dc;
         dh_prev[j] = T(0);
     }
 }
@@ -322,37 +301,35 @@ void gru_step_back(int64_t H, const T* R ar, const T* R az, const T* R an, const
                    T* R ghr, T* R ghz, T* R ghnn, T* R dh_prev) {
     for (int64_t j = 0; j < H; ++j) {
         const T g = dy ? dh[j] + dy[j] : dh[j];
-        const T r = ar[j], z = az[j], n = an[j];
-        const T dnp = g * (T(1) - z) * (T(1) - n * n);
-        const T drp = dnp * ghn[j] * r * (T(1) - r);
-        const T dzp = g * (hp[j] - n) * z * (T(1) - z);
-        gxr[j] = drp;
-        gxz[j] = dzp;
-        gxn[j] = dnp;
-        ghr[j] = drp;
-        ghz[j] = dzp;
-        ghnn[j] = dnp * r;
-        dh_prev[j] = g * z;
+        const kernels::GruUnitGrad<T> d =
+            kernels::gru_unit_backward(g, ar[j], az[j], an[j], hp[j], ghn[j]);
+        gxr[j] = d.dr;
+        gxz[j] = d.dz;
+        gxn[j] = d.dn;
+        ghr[j] = d.dr;
+        ghz[j] = d.dz;
+        ghnn[j] = d.dn * ar[j];
+        dh_prev[j] = d.dh;
     }
 }
 #undef R
 
 template <typename T> struct StepBackward {
-    RecurrentMode mode;
+    RecurrentCell mode;
     int64_t H;
 
     void operator()(const T* a, const T* dh, const T* dy, const T* hp, const T* cp, const T* tc,
                     const T* ghn, T* dc, T* gx, T* gh, T* dh_prev) const {
         switch (mode) {
-        case RecurrentMode::RnnTanh:
-        case RecurrentMode::RnnRelu:
-            rnn_step_back(mode == RecurrentMode::RnnRelu, H, a, dh, dy, gx, dh_prev);
+        case RecurrentCell::RnnTanh:
+        case RecurrentCell::RnnRelu:
+            rnn_step_back(mode == RecurrentCell::RnnRelu, H, a, dh, dy, gx, dh_prev);
             break;
-        case RecurrentMode::Lstm:
+        case RecurrentCell::Lstm:
             lstm_step_back(H, a, a + H, a + 2 * H, a + 3 * H, dh, dy, cp, tc, dc, gx, gx + H,
                            gx + 2 * H, gx + 3 * H, dh_prev);
             break;
-        case RecurrentMode::Gru:
+        case RecurrentCell::Gru:
             gru_step_back(H, a, a + H, a + 2 * H, dh, dy, hp, ghn, gx, gx + H, gx + 2 * H, gh,
                           gh + H, gh + 2 * H, dh_prev);
             break;
@@ -378,7 +355,7 @@ void transpose(const T* src, int64_t lds, int64_t m, int64_t n, T* dst, int64_t 
 struct RowRange {
     int64_t lo, hi;
 };
-inline RowRange state_rows(const RecurrentLayerShape& s, int d) {
+inline RowRange state_rows(const RecurrentGeometry& s, int d) {
     if (s.has_h0 || s.batch_first || s.T == 1) return {0, s.rows()};
     return d == 0 ? RowRange{s.B, s.rows()} : RowRange{0, s.rows() - s.B};
 }
@@ -386,8 +363,8 @@ inline RowRange state_rows(const RecurrentLayerShape& s, int d) {
 // dW_ih, dW_hh and the bias gradients of one direction from the pre-activation gradients dgx
 // (input side) and dgh (hidden side; the same buffer except for GRU) over all rows.
 template <typename T>
-void weight_gradients(const RecurrentLayerShape& s, int d, const T* dgx, const T* dgh, const T* xh,
-                      const RecurrentLayerGrads<T>& g) {
+void weight_gradients(const RecurrentGeometry& s, int d, const T* dgx, const T* dgh, const T* xh,
+                      const TypedGrads<T>& g) {
     const int64_t G = s.gates(), H = s.H, I = s.I, rows = s.rows(), LX = s.xh_stride();
     const RowRange hr = state_rows(s, d);
     auto ones = scratch<T>(rows);
@@ -422,11 +399,11 @@ void weight_gradients(const RecurrentLayerShape& s, int d, const T* dgx, const T
 }
 
 template <typename T>
-void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLayerWeights<T>& w,
-                        const RecurrentSaved<T>& saved, const T* dout, const T* dhn, const T* dcn,
-                        const RecurrentLayerGrads<T>& grads) {
+void backward_direction(const RecurrentGeometry& s, int d, const TypedWeights<T>& w,
+                        const TypedSaved<T>& saved, const T* dout, const T* dhn, const T* dcn,
+                        const TypedGrads<T>& grads) {
     const int64_t H = s.H, G = s.gates(), rows = s.rows(), B = s.B, DH = s.D * H;
-    const bool lstm = s.mode == RecurrentMode::Lstm, gru = s.mode == RecurrentMode::Gru;
+    const bool lstm = s.cell == RecurrentCell::Lstm, gru = s.cell == RecurrentCell::Gru;
     const RowMap rm{s.T, s.B, s.batch_first};
     const T* act = saved.act + d * rows * G;
     const int64_t LX = s.xh_stride();
@@ -451,7 +428,7 @@ void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLaye
         else
             std::fill_n(dc.get(), B * H, T(0));
     }
-    const StepBackward<T> step{s.mode, H};
+    const StepBackward<T> step{s.cell, H};
     const int64_t rs = rm.stride();
     // dh_prev (+)= dG_t W_hh: added to what bypasses W_hh where anything does (GRU's dh * z, a
     // padded step's dh), else written (a sum post-op makes oneDNN's kernel ~7% slower).
@@ -494,38 +471,91 @@ void backward_direction(const RecurrentLayerShape& s, int d, const RecurrentLaye
 } // namespace
 
 template <typename T>
-void recurrent_layer_forward(const RecurrentLayerShape& s, const T* x,
-                             const RecurrentLayerWeights<T>& w, const T* h0, const T* c0, T* out,
-                             T* hn, T* cn, const RecurrentSaved<T>& saved) {
+void recurrent_layer_forward(const RecurrentGeometry& s, const T* x, const TypedWeights<T>& w,
+                             const T* h0, const T* c0, T* out, T* hn, T* cn,
+                             const TypedSaved<T>& saved) {
     for (int d = 0; d < s.D; ++d)
         forward_direction(s, d, x, w, h0, c0, out, hn, cn, saved);
 }
 
 template <typename T>
-void recurrent_layer_backward(const RecurrentLayerShape& s, const RecurrentLayerWeights<T>& w,
-                              const RecurrentSaved<T>& saved, const T* dout, const T* dhn,
-                              const T* dcn, const RecurrentLayerGrads<T>& grads) {
+void recurrent_layer_backward(const RecurrentGeometry& s, const TypedWeights<T>& w,
+                              const TypedSaved<T>& saved, const T* dout, const T* dhn, const T* dcn,
+                              const TypedGrads<T>& grads) {
     for (int d = 0; d < s.D; ++d)
         backward_direction(s, d, w, saved, dout, dhn, dcn, grads);
 }
 
-template void recurrent_layer_forward<float>(const RecurrentLayerShape&, const float*,
-                                             const RecurrentLayerWeights<float>&, const float*,
-                                             const float*, float*, float*, float*,
-                                             const RecurrentSaved<float>&);
-template void recurrent_layer_forward<double>(const RecurrentLayerShape&, const double*,
-                                              const RecurrentLayerWeights<double>&, const double*,
-                                              const double*, double*, double*, double*,
-                                              const RecurrentSaved<double>&);
-template void recurrent_layer_backward<float>(const RecurrentLayerShape&,
-                                              const RecurrentLayerWeights<float>&,
-                                              const RecurrentSaved<float>&, const float*,
-                                              const float*, const float*,
-                                              const RecurrentLayerGrads<float>&);
-template void recurrent_layer_backward<double>(const RecurrentLayerShape&,
-                                               const RecurrentLayerWeights<double>&,
-                                               const RecurrentSaved<double>&, const double*,
-                                               const double*, const double*,
-                                               const RecurrentLayerGrads<double>&);
+namespace {
 
-} // namespace myelin::nn::detail
+template <typename T> TypedWeights<T> typed(const RecurrentWeights& w) {
+    TypedWeights<T> t;
+    for (int d = 0; d < 2; ++d) {
+        t.w_ih[d] = static_cast<const T*>(w.w_ih[d]);
+        t.w_hh[d] = static_cast<const T*>(w.w_hh[d]);
+        t.b_ih[d] = static_cast<const T*>(w.b_ih[d]);
+        t.b_hh[d] = static_cast<const T*>(w.b_hh[d]);
+    }
+    return t;
+}
+
+template <typename T> TypedSaved<T> typed(const RecurrentSaved& s) {
+    return {static_cast<T*>(s.act), static_cast<T*>(s.xh), static_cast<T*>(s.cprev),
+            static_cast<T*>(s.tc), static_cast<T*>(s.ghn)};
+}
+
+template <typename T> TypedGrads<T> typed(const RecurrentBackwardArgs& a) {
+    TypedGrads<T> g;
+    g.dx = static_cast<T*>(a.dx);
+    g.dh0 = static_cast<T*>(a.dh0);
+    g.dc0 = static_cast<T*>(a.dc0);
+    for (int d = 0; d < 2; ++d) {
+        g.dw_ih[d] = static_cast<T*>(a.dw_ih[d]);
+        g.dw_hh[d] = static_cast<T*>(a.dw_hh[d]);
+        g.db_ih[d] = static_cast<T*>(a.db_ih[d]);
+        g.db_hh[d] = static_cast<T*>(a.db_hh[d]);
+    }
+    g.step_grad_norms = a.step_grad_norms;
+    return g;
+}
+
+template <typename T>
+void forward_typed(const RecurrentGeometry& g, const RecurrentWeights& w,
+                   const RecurrentForwardArgs& a, const RecurrentSaved& saved) {
+    recurrent_layer_forward<T>(g, static_cast<const T*>(a.x), typed<T>(w),
+                               static_cast<const T*>(a.h0), static_cast<const T*>(a.c0),
+                               static_cast<T*>(a.out), static_cast<T*>(a.hn), static_cast<T*>(a.cn),
+                               typed<T>(saved));
+}
+
+template <typename T>
+void backward_typed(const RecurrentGeometry& g, const RecurrentWeights& w,
+                    const RecurrentSaved& saved, const RecurrentBackwardArgs& a) {
+    recurrent_layer_backward<T>(g, typed<T>(w), typed<T>(saved), static_cast<const T*>(a.dout),
+                                static_cast<const T*>(a.dhn), static_cast<const T*>(a.dcn),
+                                typed<T>(a));
+}
+
+} // namespace
+
+} // namespace myelin::backend::cpu
+
+namespace myelin::backend {
+
+void CpuNnKernels::recurrent_forward(const RecurrentGeometry& g, const RecurrentWeights& w,
+                                     const RecurrentForwardArgs& a, const RecurrentSaved& saved) {
+    if (g.dtype == DType::Float64)
+        cpu::forward_typed<double>(g, w, a, saved);
+    else
+        cpu::forward_typed<float>(g, w, a, saved);
+}
+
+void CpuNnKernels::recurrent_backward(const RecurrentGeometry& g, const RecurrentWeights& w,
+                                      const RecurrentSaved& saved, const RecurrentBackwardArgs& a) {
+    if (g.dtype == DType::Float64)
+        cpu::backward_typed<double>(g, w, saved, a);
+    else
+        cpu::backward_typed<float>(g, w, saved, a);
+}
+
+} // namespace myelin::backend

@@ -4,12 +4,12 @@
 // float32 this runs oneDNN's matmul on weights reordered once into its blocked layout (about 1.3x
 // faster per step at batch 64, hidden 256); float64 (no oneDNN matmul) calls BLAS.
 // sequence_gemm: the GEMMs over all steps at once, also on oneDNN for float32.
-#include "nn/onednn_matmul.h"
+#include "backend/cpu/cpu_matmul.h"
 
 #include <cstdint>
 #include <memory>
 
-namespace myelin::nn::detail {
+namespace myelin::backend::cpu {
 
 // The weights of a StepGemm: w stored [N, K] row-major (nk: op(w) = w^T) or [K, N], its rows ld
 // apart; bias [N] (or null) added to every row of y, only where y is not accumulated.
@@ -46,4 +46,4 @@ template <typename T>
 void sequence_gemm(int64_t M, int64_t N, int64_t K, GemmOperand<T> a, GemmOperand<T> b,
                    const T* bias, T* y, int64_t ldy, bool accumulate);
 
-} // namespace myelin::nn::detail
+} // namespace myelin::backend::cpu
