@@ -119,9 +119,10 @@ void LRScheduler::load_state_dict(const SchedulerState& s) {
 }
 
 // --- StepLR ----------------------------------------------------------------------------------
-StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
-    : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
-    require(step_size > 0, "StepLR: step_size must be positive, got " + std::to_string(step_size));
+StepLR::StepLR(Optimizer& optimizer, const StepLROptions& options)
+    : LRScheduler(optimizer), step_size_(options.step_size), gamma_(options.gamma) {
+    require(step_size_ > 0,
+            "StepLR: step_size must be positive, got " + std::to_string(step_size_));
     initial_step();
 }
 std::vector<double> StepLR::get_lr() {
@@ -140,8 +141,8 @@ double StepLR::lr_at(int64_t step, size_t group) const {
 }
 
 // --- MultiStepLR -----------------------------------------------------------------------------
-MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
-    : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
+MultiStepLR::MultiStepLR(Optimizer& optimizer, const MultiStepLROptions& options)
+    : LRScheduler(optimizer), milestones_(options.milestones), gamma_(options.gamma) {
     std::sort(milestones_.begin(), milestones_.end());
     initial_step();
 }
@@ -164,8 +165,8 @@ double MultiStepLR::lr_at(int64_t step, size_t group) const {
 }
 
 // --- ExponentialLR ---------------------------------------------------------------------------
-ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma)
-    : LRScheduler(optimizer), gamma_(gamma) {
+ExponentialLR::ExponentialLR(Optimizer& optimizer, const ExponentialLROptions& options)
+    : LRScheduler(optimizer), gamma_(options.gamma) {
     initial_step();
 }
 std::vector<double> ExponentialLR::get_lr() {
@@ -183,9 +184,9 @@ double ExponentialLR::lr_at(int64_t step, size_t group) const {
 }
 
 // --- CosineAnnealingLR -----------------------------------------------------------------------
-CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
-    : LRScheduler(optimizer), T_max_(T_max), eta_min_(eta_min) {
-    require(T_max > 0, "CosineAnnealingLR: T_max must be positive, got " + std::to_string(T_max));
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, const CosineAnnealingLROptions& options)
+    : LRScheduler(optimizer), T_max_(options.T_max), eta_min_(options.eta_min) {
+    require(T_max_ > 0, "CosineAnnealingLR: T_max must be positive, got " + std::to_string(T_max_));
     initial_step();
 }
 std::vector<double> CosineAnnealingLR::get_lr() {
@@ -220,14 +221,14 @@ double CosineAnnealingLR::lr_at(int64_t step, size_t group) const {
 }
 
 // --- CosineAnnealingWarmRestarts -------------------------------------------------------------
-CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0,
-                                                         int64_t T_mult, double eta_min)
-    : LRScheduler(optimizer), T_0_(T_0), T_mult_(T_mult), eta_min_(eta_min),
-      T_i_(static_cast<double>(T_0)), T_cur_(-1.0) {
-    require(T_0 > 0, "CosineAnnealingWarmRestarts: expected a positive integer T_0, got " +
-                         std::to_string(T_0));
-    require(T_mult >= 1, "CosineAnnealingWarmRestarts: expected an integer T_mult >= 1, got " +
-                             std::to_string(T_mult));
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(
+    Optimizer& optimizer, const CosineAnnealingWarmRestartsOptions& options)
+    : LRScheduler(optimizer), T_0_(options.T_0), T_mult_(options.T_mult), eta_min_(options.eta_min),
+      T_i_(static_cast<double>(options.T_0)), T_cur_(-1.0) {
+    require(T_0_ > 0, "CosineAnnealingWarmRestarts: expected a positive integer T_0, got " +
+                          std::to_string(T_0_));
+    require(T_mult_ >= 1, "CosineAnnealingWarmRestarts: expected an integer T_mult >= 1, got " +
+                              std::to_string(T_mult_));
     initial_step();
 }
 std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
@@ -323,9 +324,10 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleOptions& options)
                    {T - 1.0, "max_lr", "min_lr", "base_momentum", "max_momentum"}};
 
     auto& groups = optimizer.param_groups();
-    require(options.max_lr.size() == 1 || options.max_lr.size() == groups.size(),
-            std::string(who) + "expected 1 or " + std::to_string(groups.size()) +
-                " values for max_lr, got " + std::to_string(options.max_lr.size()));
+    const std::vector<double>& per_group = options.max_lr_per_group;
+    require(per_group.empty() || per_group.size() == groups.size(),
+            std::string(who) + "expected " + std::to_string(groups.size()) +
+                " values for max_lr_per_group, got " + std::to_string(per_group.size()));
     const Options& defaults = optimizer.defaults();
     if (options.cycle_momentum) {
         require(defaults.count("momentum") || defaults.count("beta1"),
@@ -335,7 +337,7 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleOptions& options)
     }
     for (size_t g = 0; g < groups.size(); ++g) {
         Options& o = groups[g].options;
-        const double max_lr = options.max_lr.size() == 1 ? options.max_lr[0] : options.max_lr[g];
+        const double max_lr = per_group.empty() ? options.max_lr : per_group[g];
         o["initial_lr"] = max_lr / options.div_factor;
         o["max_lr"] = max_lr;
         o["min_lr"] = o["initial_lr"] / options.final_div_factor;
@@ -404,18 +406,17 @@ double OneCycleLR::momentum_at(int64_t step, size_t group) const {
 }
 
 // --- LinearLR --------------------------------------------------------------------------------
-LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
-                   int64_t total_iters)
-    : LRScheduler(optimizer), start_factor_(start_factor), end_factor_(end_factor),
-      total_iters_(total_iters) {
-    require(start_factor > 0.0 && start_factor <= 1.0,
+LinearLR::LinearLR(Optimizer& optimizer, const LinearLROptions& options)
+    : LRScheduler(optimizer), start_factor_(options.start_factor), end_factor_(options.end_factor),
+      total_iters_(options.total_iters) {
+    require(start_factor_ > 0.0 && start_factor_ <= 1.0,
             "LinearLR: starting multiplicative factor expected to be greater than 0 and less or "
             "equal to 1, got " +
-                std::to_string(start_factor));
-    require(end_factor >= 0.0 && end_factor <= 1.0,
+                std::to_string(start_factor_));
+    require(end_factor_ >= 0.0 && end_factor_ <= 1.0,
             "LinearLR: ending multiplicative factor expected to be between 0 and 1, got " +
-                std::to_string(end_factor));
-    require(total_iters > 0, "LinearLR: total_iters must be positive");
+                std::to_string(end_factor_));
+    require(total_iters_ > 0, "LinearLR: total_iters must be positive");
     initial_step();
 }
 std::vector<double> LinearLR::get_lr() {
@@ -444,11 +445,11 @@ double LinearLR::lr_at(int64_t step, size_t group) const {
 }
 
 // --- ConstantLR ------------------------------------------------------------------------------
-ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
-    : LRScheduler(optimizer), factor_(factor), total_iters_(total_iters) {
-    require(factor >= 0.0 && factor <= 1.0,
+ConstantLR::ConstantLR(Optimizer& optimizer, const ConstantLROptions& options)
+    : LRScheduler(optimizer), factor_(options.factor), total_iters_(options.total_iters) {
+    require(factor_ >= 0.0 && factor_ <= 1.0,
             "ConstantLR: constant multiplicative factor expected to be between 0 and 1, got " +
-                std::to_string(factor));
+                std::to_string(factor_));
     initial_step();
 }
 std::vector<double> ConstantLR::get_lr() {
@@ -545,11 +546,12 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, const ReduceLROnPlate
     : optimizer_(&optimizer), options_(options) {
     require(options.factor < 1.0, "ReduceLROnPlateau: factor should be < 1.0");
     const auto& groups = optimizer.param_groups();
-    require(options.min_lr.size() == 1 || options.min_lr.size() == groups.size(),
-            "ReduceLROnPlateau: expected 1 or " + std::to_string(groups.size()) + " min_lrs, got " +
-                std::to_string(options.min_lr.size()));
+    const std::vector<double>& per_group = options.min_lr_per_group;
+    require(per_group.empty() || per_group.size() == groups.size(),
+            "ReduceLROnPlateau: expected " + std::to_string(groups.size()) +
+                " values for min_lr_per_group, got " + std::to_string(per_group.size()));
     for (size_t g = 0; g < groups.size(); ++g)
-        min_lrs_.push_back(options.min_lr.size() == 1 ? options.min_lr[0] : options.min_lr[g]);
+        min_lrs_.push_back(per_group.empty() ? options.min_lr : per_group[g]);
     best_ = options.mode == ReduceLROnPlateauOptions::Mode::Min
                 ? std::numeric_limits<double>::infinity()
                 : -std::numeric_limits<double>::infinity();

@@ -3,6 +3,7 @@
 #include <myelin/nn/loss.h>
 #include <myelin/optim/optim.h>
 #include <myelin/optim/scheduler.h>
+#include <myelin/spec/option_fields.h>
 #include <myelin/tensor.h>
 #include <myelin/train/components.h>
 
@@ -31,18 +32,20 @@ Schedule::Schedule(const spec::Choice& c, optim::Optimizer& opt, int64_t steps) 
         plateau_ = kind.build_metric_driven(o, opt);
         return;
     }
-    int64_t warmup = o.get_int("warmup");
-    if (warmup <= 0) {
+    const auto warmup = spec::read_options<optim::WarmupOptions>(o);
+    if (warmup.warmup <= 0) {
         scheduler_ = kind.build(o, opt, steps);
         return;
     }
     // PyTorch's recipe: LinearLR(start_factor, 1.0, warmup) then the schedule, via SequentialLR.
-    auto ramp =
-        std::make_shared<optim::LinearLR>(opt, o.get_float("warmup_start_factor"), 1.0, warmup);
-    auto main = kind.build(o, opt, std::max<int64_t>(steps - warmup, 1));
+    auto ramp = std::make_shared<optim::LinearLR>(
+        opt, optim::LinearLROptions{.start_factor = warmup.warmup_start_factor,
+                                    .end_factor = 1.0,
+                                    .total_iters = warmup.warmup});
+    auto main = kind.build(o, opt, std::max<int64_t>(steps - warmup.warmup, 1));
     scheduler_ = std::make_shared<optim::SequentialLR>(
         opt, std::vector<std::shared_ptr<optim::LRScheduler>>{ramp, main},
-        std::vector<int64_t>{warmup});
+        std::vector<int64_t>{warmup.warmup});
 }
 
 Schedule::~Schedule() = default;

@@ -45,25 +45,41 @@ std::vector<int64_t> ilist(const Attrs& a, const char* k) {
 std::shared_ptr<LRScheduler> make_scheduler(Optimizer& opt, const std::string& type,
                                             const Attrs& a) {
     if (type == "steplr")
-        return std::make_shared<StepLR>(opt, inum(a, "step_size", 1), num(a, "gamma", 0.1));
+        return std::make_shared<StepLR>(opt, StepLROptions{.step_size = inum(a, "step_size", 1),
+                                                           .gamma = num(a, "gamma", 0.1)});
     if (type == "multisteplr")
-        return std::make_shared<MultiStepLR>(opt, ilist(a, "milestones"), num(a, "gamma", 0.1));
-    if (type == "exponential") return std::make_shared<ExponentialLR>(opt, num(a, "gamma", 0.1));
+        return std::make_shared<MultiStepLR>(
+            opt, MultiStepLROptions{.milestones = ilist(a, "milestones"),
+                                    .gamma = num(a, "gamma", 0.1)});
+    if (type == "exponential")
+        return std::make_shared<ExponentialLR>(opt,
+                                               ExponentialLROptions{.gamma = num(a, "gamma", 0.1)});
     if (type == "cosine")
-        return std::make_shared<CosineAnnealingLR>(opt, inum(a, "T_max", 1),
-                                                   num(a, "eta_min", 0.0));
+        return std::make_shared<CosineAnnealingLR>(
+            opt, CosineAnnealingLROptions{.T_max = inum(a, "T_max", 1),
+                                          .eta_min = num(a, "eta_min", 0.0)});
     if (type == "warm_restarts")
         return std::make_shared<CosineAnnealingWarmRestarts>(
-            opt, inum(a, "T_0", 1), inum(a, "T_mult", 1), num(a, "eta_min", 0.0));
+            opt, CosineAnnealingWarmRestartsOptions{.T_0 = inum(a, "T_0", 1),
+                                                    .T_mult = inum(a, "T_mult", 1),
+                                                    .eta_min = num(a, "eta_min", 0.0)});
     if (type == "linear")
-        return std::make_shared<LinearLR>(opt, num(a, "start_factor", 1.0 / 3.0),
-                                          num(a, "end_factor", 1.0), inum(a, "total_iters", 5));
+        return std::make_shared<LinearLR>(
+            opt, LinearLROptions{.start_factor = num(a, "start_factor", 1.0 / 3.0),
+                                 .end_factor = num(a, "end_factor", 1.0),
+                                 .total_iters = inum(a, "total_iters", 5)});
     if (type == "constant")
-        return std::make_shared<ConstantLR>(opt, num(a, "factor", 1.0 / 3.0),
-                                            inum(a, "total_iters", 5));
+        return std::make_shared<ConstantLR>(
+            opt, ConstantLROptions{.factor = num(a, "factor", 1.0 / 3.0),
+                                   .total_iters = inum(a, "total_iters", 5)});
     if (type == "onecycle") {
         OneCycleOptions o;
-        o.max_lr = golden::Case::parse_list(a.at("max_lr"));
+        // One peak for all groups, or one per group.
+        const std::vector<double> max_lr = golden::Case::parse_list(a.at("max_lr"));
+        if (max_lr.size() == 1)
+            o.max_lr = max_lr[0];
+        else
+            o.max_lr_per_group = max_lr;
         o.total_steps = inum(a, "total_steps", 0);
         o.epochs = inum(a, "epochs", 0);
         o.steps_per_epoch = inum(a, "steps_per_epoch", 0);
@@ -159,7 +175,13 @@ class TestSched : public QObject {
             if (c.has("threshold_mode") && c.attr("threshold_mode") == "abs")
                 o.threshold_mode = ReduceLROnPlateauOptions::ThresholdMode::Abs;
             o.cooldown = static_cast<int64_t>(c.num("cooldown", 0));
-            if (c.has("min_lr")) o.min_lr = golden::Case::parse_list(c.attr("min_lr"));
+            if (c.has("min_lr")) {
+                const std::vector<double> min_lr = golden::Case::parse_list(c.attr("min_lr"));
+                if (min_lr.size() == 1)
+                    o.min_lr = min_lr[0];
+                else
+                    o.min_lr_per_group = min_lr;
+            }
             o.eps = c.num("eps", o.eps);
             ReduceLROnPlateau sched(*opt, o);
             QCOMPARE(sched.get_last_lr()[0], 0.1);
@@ -183,7 +205,7 @@ class TestSched : public QObject {
         for (int64_t T : {1, 2, 3, 7, 10, 50, 97}) {
             for (double eta_min : {0.0, 1e-4, 0.03}) {
                 auto opt = make_optimizer("sgd");
-                CosineAnnealingLR sched(*opt, T, eta_min);
+                CosineAnnealingLR sched(*opt, {.T_max = T, .eta_min = eta_min});
                 for (int64_t step = 0; step <= 300; ++step) {
                     if (step > 0) sched.step();
                     for (int g = 0; g < 2; ++g) {
@@ -205,7 +227,7 @@ class TestSched : public QObject {
 
     void lr_at_is_side_effect_free() {
         auto opt = make_optimizer("sgd");
-        StepLR sched(*opt, 3, 0.5);
+        StepLR sched(*opt, {.step_size = 3, .gamma = 0.5});
         QCOMPARE(sched.lr_at(7), 0.025);
         QCOMPARE(sched.lr_at(7, 1), 0.0025);
         QCOMPARE(sched.last_epoch(), int64_t(0));
@@ -255,18 +277,18 @@ class TestSched : public QObject {
 
     void errors() {
         auto opt = make_optimizer("sgd");
-        auto a = std::make_shared<LinearLR>(*opt);
-        auto b = std::make_shared<ExponentialLR>(*opt, 0.9);
+        auto a = std::make_shared<LinearLR>(*opt, LinearLROptions{});
+        auto b = std::make_shared<ExponentialLR>(*opt, ExponentialLROptions{.gamma = 0.9});
         QString msg = error_of<Error>([&] { SequentialLR(*opt, {a, b}, {}); });
         QVERIFY2(
             msg.contains("number of schedulers 2 and the number of milestones to be equal to 0"),
             qPrintable(msg));
         auto other = make_optimizer("sgd");
-        auto c = std::make_shared<ExponentialLR>(*other, 0.9);
+        auto c = std::make_shared<ExponentialLR>(*other, ExponentialLROptions{.gamma = 0.9});
         msg = error_of<Error>([&] { SequentialLR(*opt, {a, c}, {5}); });
         QVERIFY2(msg.contains("same optimizer"), qPrintable(msg));
         OneCycleOptions o;
-        o.max_lr = {0.1};
+        o.max_lr = 0.1;
         o.total_steps = 3;
         OneCycleLR one(*opt, o);
         one.step();
@@ -279,9 +301,12 @@ class TestSched : public QObject {
         Adagrad adagrad(groups);
         msg = error_of<Error>([&] { OneCycleLR(adagrad, o); });
         QVERIFY2(msg.contains("optimizer must support momentum"), qPrintable(msg));
-        msg = error_of<Error>([&] { StepLR(*opt, 0); });
+        o.max_lr_per_group = {0.1, 0.2, 0.3}; // the optimizer has two groups
+        msg = error_of<Error>([&] { OneCycleLR(*opt, o); });
+        QVERIFY2(msg.contains("expected 2 values for max_lr_per_group, got 3"), qPrintable(msg));
+        msg = error_of<Error>([&] { StepLR(*opt, {.step_size = 0}); });
         QVERIFY2(msg.contains("step_size must be positive"), qPrintable(msg));
-        msg = error_of<Error>([&] { LinearLR(*opt, 0.0); });
+        msg = error_of<Error>([&] { LinearLR(*opt, {.start_factor = 0.0}); });
         QVERIFY2(msg.contains("starting multiplicative factor"), qPrintable(msg));
     }
 };

@@ -51,6 +51,14 @@ const std::array<optim::OptionField<TestSgdOptions>, 2> TestSgdOptions::fields{{
     {"zeta", &TestSgdOptions::zeta, "A made-up option.", 0.0, 1.0},
 }};
 
+struct TestHalvingOptions {
+    int64_t every = 3;
+    static const std::array<optim::OptionField<TestHalvingOptions>, 1> fields;
+};
+const std::array<optim::OptionField<TestHalvingOptions>, 1> TestHalvingOptions::fields{{
+    {"every", &TestHalvingOptions::every, "Steps between halvings.", 1},
+}};
+
 // Kinds a test registers, as a plugin would: one of each family the Training page offers.
 void registerTestKinds() {
     spec::LossKind loss;
@@ -74,12 +82,15 @@ void registerTestKinds() {
     };
     spec::register_kind(std::move(optimizer));
 
+    // A schedule's options likewise: `every` is written in TestHalvingOptions::fields only.
     spec::SchedulerKind schedule;
     schedule.name = "TestHalving";
     schedule.doc = "Halves the lr every `every` steps.";
-    schedule.options = {graph::attr::integer("every", 3, "Steps between halvings.", 1)};
+    schedule.options = spec::described<TestHalvingOptions>();
     schedule.build = [](const graph::Attrs& o, optim::Optimizer& opt, int64_t) {
-        return std::make_shared<optim::StepLR>(opt, o.get_int("every"), 0.5);
+        const TestHalvingOptions t = spec::read_options<TestHalvingOptions>(o);
+        return std::make_shared<optim::StepLR>(
+            opt, optim::StepLROptions{.step_size = t.every, .gamma = 0.5});
     };
     spec::register_kind(std::move(schedule));
 
@@ -161,6 +172,7 @@ void TestPluginKinds::registeredKindsAppearOnTheTrainingPage() {
     schedule->setCurrentIndex(schedule->findText("TestHalving"));
     QVERIFY(doc.project().train.scheduler);
     QCOMPARE(doc.project().train.scheduler->options.get_int("every"), int64_t(3));
+    QVERIFY(page.findChild<QWidget*>(QStringLiteral("attr_every")));
     // A step-driven kind gets the warmup options every schedule has.
     QVERIFY(doc.project().train.scheduler->options.contains("warmup"));
     loss->setCurrentIndex(loss->findText("TestSquaredError"));

@@ -17,7 +17,6 @@
 #include <QShowEvent>
 #include <QSlider>
 #include <QStackedWidget>
-#include <QTimer>
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +62,7 @@ bool plottable(double value) {
 
 } // namespace
 
-GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
+GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent), shownRun_(this, kPollMs) {
     setObjectName(QStringLiteral("gradientFlowView"));
     runBox_ = new QComboBox(this);
     runBox_->setObjectName(QStringLiteral("inspectRun"));
@@ -162,13 +161,11 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
     message_ = frame.message;
     plotPage_ = frame.plots;
 
-    poll_ = new QTimer(this);
-    poll_->setInterval(kPollMs);
     // Hidden, it still reads the new rows (the canvas badges follow them) but does not replot.
-    connect(poll_, &QTimer::timeout, this, &GradientFlowView::readNewRows);
+    shownRun_.setPoll([this] { readNewRows(); });
     connect(runBox_, &QComboBox::activated, this, [this](int index) {
         const int64_t run = runBox_->itemData(index).toLongLong();
-        if (run != run_) showRun(run, false);
+        if (run != shownRun_.run()) showRun(run, false);
     });
     connect(measureBox_, &QComboBox::activated, this,
             [this](int index) { setMeasure(Measure(measureBox_->itemData(index).toInt())); });
@@ -185,30 +182,34 @@ GradientFlowView::GradientFlowView(QWidget* parent) : QWidget(parent) {
 
 GradientFlowView::~GradientFlowView() = default;
 
-bool GradientFlowView::openStore() {
-    if (store_) return true;
+bool GradientFlowView::openStore(const QString& path) {
     QString error;
-    store_ = openStoreForReading(storePath_, &error);
+    const bool open = shownRun_.open(path, &error);
     if (!error.isEmpty()) showMessage(tr("Cannot read the run store: %1").arg(error));
-    return store_ != nullptr;
+    return open;
 }
 
 void GradientFlowView::setStorePath(const QString& path) {
-    if (path == storePath_ && store_) return;
-    storePath_ = path;
-    store_.reset();
-    run_ = -1;
+    if (path == shownRun_.path() && shownRun_.store()) return;
+    // No run of the new store is shown yet. (The store changes only when no run trains: a new
+    // run's store is set after the last one finished, and the studio opens another store only
+    // between runs.)
+    shownRun_.show(-1, false);
+    if (!openStore(path)) {
+        runBox_->clear();
+        return;
+    }
     refreshRuns();
 }
 
 void GradientFlowView::refreshRuns() {
-    if (!openStore()) {
+    if (!openStore(shownRun_.path())) {
         runBox_->clear();
         return;
     }
     std::vector<store::RunSummary> runs;
     try {
-        runs = store_->list_runs();
+        runs = shownRun_.store()->list_runs();
     } catch (const Error& e) {
         showMessage(tr("Cannot read the run store: %1").arg(QString::fromStdString(e.what())));
         return;
@@ -223,15 +224,14 @@ void GradientFlowView::refreshRuns() {
                                   QString::fromLatin1(store::status_name(r.status))),
                          qint64(r.id));
     }
-    const int shown = runBox_->findData(qint64(run_));
+    const int shown = runBox_->findData(qint64(shownRun_.run()));
     if (shown >= 0) runBox_->setCurrentIndex(shown);
-    if (run_ < 0 && !runs.empty()) showRun(runs.front().run.id, false);
+    if (shownRun_.run() < 0 && !runs.empty()) showRun(runs.front().run.id, false);
 }
 
 void GradientFlowView::showRun(int64_t run, bool live) {
-    if (!openStore()) return;
-    run_ = run;
-    live_ = live;
+    if (!openStore(shownRun_.path())) return;
+    shownRun_.show(run, live); // polls while live
     if (runBox_->findData(qint64(run)) < 0) refreshRuns();
     const QSignalBlocker blocker(runBox_);
     runBox_->setCurrentIndex(runBox_->findData(qint64(run)));
@@ -239,10 +239,6 @@ void GradientFlowView::showRun(int64_t run, bool live) {
     setLiveRendering(live);
     reload();
     emit runShown(run, live);
-    if (live)
-        poll_->start();
-    else
-        poll_->stop();
 }
 
 void GradientFlowView::setLiveRendering(bool live) {
@@ -257,10 +253,9 @@ void GradientFlowView::setLiveRendering(bool live) {
 }
 
 void GradientFlowView::runFinished() {
-    if (!live_) return;
-    poll_->stop();
-    readNewRows();
-    live_ = false;
+    if (!shownRun_.live()) return;
+    readNewRows(); // what it wrote last, still as live
+    shownRun_.finish();
     setLiveRendering(false);
     refreshRuns(); // the status in the run list
     updateStepControls();
@@ -302,18 +297,20 @@ void GradientFlowView::reload() {
     table_ = {};
     guide_->setVisible(measure_ == Measure::UpdateRatio);
     changeMarks_->clear();
-    if (run_ < 0 || !store_) {
+    store::RunStore* store = shownRun_.store();
+    const int64_t run = shownRun_.run();
+    if (run < 0 || !store) {
         emit badgesChanged({});
         return;
     }
     try {
         const std::string fam = family();
         std::map<int, int> perCategory;
-        modelLayers_ = train::run_model_layers(*store_, run_);
-        changeMarks_->set(recordedChanges(*store_, run_), colors::kWarning);
-        for (const auto& layer : train::recorded_layers(*store_, run_, modelLayers_)) {
+        modelLayers_ = train::run_model_layers(*store, run);
+        changeMarks_->set(recordedChanges(*store, run), colors::kWarning);
+        for (const auto& layer : train::recorded_layers(*store, run, modelLayers_)) {
             const std::string key = train::layer_metric_key(fam, layer.name);
-            const auto buckets = store_->metric_series_downsampled(run_, key, {}, kBuckets);
+            const auto buckets = store->metric_series_downsampled(run, key, {}, kBuckets);
             if (buckets.empty()) continue; // no parameters: no norms
             const graph::LayerKind* kind = graph::find_layer_kind(layer.kind);
             const int category = kind ? int(kind->category) : -1;
@@ -342,17 +339,18 @@ void GradientFlowView::reload() {
             layers_.push_back(layer);
         }
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2").arg(run).arg(QString::fromStdString(e.what())));
         return;
     }
     if (layers_.empty()) {
         emit badgesChanged({});
-        showMessage(live_ ? tr("Run #%1 is starting: each layer's norms appear here after its "
-                               "first optimizer step.")
-                                .arg(run_)
-                          : tr("Run #%1 recorded no per-layer norms (Training > Capture > "
-                               "layer norms was off, or it stopped before its first step).")
-                                .arg(run_));
+        showMessage(shownRun_.live()
+                        ? tr("Run #%1 is starting: each layer's norms appear here after its "
+                             "first optimizer step.")
+                              .arg(run)
+                        : tr("Run #%1 recorded no per-layer norms (Training > Capture > "
+                             "layer norms was off, or it stopped before its first step).")
+                              .arg(run));
         stateLabel_->clear();
         return;
     }
@@ -364,12 +362,14 @@ void GradientFlowView::reload() {
 
 void GradientFlowView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    if (live_) readNewRows(); // catch up with what was recorded while hidden
+    if (shownRun_.live()) readNewRows(); // catch up with what was recorded while hidden
     replot();
 }
 
 void GradientFlowView::readNewRows() {
-    if (!store_ || run_ < 0) return;
+    store::RunStore* store = shownRun_.store();
+    const int64_t run = shownRun_.run();
+    if (!store || run < 0) return;
     if (layers_.empty()) { // the first rows of a starting run
         reload();
         return;
@@ -379,9 +379,8 @@ void GradientFlowView::readNewRows() {
         bool grew = false;
         for (const auto& layer : layers_) {
             int64_t& last = lastStep_[layer.name];
-            const auto rows =
-                store_->metric_series(run_, train::layer_metric_key(fam, layer.name),
-                                      {last + 1, std::numeric_limits<int64_t>::max()});
+            const auto rows = store->metric_series(run, train::layer_metric_key(fam, layer.name),
+                                                   {last + 1, std::numeric_limits<int64_t>::max()});
             if (rows.empty()) continue;
             QCPGraph* graph = graphs_.at(layer.name);
             for (const auto& row : rows)
@@ -390,10 +389,10 @@ void GradientFlowView::readNewRows() {
             grew = true;
         }
         if (!grew) return;
-        changeMarks_->set(recordedChanges(*store_, run_), colors::kWarning); // made while live
+        changeMarks_->set(recordedChanges(*store, run), colors::kWarning); // made while live
     } catch (const Error& e) {
-        poll_->stop();
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        shownRun_.stopPolling();
+        showMessage(tr("Cannot read run %1: %2").arg(run).arg(QString::fromStdString(e.what())));
         return;
     }
     if (followNewest_->isChecked()) {
@@ -431,13 +430,15 @@ void GradientFlowView::selectStep(int64_t step) {
 }
 
 void GradientFlowView::moveBars(int64_t step) {
-    if (!store_ || run_ < 0 || layers_.empty()) return;
+    store::RunStore* store = shownRun_.store();
+    const int64_t run = shownRun_.run();
+    if (!store || run < 0 || layers_.empty()) return;
     std::vector<train::LayerBadge> badges;
     try {
-        table_ = train::layer_stats_at(*store_, run_, step, modelLayers_);
-        badges = train::layer_badges(*store_, run_, table_);
+        table_ = train::layer_stats_at(*store, run, step, modelLayers_);
+        badges = train::layer_badges(*store, run, table_);
     } catch (const Error& e) {
-        showMessage(tr("Cannot read run %1: %2").arg(run_).arg(QString::fromStdString(e.what())));
+        showMessage(tr("Cannot read run %1: %2").arg(run).arg(QString::fromStdString(e.what())));
         return;
     }
     updateBars();
@@ -519,9 +520,10 @@ void GradientFlowView::updateStepControls() {
         stepMarker_->point2->setCoords(double(*table_.norms_step), 2);
     }
     stateLabel_->setText(
-        live_ ? tr("● live: %1 layers, newest step %2").arg(layers_.size()).arg(last)
-              : tr("%1 layers, steps %2 to %3").arg(layers_.size()).arg(first).arg(last));
-    emit stepsChanged(run_, table_.norms_step.value_or(last), first, last,
+        shownRun_.live()
+            ? tr("● live: %1 layers, newest step %2").arg(layers_.size()).arg(last)
+            : tr("%1 layers, steps %2 to %3").arg(layers_.size()).arg(first).arg(last));
+    emit stepsChanged(shownRun_.run(), table_.norms_step.value_or(last), first, last,
                       followNewest_->isChecked());
 }
 

@@ -7,6 +7,7 @@
 // ones it holds four times a second (and replots only while shown); a long finished run is read
 // as min/max buckets, which keep spikes. Every move of the selected step also gives the layers'
 // health (badgesChanged), which the main window draws on the canvas.
+#include "inspect/shown_run.h"
 #include "widgets/change_marks.h"
 
 #include <myelin/train/layer_inspection.h>
@@ -30,11 +31,6 @@ class QCPItemStraightLine;
 class QLabel;
 class QSlider;
 class QStackedWidget;
-class QTimer;
-
-namespace myelin::store {
-class RunStore;
-}
 
 namespace myelin::ui {
 
@@ -67,9 +63,9 @@ class GradientFlowView : public QWidget {
     void highlightLayer(const std::string& layer);
     const std::string& highlightedLayer() const { return highlighted_; }
 
-    int64_t run() const { return run_; }
-    const QString& storePath() const { return storePath_; }
-    bool isLive() const { return live_; }
+    int64_t run() const { return shownRun_.run(); }
+    const QString& storePath() const { return shownRun_.path(); }
+    bool isLive() const { return shownRun_.live(); }
     Measure measure() const { return measure_; }
     std::optional<int64_t> selectedStep() const { return table_.norms_step; }
     // Steps where the run was changed while paused, marked on the lines.
@@ -110,12 +106,9 @@ class GradientFlowView : public QWidget {
     void replot();
     std::optional<double> valueOfBar(const QCPBars* bars, const std::string& layer) const;
     std::string family() const;
-    bool openStore();
+    bool openStore(const QString& path);
 
-    QString storePath_;
-    std::unique_ptr<store::RunStore> store_;
-    int64_t run_ = -1;
-    bool live_ = false;
+    ShownRun shownRun_; // the store, the run, live, the timer reading new rows
     Measure measure_ = Measure::GradientNorm;
     std::vector<train::RecordedLayer> layers_;      // with a series of the measure, model order
     std::vector<train::RecordedLayer> modelLayers_; // the run's model, read once per reload
@@ -142,7 +135,6 @@ class GradientFlowView : public QWidget {
     QSlider* stepSlider_ = nullptr;
     QLabel* stepLabel_ = nullptr;
     QCheckBox* followNewest_ = nullptr;
-    QTimer* poll_ = nullptr;
 };
 
 } // namespace myelin::ui

@@ -8,12 +8,8 @@
 
 namespace myelin::ui {
 
-namespace {
-constexpr int kLivePollMs = 2000;
-}
-
-ShownRun::ShownRun(QObject* owner) : poll_(new QTimer(owner)) {
-    poll_->setInterval(kLivePollMs);
+ShownRun::ShownRun(QObject* owner, int pollMs) : poll_(new QTimer(owner)) {
+    poll_->setInterval(pollMs);
 }
 
 void ShownRun::setPoll(std::function<void()> poll) {
@@ -43,6 +39,10 @@ bool ShownRun::finish() {
     live_ = false;
     poll_->stop();
     return true;
+}
+
+void ShownRun::stopPolling() {
+    poll_->stop();
 }
 
 } // namespace myelin::ui

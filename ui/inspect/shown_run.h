@@ -1,7 +1,7 @@
 #pragma once
 // The run an inspection view shows: the run store it comes from (opened for reading once per
 // path), its id, whether it is still training, and the timer that re-reads it while it is.
-// Distributions, Feature Maps and Gradient through Time share it.
+// Gradient Flow, Distributions, Feature Maps and Gradient through Time share it.
 #include <QString>
 
 #include <cstdint>
@@ -19,13 +19,15 @@ namespace myelin::ui {
 
 class ShownRun {
   public:
-    // `owner` parents the timer.
-    explicit ShownRun(QObject* owner);
+    static constexpr int kDefaultPollMs = 2000;
+
+    // `owner` parents the timer, which fires every `pollMs` while the shown run trains.
+    explicit ShownRun(QObject* owner, int pollMs = kDefaultPollMs);
     ~ShownRun();
     ShownRun(const ShownRun&) = delete;
     ShownRun& operator=(const ShownRun&) = delete;
 
-    // What runs every two seconds while the shown run trains.
+    // What runs on every tick of the timer while the shown run trains.
     void setPoll(std::function<void()> poll);
     // Opens the store at `path` for reading unless it is the open one. False when there is no
     // store: `error` says why, or stays empty when there is no file yet.
@@ -34,6 +36,8 @@ class ShownRun {
     void show(int64_t run, bool live);
     // The shown run stopped training: polling stops. False when it was not live.
     bool finish();
+    // Reading the run failed: polling stops, though the run still trains (live until finish).
+    void stopPolling();
 
     store::RunStore* store() const { return store_.get(); }
     const QString& path() const { return path_; }

@@ -4,43 +4,15 @@
 // (or float64) data. Options structs hold PyTorch's defaults; a ParamGroup may override any of
 // them by name ("lr", "momentum", "beta1", "amsgrad", ...).
 #include <myelin/optim/optimizer.h>
+#include <myelin/optim/option_field.h>
 
 #include <array>
-#include <limits>
-#include <variant>
 
 namespace myelin::optim {
 
-// One option of an optimizer, described once: its name (PyTorch's, as a param group holds it),
-// the member of the typed options that holds it (whose initializer is the default), what it
-// does, and its range. to_map(), the project file's optimizer options, the CLI's and the
-// studio's descriptions (spec::OptimizerKind::options) and reading a project's options into the
-// typed struct all follow from each struct's `fields`.
-template <class O> struct OptionField {
-    const char* name;
-    std::variant<double O::*, bool O::*> member;
-    const char* doc;
-    double min = -std::numeric_limits<double>::infinity();
-    double max = std::numeric_limits<double>::infinity();
-    bool min_exclusive = false; // lr > 0, not >= 0
-};
-
-// The options as a param group holds them: every field by name, flags as 0 / 1.
-template <class O> Options options_map(const O& options) {
-    Options map;
-    for (const auto& f : O::fields)
-        std::visit(
-            [&](auto member) {
-                using V = std::remove_cvref_t<decltype(options.*member)>;
-                if constexpr (std::is_same_v<V, bool>)
-                    map[f.name] = options.*member ? 1.0 : 0.0;
-                else
-                    map[f.name] = options.*member;
-            },
-            f.member);
-    return map;
-}
-
+// Each options struct lists its `fields` (optim/option_field.h): to_map(), the project file's
+// optimizer options, the CLI's and the studio's descriptions (spec::OptimizerKind::options) and
+// reading a project's options into the typed struct all follow from them.
 struct SGDOptions {
     // PyTorch 1.13 requires an lr for SGD (2.x defaults to 1e-3); the studio has offered 1e-2.
     double lr = 1e-2;

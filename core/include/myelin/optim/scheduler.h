@@ -8,8 +8,15 @@
 // lr_at(step, group) is the lr after `step` calls to step() from construction, computed from the
 // closed form without touching the optimizer: what the studio plots before training. For the
 // recursive schedules it agrees with step() to ~1e-12 relative.
+//
+// Each schedule takes its typed options (StepLROptions, ...), whose `fields` describe every
+// option once (optim/option_field.h): the schedule kinds' AttrDescs (the project file, `myelin
+// check`, the studio's forms) and the typed options a project's values build follow from them.
+// The defaults are the project's when an option is left out: PyTorch's where it has one.
 #include <myelin/optim/optimizer.h>
+#include <myelin/optim/option_field.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -73,10 +80,16 @@ class LRScheduler {
     friend class SequentialLR;
 };
 
+struct StepLROptions {
+    int64_t step_size = 10;
+    double gamma = 0.1;
+    static const std::array<OptionField<StepLROptions>, 2> fields;
+};
+
 // lr = base * gamma^(floor(epoch / step_size))
 class StepLR final : public LRScheduler {
   public:
-    StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+    StepLR(Optimizer& optimizer, const StepLROptions& options);
     const char* name() const override { return "StepLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
 
@@ -89,10 +102,16 @@ class StepLR final : public LRScheduler {
     double gamma_;
 };
 
+struct MultiStepLROptions {
+    std::vector<int64_t> milestones{30, 80};
+    double gamma = 0.1;
+    static const std::array<OptionField<MultiStepLROptions>, 2> fields;
+};
+
 // lr = base * gamma^(number of milestones <= epoch)
 class MultiStepLR final : public LRScheduler {
   public:
-    MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1);
+    MultiStepLR(Optimizer& optimizer, const MultiStepLROptions& options);
     const char* name() const override { return "MultiStepLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
 
@@ -105,10 +124,15 @@ class MultiStepLR final : public LRScheduler {
     double gamma_;
 };
 
+struct ExponentialLROptions {
+    double gamma = 0.95;
+    static const std::array<OptionField<ExponentialLROptions>, 1> fields;
+};
+
 // lr = base * gamma^epoch
 class ExponentialLR final : public LRScheduler {
   public:
-    ExponentialLR(Optimizer& optimizer, double gamma);
+    ExponentialLR(Optimizer& optimizer, const ExponentialLROptions& options);
     const char* name() const override { return "ExponentialLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
 
@@ -120,11 +144,17 @@ class ExponentialLR final : public LRScheduler {
     double gamma_;
 };
 
+struct CosineAnnealingLROptions {
+    int64_t T_max = 0; // 0: the whole training, which the kind fills in (the schedule needs > 0)
+    double eta_min = 0.0;
+    static const std::array<OptionField<CosineAnnealingLROptions>, 2> fields;
+};
+
 // lr = eta_min + (base - eta_min) (1 + cos(pi epoch / T_max)) / 2; step() uses PyTorch's
 // recursive form (so it also continues past T_max the way PyTorch does).
 class CosineAnnealingLR final : public LRScheduler {
   public:
-    CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);
+    CosineAnnealingLR(Optimizer& optimizer, const CosineAnnealingLROptions& options);
     const char* name() const override { return "CosineAnnealingLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
 
@@ -137,11 +167,18 @@ class CosineAnnealingLR final : public LRScheduler {
     double eta_min_;
 };
 
+struct CosineAnnealingWarmRestartsOptions {
+    int64_t T_0 = 10;
+    int64_t T_mult = 1;
+    double eta_min = 0.0;
+    static const std::array<OptionField<CosineAnnealingWarmRestartsOptions>, 3> fields;
+};
+
 // SGDR: cosine from base to eta_min over T_i steps, then restart with T_i *= T_mult.
 class CosineAnnealingWarmRestarts final : public LRScheduler {
   public:
-    CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1,
-                                double eta_min = 0.0);
+    CosineAnnealingWarmRestarts(Optimizer& optimizer,
+                                const CosineAnnealingWarmRestartsOptions& options);
     const char* name() const override { return "CosineAnnealingWarmRestarts"; }
     void step() override;
     double lr_at(int64_t step, size_t group = 0) const override;
@@ -161,8 +198,9 @@ class CosineAnnealingWarmRestarts final : public LRScheduler {
 enum class AnnealStrategy { Cos, Linear };
 
 struct OneCycleOptions {
-    std::vector<double> max_lr; // one value for all groups, or one per group
-    int64_t total_steps = 0;    // or epochs * steps_per_epoch when 0
+    double max_lr = 1e-2;                   // every group's peak...
+    std::vector<double> max_lr_per_group{}; // ...or, when given, one per group
+    int64_t total_steps = 0;                // or epochs * steps_per_epoch when 0
     int64_t epochs = 0;
     int64_t steps_per_epoch = 0;
     double pct_start = 0.3;
@@ -173,6 +211,8 @@ struct OneCycleOptions {
     double div_factor = 25.0;
     double final_div_factor = 1e4;
     bool three_phase = false;
+    // A project's options: the steps come from the training, a per-group peak from no file.
+    static const std::array<OptionField<OneCycleOptions>, 9> fields;
 };
 
 // The 1cycle policy. Sets initial_lr = max_lr / div_factor, max_lr and min_lr = initial_lr /
@@ -208,11 +248,17 @@ class OneCycleLR final : public LRScheduler {
     std::vector<Options> initial_groups_; // the groups' schedule values, for lr_at
 };
 
+struct LinearLROptions {
+    double start_factor = 1.0 / 3.0;
+    double end_factor = 1.0;
+    int64_t total_iters = 5;
+    static const std::array<OptionField<LinearLROptions>, 3> fields;
+};
+
 // lr = base * (start_factor + (end_factor - start_factor) min(epoch, total_iters) / total_iters)
 class LinearLR final : public LRScheduler {
   public:
-    LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3.0, double end_factor = 1.0,
-             int64_t total_iters = 5);
+    LinearLR(Optimizer& optimizer, const LinearLROptions& options);
     const char* name() const override { return "LinearLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
 
@@ -225,10 +271,16 @@ class LinearLR final : public LRScheduler {
     int64_t total_iters_;
 };
 
+struct ConstantLROptions {
+    double factor = 1.0 / 3.0;
+    int64_t total_iters = 5;
+    static const std::array<OptionField<ConstantLROptions>, 2> fields;
+};
+
 // lr = base * factor until total_iters, then base.
 class ConstantLR final : public LRScheduler {
   public:
-    ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3.0, int64_t total_iters = 5);
+    ConstantLR(Optimizer& optimizer, const ConstantLROptions& options);
     const char* name() const override { return "ConstantLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
 
@@ -261,6 +313,14 @@ class SequentialLR final : public LRScheduler {
     std::vector<int64_t> milestones_;
 };
 
+// The linear warmup every step-driven schedule kind offers before itself: LinearLR from
+// warmup_start_factor x lr to lr over `warmup` steps, then the schedule (SequentialLR).
+struct WarmupOptions {
+    int64_t warmup = 0; // none
+    double warmup_start_factor = 0.1;
+    static const std::array<OptionField<WarmupOptions>, 2> fields;
+};
+
 struct ReduceLROnPlateauOptions {
     enum class Mode { Min, Max } mode = Mode::Min;
     double factor = 0.1;
@@ -268,8 +328,11 @@ struct ReduceLROnPlateauOptions {
     double threshold = 1e-4;
     enum class ThresholdMode { Rel, Abs } threshold_mode = ThresholdMode::Rel;
     int64_t cooldown = 0;
-    std::vector<double> min_lr{0.0}; // one for all groups, or one per group
+    double min_lr = 0.0;                    // every group's floor...
+    std::vector<double> min_lr_per_group{}; // ...or, when given, one per group
     double eps = 1e-8;
+    // A project's options (a per-group floor is no file's).
+    static const std::array<OptionField<ReduceLROnPlateauOptions>, 8> fields;
 };
 
 // Lowers the lr by `factor` when the metric has not improved for `patience` steps. Depends on

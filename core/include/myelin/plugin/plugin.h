@@ -25,7 +25,7 @@
 
 // Raised whenever what a plugin sees changes layout or meaning: this header, graph::LayerKind,
 // the spec:: kind records, nn::Module, Tensor and the other types their functions take.
-#define MYELIN_PLUGIN_ABI_VERSION 4
+#define MYELIN_PLUGIN_ABI_VERSION 5
 
 #define MYELIN_PLUGIN_STRINGIFY_(x) #x
 #define MYELIN_PLUGIN_STRINGIFY(x) MYELIN_PLUGIN_STRINGIFY_(x)
