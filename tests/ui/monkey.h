@@ -13,6 +13,7 @@
 #include <QApplication>
 #include <QDialog>
 #include <QDockWidget>
+#include <QDrag>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
@@ -22,6 +23,7 @@
 #include <QMutex>
 #include <QPointer>
 #include <QTabWidget>
+#include <QThread>
 #include <QTimer>
 #include <QWheelEvent>
 #include <QWindow>
@@ -35,7 +37,7 @@
 namespace myelin::test::monkey {
 
 constexpr int kRecentEvents = 30; // printed when the run fails
-// How long a drag's move may take before its release is sent from a timer (see pressMoveRelease).
+// How long a drag may go on before it is cancelled (see pressMoveRelease).
 constexpr int kDragReleaseMs = 1000;
 
 // ---- Qt messages ---------------------------------------------------------------------------
@@ -392,40 +394,77 @@ class Monkey : public QObject {
         pressMoveRelease(windowOf(viewport), a, b, Qt::LeftButton);
     }
 
+    // A press, moves and release under way; the rest can be sent from inside a drag's loop.
+    struct Gesture {
+        QPointer<QWindow> window;
+        QPoint from, to;
+        Qt::MouseButton button = Qt::LeftButton;
+        int moves = 0, next = 1;
+        int loopLevel = 0; // the event loops running when it began
+        bool released = false;
+    };
+
+    static void moveOn(Gesture& g) {
+        const int i = g.next++;
+        QTest::mouseMove(g.window, g.from + (g.to - g.from) * i / g.moves);
+    }
+
+    static void release(Gesture& g) {
+        if (g.released || !g.window) return;
+        g.released = true;
+        QTest::mouseRelease(g.window, g.button, Qt::NoModifier, g.to);
+    }
+
+    // Inside the loop of a QDrag's exec(): an event loop more than when the gesture began, and a
+    // QDrag alive (a child of its source until deleteLater).
+    static bool inDragLoop(const Gesture& g) {
+        if (QThread::currentThread()->loopLevel() <= g.loopLevel) return false;
+        for (QWidget* top : QApplication::topLevelWidgets())
+            if (top->findChild<QDrag*>() != nullptr) return true;
+        return false;
+    }
+
     // Each event runs the event loop (QTest processes events after it), which can close the
-    // window under the drag: look before every event. A move may start a QDrag (a palette
-    // entry, selectable text), whose own event loop waits for a release inside that move, before
-    // this sequence sends it (it hung a 300 s run under Xvfb): a timer, which that loop runs,
-    // sends the release if the move has not returned by then.
+    // window under the drag: look before every event. A move can start a QDrag (a palette entry,
+    // selected text, a file dialog's list): offscreen its exec() returns at once, under xcb it
+    // runs its own loop until a release that this sequence, stuck in that move, never sent (runs
+    // hung). A zero timer armed before each move runs first in that loop and sends the rest from
+    // there, so the drag drops as a person's would; run anywhere else it does nothing, and the
+    // events offscreen stay the seed's. A drag still going after kDragReleaseMs (its window gone,
+    // or blocked by a modal dialog) is cancelled. The timers are the monkey's: the window can go.
     void pressMoveRelease(QWindow* window, QPoint a, QPoint b, Qt::MouseButton button) {
-        QPointer<QWindow> alive(window);
-        if (!alive) return;
+        auto g = std::make_shared<Gesture>();
+        g->window = window;
+        g->from = a;
+        g->to = b;
+        g->button = button;
+        g->loopLevel = QThread::currentThread()->loopLevel();
+        if (!g->window) return;
         QTest::mouseMove(window, a);
         // The watchdog may have closed a dialog meanwhile: no press into a hidden window (no
         // user can, and Qt's QSizeGrip dereferences its missing window handle then).
-        if (!alive || !alive->isVisible()) return;
+        if (!g->window || !g->window->isVisible()) return;
         QTest::mousePress(window, button, Qt::NoModifier, a);
-        auto released = std::make_shared<bool>(false);
-        auto release = [alive, button, b, released] {
-            if (*released || !alive) return;
-            *released = true;
-            QTest::mouseRelease(alive, button, Qt::NoModifier, b);
-        };
-        // Under xcb the drag's loop takes its release from the X server, not from QTest, and
-        // stops on Escape (QBasicDrag's filter on the application): a move that has not returned
-        // by then gets both.
-        auto unstick = [alive, released, release] {
-            if (*released || !alive) return;
-            QTest::keyClick(alive, Qt::Key_Escape);
-            release();
-        };
-        QTimer::singleShot(kDragReleaseMs, alive, unstick);
-        const int moves = uniform(2, 6);
-        for (int i = 1; i <= moves; ++i) {
-            if (!alive || *released) return;
-            QTest::mouseMove(window, a + (b - a) * i / moves);
+        QTimer::singleShot(kDragReleaseMs, this, [this, g] {
+            if (g->released) return;
+            if (inDragLoop(*g)) {
+                record(QStringLiteral("the drag's QDrag is still going: cancelled"));
+                QDrag::cancel();
+            }
+            release(*g);
+        });
+        g->moves = uniform(2, 6);
+        while (g->next <= g->moves && g->window && !g->released) {
+            QTimer::singleShot(0, this, [this, g] {
+                if (g->released || !inDragLoop(*g)) return;
+                record(QStringLiteral("the drag started a QDrag: the rest sent from its loop"));
+                while (g->next <= g->moves && g->window && !g->released)
+                    moveOn(*g);
+                release(*g);
+            });
+            moveOn(*g);
         }
-        release();
+        release(*g);
     }
 
     void wheel(QWidget* widget) {

@@ -13,6 +13,10 @@
 // the XDG folders, the working directory, the examples folder and the project are all in it.
 #include "blobs_project.h"
 #include "document/project_document.h"
+#include "editor/graph_scene.h"
+#include "editor/graph_view.h"
+#include "editor/model_editor.h"
+#include "editor/node_item.h"
 #include "monkey.h"
 #include "shell/main_window.h"
 #include "training/training_controller.h"
@@ -31,6 +35,7 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QMutex>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -97,6 +102,7 @@ class TestMonkey : public QObject {
     void collapsedPlotPaintsNothing();
     void selectedLayersSurviveAnotherProject();
     void tabsAroundADockDrag();
+    void dragAwayFromTheScrolledEnd();
     void randomInput();
 
   private:
@@ -210,6 +216,45 @@ void TestMonkey::tabsAroundADockDrag() {
     tabs->setCurrentWidget(w.editor());
     QVERIFY(palette->isVisible());
     QVERIFY(live->isVisible());
+}
+
+// Found by the monkey under xcb (seed 41): all layers selected and dragged away from the end the
+// canvas was scrolled to. Each committed move shrank the scene, the view scrolled back to its
+// end and replayed the move, which moved the cards and committed again, until the stack
+// overflowed.
+void TestMonkey::dragAwayFromTheScrolledEnd() {
+    const QString dir = QDir(sandbox_).filePath(QStringLiteral("scrolled"));
+    QVERIFY(QDir().mkpath(dir));
+    const QString project = myelin::test::writeBlobsProject(dir, 1);
+    MainWindow w;
+    w.resize(1280, 860);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openProject(project));
+    myelin::ui::GraphScene* scene = w.editor()->scene();
+    myelin::ui::GraphView* view = w.editor()->view();
+    std::vector<myelin::graph::NodeId> all;
+    for (const auto& node : w.document()->spec().nodes)
+        all.push_back(node.id);
+    scene->selectNodes(all);
+    // Zoomed so that the scene is wider than the view and its right end shows the cards.
+    QWidget* viewport = view->viewport();
+    const double zoom = 1.5 * viewport->width() / scene->sceneRect().width();
+    view->zoomBy(zoom / view->zoom());
+    const QPointF grab = scene->nodeItem(all.front())->sceneBoundingRect().center();
+    view->centerOn(grab);
+    QScrollBar* bar = view->horizontalScrollBar();
+    bar->setValue(bar->maximum());
+    QVERIFY(bar->maximum() > bar->minimum());
+    const QPoint at = view->mapFromScene(grab);
+    QVERIFY(viewport->rect().contains(at));
+    const double xBefore = w.document()->spec().node(all.front()).x;
+
+    QTest::mousePress(viewport, Qt::LeftButton, Qt::NoModifier, at);
+    for (int step = 1; step <= 5; ++step)
+        QTest::mouseMove(viewport, at - QPoint(15 * step, 0));
+    QTest::mouseRelease(viewport, Qt::LeftButton, Qt::NoModifier, at - QPoint(75, 0));
+    QVERIFY(w.document()->spec().node(all.front()).x < xBefore);
 }
 
 void TestMonkey::randomInput() {

@@ -16,6 +16,7 @@
 #include <QLineEdit>
 #include <QMimeData>
 #include <QPainter>
+#include <QScopedValueRollback>
 #include <QTimer>
 
 #include <algorithm>
@@ -455,6 +456,12 @@ void GraphScene::finishConnectDrag(QPointF scenePos) {
 }
 
 void GraphScene::commitMoves() {
+    // A commit can shrink the scene rect; a view scrolled to its end then scrolls, and replays
+    // the drag's last mouse move, which moves the cards and commits again, without end while
+    // the moved cards bound the scene (all selected, dragged away from the scrolled edge). The
+    // replayed move still moves the cards; the next move or the release commits it.
+    if (committingMoves_) return;
+    const QScopedValueRollback committing(committingMoves_, true);
     std::vector<std::pair<graph::NodeId, QPointF>> positions;
     bool changed = false;
     for (graph::NodeId id : selectedNodeIds()) {

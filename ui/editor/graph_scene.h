@@ -116,6 +116,7 @@ class GraphScene : public QGraphicsScene {
     // A move drag in progress: its id merges its Move commands.
     bool moveDragActive_ = false;
     int dragId_ = 0;
+    bool committingMoves_ = false; // see commitMoves
 
     // A connection drag in progress.
     graph::NodeId connectFrom_ = -1;
