@@ -4,6 +4,7 @@
 // other backend against the CPU.
 #include "backend/backend.h"
 
+#include <myelin/cuda.h>
 #include <myelin/error.h>
 
 #include <QtTest>
@@ -156,6 +157,14 @@ inline bool close(double got, double want, double rtol, double atol) {
 
 inline double rtol_for(DType t) {
     return t == DType::Float64 ? 1e-12 : 2e-6;
+}
+
+// Says which device the CUDA leg runs on, or why it is skipped (the GPU kit reads this line).
+inline void report_cuda_leg() {
+    if (!backend::find(DeviceType::CUDA))
+        qInfo("CUDA: skipped (no device: %s)", cuda_status().reason.c_str());
+    else
+        qInfo("CUDA: %s", backend::get(DeviceType::CUDA).info().details.c_str());
 }
 
 // The other backends present (CUDA when built and a device is usable).

@@ -252,12 +252,7 @@ class GemmOnlyBackend final : public Backend {
 class TestBackendOps : public QObject {
     Q_OBJECT
   private slots:
-    void initTestCase() {
-        if (!backend::find(DeviceType::CUDA))
-            qInfo("CUDA: skipped (no device: %s)", cuda_status().reason.c_str());
-        else
-            qInfo("CUDA: %s", backend::get(DeviceType::CUDA).info().details.c_str());
-    }
+    void initTestCase() { report_cuda_leg(); }
 
     void unsupported_primitives_are_refused_by_name() {
         const Backend& cpu = backend::get(DeviceType::CPU);

@@ -81,12 +81,7 @@ class TestBackendOpsSequence : public QObject {
     Q_OBJECT
 
   private slots:
-    void initTestCase() {
-        if (!backend::find(DeviceType::CUDA))
-            qInfo("CUDA: skipped (no device: %s)", cuda_status().reason.c_str());
-        else
-            qInfo("CUDA: %s", backend::get(DeviceType::CUDA).info().details.c_str());
-    }
+    void initTestCase() { report_cuda_leg(); }
 
     // A whole recurrent layer (NnKernels::recurrent_forward): the CPU against the equations in
     // float64, CUDA (one GEMM and one fused cell kernel a step) against the CPU; then the

@@ -63,6 +63,25 @@ inline unsigned blocks_for(int64_t n) {
     return unsigned(blocks < 65535 * 32 ? blocks : 65535 * 32); // grid-stride loops cover the rest
 }
 
+// Device scratch memory from the backend's caching allocator, returned on scope exit (work is
+// ordered on the default stream, so a later user of a freed block waits for this one's work).
+class Scratch {
+  public:
+    Scratch(Backend& device, size_t bytes)
+        : device_(device), bytes_(bytes), data_(bytes ? device.allocate(bytes) : nullptr) {}
+    ~Scratch() {
+        if (data_) device_.deallocate(data_, bytes_);
+    }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    template <typename T> T* as() const { return static_cast<T*>(data_); }
+
+  private:
+    Backend& device_;
+    size_t bytes_;
+    void* data_;
+};
+
 inline void check_launch(const char* what) {
     const cudaError_t error = cudaGetLastError();
     if (error != cudaSuccess)

@@ -78,26 +78,6 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A
                    "dgemm");
 }
 
-// Device memory for one call, from the device's caching allocator (work is ordered on the
-// default stream, so a later user of a freed block waits for this one).
-class Scratch {
-  public:
-    Scratch(Backend& device, size_t bytes) : device_(device), bytes_(bytes) {
-        if (bytes_) data_ = device_.allocate(bytes_);
-    }
-    ~Scratch() {
-        if (data_) device_.deallocate(data_, bytes_);
-    }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    template <typename T> T* as() const { return static_cast<T*>(data_); }
-
-  private:
-    Backend& device_;
-    size_t bytes_ = 0;
-    void* data_ = nullptr;
-};
-
 template <typename T> __global__ void fill_kernel(T* p, int64_t n, T value) {
     MYELIN_GRID_LOOP(i, n) p[i] = value;
 }

@@ -43,24 +43,6 @@ template <typename T> T* ptr(const View* v) {
     return v ? static_cast<T*>(v->data) : nullptr;
 }
 
-// Device scratch memory from the backend's caching allocator, returned on scope exit.
-class Scratch {
-  public:
-    Scratch(Backend& device, size_t bytes)
-        : device_(device), bytes_(bytes), data_(bytes ? device.allocate(bytes) : nullptr) {}
-    ~Scratch() {
-        if (data_) device_.deallocate(data_, bytes_);
-    }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    template <typename T> T* as() const { return static_cast<T*>(data_); }
-
-  private:
-    Backend& device_;
-    size_t bytes_;
-    void* data_;
-};
-
 unsigned sum_blocks(int64_t n) {
     const unsigned b = blocks_for(n);
     return b < kSumBlocks ? (b ? b : 1) : kSumBlocks;
