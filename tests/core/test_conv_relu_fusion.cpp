@@ -187,7 +187,7 @@ class TestConvReluFusion : public QObject {
         }
     }
 
-    void fused_pool_matches_conv_relu_pool_data() { add_rows(8); }
+    void fused_pool_matches_conv_relu_pool_data() { add_rows(9); }
     void fused_pool_matches_conv_relu_pool() {
         QFETCH(int, which);
         switch (which) {
@@ -206,6 +206,8 @@ class TestConvReluFusion : public QObject {
         case 6: // values near float's range
             return compare(Fused::ReluPool, {4, 16, 12, 12}, {16, 16, 3, 3}, true, pad(1), false,
                            1e36f);
+        case 7: // 23 images of 100 KB of activation: passes of 10, 10 and 3 (kFusedPassBytes)
+            return compare(Fused::ReluPool, {23, 1, 28, 28}, {32, 1, 3, 3}, true, pad(1), false);
         default: // strided convolution, 2x2 output (one window per plane)
             return compare(Fused::ReluPool, {3, 16, 8, 8}, {32, 16, 3, 3}, true, pad(1, 3), false);
         }

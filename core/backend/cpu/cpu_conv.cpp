@@ -625,6 +625,10 @@ void CpuNnKernels::conv_relu_backward(const ConvGeometry& g, const View& x, cons
     conv_relu_backward_raw(x, w, y, grad_y, grad_x, grad_w, grad_bias, g);
 }
 
+// The blocked activation one pass of the fused Conv2d-ReLU-MaxPool2d forward writes: what the
+// two cores' L2 caches (1 MiB each on the Zen 5 here) hold beside the pass's input.
+constexpr int64_t kFusedPassBytes = int64_t(1) << 20;
+
 // Conv2d-ReLU-MaxPool2d(2): the pool reads oneDNN's blocked output directly (no reorder to
 // nchw, no ReLU output tensor), and its backward writes the blocked gradient the convolution's
 // backward reads (no nchw gradient, no separate ReLU pass).
@@ -639,18 +643,46 @@ bool CpuNnKernels::conv_relu_pool_fused(const ConvGeometry& g, bool has_bias,
 void CpuNnKernels::conv_relu_pool_forward(const ConvGeometry& g, const PoolGeometry& p,
                                           const View& x, const View& w, const View* bias,
                                           const View& pooled, const View& codes) {
-    HostScratch activation(size_t(g.N * g.O * g.OH * g.OW) * sizeof(float));
-    const View y = output_view(g, activation.data());
     const nchw16c::Pool2x2 sizes{g.N, g.O, g.OH, g.OW, p.OH, p.OW};
     auto* code_bytes = static_cast<uint8_t*>(codes.data);
-    auto e = conv_entry(g, bias != nullptr);
-    if (g.O % 16 == 0 && relu_forward_ready(*e) && e->fwd_relu_pd.dst_desc() == blocked_output(g) &&
-        relu_post_op_exact(x, w, bias, g)) {
-        forward_raw(x, w, bias, y, g, true, true);
-        nchw16c::max_pool_2x2_from_blocked(static_cast<const float*>(y.data),
-                                           static_cast<float*>(pooled.data), code_bytes, sizes);
+    // The batch in passes of about kFusedPassBytes of blocked activation, which stays in the
+    // cores' caches between the convolution's write and the pool's read: the whole batch's goes
+    // to memory and back (fashion_cnn's first block writes 25 MB at batch 256; evaluation ran
+    // 1.4x faster at batch 64 than at 256 before). Every image is the same computation in any
+    // pass (test_conv_relu_fusion holds the fused block to the separate ops' bits).
+    const int64_t image_floats = g.O * g.OH * g.OW;
+    const int64_t per_pass =
+        std::clamp<int64_t>(kFusedPassBytes / (image_floats * int64_t(sizeof(float))), 1, g.N);
+    const auto pass_geometry = [&](int64_t n) {
+        ConvGeometry gp = g;
+        gp.N = n;
+        return gp;
+    };
+    const auto blocked_fused = [&](const ConvGeometry& gp) {
+        auto e = conv_entry(gp, bias != nullptr);
+        return relu_forward_ready(*e) && e->fwd_relu_pd.dst_desc() == blocked_output(gp);
+    };
+    const int64_t tail = g.N % per_pass;
+    if (g.O % 16 == 0 && blocked_fused(pass_geometry(per_pass)) &&
+        (tail == 0 || blocked_fused(pass_geometry(tail))) && relu_post_op_exact(x, w, bias, g)) {
+        HostScratch activation(size_t(per_pass * image_floats) * sizeof(float));
+        const int64_t image_in = g.C * g.H * g.W, image_pooled = g.O * p.OH * p.OW;
+        for (int64_t n0 = 0; n0 < g.N; n0 += per_pass) {
+            const ConvGeometry gp = pass_geometry(std::min(per_pass, g.N - n0));
+            View xp = x;
+            xp.data = static_cast<float*>(x.data) + n0 * image_in;
+            xp.shape[0] = gp.N;
+            const View y = output_view(gp, activation.data());
+            forward_raw(xp, w, bias, y, gp, true, true);
+            nchw16c::max_pool_2x2_from_blocked(static_cast<const float*>(y.data),
+                                               static_cast<float*>(pooled.data) + n0 * image_pooled,
+                                               code_bytes + n0 * image_pooled,
+                                               {gp.N, g.O, g.OH, g.OW, p.OH, p.OW});
+        }
         return;
     }
+    HostScratch activation(size_t(g.N * image_floats) * sizeof(float));
+    const View y = output_view(g, activation.data());
     conv_relu_forward(g, x, w, bias, y);
     if (g.O % 16 != 0) return max_pool_forward(p, y, pooled, nullptr, &codes);
     HostScratch plain(size_t(codes.numel()));
