@@ -276,9 +276,19 @@ double CosineAnnealingWarmRestarts::lr_at(int64_t step, size_t group) const {
     check_step(step);
     const double base = base_lr(group);
     int64_t start = 0, len = T_0_;
-    while (step >= start + len) {
-        start += len;
-        len *= T_mult_;
+    if (T_mult_ == 1) {
+        // Equal cycles: walking them one by one made a late step cost step / T_0 iterations.
+        start = step - step % T_0_;
+    } else {
+        // Cycles grow geometrically: at most 63 of them before len would overflow.
+        while (step - start >= len) {
+            start += len;
+            if (len > std::numeric_limits<int64_t>::max() / T_mult_) {
+                len = std::numeric_limits<int64_t>::max(); // a cycle longer than any run
+                break;
+            }
+            len *= T_mult_;
+        }
     }
     const double t_cur = static_cast<double>(step - start);
     return eta_min_ +

@@ -11,6 +11,8 @@
 
 #include "test_support.h"
 
+#include <cmath>
+#include <limits>
 #include <memory>
 
 using namespace myelin;
@@ -308,6 +310,25 @@ class TestSched : public QObject {
         QVERIFY2(msg.contains("step_size must be positive"), qPrintable(msg));
         msg = error_of<Error>([&] { LinearLR(*opt, {.start_factor = 0.0}); });
         QVERIFY2(msg.contains("starting multiplicative factor"), qPrintable(msg));
+    }
+
+    // lr_at far into a run (the Training page's preview asks at millions of steps): SGDR's
+    // closed form, equal cycles and cycles that grow until they outlast any run.
+    void warmRestartsAtLateSteps() {
+        auto opt = make_optimizer("sgd");
+        const double base = opt->param_groups()[0].options.at("lr");
+        const auto sgdr = [&](int64_t t_cur, int64_t t_i) {
+            return 0.001 + (base - 0.001) * (1 + std::cos(M_PI * double(t_cur) / double(t_i))) / 2;
+        };
+        CosineAnnealingWarmRestarts equal(*opt, {.T_0 = 7, .T_mult = 1, .eta_min = 0.001});
+        for (int64_t step :
+             {int64_t(0), int64_t(6), int64_t(7), int64_t(1000003), int64_t(1) << 40})
+            QCOMPARE(equal.lr_at(step, 0), sgdr(step % 7, 7));
+        CosineAnnealingWarmRestarts growing(*opt, {.T_0 = 3, .T_mult = 2, .eta_min = 0.001});
+        QCOMPARE(growing.lr_at(3 + 6 + 12 + 5, 0), sgdr(5, 24)); // the fourth cycle
+        // Past 2^62 the cycle length would overflow: the last cycle runs on.
+        const double late = growing.lr_at(std::numeric_limits<int64_t>::max() - 1, 0);
+        QVERIFY(std::isfinite(late) && late >= 0.001 && late <= base);
     }
 };
 

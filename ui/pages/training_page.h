@@ -1,9 +1,10 @@
 #pragma once
 // The Training page: loss, optimizer and LR schedule (kinds and options from core's component
 // registry, edited with AttrRows), run settings, early stopping, checkpoints and what the hooks
-// capture, next to a live preview of the learning rate over the whole run computed by
-// train::preview_lr. Every committed change is one undoable edit of the project's TrainSpec;
-// the page shows the document's spec again after every change, so undo and redo update it.
+// capture, next to a live preview of the learning rate over the whole run (the schedule's
+// closed form at a bounded set of steps, lr_preview_sampling.h). Every committed change is one
+// undoable edit of the project's TrainSpec; the page shows the document's spec again after every
+// change, so undo and redo update it.
 #include "widgets/attr_editor.h"
 
 #include <myelin/io/project.h>
@@ -54,8 +55,8 @@ class TrainingPage : public QWidget {
     bool isEditingLocked() const { return locked_; }
 
     // The learning rate of each preview point (empty for ReduceLROnPlateau or an invalid spec)
-    // and its x: the epoch or optimizer step, counting from 1. Every step up to 20,000 steps;
-    // a longer run is drawn at every k-th step.
+    // and its x: the epoch or optimizer step, counting from 1. Every step up to 2,000 steps;
+    // a longer run at most 2,000 of them, with the schedule's corners (lr_preview_sampling.h).
     const std::vector<double>& previewValues() const { return previewLr_; }
     const std::vector<double>& previewPositions() const { return previewX_; }
     // The message under the plot when the optimizer or schedule cannot be built; empty when fine.

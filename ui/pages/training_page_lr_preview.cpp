@@ -1,10 +1,12 @@
-// The Training page's learning-rate preview: the plot of train::preview_lr over the whole run
-// with its hover readout, the summary and notes around it, the ReduceLROnPlateau note in its
-// place, and the steps per epoch it assumes when the data's size is not known.
+// The Training page's learning-rate preview: the plot of the schedule's lr over the whole run
+// (at most kMaxPreviewPoints steps of it, lr_preview_sampling.h) with its hover readout, the
+// summary and notes around it, the ReduceLROnPlateau note in its place, and the steps per epoch it
+// assumes when the data's size is not known.
 #include "pages/training_page.h"
 
 #include "document/project_document.h"
 #include "pages/class_weights_editor.h"
+#include "pages/lr_preview_sampling.h"
 #include "pages/page_text.h"
 #include "pages/training_page_form.h"
 #include "widgets/theme.h"
@@ -34,9 +36,27 @@ using namespace training_form;
 
 namespace {
 
-// Beyond this many steps the preview samples the schedule (Schedule::lr_at) instead of
-// computing every step, so a long run still previews instantly.
-constexpr int64_t kMaxPreviewPoints = 20000;
+// Filling under a curve costs Qt's rasterizer more than in proportion to how often the curve
+// turns back (1.5 s for the ~700 turns of a restarting schedule over a long run, 20 ms for 64);
+// beyond this many turns the curve reads as a band and is drawn without the fill.
+constexpr int kMaxFilledTurns = 64;
+
+QBrush curveFill() {
+    QColor fill = colors::kAccent;
+    fill.setAlpha(28);
+    return fill;
+}
+
+// How often the values change from rising to falling or back.
+int turns(const std::vector<double>& values) {
+    int count = 0, direction = 0;
+    for (size_t i = 1; i < values.size(); ++i) {
+        const int d = values[i] > values[i - 1] ? 1 : values[i] < values[i - 1] ? -1 : 0;
+        if (d != 0 && direction != 0 && d != direction) ++count;
+        if (d != 0) direction = d;
+    }
+    return count;
+}
 
 // 1, 2, 5, 10, 20, ... so that `range` shows about `target` integer ticks.
 double niceIntegerStep(double range, int target = 8) {
@@ -71,10 +91,11 @@ QWidget* TrainingPage::buildPreview() {
     plot_->installEventFilter(this);
     QCPGraph* graph = plot_->addGraph();
     graph->setPen(QPen(colors::kAccent, 2));
-    QColor fill = colors::kAccent;
-    fill.setAlpha(28);
-    graph->setBrush(fill);
+    graph->setBrush(curveFill());
     graph->setAntialiased(true);
+    // A 2-pixel polyline that turns back hundreds of times (restarts) costs seconds stroked as
+    // one outline; segment by segment, milliseconds.
+    plot_->setPlottingHint(QCP::phFastPolylines, true);
     for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis, plot_->xAxis2})
         axis->grid()->setZeroLinePen(Qt::NoPen);
     plot_->xAxis2->grid()->setVisible(false);
@@ -207,7 +228,6 @@ void TrainingPage::updatePreview() {
     QString error, note, summary;
     bool plateau = false;
     bool perStep = false;
-    int64_t stride = 1;
     int64_t total = 0;
     double startLr = 0;
     const bool open = document_->isOpen();
@@ -216,7 +236,6 @@ void TrainingPage::updatePreview() {
         plateau = t.scheduler && spec::schedule_is_metric_driven(t.scheduler->kind);
         perStep = train::schedules_per_step(t);
         total = previewSteps(t);
-        stride = (total + kMaxPreviewPoints - 1) / kMaxPreviewPoints;
         try {
             const spec::ComponentKind* ok =
                 spec::find_component(spec::optimizer_kinds(), t.optimizer.kind);
@@ -227,19 +246,33 @@ void TrainingPage::updatePreview() {
                 train::preview_lr(t.optimizer, *t.scheduler, 1);
             } else if (!t.scheduler) {
                 train::make_preview_optimizer(t.optimizer); // checks the options
-                for (int64_t s = 0; s < total; s += stride) {
+                const PreviewSampling sampling =
+                    samplePreviewSteps(total, [](int64_t) { return std::optional<int64_t>(); });
+                for (int64_t s : sampling.steps) {
                     previewX_.push_back(double(s + 1));
                     previewLr_.push_back(startLr);
                 }
             } else {
-                // A long run is drawn at every stride-th step of the same closed-form schedule.
-                previewLr_ = train::preview_lr(t.optimizer, *t.scheduler, total, stride);
-                for (size_t i = 0; i < previewLr_.size(); ++i)
-                    previewX_.push_back(double(int64_t(i) * stride + 1));
-                if (stride > 1)
-                    note = tr("%1 steps: drawn at one step in %2.")
-                               .arg(groupDigits(total))
-                               .arg(stride);
+                // The closed form (Schedule::lr_at) at a bounded set of steps that keeps the
+                // curve's corners: the cost does not grow with the run, T_max or the warmup.
+                auto optimizer = train::make_preview_optimizer(t.optimizer);
+                const train::Schedule schedule(*t.scheduler, *optimizer, total);
+                const PreviewSampling sampling =
+                    samplePreviewSteps(total, scheduleCorners(*t.scheduler, total));
+                previewX_.reserve(sampling.steps.size());
+                previewLr_.reserve(sampling.steps.size());
+                for (int64_t s : sampling.steps) {
+                    previewX_.push_back(double(s + 1));
+                    previewLr_.push_back(*schedule.lr_at(s));
+                }
+                if (int64_t(sampling.steps.size()) < total)
+                    note =
+                        (sampling.everyCorner
+                             ? tr("%1 steps: drawn at %2 of them, with each step where the "
+                                  "schedule changes phase.")
+                             : tr("%1 steps: drawn at %2 of them; the schedule changes phase "
+                                  "too often to mark each change."))
+                            .arg(groupDigits(total), groupDigits(int64_t(sampling.steps.size())));
             }
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
@@ -347,6 +380,7 @@ void TrainingPage::updatePreview() {
     QCPGraph* graph = plot_->graph(0);
     graph->setData(QVector<double>(previewX_.begin(), previewX_.end()),
                    QVector<double>(previewLr_.begin(), previewLr_.end()), true);
+    graph->setBrush(turns(previewLr_) <= kMaxFilledTurns ? curveFill() : QBrush(Qt::NoBrush));
     const bool dots = !perStep && previewLr_.size() <= 60;
     graph->setScatterStyle(
         dots ? QCPScatterStyle(QCPScatterStyle::ssCircle, colors::kAccent, colors::kSurface, 6)
