@@ -51,7 +51,6 @@ namespace functional {
 using autograd::Node;
 using autograd::SavedTensor;
 using backend::RecurrentGeometry;
-using RecurrentLayerShape = backend::RecurrentGeometry;
 using detail::shape_error;
 
 namespace {
@@ -116,7 +115,7 @@ const void* ptr_or_null(const Tensor& t) {
     return t.defined() ? t.data_ptr() : nullptr;
 }
 
-TensorList layer_backward(const RecurrentLayerShape& s, const Tensor& grad, const Tensor& x,
+TensorList layer_backward(const RecurrentGeometry& s, const Tensor& grad, const Tensor& x,
                           const TensorList& params, bool bias, const SavedBuffers& saved,
                           const Node& node) {
     const int D = s.D;
@@ -163,7 +162,7 @@ TensorList layer_backward(const RecurrentLayerShape& s, const Tensor& grad, cons
 
 // One layer, all directions: x [rows, I] contiguous, h0 / c0 [D, B, H] or undefined, params the
 // layer's weights in _flat_weights order.
-LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tensor& h0,
+LayerOutputs run_layer(const RecurrentGeometry& s, const Tensor& x, const Tensor& h0,
                        const Tensor& c0, const TensorList& params, bool bias,
                        const std::shared_ptr<std::vector<int64_t>>& lengths, int64_t layer) {
     const int D = s.D;
@@ -188,7 +187,7 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
     TensorList pv;
     for (const Tensor& p : params)
         pv.push_back(p.detach().contiguous());
-    RecurrentLayerShape shape = s;
+    RecurrentGeometry shape = s;
     shape.lengths = lengths ? lengths->data() : nullptr;
     shape.has_h0 = h0.defined();
     backend::RecurrentForwardArgs args;
@@ -210,7 +209,7 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
         autograd::record_list("RecurrentLayerBackward0", inputs, flat,
                               [s = shape, bias, saved, lengths, sx = SavedTensor(xv),
                                saved_params](const Tensor& grad, const Node& node) {
-                                  RecurrentLayerShape sh = s;
+                                  RecurrentGeometry sh = s;
                                   sh.lengths = lengths ? lengths->data() : nullptr;
                                   const Tensor xs = sx.unpack(node);
                                   TensorList ps;
@@ -234,7 +233,7 @@ LayerOutputs run_layer(const RecurrentLayerShape& s, const Tensor& x, const Tens
 // With a sink (RecordRecurrentGradients), a hook on every step's hidden state takes the norm of
 // the whole gradient reaching it over the sequences still going (the kernels' step norms) and
 // the last one of the layer reports them.
-LayerOutputs run_layer_composed(const RecurrentLayerShape& s, const Tensor& x, const Tensor& h0,
+LayerOutputs run_layer_composed(const RecurrentGeometry& s, const Tensor& x, const Tensor& h0,
                                 const Tensor& c0, const TensorList& params, bool bias,
                                 const Tensor& valid,
                                 const std::shared_ptr<const detail::StepGradientSink>& sink) {
@@ -420,7 +419,7 @@ RecurrentResult recurrent(const Tensor& x_in, const Tensor& h0_in, const Tensor&
         });
     }
 
-    RecurrentLayerShape s;
+    RecurrentGeometry s;
     s.cell = cell_of(cfg.mode);
     s.dtype = x.dtype();
     s.T = T;

@@ -1,4 +1,4 @@
-// The raw recurrent layer loops (see recurrent_kernels.h). Per direction, LSTM and RNN run one
+// The raw recurrent layer loops (see cpu_recurrent.h). Per direction, LSTM and RNN run one
 // GEMM per step, [x_t | h_{t-1} | 1] [W_ih | W_hh | b]^T into the step's gate rows, then one fused
 // pass over the gates; GRU runs the input projection of all steps first and per step h W_hh^T
 // into its own buffer (b_hn sits inside r * (...)). The backward walks the steps in reverse with

@@ -45,7 +45,7 @@ template <typename T> struct TypedGrads {
     T* db_ih[2] = {nullptr, nullptr};
     T* db_hh[2] = {nullptr, nullptr};
     // When set: [D, T], the L2 norm over the batch of dL/dh_t per direction and time step
-    // (recurrent_step_norms.h). Null (the default) records nothing.
+    // (RecurrentBackwardArgs::step_grad_norms). Null (the default) records nothing.
     double* step_grad_norms = nullptr;
 };
 

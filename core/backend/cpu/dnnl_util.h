@@ -1,8 +1,8 @@
 #pragma once
 // Internal: the one oneDNN CPU engine and stream of the process, and a small primitive cache
 // keyed by shape (training reuses the same shapes every step, and primitive creation costs far
-// more than a small convolution). Used by the CPU backend's NN kernels and, through
-// nn/dnnl_util.h, by nn's bf16 matmuls and recurrent step GEMMs.
+// more than a small convolution). Used by the CPU backend's NN kernels (dnnl_scratch.h adds
+// tensor-backed memory for its matmuls and recurrent step GEMMs).
 #include <dnnl.hpp>
 #include <omp.h>
 
