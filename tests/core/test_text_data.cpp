@@ -194,6 +194,23 @@ class TestTextData : public QObject {
         QVERIFY2(missing.contains("/nonexistent/missing.csv"), qPrintable(missing));
     }
 
+    void duplicatesKeepFileOrderAndCountCrossClassDrops() {
+        // Within a class a repeat keeps its first line; a text in two classes leaves both (and is
+        // counted once per class); everything else stays in file order.
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        writeFile(d + "/a", "x\ny\nx\nz\nq\nz\n");
+        writeFile(d + "/b", "y\nw\nw\nv\ny\n");
+        writeFile(d + "/c", "q\nu\n");
+        TextLinesOptions o;
+        o.classes = {{"A", d + "/a"}, {"B", d + "/b"}, {"C", d + "/c"}};
+        const auto corpus = read_text_lines(o);
+        QCOMPARE(corpus->texts, (Tokens{"x", "z", "w", "v", "u"}));
+        QCOMPARE(corpus->labels, (std::vector<int64_t>{0, 0, 1, 1, 2}));
+        QCOMPARE(corpus->notes.back(),
+                 std::string("4 examples dropped: their text is in more than one class"));
+    }
+
     void wordLanguageSourceOnSmallFiles() {
         QTemporaryDir dir;
         const std::string d = dir.path().toStdString();
