@@ -212,7 +212,9 @@ std::shared_ptr<TextCorpus> read_text_lines(const TextLinesOptions& options) {
             std::vector<std::pair<uint64_t, size_t>> order;
             for (size_t i = 0; i < lines.size(); ++i)
                 order.emplace_back(fnv1a(options.seed, lines[i]), i);
-            std::sort(order.begin(), order.end());
+            // The max_per_class smallest (hash, line) pairs: selected, not sorted (all distinct,
+            // so the same ones a full sort would keep).
+            std::nth_element(order.begin(), order.begin() + options.max_per_class, order.end());
             order.resize(size_t(options.max_per_class));
             std::vector<size_t> chosen;
             for (const auto& o : order)
