@@ -627,4 +627,80 @@ void ReduceLROnPlateau::load_state_dict(const SchedulerState& s) {
     if (s.lists.count("_last_lr")) last_lr_ = s.lists.at("_last_lr");
 }
 
+// --- corners: where each closed form starts a new piece ---------------------------------------
+
+namespace {
+
+// The first multiple of `period` (> 0) after `after` (>= -1).
+std::optional<int64_t> next_multiple(int64_t after, int64_t period) {
+    if (period <= 0) return std::nullopt;
+    const int64_t k = after < 0 ? 0 : after / period;
+    if (k >= std::numeric_limits<int64_t>::max() / period - 1) return std::nullopt;
+    return (k + 1) * period;
+}
+
+std::optional<int64_t> after_or_none(int64_t at, int64_t after) {
+    return at > after ? std::optional<int64_t>(at) : std::nullopt;
+}
+
+} // namespace
+
+std::optional<int64_t> StepLR::next_corner(int64_t after) const {
+    return next_multiple(after, step_size_);
+}
+
+std::optional<int64_t> MultiStepLR::next_corner(int64_t after) const {
+    const auto it = std::upper_bound(milestones_.begin(), milestones_.end(), after);
+    return it == milestones_.end() ? std::nullopt : std::optional<int64_t>(*it);
+}
+
+std::optional<int64_t> CosineAnnealingLR::next_corner(int64_t after) const {
+    return next_multiple(after, T_max_); // the cosine turns back at every multiple of T_max
+}
+
+std::optional<int64_t> CosineAnnealingWarmRestarts::next_corner(int64_t after) const {
+    if (T_mult_ == 1) return next_multiple(after, T_0_);
+    // Restarts at T_0, T_0 (1 + T_mult), ...: a few dozen before any run's end.
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    int64_t start = T_0_, len = T_0_;
+    while (start <= after) {
+        len = len > kMax / T_mult_ ? kMax : len * T_mult_;
+        if (len > kMax - start) return std::nullopt;
+        start += len;
+    }
+    return start;
+}
+
+std::optional<int64_t> OneCycleLR::next_corner(int64_t after) const {
+    // Phase i ends at its end_step; the next starts one step later (the last one runs to the end).
+    for (size_t i = 0; i + 1 < phases_.size(); ++i) {
+        const int64_t start = static_cast<int64_t>(std::floor(phases_[i].end_step)) + 1;
+        if (start > after) return start;
+    }
+    return std::nullopt;
+}
+
+std::optional<int64_t> LinearLR::next_corner(int64_t after) const {
+    return after_or_none(total_iters_, after);
+}
+
+std::optional<int64_t> ConstantLR::next_corner(int64_t after) const {
+    return after_or_none(total_iters_, after);
+}
+
+std::optional<int64_t> SequentialLR::next_corner(int64_t after) const {
+    // The next milestone, or before it a corner of the schedule running at `after`.
+    const size_t idx = static_cast<size_t>(
+        std::upper_bound(milestones_.begin(), milestones_.end(), after) - milestones_.begin());
+    const int64_t start = idx == 0 ? 0 : milestones_[idx - 1];
+    std::optional<int64_t> next =
+        idx < milestones_.size() ? std::optional<int64_t>(milestones_[idx]) : std::nullopt;
+    if (const auto inner = schedulers_[idx]->next_corner(after - start)) {
+        if (*inner <= std::numeric_limits<int64_t>::max() - start &&
+            (!next || start + *inner < *next))
+            next = start + *inner;
+    }
+    return next;
+}
+
 } // namespace myelin::optim

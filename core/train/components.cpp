@@ -64,6 +64,10 @@ std::optional<double> Schedule::lr_at(int64_t step) const {
     return scheduler_->lr_at(step);
 }
 
+std::optional<int64_t> Schedule::next_corner(int64_t after) const {
+    return plateau_ ? std::nullopt : scheduler_->next_corner(after);
+}
+
 optim::SchedulerState Schedule::state_dict() const {
     return plateau_ ? plateau_->state_dict() : scheduler_->state_dict();
 }

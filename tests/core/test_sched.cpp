@@ -312,6 +312,37 @@ class TestSched : public QObject {
         QVERIFY2(msg.contains("starting multiplicative factor"), qPrintable(msg));
     }
 
+    // next_corner: where each closed form starts a new piece (what a plot must not step over).
+    void cornersOfEachSchedule() {
+        auto opt = make_optimizer("sgd");
+        const auto corners = [](const LRScheduler& s, int64_t upto) {
+            std::vector<int64_t> out;
+            for (auto c = s.next_corner(-1); c && *c < upto; c = s.next_corner(*c))
+                out.push_back(*c);
+            return out;
+        };
+        using V = std::vector<int64_t>;
+        QCOMPARE(corners(StepLR(*opt, {.step_size = 3}), 10), (V{3, 6, 9}));
+        QCOMPARE(corners(MultiStepLR(*opt, {.milestones = {2, 5}}), 10), (V{2, 5}));
+        QCOMPARE(corners(ExponentialLR(*opt, {.gamma = 0.9}), 10), V{});
+        QCOMPARE(corners(CosineAnnealingWarmRestarts(*opt, {.T_0 = 2, .T_mult = 2}), 40),
+                 (V{2, 6, 14, 30}));
+        QCOMPARE(corners(LinearLR(*opt, {.total_iters = 4}), 10), V{4});
+        // A warmup of 3 steps before StepLR(4): the milestone, then StepLR's drops from there.
+        auto warmup = std::make_shared<LinearLR>(*opt, LinearLROptions{.total_iters = 3});
+        auto steps = std::make_shared<StepLR>(*opt, StepLROptions{.step_size = 4});
+        QCOMPARE(corners(SequentialLR(*opt, {warmup, steps}, {3}), 12), (V{3, 7, 11}));
+        OneCycleOptions o;
+        o.max_lr = 0.1;
+        o.total_steps = 100;
+        const OneCycleLR one(*opt, o);
+        const V phases = corners(one, 100);
+        QCOMPARE(phases.size(), size_t(1)); // two phases: the annealing starts after the peak
+        const int64_t peak = phases[0] - 1;
+        QCOMPARE(one.lr_at(peak), 0.1);
+        QVERIFY(one.lr_at(peak - 1) < 0.1 && one.lr_at(peak + 1) < 0.1);
+    }
+
     // lr_at far into a run (the Training page's preview asks at millions of steps): SGDR's
     // closed form, equal cycles and cycles that grow until they outlast any run.
     void warmRestartsAtLateSteps() {

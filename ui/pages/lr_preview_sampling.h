@@ -3,10 +3,8 @@
 // step. A long one: a bounded number of them, so the preview costs the same for any epochs,
 // T_max or warmup, yet keeps the schedule's shape: an even grid plus each corner of the curve
 // (where a new piece of the schedule's formula starts: the warmup's end, StepLR's and
-// MultiStepLR's drops, restarts, OneCycleLR's phases, ...) with the step before it, so a drop
-// stays vertical and a peak exact. Plain C++ on core's types.
-#include <myelin/spec/components.h>
-
+// MultiStepLR's drops, restarts, OneCycleLR's phases, ...: train::Schedule::next_corner) with
+// the step before it, so a drop stays vertical and a peak exact. Plain C++.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -20,12 +18,6 @@ inline constexpr int64_t kMaxPreviewPoints = 2000;
 // nextCorner(after): the first step s > after where the curve has a corner (those from the
 // run's end on are ignored); nullopt when none is left.
 using NextCorner = std::function<std::optional<int64_t>(int64_t after)>;
-
-// The corners of `scheduler` (a step-driven kind) built for a run of `steps` steps: where a new
-// piece of its closed form starts, or where CosineAnnealingLR turns (multiples of T_max). A
-// plugin's kind has only its warmup's corner: its formula's pieces are not known here. Throws
-// myelin::Error for options that cannot be read (as building the schedule would).
-NextCorner scheduleCorners(const spec::Choice& scheduler, int64_t steps);
 
 struct PreviewSampling {
     std::vector<int64_t> steps; // increasing, in [0, total), the first and the last included

@@ -257,8 +257,8 @@ void TrainingPage::updatePreview() {
                 // curve's corners: the cost does not grow with the run, T_max or the warmup.
                 auto optimizer = train::make_preview_optimizer(t.optimizer);
                 const train::Schedule schedule(*t.scheduler, *optimizer, total);
-                const PreviewSampling sampling =
-                    samplePreviewSteps(total, scheduleCorners(*t.scheduler, total));
+                const PreviewSampling sampling = samplePreviewSteps(
+                    total, [&schedule](int64_t after) { return schedule.next_corner(after); });
                 previewX_.reserve(sampling.steps.size());
                 previewLr_.reserve(sampling.steps.size());
                 for (int64_t s : sampling.steps) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,14 @@ class LRScheduler {
 
     // Side-effect free closed form (see above). Throws Error for a bad group or negative step.
     virtual double lr_at(int64_t step, size_t group = 0) const = 0;
+    // The first step s > after at which lr_at's formula starts a new piece (a drop, a restart,
+    // a phase, the end of a ramp, where a cosine turns): what a plot of the schedule must not
+    // step over. nullopt when none is left, or the schedule is one smooth piece (or does not
+    // say: the default, as for a plugin's).
+    virtual std::optional<int64_t> next_corner(int64_t after) const {
+        (void)after;
+        return std::nullopt;
+    }
 
     virtual SchedulerState state_dict() const;
     // Restores the step counters and learning-rate bookkeeping (not the optimizer's lrs, which
@@ -92,6 +101,7 @@ class StepLR final : public LRScheduler {
     StepLR(Optimizer& optimizer, const StepLROptions& options);
     const char* name() const override { return "StepLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
+    std::optional<int64_t> next_corner(int64_t after) const override;
 
   protected:
     std::vector<double> get_lr() override;
@@ -114,6 +124,7 @@ class MultiStepLR final : public LRScheduler {
     MultiStepLR(Optimizer& optimizer, const MultiStepLROptions& options);
     const char* name() const override { return "MultiStepLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
+    std::optional<int64_t> next_corner(int64_t after) const override;
 
   protected:
     std::vector<double> get_lr() override;
@@ -157,6 +168,7 @@ class CosineAnnealingLR final : public LRScheduler {
     CosineAnnealingLR(Optimizer& optimizer, const CosineAnnealingLROptions& options);
     const char* name() const override { return "CosineAnnealingLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
+    std::optional<int64_t> next_corner(int64_t after) const override;
 
   protected:
     std::vector<double> get_lr() override;
@@ -182,6 +194,7 @@ class CosineAnnealingWarmRestarts final : public LRScheduler {
     const char* name() const override { return "CosineAnnealingWarmRestarts"; }
     void step() override;
     double lr_at(int64_t step, size_t group = 0) const override;
+    std::optional<int64_t> next_corner(int64_t after) const override;
     SchedulerState state_dict() const override;
     void load_state_dict(const SchedulerState& state) override;
 
@@ -222,6 +235,7 @@ class OneCycleLR final : public LRScheduler {
     OneCycleLR(Optimizer& optimizer, const OneCycleOptions& options);
     const char* name() const override { return "OneCycleLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
+    std::optional<int64_t> next_corner(int64_t after) const override;
     // The momentum (or beta1) the schedule sets at `step` (needs cycle_momentum).
     double momentum_at(int64_t step, size_t group = 0) const;
     int64_t total_steps() const { return total_steps_; }
@@ -261,6 +275,7 @@ class LinearLR final : public LRScheduler {
     LinearLR(Optimizer& optimizer, const LinearLROptions& options);
     const char* name() const override { return "LinearLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
+    std::optional<int64_t> next_corner(int64_t after) const override;
 
   protected:
     std::vector<double> get_lr() override;
@@ -283,6 +298,7 @@ class ConstantLR final : public LRScheduler {
     ConstantLR(Optimizer& optimizer, const ConstantLROptions& options);
     const char* name() const override { return "ConstantLR"; }
     double lr_at(int64_t step, size_t group = 0) const override;
+    std::optional<int64_t> next_corner(int64_t after) const override;
 
   protected:
     std::vector<double> get_lr() override;
@@ -302,6 +318,7 @@ class SequentialLR final : public LRScheduler {
     const char* name() const override { return "SequentialLR"; }
     void step() override;
     double lr_at(int64_t step, size_t group = 0) const override;
+    std::optional<int64_t> next_corner(int64_t after) const override;
     SchedulerState state_dict() const override;
     void load_state_dict(const SchedulerState& state) override;
 

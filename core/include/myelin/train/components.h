@@ -48,6 +48,9 @@ class Schedule {
     void step(std::optional<double> metric = std::nullopt); // metric required when needs_metric
     // The lr of group 0 after `step` steps, without side effects; nullopt for ReduceLROnPlateau.
     std::optional<double> lr_at(int64_t step) const;
+    // The first step after `after` where the schedule's formula starts a new piece
+    // (LRScheduler::next_corner, warmup included); nullopt for ReduceLROnPlateau.
+    std::optional<int64_t> next_corner(int64_t after) const;
     optim::SchedulerState state_dict() const;
     void load_state_dict(const optim::SchedulerState& state);
     const std::string& kind() const { return kind_; }
