@@ -64,6 +64,7 @@ struct RecurrentWeights {
 //   cprev [D, rows, H]  LSTM: the cell state each step started from
 //   tc    [D, rows, H]  LSTM: tanh of the new cell state
 //   ghn   [D, rows, H]  GRU: W_hn h + b_hn
+// Without a backward to follow (inference) only act is given; the others are null and not kept.
 struct RecurrentSaved {
     void* act = nullptr;
     void* xh = nullptr;

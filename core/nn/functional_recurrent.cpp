@@ -171,15 +171,20 @@ LayerOutputs run_layer(const RecurrentGeometry& s, const Tensor& x, const Tensor
                gru = s.cell == backend::RecurrentCell::Gru;
     const TensorOptions opts = x.options();
     Tensor flat = empty({rows * D * H + state * (lstm ? 2 : 1)}, opts);
+    TensorList inputs{x, h0, c0};
+    inputs.insert(inputs.end(), params.begin(), params.end());
+    const bool backward = autograd::any_requires_grad(inputs) && autograd::is_grad_enabled();
     SavedBuffers saved;
     saved.sink = detail::step_gradient_sink(layer);
-    saved.act = empty({D * rows * G}, opts);
-    saved.xh = empty({D * rows * s.xh_stride()}, opts);
-    if (lstm) {
-        saved.cprev = empty({D * rows * H}, opts);
-        saved.tc = empty({D * rows * H}, opts);
+    saved.act = empty({D * rows * G}, opts); // the gates, also the kernel's working rows
+    if (backward) { // what only the backward reads (inference writes none of it)
+        saved.xh = empty({D * rows * s.xh_stride()}, opts);
+        if (lstm) {
+            saved.cprev = empty({D * rows * H}, opts);
+            saved.tc = empty({D * rows * H}, opts);
+        }
+        if (gru) saved.ghn = empty({D * rows * H}, opts);
     }
-    if (gru) saved.ghn = empty({D * rows * H}, opts);
 
     const Tensor xv = x.detach();
     const Tensor h0v = h0.defined() ? h0.detach().contiguous() : Tensor();
@@ -200,9 +205,7 @@ LayerOutputs run_layer(const RecurrentGeometry& s, const Tensor& x, const Tensor
     detail::nn_table(x, backend::Primitive::Recurrent)
         .recurrent_forward(shape, raw_weights(pv, D, bias), args, saved.raw());
 
-    TensorList inputs{x, h0, c0};
-    inputs.insert(inputs.end(), params.begin(), params.end());
-    if (autograd::any_requires_grad(inputs) && autograd::is_grad_enabled()) {
+    if (backward) {
         std::vector<SavedTensor> saved_params;
         for (const Tensor& p : pv)
             saved_params.emplace_back(p);

@@ -161,6 +161,69 @@ class TestBackendOpsSequence : public QObject {
             }
     }
 
+    // Inference keeps nothing for a backward (RecurrentSaved: act only): the same outputs and
+    // states, bit for bit, as a forward that keeps everything; with lengths, both directions,
+    // batch-first rows, on every backend.
+    void recurrent_inference_keeps_nothing() {
+        using backend::RecurrentCell;
+        const int64_t T = 5, B = 3, I = 4, H = 6;
+        const std::vector<int64_t> lengths = {5, 2, 4};
+        for (RecurrentCell cell :
+             {RecurrentCell::Lstm, RecurrentCell::Gru, RecurrentCell::RnnRelu}) {
+            backend::RecurrentGeometry g;
+            g.cell = cell;
+            g.T = T, g.B = B, g.I = I, g.H = H, g.D = 2;
+            g.batch_first = true;
+            g.lengths = lengths.data();
+            const int64_t G = g.gates(), rows = g.rows();
+            const DType t = DType::Float32;
+            // x, w_ih, w_hh (both directions) | out, hn, cn | act, xh, cprev, tc, ghn
+            const std::vector<Array> in = {make(t, {rows, I}, values(-1, 1, 1)),
+                                           make(t, {2, G, I}, values(-0.5, 0.5, 2)),
+                                           make(t, {2, G, H}, values(-0.5, 0.5, 3)),
+                                           make(t, {rows, 2 * H}, {}),
+                                           make(t, {2, B, H}, {}),
+                                           make(t, {2, B, H}, {}),
+                                           make(t, {2, rows, G}, {}),
+                                           make(t, {2, rows, g.xh_stride()}, {}),
+                                           make(t, {2, rows, H}, {}),
+                                           make(t, {2, rows, H}, {}),
+                                           make(t, {2, rows, H}, {})};
+            const auto run = [&](Backend& be, bool keep) {
+                return run_on(be, in, [&](Backend& b, std::vector<View>& v) {
+                    backend::RecurrentWeights w;
+                    for (int d = 0; d < 2; ++d) {
+                        w.w_ih[d] = static_cast<float*>(v[1].data) + d * G * I;
+                        w.w_hh[d] = static_cast<float*>(v[2].data) + d * G * H;
+                    }
+                    const bool lstm = cell == RecurrentCell::Lstm;
+                    backend::RecurrentSaved saved{v[6].data};
+                    if (keep)
+                        saved = {v[6].data, v[7].data, lstm ? v[8].data : nullptr,
+                                 lstm ? v[9].data : nullptr,
+                                 cell == RecurrentCell::Gru ? v[10].data : nullptr};
+                    table(b, backend::Primitive::Recurrent, t)
+                        .recurrent_forward(g, w,
+                                           {v[0].data, nullptr, nullptr, v[3].data, v[4].data,
+                                            lstm ? v[5].data : nullptr},
+                                           saved);
+                });
+            };
+            std::vector<Backend*> all{&backend::get(DeviceType::CPU)};
+            for (Backend* other : other_backends())
+                all.push_back(other);
+            for (Backend* be : all) {
+                const std::vector<Array> kept = run(*be, true), lean = run(*be, false);
+                for (size_t k : {size_t(3), size_t(4), size_t(5)})
+                    QVERIFY2(kept[k].bytes == lean[k].bytes,
+                             qPrintable(QStringLiteral("%1, cell %2, output %3")
+                                            .arg(QString::fromStdString(be->info().name))
+                                            .arg(int(cell))
+                                            .arg(k)));
+            }
+        }
+    }
+
     // Attention's per-head products and its softmax (NnKernels::head_gemm, attention_softmax):
     // the CPU against plain loops, CUDA (strided-batched cuBLAS) against the CPU.
     void attention_heads() {

@@ -146,14 +146,20 @@ void forward_direction(const RecurrentGeometry& s, int d, const T* x, const Type
     const RowMap rm{s.T, s.B, s.batch_first};
     T* act = saved.act + d * rows * G;
     const int64_t LX = s.xh_stride();
-    T* xh = saved.xh + d * rows * LX;
-    T* cprev = lstm ? saved.cprev + d * rows * H : nullptr;
-    T* tcs = lstm ? saved.tc + d * rows * H : nullptr;
-    T* ghns = gru ? saved.ghn + d * rows * H : nullptr;
+    // Without a backward to follow (inference) only act is given: xh and cprev are not kept,
+    // and the cell's tanh(c) and GRU's W_hn h + b_hn go to one step's scratch rows.
+    const bool keep = saved.xh != nullptr;
+    T* xh = keep ? saved.xh + d * rows * LX : nullptr;
+    T* cprev = keep && lstm ? saved.cprev + d * rows * H : nullptr;
+    auto step_rows = scratch<T>(keep || (!lstm && !gru) ? 0 : B * H);
+    T* tcs = !lstm ? nullptr : keep ? saved.tc + d * rows * H : step_rows.get();
+    T* ghns = !gru ? nullptr : keep ? saved.ghn + d * rows * H : step_rows.get();
+    if (keep) {
 #pragma omp parallel for if (rows * LX >= (1 << 16))
-    for (int64_t r = 0; r < rows; ++r) { // x and the one; the steps fill in h_{t-1}
-        std::memcpy(xh + r * LX, x + r * s.I, static_cast<size_t>(s.I) * sizeof(T));
-        xh[r * LX + s.I + H] = T(1);
+        for (int64_t r = 0; r < rows; ++r) { // x and the one; the steps fill in h_{t-1}
+            std::memcpy(xh + r * LX, x + r * s.I, static_cast<size_t>(s.I) * sizeof(T));
+            xh[r * LX + s.I + H] = T(1);
+        }
     }
 
     // LSTM and RNN: per step one GEMM gives the gate rows, [x_t | h_{t-1} | 1] [W_ih | W_hh | b]^T
@@ -211,7 +217,7 @@ void forward_direction(const RecurrentGeometry& s, int d, const T* x, const Type
         for (int64_t b = 0; b < B; ++b) { // h_{t-1} beside x_t
             const int64_t row = r0 + b * rs;
             const T* hb = h.get() + b * H;
-            std::memcpy(xh + row * LX + I, hb, sizeof(T) * size_t(H));
+            if (keep) std::memcpy(xh + row * LX + I, hb, sizeof(T) * size_t(H));
             if (gru) continue;
             std::memcpy(in.get() + b * K, x + row * I, sizeof(T) * size_t(I));
             std::memcpy(in.get() + b * K + I, hb, sizeof(T) * size_t(H));
@@ -227,15 +233,17 @@ void forward_direction(const RecurrentGeometry& s, int d, const T* x, const Type
         for (int64_t b = 0; b < B; ++b) {
             const int64_t row = r0 + b * rs;
             T* hb = h.get() + b * H;
-            if (lstm) std::memcpy(cprev + row * H, c.get() + b * H, sizeof(T) * size_t(H));
+            if (cprev) std::memcpy(cprev + row * H, c.get() + b * H, sizeof(T) * size_t(H));
+            // Kept per row for the backward, else one step's scratch row per sequence.
+            const int64_t at = keep ? row : b;
             T* o = out + row * DH + d * H;
             if (s.lengths && t >= s.lengths[b]) { // padded: the state carries over
                 std::fill_n(o, H, T(0));
                 continue;
             }
             step(a_t + b * rs * G, gru ? gh.get() + b * G : nullptr, hb,
-                 lstm ? c.get() + b * H : nullptr, o, lstm ? tcs + row * H : nullptr,
-                 gru ? ghns + row * H : nullptr);
+                 lstm ? c.get() + b * H : nullptr, o, lstm ? tcs + at * H : nullptr,
+                 gru ? ghns + at * H : nullptr);
         }
     }
     std::memcpy(hn + d * B * H, h.get(), static_cast<size_t>(state_bytes));

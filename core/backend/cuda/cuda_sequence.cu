@@ -134,8 +134,8 @@ template <typename T>
 __global__ void cell_forward_kernel(Direction<T> s, int64_t t, const T* gh, T* h, T* c, T* out) {
     MYELIN_GRID_LOOP(i, s.B * s.H) {
         const int64_t b = i / s.H, j = i % s.H, r = s.row(t, b);
-        s.xh[r * s.LX + s.I + j] = h[i]; // the state this step starts from
-        if (s.cell == RecurrentCell::Lstm) s.cprev[r * s.H + j] = c[i];
+        if (s.xh) s.xh[r * s.LX + s.I + j] = h[i]; // the state this step starts from
+        if (s.cprev) s.cprev[r * s.H + j] = c[i];
         T* o = out + r * s.DH + s.d * s.H + j;
         if (s.padded(t, b)) { // the state carries over
             *o = T(0);
@@ -153,7 +153,7 @@ __global__ void cell_forward_kernel(Direction<T> s, int64_t t, const T* gh, T* h
             a[s.H + j] = u.f;
             a[2 * s.H + j] = u.g;
             a[3 * s.H + j] = u.o;
-            s.tc[r * s.H + j] = u.tc;
+            if (s.tc) s.tc[r * s.H + j] = u.tc;
             c[i] = u.c;
             h[i] = u.h;
             *o = u.h;
@@ -167,7 +167,7 @@ __global__ void cell_forward_kernel(Direction<T> s, int64_t t, const T* gh, T* h
             a[j] = u.r;
             a[s.H + j] = u.z;
             a[2 * s.H + j] = u.n;
-            s.ghn[r * s.H + j] = hn;
+            if (s.ghn) s.ghn[r * s.H + j] = hn;
             h[i] = u.h;
             *o = u.h;
             break;
@@ -315,8 +315,10 @@ void recurrent_forward_typed(Backend& device, const RecurrentGeometry& g, const 
     const T* x = static_cast<const T*>(args.x);
     for (int d = 0; d < g.D; ++d) {
         const Direction<T> s = direction<T>(g, d, w, saved, lengths.get());
-        fill_xh_kernel<T><<<blocks_for(rows * (I + 1)), kThreads>>>(rows, I, H, s.LX, x, s.xh);
-        check_launch("recurrent input rows");
+        if (s.xh) { // kept for the backward only
+            fill_xh_kernel<T><<<blocks_for(rows * (I + 1)), kThreads>>>(rows, I, H, s.LX, x, s.xh);
+            check_launch("recurrent input rows");
+        }
         // act [rows, G] = x W_ih^T: every step's input projection at once.
         gemm<T>(false, true, rows, G, I, T(1), x, I, static_cast<const T*>(w.w_ih[d]), I, T(0),
                 s.act, G);
