@@ -272,27 +272,27 @@ void CosineAnnealingWarmRestarts::step_epoch(int64_t epoch) {
     last_epoch_ = epoch;
     apply_lrs(get_lr());
 }
+CosineAnnealingWarmRestarts::Cycle CosineAnnealingWarmRestarts::cycle_at(int64_t step) const {
+    // Equal cycles: no walk (walking them one by one made a late step cost step / T_0 turns).
+    if (T_mult_ == 1) return {step - step % T_0_, T_0_};
+    // Cycles grow geometrically: at most 63 of them before the length would overflow.
+    Cycle c{0, T_0_};
+    while (step - c.start >= c.length) {
+        c.start += c.length;
+        if (c.length > std::numeric_limits<int64_t>::max() / T_mult_)
+            return {c.start, std::numeric_limits<int64_t>::max()};
+        c.length *= T_mult_;
+    }
+    return c;
+}
+
 double CosineAnnealingWarmRestarts::lr_at(int64_t step, size_t group) const {
     check_step(step);
     const double base = base_lr(group);
-    int64_t start = 0, len = T_0_;
-    if (T_mult_ == 1) {
-        // Equal cycles: walking them one by one made a late step cost step / T_0 iterations.
-        start = step - step % T_0_;
-    } else {
-        // Cycles grow geometrically: at most 63 of them before len would overflow.
-        while (step - start >= len) {
-            start += len;
-            if (len > std::numeric_limits<int64_t>::max() / T_mult_) {
-                len = std::numeric_limits<int64_t>::max(); // a cycle longer than any run
-                break;
-            }
-            len *= T_mult_;
-        }
-    }
-    const double t_cur = static_cast<double>(step - start);
+    const Cycle c = cycle_at(step);
+    const double t_cur = static_cast<double>(step - c.start);
     return eta_min_ +
-           (base - eta_min_) * (1.0 + std::cos(kPi * t_cur / static_cast<double>(len))) / 2.0;
+           (base - eta_min_) * (1.0 + std::cos(kPi * t_cur / static_cast<double>(c.length))) / 2.0;
 }
 SchedulerState CosineAnnealingWarmRestarts::state_dict() const {
     SchedulerState s = LRScheduler::state_dict();
@@ -659,16 +659,9 @@ std::optional<int64_t> CosineAnnealingLR::next_corner(int64_t after) const {
 }
 
 std::optional<int64_t> CosineAnnealingWarmRestarts::next_corner(int64_t after) const {
-    if (T_mult_ == 1) return next_multiple(after, T_0_);
-    // Restarts at T_0, T_0 (1 + T_mult), ...: a few dozen before any run's end.
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-    int64_t start = T_0_, len = T_0_;
-    while (start <= after) {
-        len = len > kMax / T_mult_ ? kMax : len * T_mult_;
-        if (len > kMax - start) return std::nullopt;
-        start += len;
-    }
-    return start;
+    const Cycle c = cycle_at(std::max<int64_t>(after, 0)); // the next restart ends it
+    if (c.length > std::numeric_limits<int64_t>::max() - c.start) return std::nullopt;
+    return c.start + c.length;
 }
 
 std::optional<int64_t> OneCycleLR::next_corner(int64_t after) const {

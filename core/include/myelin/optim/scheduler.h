@@ -203,6 +203,13 @@ class CosineAnnealingWarmRestarts final : public LRScheduler {
     void step_epoch(int64_t epoch) override;
 
   private:
+    // The restart cycle holding `step`: its first step and its length (the largest int64 for a
+    // cycle that outlasts any run, where T_mult's growth would overflow).
+    struct Cycle {
+        int64_t start, length;
+    };
+    Cycle cycle_at(int64_t step) const;
+
     int64_t T_0_, T_mult_;
     double eta_min_;
     double T_i_, T_cur_;
