@@ -55,6 +55,9 @@ bool CpuBackend::supports(Primitive p, DType dtype) const {
     case Primitive::ConvBackwardData:
     case Primitive::ConvBackwardWeights:
         return floating || dtype == DType::Float16 || dtype == DType::BFloat16;
+    case Primitive::Matmul: // oneDNN's float32 matmul; float64 products go to batched_gemm
+        return dtype == DType::Float32;
+    // The rest of the NN table and the training table.
     case Primitive::MaxPool2d:
     case Primitive::AvgPool2d:
     case Primitive::AdaptiveAvgPool2d:
@@ -63,9 +66,6 @@ bool CpuBackend::supports(Primitive p, DType dtype) const {
     case Primitive::GroupNorm:
     case Primitive::Recurrent:
     case Primitive::AttentionHeads:
-        return floating;
-    case Primitive::Matmul: // oneDNN's float32 matmul; float64 products go to batched_gemm
-        return dtype == DType::Float32;
     case Primitive::OptimizerStep:
     case Primitive::ClassLoss:
     case Primitive::ClassScores:

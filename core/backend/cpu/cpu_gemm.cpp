@@ -155,8 +155,10 @@ std::string shape_str(const View& v) {
 bool bf16_matmul(const View& a, const View& b, const View& c, bool accumulate) {
     const int64_t batch = c.shape[0], M = c.shape[1], N = c.shape[2], K = a.shape[2];
     const auto unit = [](const View& v) { return v.strides[1] == 1 || v.strides[2] == 1; };
-    if (a.dtype != DType::BFloat16 || accumulate || !c.is_contiguous() || !unit(a) || !unit(b) ||
-        M == 0 || N == 0 || K == 0 || a.shape[0] != batch || b.shape[0] != batch)
+    // Anything else, mismatched shapes included, goes the widening way (which names them).
+    if (a.dtype != DType::BFloat16 || accumulate || c.ndim != 3 || !c.is_contiguous() || !unit(a) ||
+        !unit(b) || M == 0 || N == 0 || K == 0 || a.shape[0] != batch || b.shape[0] != batch ||
+        a.shape[1] != M || b.shape[1] != K || b.shape[2] != N)
         return false;
     for (int64_t i = 0; i < batch; ++i) {
         const auto* ap = static_cast<const uint16_t*>(a.data) + i * a.strides[0];
@@ -176,10 +178,8 @@ void CpuBackend::batched_gemm(const View& a, const View& b, const View& c, bool 
     // such values is exact in float32, so the float32 GEMM of the widened operands gives it.
     const bool half_operands = a.dtype == DType::Float16 || a.dtype == DType::BFloat16;
     if (half_operands && b.dtype == a.dtype && c.dtype == DType::Float32 && a.ndim == 3 &&
-        b.ndim == 3 && bf16_matmul(a, b, c, accumulate))
-        return;
-    if (half_operands && b.dtype == a.dtype && c.dtype == DType::Float32 && a.ndim == 3 &&
         b.ndim == 3) {
+        if (bf16_matmul(a, b, c, accumulate)) return;
         std::vector<float> wide_a(size_t(a.numel())), wide_b(size_t(b.numel()));
         const View fa = contiguous_view(wide_a.data(), DType::Float32, a.shape, a.ndim);
         const View fb = contiguous_view(wide_b.data(), DType::Float32, b.shape, b.ndim);

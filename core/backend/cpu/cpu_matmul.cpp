@@ -14,11 +14,25 @@ using dnnl::memory;
 
 namespace {
 
+// A cached matmul primitive and its operands' descriptions (bias: none when empty).
 struct MatmulEntry {
     memory::desc a, b, bias, y;
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
 };
+
+// Runs `e` on the operands at a, b (, bias) and y, with a scratchpad of its own.
+void execute(const MatmulEntry& e, const void* a, const void* b, const void* bias, void* y) {
+    auto mem = [](const memory::desc& md, const void* p) {
+        return memory(md, du::engine(), const_cast<void*>(p));
+    };
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, mem(e.a, a)}, {DNNL_ARG_WEIGHTS, mem(e.b, b)}, {DNNL_ARG_DST, mem(e.y, y)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, mem(e.bias, bias));
+    const Tensor scratch = du::add_scratchpad(e.pd.scratchpad_desc(), args);
+    e.prim.execute(du::stream(), args);
+    du::stream().wait();
+}
 
 } // namespace
 
@@ -54,42 +68,23 @@ bool onednn_matmul(int64_t M, int64_t N, int64_t K, GemmOperand<float> a, GemmOp
     } catch (const dnnl::error&) {
         return false;
     }
-    auto mem = [](const memory::desc& md, const float* p) {
-        return memory(md, du::engine(), const_cast<float*>(p));
-    };
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(e->a, a.p)},
-                                         {DNNL_ARG_WEIGHTS, mem(e->b, b.p)},
-                                         {DNNL_ARG_DST, mem(e->y, y)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, mem(e->bias, bias));
-    const Tensor scratch = du::add_scratchpad(e->pd.scratchpad_desc(), args);
-    e->prim.execute(du::stream(), args);
-    du::stream().wait();
+    execute(*e, a.p, b.p, bias, y);
     return true;
 }
-
-namespace {
-
-struct Bf16Entry {
-    memory::desc a, b, c;
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul prim;
-};
-
-} // namespace
 
 bool onednn_matmul_bf16(int64_t M, int64_t N, int64_t K, GemmOperand<uint16_t> a,
                         GemmOperand<uint16_t> b, float* c) {
     if (!du::bf16_supported()) return false;
-    std::shared_ptr<Bf16Entry> e;
+    std::shared_ptr<MatmulEntry> e;
     try {
-        static du::PrimitiveCache<Bf16Entry> cache;
+        static du::PrimitiveCache<MatmulEntry> cache;
         e = cache.get({M, N, K, a.rs, a.cs, b.rs, b.cs}, [&] {
             const auto bf16 = memory::data_type::bf16;
-            auto m = std::make_shared<Bf16Entry>();
+            auto m = std::make_shared<MatmulEntry>();
             m->a = memory::desc({M, K}, bf16, memory::dims{a.rs, a.cs});
             m->b = memory::desc({K, N}, bf16, memory::dims{b.rs, b.cs});
-            m->c = memory::desc({M, N}, memory::data_type::f32, memory::dims{N, 1});
-            m->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(m->a, m->b, m->c),
+            m->y = memory::desc({M, N}, memory::data_type::f32, memory::dims{N, 1});
+            m->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(m->a, m->b, m->y),
                                                  du::user_scratchpad(), du::engine());
             m->prim = dnnl::matmul(m->pd);
             return m;
@@ -97,15 +92,7 @@ bool onednn_matmul_bf16(int64_t M, int64_t N, int64_t K, GemmOperand<uint16_t> a
     } catch (const dnnl::error&) {
         return false;
     }
-    auto mem = [](const memory::desc& md, const void* p) {
-        return memory(md, du::engine(), const_cast<void*>(p));
-    };
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(e->a, a.p)},
-                                         {DNNL_ARG_WEIGHTS, mem(e->b, b.p)},
-                                         {DNNL_ARG_DST, mem(e->c, c)}};
-    const Tensor scratch = du::add_scratchpad(e->pd.scratchpad_desc(), args);
-    e->prim.execute(du::stream(), args);
-    du::stream().wait();
+    execute(*e, a.p, b.p, nullptr, c);
     return true;
 }
 
