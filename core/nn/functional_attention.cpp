@@ -211,15 +211,18 @@ Projection project(const Tensor& q, const Tensor& k, const Tensor& v,
 // The attention node: projections -> merged attention output [.., E] in the query's layout.
 
 // Where the heads of one operand live: columns off + h*Dh of a contiguous sequence tensor.
-template <typename T>
+// Element `off` of t (any dtype, any device: only the address is computed).
+void* element(const Tensor& t, int64_t off) {
+    return static_cast<char*>(t.data_ptr()) + off * int64_t(t.element_size());
+}
 HeadOperand heads_of(const Tensor& t, bool batch_first, int64_t off, int64_t Dh,
                      bool trans = false) {
     const SeqLayout s = seq_layout(t, batch_first);
-    return {t.data<T>() + off, s.stride_b, Dh, s.stride_l, trans};
+    return {element(t, off), s.stride_b, Dh, s.stride_l, trans};
 }
-template <typename T> HeadResult heads_into(Tensor& t, bool batch_first, int64_t off, int64_t Dh) {
+HeadResult heads_into(Tensor& t, bool batch_first, int64_t off, int64_t Dh) {
     const SeqLayout s = seq_layout(t, batch_first);
-    return {t.data<T>() + off, s.stride_b, Dh, s.stride_l};
+    return {element(t, off), s.stride_b, Dh, s.stride_l};
 }
 // A contiguous [B*H, rows, cols] buffer as head matrices.
 HeadOperand stacked(const Tensor& t, int64_t H, bool trans = false) {
@@ -241,7 +244,6 @@ void head_gemm(backend::NnKernels& k, DType dtype, int64_t B, int64_t H, int64_t
 // The forward: scores = mask + scale * Q K^T per head (Q, K, V read in place from the
 // projections), softmax and dropout in one pass, then each head's A V written into its columns
 // of the output.
-template <typename T>
 Tensor attention_forward(const TensorList& src, const int* which, const int64_t* off,
                          const Dims3& d, bool batch_first, const Tensor& mask, double scale,
                          Tensor& P, Tensor& attn, Tensor& keep, kernels::DropoutStream& stream,
@@ -250,7 +252,7 @@ Tensor attention_forward(const TensorList& src, const int* which, const int64_t*
     const DType dt = src[0].dtype();
     const Device dev = src[0].device();
     auto in = [&](int i, bool trans = false) {
-        return heads_of<T>(src[static_cast<size_t>(which[i])], batch_first, off[i], Dh, trans);
+        return heads_of(src[static_cast<size_t>(which[i])], batch_first, off[i], Dh, trans);
     };
     backend::NnKernels& k = nn::detail::nn_table(src[0], backend::Primitive::AttentionHeads);
     Tensor scores = make_tensor({N, L, S}, dt, dev);
@@ -276,7 +278,7 @@ Tensor attention_forward(const TensorList& src, const int* which, const int64_t*
                             drop ? keep.data<uint8_t>() : nullptr);
     Tensor out = make_tensor(batch_first ? Dims{d.B, L, d.E} : Dims{L, d.B, d.E}, dt, dev);
     head_gemm(k, dt, d.B, H, L, Dh, S, 1.0, stacked(attn, H), in(2), 0.0,
-              heads_into<T>(out, batch_first, 0, Dh));
+              heads_into(out, batch_first, 0, Dh));
     return out;
 }
 
@@ -294,7 +296,6 @@ struct AttentionSaved {
     kernels::DropoutStream stream{0, 0.0};
 };
 
-template <typename T>
 TensorList attention_backward(const AttentionSaved& a, const Tensor& grad, const Node& node) {
     const int64_t L = a.d.L, S = a.d.S, H = a.d.H, Dh = a.d.Dh, B = a.d.B;
     TensorList src;
@@ -302,10 +303,9 @@ TensorList attention_backward(const AttentionSaved& a, const Tensor& grad, const
         src.push_back(t.unpack(node));
     const Tensor g = grad.contiguous();
     auto in = [&](int i, bool trans = false) {
-        return heads_of<T>(src[static_cast<size_t>(a.which[i])], a.batch_first, a.off[i], Dh,
-                           trans);
+        return heads_of(src[static_cast<size_t>(a.which[i])], a.batch_first, a.off[i], Dh, trans);
     };
-    const HeadOperand dO = heads_of<T>(g, a.batch_first, 0, Dh);
+    const HeadOperand dO = heads_of(g, a.batch_first, 0, Dh);
     const DType dt = g.dtype();
     backend::NnKernels& k = nn::detail::nn_table(g, backend::Primitive::AttentionHeads);
     TensorList grads(src.size());
@@ -313,7 +313,7 @@ TensorList attention_backward(const AttentionSaved& a, const Tensor& grad, const
         const size_t s = static_cast<size_t>(a.which[i]);
         if (!node.needs_input_grad(s)) return std::nullopt;
         if (!grads[s].defined()) grads[s] = make_tensor(a.shapes[s], g.dtype(), g.device());
-        return heads_into<T>(grads[s], a.batch_first, a.off[i], Dh);
+        return heads_into(grads[s], a.batch_first, a.off[i], Dh);
     };
     // dV = A^T dO; dA = dO V^T.
     if (auto dv = out(2))
@@ -352,27 +352,18 @@ Tensor attention_node(const Projection& proj, const Dims3& d, bool batch_first, 
     Tensor out;
     {
         autograd::NoGradGuard no_grad;
-        auto run = [&]<typename T>(T*) {
-            out = attention_forward<T>(src, proj.which, proj.off, d, batch_first, mask,
-                                       saved->scale, saved->P, saved->attn, saved->keep,
-                                       saved->stream, dropout_p, training);
-        };
-        if (src[0].dtype() == DType::Float64)
-            run(static_cast<double*>(nullptr));
-        else
-            run(static_cast<float*>(nullptr));
+        out = attention_forward(src, proj.which, proj.off, d, batch_first, mask, saved->scale,
+                                saved->P, saved->attn, saved->keep, saved->stream, dropout_p,
+                                training);
     }
     if (!autograd::is_grad_enabled() || !autograd::any_requires_grad(proj.sources)) return out;
     for (const Tensor& s : src) {
         saved->src.emplace_back(s);
         saved->shapes.push_back(s.shape());
     }
-    autograd::record_list("MultiheadAttentionBackward0", proj.sources, out,
-                          [saved](const Tensor& g, const Node& node) {
-                              if (g.dtype() == DType::Float64)
-                                  return attention_backward<double>(*saved, g, node);
-                              return attention_backward<float>(*saved, g, node);
-                          });
+    autograd::record_list(
+        "MultiheadAttentionBackward0", proj.sources, out,
+        [saved](const Tensor& g, const Node& node) { return attention_backward(*saved, g, node); });
     return out;
 }
 

@@ -35,26 +35,9 @@ const char* recurrent_mode_name(RecurrentMode mode) {
     return "?";
 }
 
-int64_t recurrent_gate_count(RecurrentMode mode) {
-    switch (mode) {
-    case RecurrentMode::Lstm:
-        return 4;
-    case RecurrentMode::Gru:
-        return 3;
-    default:
-        return 1;
-    }
-}
-
-namespace functional {
-
-using autograd::Node;
-using autograd::SavedTensor;
-using backend::RecurrentGeometry;
-using detail::shape_error;
-
 namespace {
 
+// The backend's name for a cell (its kernels and gate counts are keyed by it).
 backend::RecurrentCell cell_of(RecurrentMode mode) {
     switch (mode) {
     case RecurrentMode::RnnTanh:
@@ -68,6 +51,21 @@ backend::RecurrentCell cell_of(RecurrentMode mode) {
     }
     return backend::RecurrentCell::Gru;
 }
+
+} // namespace
+
+int64_t recurrent_gate_count(RecurrentMode mode) {
+    return backend::recurrent_gate_count(cell_of(mode));
+}
+
+namespace functional {
+
+using autograd::Node;
+using autograd::SavedTensor;
+using backend::RecurrentGeometry;
+using detail::shape_error;
+
+namespace {
 
 std::string op_name(RecurrentMode mode) {
     switch (mode) {
