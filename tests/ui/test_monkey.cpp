@@ -106,6 +106,18 @@ class TestMonkey : public QObject {
     void randomInput();
 
   private:
+    // A one-epoch blobs project in its own folder of the sandbox; empty when it cannot be made.
+    QString blobsProject(const QString& folder) const {
+        const QString dir = QDir(sandbox_).filePath(folder);
+        return QDir().mkpath(dir) ? myelin::test::writeBlobsProject(dir, 1) : QString();
+    }
+    // `w` at a full-screen size, shown, exposed and on `project`.
+    static bool shownOn(MainWindow& w, const QString& project) {
+        w.resize(1280, 860);
+        w.show();
+        return QTest::qWaitForWindowExposed(&w) && w.openProject(project);
+    }
+
     QString sandbox_;
 };
 
@@ -151,9 +163,8 @@ void TestMonkey::collapsedPlotPaintsNothing() {
 // canvas deleted the old cards while its maps still held them, and the selection signal that a
 // deleted selected card sends read them.
 void TestMonkey::selectedLayersSurviveAnotherProject() {
-    const QString dir = QDir(sandbox_).filePath(QStringLiteral("selected"));
-    QVERIFY(QDir().mkpath(dir));
-    const QString project = myelin::test::writeBlobsProject(dir, 1);
+    const QString project = blobsProject(QStringLiteral("selected"));
+    QVERIFY(!project.isEmpty());
     MainWindow w;
     w.show();
     QVERIFY(w.openProject(project));
@@ -173,14 +184,8 @@ void TestMonkey::selectedLayersSurviveAnotherProject() {
 // after it was dropped (while it was animated into place), restored the docks' layout under
 // the drag and crashed in QMainWindow::restoreState.
 void TestMonkey::tabsAroundADockDrag() {
-    const QString dir = QDir(sandbox_).filePath(QStringLiteral("dockdrag"));
-    QVERIFY(QDir().mkpath(dir));
-    const QString project = myelin::test::writeBlobsProject(dir, 1);
     MainWindow w;
-    w.resize(1280, 860);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(w.openProject(project));
+    QVERIFY(shownOn(w, blobsProject(QStringLiteral("dockdrag"))));
     auto* palette = w.findChild<QDockWidget*>(QStringLiteral("paletteDock"));
     auto* live = w.findChild<QDockWidget*>(QStringLiteral("trainingDock"));
     live->show();
@@ -223,14 +228,8 @@ void TestMonkey::tabsAroundADockDrag() {
 // end and replayed the move, which moved the cards and committed again, until the stack
 // overflowed.
 void TestMonkey::dragAwayFromTheScrolledEnd() {
-    const QString dir = QDir(sandbox_).filePath(QStringLiteral("scrolled"));
-    QVERIFY(QDir().mkpath(dir));
-    const QString project = myelin::test::writeBlobsProject(dir, 1);
     MainWindow w;
-    w.resize(1280, 860);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(w.openProject(project));
+    QVERIFY(shownOn(w, blobsProject(QStringLiteral("scrolled"))));
     myelin::ui::GraphScene* scene = w.editor()->scene();
     myelin::ui::GraphView* view = w.editor()->view();
     std::vector<myelin::graph::NodeId> all;
